@@ -1,0 +1,20 @@
+package engine
+
+import "github.com/dpproxy/dpproxy/sqltypes"
+
+// Column describes one result column.
+type Column struct {
+	Name string
+	Type sqltypes.Type
+}
+
+// Result is what one statement returns to a client. Rows are fully
+// materialized: protected results are small (one row per released group),
+// and public passthrough results are bounded by the backend's row limit.
+type Result struct {
+	Columns []Column
+	// Rows hold values of the types listed in package sqltypes.
+	Rows [][]any
+	// Tag is the command tag ("SELECT 3", "SET", "BEGIN").
+	Tag string
+}

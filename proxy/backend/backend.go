@@ -1,0 +1,37 @@
+package backend
+
+import (
+	"context"
+	"errors"
+
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// Backend runs SQL on the database that holds the data, with dpproxy's own
+// credentials. Implementations must be safe for concurrent use.
+type Backend interface {
+	// Query runs one read-only statement and returns its full result. args
+	// are bound as parameters ($n for postgres, ? for sqlite and mysql).
+	Query(ctx context.Context, sql string, args ...any) (*Rows, error)
+	// Close releases the connection pool.
+	Close() error
+}
+
+// Column is a result column as the backend reports it.
+type Column struct {
+	Name string
+	Type sqltypes.Type
+}
+
+// Rows is a materialized result. Values are normalized to the Go types
+// listed in package sqltypes (nil, int64, float64, string, bool, time.Time,
+// sqltypes.Decimal).
+type Rows struct {
+	Columns []Column
+	Values  [][]any
+}
+
+// ErrUnavailable wraps errors that happened before a statement reached the
+// database (no connection could be had). Only such failures may refund a
+// privacy charge: any later failure may depend on the data.
+var ErrUnavailable = errors.New("backend unavailable")

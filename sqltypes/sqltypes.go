@@ -1,0 +1,83 @@
+// Package sqltypes names the SQL types dpproxy returns to clients and the Go
+// values that carry them between the backends, the engine and the wire
+// front ends.
+//
+// Values in result rows are one of: nil (SQL NULL), int64, float64, string,
+// bool, time.Time, or Decimal (an exact decimal kept as text).
+package sqltypes
+
+// Type is a result column type. Each front end maps it to its wire type
+// (PostgreSQL OID, MySQL column type).
+type Type int
+
+const (
+	Unknown Type = iota // sent as text
+	Bool
+	Int2
+	Int4
+	Int8
+	Float4
+	Float8
+	Numeric
+	Text
+	Varchar
+	Bpchar
+	Date
+	Timestamp
+	Timestamptz
+	Bytea
+	Name
+	OID
+)
+
+var typeNames = [...]string{"unknown", "boolean", "smallint", "integer", "bigint", "real", "double precision", "numeric", "text", "character varying", "character", "date", "timestamp", "timestamptz", "bytea", "name", "oid"}
+
+func (t Type) String() string {
+	if int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return "unknown"
+}
+
+// pgOIDs are PostgreSQL's type OIDs (pg_type.oid), indexed by Type.
+var pgOIDs = [...]uint32{705, 16, 21, 23, 20, 700, 701, 1700, 25, 1043, 1042, 1082, 1114, 1184, 17, 19, 26}
+
+// PostgresOID returns the PostgreSQL type OID for t.
+func (t Type) PostgresOID() uint32 {
+	if int(t) < len(pgOIDs) {
+		return pgOIDs[t]
+	}
+	return 25
+}
+
+// FromPostgresOID maps a PostgreSQL type OID to a Type; unknown OIDs are
+// reported as Text (their values are sent in text form).
+func FromPostgresOID(oid uint32) Type {
+	for t, o := range pgOIDs {
+		if o == oid && t != int(Unknown) {
+			return Type(t)
+		}
+	}
+	return Text
+}
+
+// PostgresTypeSize returns the pg_type.typlen for t (-1 for variable length).
+func (t Type) PostgresTypeSize() int16 {
+	switch t {
+	case Bool:
+		return 1
+	case Int2:
+		return 2
+	case Int4, Float4, Date, OID:
+		return 4
+	case Int8, Float8, Timestamp, Timestamptz:
+		return 8
+	case Name:
+		return 64
+	}
+	return -1
+}
+
+// Decimal is an exact decimal number in canonical text form ("-12.50"),
+// the Go value of a Numeric column.
+type Decimal string
