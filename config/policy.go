@@ -1,27 +1,40 @@
 package config
 
 // Policy is a loaded and validated policy file. Every field has been
-// checked by Load; code that receives a *Policy may rely on the invariants
-// documented on each field.
+// checked by Load (or Parse) and defaults have been filled in; code that
+// receives a *Policy from them may rely on the invariants documented on
+// each field.
+//
+// Marshalling a loaded Policy with gopkg.in/yaml.v3 produces a file that
+// Parse accepts and that loads to the same policy (the effective policy,
+// with defaults and resolved paths written out).
 type Policy struct {
-	// Path is the file the policy was loaded from ("" for built-in policies).
-	Path string
+	// Path is the file the policy was loaded from, as given to Load ("" for
+	// Parse and for built-in policies).
+	Path string `yaml:"-"`
 
-	Listen   Listen
-	Backend  Backend
-	Ledger   Ledger
-	Defaults Defaults
+	Listen   Listen   `yaml:"listen"`
+	Backend  Backend  `yaml:"backend"`
+	Ledger   Ledger   `yaml:"ledger"`
+	Defaults Defaults `yaml:"defaults"`
 
-	Analysts        []Analyst
-	ProtectedTables []ProtectedTable
-	PublicTables    []PublicTable
+	// Analysts have unique, non-empty names.
+	Analysts []Analyst `yaml:"analysts"`
+	// ProtectedTables and PublicTables together have unique table names
+	// (case-insensitively, regardless of schema).
+	ProtectedTables []ProtectedTable `yaml:"protected_tables"`
+	PublicTables    []PublicTable    `yaml:"public_tables"`
 }
 
-// Listen holds the addresses the front ends listen on.
+// Listen holds the addresses the front ends listen on. At least one is set,
+// and each set address is host:port with a numeric port.
 type Listen struct {
 	// Postgres is host:port for the PostgreSQL wire front end ("" = off).
+	// It defaults to DefaultPostgresListen when the key is absent; write
+	// `postgres: ""` to turn the front end off.
 	Postgres string `yaml:"postgres"`
-	// MySQL is host:port for the MySQL wire front end ("" = off).
+	// MySQL is host:port for the MySQL wire front end ("" = off, the
+	// default).
 	MySQL string `yaml:"mysql"`
 }
 
@@ -37,19 +50,25 @@ const (
 // Backend says where the data lives and how dpproxy connects to it. The
 // credentials are dpproxy's own, never an analyst's.
 type Backend struct {
+	// Kind is one of BackendPostgres, BackendSQLite, BackendMySQL.
 	Kind BackendKind `yaml:"kind"`
-	// DSN is the connection string for postgres and mysql backends.
-	DSN string `yaml:"dsn"`
-	// Path is the database file for the sqlite backend.
-	Path string `yaml:"path"`
-	// MaxConns bounds the connection pool (default 10).
+	// DSN is the connection string for postgres and mysql backends (set for
+	// them, empty for sqlite).
+	DSN string `yaml:"dsn,omitempty"`
+	// Path is the database file for the sqlite backend (set for it, empty
+	// otherwise). Load resolves a relative path against the policy file's
+	// directory; ":memory:" and "file:" URIs are left as written.
+	Path string `yaml:"path,omitempty"`
+	// MaxConns bounds the connection pool: 1 ≤ MaxConns ≤ MaxMaxConns
+	// (default DefaultMaxConns).
 	MaxConns int `yaml:"max_conns"`
 }
 
 // Ledger configures the durable privacy-budget ledger.
 type Ledger struct {
-	// Path of the embedded ledger file. Relative paths are resolved against
-	// the policy file's directory.
+	// Path of the embedded ledger file (default DefaultLedgerPath, never
+	// empty). Load resolves a relative path against the policy file's
+	// directory; Parse leaves it relative to the working directory.
 	Path string `yaml:"path"`
 }
 
@@ -65,44 +84,62 @@ const (
 
 // Defaults apply to every query unless a table or session overrides them.
 type Defaults struct {
-	// Epsilon charged per query (> 0, ≤ MaxEpsilonPerQuery).
+	// Epsilon charged per query (finite, > 0, ≤ MaxEpsilonPerQuery;
+	// default DefaultEpsilon).
 	Epsilon float64 `yaml:"epsilon"`
-	// Delta charged per query when a mechanism needs it (0 ≤ Delta < 1).
+	// Delta charged per query when a mechanism needs it (0 ≤ Delta < 1;
+	// default DefaultDelta).
 	Delta float64 `yaml:"delta"`
-	// MaxEpsilonPerQuery caps what a session may set (default = 10 × Epsilon).
+	// MaxEpsilonPerQuery caps what a session may set (finite, ≥ Epsilon;
+	// default max(1, Epsilon)).
 	MaxEpsilonPerQuery float64 `yaml:"max_epsilon_per_query"`
-	// MaxGroupsPerUnit is L0: the most GROUP BY groups one unit contributes to.
+	// MaxGroupsPerUnit is L0: the most GROUP BY groups one unit contributes
+	// to (1 ≤ L0 ≤ MaxContribution; default 1).
 	MaxGroupsPerUnit int `yaml:"max_groups_per_unit"`
-	// MaxRowsPerUnit is Linf: the most rows one unit contributes per group.
+	// MaxRowsPerUnit is Linf: the most rows one unit contributes per group
+	// (1 ≤ Linf ≤ MaxContribution; default 1).
 	MaxRowsPerUnit int `yaml:"max_rows_per_unit"`
-	// Neighbouring definition (default add_remove).
+	// Neighbouring definition, AddRemove or Replace (default AddRemove).
 	Neighbouring Neighbouring `yaml:"neighbouring"`
 }
 
 // Analyst is a person allowed to connect, with their credentials and budget.
 type Analyst struct {
-	Name     string    `yaml:"name"`
+	// Name is the login name (non-empty, unique within the policy).
+	Name string `yaml:"name"`
+	// Password has at least one verifier, and every one set parses.
 	Password Verifiers `yaml:"password"`
 	Budget   Budget    `yaml:"budget"`
 }
 
 // Verifiers hold what the authentication methods need to check a password,
-// never the password itself. `dpproxy passwd` prints them.
+// never the password itself. `dpproxy passwd` prints them (see
+// NewVerifiers). An empty string means the method is not available for the
+// analyst.
+//
+// Load parses every verifier once and keeps the parsed form; use the SCRAM,
+// MySQLNative and CachingSHA2 methods rather than parsing the strings.
 type Verifiers struct {
 	// SCRAMSHA256 is PostgreSQL's stored form:
 	// SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey> (base64).
-	SCRAMSHA256 string `yaml:"scram_sha_256"`
+	SCRAMSHA256 string `yaml:"scram_sha_256,omitempty"`
 	// MySQLNativePassword is "*" + upper hex SHA1(SHA1(password)).
-	MySQLNativePassword string `yaml:"mysql_native_password"`
+	MySQLNativePassword string `yaml:"mysql_native_password,omitempty"`
 	// CachingSHA2Password is hex SHA256(SHA256(password)), what the
 	// caching_sha2_password fast path verifies against.
-	CachingSHA2Password string `yaml:"caching_sha2_password"`
+	CachingSHA2Password string `yaml:"caching_sha2_password,omitempty"`
+
+	// parsed caches the decoded verifiers; nil when the Verifiers were
+	// built as a literal. Shared, never modified after it is built.
+	parsed *parsedVerifiers
 }
 
 // Budget is an analyst's total privacy budget under basic composition.
 type Budget struct {
+	// Epsilon is finite and > 0.
 	Epsilon float64 `yaml:"epsilon"`
-	Delta   float64 `yaml:"delta"`
+	// Delta is in [0, 1) (default 0).
+	Delta float64 `yaml:"delta"`
 }
 
 // RowPrivacyUnit is the PrivacyUnit value meaning "each row is one unit".
@@ -111,16 +148,21 @@ const RowPrivacyUnit = "row"
 // ProtectedTable is a table whose rows never leave: only DP aggregates do.
 type ProtectedTable struct {
 	// Schema is optional; when set, a qualified reference must match it.
-	Schema string `yaml:"schema"`
-	Name   string `yaml:"name"`
-	// PrivacyUnit is the column identifying the protected person, or "row".
+	Schema string `yaml:"schema,omitempty"`
+	// Name is the unqualified table name (non-empty, no '.').
+	Name string `yaml:"name"`
+	// PrivacyUnit is the column identifying the protected person, or "row"
+	// (RowPrivacyUnit). When it names a column, Load rewrites it to that
+	// column's Name exactly as declared in Columns.
 	PrivacyUnit string `yaml:"privacy_unit"`
 	// MaxGroupsPerUnit (L0) and MaxRowsPerUnit (Linf) override the defaults;
-	// Load fills them from Defaults when absent. For "row" privacy both are 1.
+	// Load fills them from Defaults when absent, so both are in
+	// [1, MaxContribution]. For "row" privacy both are 1.
 	MaxGroupsPerUnit int `yaml:"max_groups_per_unit"`
 	MaxRowsPerUnit   int `yaml:"max_rows_per_unit"`
 	// Columns lists every column analysts may reference; others are unknown
-	// to them.
+	// to them. Names are unique case-insensitively. The privacy unit column
+	// has neither GroupBy nor Bounds.
 	Columns []Column `yaml:"columns"`
 }
 
@@ -152,30 +194,38 @@ func (t ColumnType) Integer() bool { return t == TypeInt || t == TypeBigint }
 
 // Column is one column of a protected table.
 type Column struct {
-	Name string     `yaml:"name"`
+	// Name is non-empty.
+	Name string `yaml:"name"`
+	// Type is one of the Type* constants.
 	Type ColumnType `yaml:"type"`
 	// Bounds are the clamp bounds [lo, hi] for SUM/AVG; required for any
-	// numeric column that may be aggregated, absent otherwise. Lo ≤ Hi,
-	// both finite.
-	Bounds *Bounds `yaml:"bounds"`
+	// numeric column that may be aggregated, absent otherwise. Only numeric
+	// columns have bounds; Lo ≤ Hi, both finite.
+	Bounds *Bounds `yaml:"bounds,omitempty"`
 	// GroupBy allows GROUP BY on this column.
-	GroupBy bool `yaml:"group_by"`
+	GroupBy bool `yaml:"group_by,omitempty"`
 	// Keys is the public list of group keys (as they print in text form).
 	// When present, exactly these keys are released for GROUP BY on this
-	// column. Without it, GROUP BY needs DP partition selection.
-	Keys []string `yaml:"keys"`
+	// column. Without it, GROUP BY needs DP partition selection. Keys is
+	// only set when GroupBy is, and is then non-empty with unique entries.
+	Keys []string `yaml:"keys,omitempty"`
 }
 
-// Bounds is a closed clamp interval.
+// Bounds is a closed clamp interval. In YAML it is written as a two-element
+// list of numbers, [lo, hi].
 type Bounds struct {
 	Lo float64
 	Hi float64
 }
 
-// PublicTable is a table that may be read directly.
+// PublicTable is a table that may be read directly. In YAML it is written
+// either as a mapping {schema, name} or as a string "name" or
+// "schema.name".
 type PublicTable struct {
-	Schema string `yaml:"schema"`
-	Name   string `yaml:"name"`
+	// Schema is optional, as for ProtectedTable.
+	Schema string `yaml:"schema,omitempty"`
+	// Name is the unqualified table name (non-empty, no '.').
+	Name string `yaml:"name"`
 }
 
 // Analyst returns the analyst with the given name.

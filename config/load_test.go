@@ -1,0 +1,631 @@
+package config
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/auth"
+	"gopkg.in/yaml.v3"
+)
+
+// Verifiers for the password "correct horse", as in testdata/good.yaml.
+const (
+	testPassword = "correct horse"
+	testSCRAM    = "SCRAM-SHA-256$4096:AAECAwQFBgcICQoLDA0ODw==$yERwYmHlx0VrpoYfOn54hMTjBUKWnmK42IDjnWgQWkk=:RQZr9F8QCYmmp35tAVzp0VB/kDwY283N+s24jDDliG4="
+	testNative   = "*0E8F21E4240F5AD5A07D088F9C93890D13D78A4E"
+	testSHA2     = "bf7ffba958c798f80e3cf8ebea1cbc781495cadb8880a7f2bbc73d530712b52d"
+)
+
+// badCases maps each file in testdata/bad to the one error it must produce,
+// as printed: "file:line:col: field: message" (a prefix of the message is
+// enough).
+var badCases = []struct {
+	file string
+	want string
+}{
+	// Structure and YAML.
+	{"unknown_top_key", `unknown_top_key.yaml:19:1: ledgr: unknown key "ledgr" (did you mean "ledger"?); valid keys here are listen, backend, ledger, defaults, analysts, protected_tables, public_tables`},
+	{"unknown_nested_key", `unknown_nested_key.yaml:2:3: defaults.epsilom: unknown key "epsilom" (did you mean "epsilon"?); valid keys here are epsilon, delta, max_epsilon_per_query,`},
+	{"unknown_column_key", `unknown_column_key.yaml:16:9: protected_tables[0].columns[0].groupby: unknown key "groupby" (did you mean "group_by"?); valid keys here are name, type, bounds, group_by, keys`},
+	{"duplicate_key", `duplicate_key.yaml:3:3: defaults.epsilon: key "epsilon" is repeated (first set at line 2)`},
+	{"not_a_mapping", `not_a_mapping.yaml:1:1: expected a mapping with keys listen, backend, ledger, defaults, analysts, protected_tables, public_tables; got a list`},
+	{"listen_scalar", `listen_scalar.yaml:1:9: listen: expected a mapping with keys postgres, mysql; got the number 5433`},
+	{"not_a_number", `not_a_number.yaml:2:12: defaults.epsilon: expected a number; got the string "lots"`},
+	{"not_whole_number", `not_whole_number.yaml:2:22: defaults.max_rows_per_unit: expected a whole number; got the number 2.5`},
+	{"not_a_bool", `not_a_bool.yaml:19:19: protected_tables[0].columns[1].group_by: expected true or false; got the string "yes"`},
+	{"syntax_error", `syntax_error.yaml:18: invalid YAML: did not find expected ',' or ']'`},
+	{"bad_indent", `bad_indent.yaml:21: invalid YAML: did not find expected key`},
+	{"tab_indent", `tab_indent.yaml:20: invalid YAML: found character that cannot start any token`},
+	{"unknown_anchor", `unknown_anchor.yaml:20:9: invalid YAML: unknown anchor 'ledger_path' referenced`},
+	{"multiple_documents", `multiple_documents.yaml:19:1: a second YAML document starts here; expected the policy to be a single document`},
+	{"empty", `empty.yaml: the policy file is empty; expected a mapping with keys listen, backend,`},
+
+	// listen
+	{"listen_bad_address", `listen_bad_address.yaml:2:13: listen.postgres: "5433" is not a host:port address with a numeric port; expected e.g. "127.0.0.1:5433", or "" to turn this front end off`},
+	{"listen_none", `listen_none.yaml:2:3: listen: no front end is enabled; set listen.postgres or listen.mysql`},
+	{"listen_same", `listen_same.yaml:3:10: listen.mysql: "127.0.0.1:5433" is also listen.postgres; expected a different address for each front end`},
+
+	// backend and ledger
+	{"backend_missing", `backend_missing.yaml:1:1: backend: required; expected a mapping with kind (postgres, sqlite, mysql) and dsn or path`},
+	{"backend_unknown_kind", `backend_unknown_kind.yaml:2:9: backend.kind: unknown backend kind "oracle"; expected one of postgres, sqlite, mysql`},
+	{"backend_postgres_no_dsn", `backend_postgres_no_dsn.yaml:2:3: backend.dsn: required for kind postgres; expected a connection string such as "postgres://`},
+	{"backend_mysql_path", `backend_mysql_path.yaml:4:9: backend.path: only used with kind sqlite; a mysql backend is reached through dsn`},
+	{"backend_sqlite_no_path", `backend_sqlite_no_path.yaml:2:3: backend.path: required for kind sqlite; expected the database file's path`},
+	{"backend_sqlite_dsn", `backend_sqlite_dsn.yaml:4:8: backend.dsn: not used with kind sqlite; expected path to name the database file`},
+	{"max_conns_zero", `max_conns_zero.yaml:4:14: backend.max_conns: must be between 1 and 1000, got 0`},
+	{"max_conns_huge", `max_conns_huge.yaml:4:14: backend.max_conns: must be between 1 and 1000, got 100000`},
+	{"ledger_empty_path", `ledger_empty_path.yaml:20:9: ledger.path: must not be empty; expected a file path, or leave the key out for dpproxy-ledger.db next to the policy file`},
+
+	// defaults
+	{"epsilon_negative", `epsilon_negative.yaml:2:12: defaults.epsilon: must be a finite number greater than 0, got -1`},
+	{"epsilon_infinite", `epsilon_infinite.yaml:2:12: defaults.epsilon: must be a finite number greater than 0, got +Inf`},
+	{"delta_out_of_range", `delta_out_of_range.yaml:2:10: defaults.delta: must be at least 0 and less than 1, got 1.5`},
+	{"max_epsilon_below_epsilon", `max_epsilon_below_epsilon.yaml:3:26: defaults.max_epsilon_per_query: 0.1 is less than defaults.epsilon (0.5); expected max_epsilon_per_query ≥ epsilon`},
+	{"l0_zero", `l0_zero.yaml:2:24: defaults.max_groups_per_unit: must be a whole number from 1 to 1000, got 0`},
+	{"neighbouring_unknown", `neighbouring_unknown.yaml:2:17: defaults.neighbouring: unknown neighbouring definition "swap"; expected add_remove or replace`},
+
+	// analysts
+	{"plaintext_password", "plaintext_password.yaml:6:15: analysts[0].password: looks like a plaintext password; the policy stores verifiers, never passwords: run `dpproxy passwd`"},
+	{"password_missing", "password_missing.yaml:5:5: analysts[0].password: required; expected at least one of scram_sha_256, mysql_native_password, caching_sha2_password, as printed by `dpproxy passwd`"},
+	{"password_no_verifier", "password_no_verifier.yaml:6:15: analysts[0].password: has no verifier; expected at least one of scram_sha_256,"},
+	{"verifier_empty", "verifier_empty.yaml:7:22: analysts[0].password.scram_sha_256: must not be empty; expected the verifier printed by `dpproxy passwd`, or leave the key out"},
+	{"bad_scram", "bad_scram.yaml:7:22: analysts[0].password.scram_sha_256: not a SCRAM-SHA-256 verifier (missing ':' separator)"},
+	{"bad_mysql_native", `bad_mysql_native.yaml:7:30: analysts[0].password.mysql_native_password: not a mysql_native_password verifier; expected "*" followed by 40 hex digits`},
+	{"bad_caching_sha2", "bad_caching_sha2.yaml:7:30: analysts[0].password.caching_sha2_password: not a caching_sha2_password verifier; expected 64 hex digits"},
+	{"analyst_duplicate", `analyst_duplicate.yaml:10:11: analysts[1].name: analyst "alice" is already defined at line 5 (analysts[0]); names must be unique`},
+	{"analyst_no_name", `analyst_no_name.yaml:5:5: analysts[0].name: required; expected the user name the analyst logs in with`},
+	{"budget_missing", `budget_missing.yaml:5:5: analysts[0].budget: required; expected a mapping with epsilon (and optionally delta)`},
+	{"budget_epsilon_zero", `budget_epsilon_zero.yaml:9:16: analysts[0].budget.epsilon: must be a finite number greater than 0, got 0`},
+	{"budget_delta_one", `budget_delta_one.yaml:10:14: analysts[0].budget.delta: must be at least 0 and less than 1, got 1`},
+
+	// tables
+	{"table_duplicate", `table_duplicate.yaml:21:5: public_tables[1]: table "VISITS" is already declared at line 11 (protected_tables[0]); table names must be unique across protected_tables and public_tables, even in different schemas`},
+	{"table_name_dot", `table_name_dot.yaml:11:11: protected_tables[0].name: "clinic.visits" contains '.'; write the schema separately, as schema: clinic and name: visits`},
+	{"public_bad_name", `public_bad_name.yaml:20:5: public_tables[0]: "a.b.c" is not a table name; expected "table" or "schema.table"`},
+	{"public_no_name", `public_no_name.yaml:20:5: public_tables[0].name: required; expected the table's name`},
+	{"privacy_unit_missing", `privacy_unit_missing.yaml:11:5: protected_tables[0].privacy_unit: required; expected "row" (each row is a person) or the name of the column identifying the person`},
+	{"privacy_unit_unknown", `privacy_unit_unknown.yaml:12:19: protected_tables[0].privacy_unit: privacy unit "person_id" is not a column of the table (its columns are patient_id, cost); expected "row" or one of the listed columns`},
+	{"row_with_l0", `row_with_l0.yaml:13:26: protected_tables[0].max_groups_per_unit: must be 1 (or left out) when privacy_unit is "row"`},
+	{"table_linf_too_big", `table_linf_too_big.yaml:13:24: protected_tables[0].max_rows_per_unit: must be a whole number from 1 to 1000, got 5000`},
+	{"column_duplicate", `column_duplicate.yaml:19:15: protected_tables[0].columns[2].name: column "Cost" is already defined at line 16 (protected_tables[0].columns[1]); column names must be unique (case-insensitively)`},
+	{"column_no_type", `column_no_type.yaml:19:9: protected_tables[0].columns[2].type: required; expected one of int, bigint, float, numeric, text, date, timestamp, bool`},
+	{"column_type_unknown", `column_type_unknown.yaml:20:15: protected_tables[0].columns[2].type: unknown column type "integer" (for integer, write int); expected one of int, bigint,`},
+	{"bounds_on_text", `bounds_on_text.yaml:21:17: protected_tables[0].columns[2].bounds: bounds are only allowed on numeric columns (int, bigint, float, numeric); this column is text`},
+	{"bounds_lo_gt_hi", `bounds_lo_gt_hi.yaml:18:17: protected_tables[0].columns[1].bounds: lo (500) is greater than hi (10); expected [lo, hi] with lo ≤ hi`},
+	{"bounds_not_pair", `bounds_not_pair.yaml:18:17: protected_tables[0].columns[1].bounds: expected [lo, hi], a list of two numbers; got a list of 3`},
+	{"bounds_scalar", `bounds_scalar.yaml:18:17: protected_tables[0].columns[1].bounds: expected [lo, hi], a list of two numbers; got the number 500`},
+	{"bounds_string", `bounds_string.yaml:18:17: protected_tables[0].columns[1].bounds: expected [lo, hi], a list of two numbers; hi is the string "lots"`},
+	{"bounds_infinite", `bounds_infinite.yaml:18:17: protected_tables[0].columns[1].bounds: lo (-Inf) is not finite; expected [lo, hi] with finite numbers`},
+	{"keys_without_group_by", `keys_without_group_by.yaml:21:15: protected_tables[0].columns[2].keys: keys are only allowed together with group_by: true`},
+	{"keys_duplicate", `keys_duplicate.yaml:22:30: protected_tables[0].columns[2].keys[2]: key "north" is listed twice (also keys[0]); keys must be unique`},
+	{"keys_empty", `keys_empty.yaml:22:15: protected_tables[0].columns[2].keys: must not be an empty list; expected the public group keys`},
+	{"unit_group_by", `unit_group_by.yaml:16:19: protected_tables[0].columns[0].group_by: the privacy unit column "patient_id" must not have group_by`},
+	{"unit_bounds", `unit_bounds.yaml:16:17: protected_tables[0].columns[0].bounds: the privacy unit column "patient_id" must not have bounds`},
+}
+
+func TestBadPolicies(t *testing.T) {
+	for _, tc := range badCases {
+		t.Run(tc.file, func(t *testing.T) {
+			path := filepath.Join("testdata", "bad", tc.file+".yaml")
+			p, err := Load(path)
+			if err == nil {
+				t.Fatalf("Load(%s) = %+v, want an error", path, p)
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Load(%s) error is %T (%v), want *ValidationError", path, err, err)
+			}
+			if len(ve.Errors) != 1 {
+				t.Errorf("got %d errors, want exactly 1:\n%v", len(ve.Errors), err)
+			}
+			want := filepath.Join("testdata", "bad", tc.want)
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error\n  %v\ndoes not contain\n  %s", err, want)
+			}
+			for _, fe := range ve.Errors {
+				if fe.File != path {
+					t.Errorf("FieldError.File = %q, want %q", fe.File, path)
+				}
+			}
+		})
+	}
+}
+
+// TestBadPoliciesCovered keeps testdata/bad and badCases in step.
+func TestBadPoliciesCovered(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "bad", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, tc := range badCases {
+		if listed[tc.file] {
+			t.Errorf("badCases lists %s twice", tc.file)
+		}
+		listed[tc.file] = true
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		if !listed[name] {
+			t.Errorf("%s has no entry in badCases", f)
+		}
+		delete(listed, name)
+	}
+	for name := range listed {
+		t.Errorf("badCases lists %s, which is not in testdata/bad", name)
+	}
+}
+
+func TestLoadGood(t *testing.T) {
+	path := filepath.Join("testdata", "good.yaml")
+	p, err := Load(path)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	dir, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGood(t, p, dir)
+	if p.Path != path {
+		t.Errorf("Path = %q, want %q", p.Path, path)
+	}
+}
+
+// checkGood checks testdata/good.yaml as loaded with relative paths
+// resolved against dir.
+func checkGood(t *testing.T, p *Policy, dir string) {
+	t.Helper()
+	if want := (Listen{Postgres: "0.0.0.0:5433", MySQL: "127.0.0.1:3307"}); p.Listen != want {
+		t.Errorf("Listen = %+v, want %+v", p.Listen, want)
+	}
+	wantBackend := Backend{Kind: BackendSQLite, Path: filepath.Join(dir, "data", "clinic.db"), MaxConns: 4}
+	if p.Backend != wantBackend {
+		t.Errorf("Backend = %+v, want %+v", p.Backend, wantBackend)
+	}
+	if want := filepath.Join(dir, "state", "ledger.db"); p.Ledger.Path != want {
+		t.Errorf("Ledger.Path = %q, want %q", p.Ledger.Path, want)
+	}
+	wantDefaults := Defaults{Epsilon: 0.5, Delta: 1e-7, MaxEpsilonPerQuery: 2, MaxGroupsPerUnit: 3, MaxRowsPerUnit: 2, Neighbouring: Replace}
+	if p.Defaults != wantDefaults {
+		t.Errorf("Defaults = %+v, want %+v", p.Defaults, wantDefaults)
+	}
+
+	if len(p.Analysts) != 2 {
+		t.Fatalf("got %d analysts, want 2", len(p.Analysts))
+	}
+	alice, ok := p.Analyst("alice")
+	if !ok {
+		t.Fatal("no analyst alice")
+	}
+	if want := (Budget{Epsilon: 10, Delta: 1e-5}); alice.Budget != want {
+		t.Errorf("alice.Budget = %+v, want %+v", alice.Budget, want)
+	}
+	checkVerifiers(t, alice.Password, testPassword)
+	bob, ok := p.Analyst("bob")
+	if !ok {
+		t.Fatal("no analyst bob")
+	}
+	if want := (Budget{Epsilon: 2.5}); bob.Budget != want {
+		t.Errorf("bob.Budget = %+v, want %+v", bob.Budget, want)
+	}
+	if _, ok := bob.Password.SCRAM(); ok {
+		t.Error("bob has a SCRAM verifier; the file gives none")
+	}
+	if _, ok := bob.Password.CachingSHA2(); ok {
+		t.Error("bob has a caching_sha2_password verifier; the file gives none")
+	}
+	if _, ok := bob.Password.MySQLNative(); !ok {
+		t.Error("bob has no mysql_native_password verifier")
+	}
+
+	if len(p.ProtectedTables) != 2 {
+		t.Fatalf("got %d protected tables, want 2", len(p.ProtectedTables))
+	}
+	visits, public := p.LookupTable("clinic", "visits")
+	if visits == nil || public != nil {
+		t.Fatal("clinic.visits is not a protected table")
+	}
+	if visits.PrivacyUnit != "patient_id" {
+		t.Errorf("visits.PrivacyUnit = %q, want it normalised to the column's name patient_id", visits.PrivacyUnit)
+	}
+	if visits.IsRowPrivacy() {
+		t.Error("visits has row privacy")
+	}
+	if visits.MaxGroupsPerUnit != 3 || visits.MaxRowsPerUnit != 5 {
+		t.Errorf("visits L0, Linf = %d, %d; want 3 (from defaults), 5 (from the table)", visits.MaxGroupsPerUnit, visits.MaxRowsPerUnit)
+	}
+	wantCols := []Column{
+		{Name: "patient_id", Type: TypeBigint},
+		{Name: "clinic", Type: TypeText, GroupBy: true, Keys: []string{"north", "south", "east"}},
+		{Name: "cost", Type: TypeNumeric, Bounds: &Bounds{0, 500}},
+		{Name: "age", Type: TypeInt, Bounds: &Bounds{0, 120}, GroupBy: true},
+		{Name: "visited_on", Type: TypeDate},
+		{Name: "admitted_at", Type: TypeTimestamp},
+		{Name: "urgent", Type: TypeBool, GroupBy: true, Keys: []string{"true", "false"}},
+		{Name: "weight", Type: TypeFloat, Bounds: &Bounds{-0.5, 350}},
+	}
+	if !reflect.DeepEqual(visits.Columns, wantCols) {
+		t.Errorf("visits.Columns =\n%+v\nwant\n%+v", visits.Columns, wantCols)
+	}
+	if c, ok := visits.Column("COST"); !ok || c.Name != "cost" {
+		t.Errorf(`Column("COST") = %v, %v`, c, ok)
+	}
+
+	survey := &p.ProtectedTables[1]
+	if !survey.IsRowPrivacy() || survey.MaxGroupsPerUnit != 1 || survey.MaxRowsPerUnit != 1 {
+		t.Errorf("survey: row privacy %v, L0 %d, Linf %d; want row privacy with L0 = Linf = 1 despite defaults 3, 2",
+			survey.IsRowPrivacy(), survey.MaxGroupsPerUnit, survey.MaxRowsPerUnit)
+	}
+
+	wantPublic := []PublicTable{{Name: "clinics"}, {Schema: "public", Name: "regions"}, {Schema: "ref", Name: "icd10"}}
+	if !reflect.DeepEqual(p.PublicTables, wantPublic) {
+		t.Errorf("PublicTables = %+v, want %+v", p.PublicTables, wantPublic)
+	}
+	if _, pub := p.LookupTable("", "CLINICS"); pub == nil {
+		t.Error("CLINICS is not a public table")
+	}
+	if prot, pub := p.LookupTable("other", "visits"); prot != nil || pub != nil {
+		t.Error("other.visits resolves; the policy declares clinic.visits")
+	}
+}
+
+// checkVerifiers checks that v's parsed verifiers accept password.
+func checkVerifiers(t *testing.T, v Verifiers, password string) {
+	t.Helper()
+	s, ok := v.SCRAM()
+	if !ok {
+		t.Fatal("no SCRAM verifier")
+	}
+	salted, err := pbkdf2.Key(sha256.New, password, s.Salt, s.Iterations, sha256.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, salted)
+	mac.Write([]byte("Client Key"))
+	stored := sha256.Sum256(mac.Sum(nil))
+	if !bytes.Equal(stored[:], s.StoredKey) {
+		t.Error("SCRAM verifier does not match the password")
+	}
+	native, ok := v.MySQLNative()
+	if !ok || len(native) != 20 || "*"+strings.ToUpper(fmt.Sprintf("%x", native)) != auth.MySQLNativeVerifier(password) {
+		t.Errorf("MySQLNative() = %x, %v; does not match the password", native, ok)
+	}
+	sha2, ok := v.CachingSHA2()
+	if !ok || !auth.VerifyCachingSHA2Full(sha2, password) {
+		t.Errorf("CachingSHA2() = %x, %v; does not match the password", sha2, ok)
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	p, err := Load(filepath.Join("testdata", "minimal.yaml"))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	dir, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Listen{Postgres: "127.0.0.1:5433"}); p.Listen != want {
+		t.Errorf("Listen = %+v, want %+v", p.Listen, want)
+	}
+	wantBackend := Backend{Kind: BackendPostgres, DSN: "postgres://dpproxy@localhost:5432/clinic", MaxConns: 10}
+	if p.Backend != wantBackend {
+		t.Errorf("Backend = %+v, want %+v", p.Backend, wantBackend)
+	}
+	if want := filepath.Join(dir, "dpproxy-ledger.db"); p.Ledger.Path != want {
+		t.Errorf("Ledger.Path = %q, want %q", p.Ledger.Path, want)
+	}
+	wantDefaults := Defaults{Epsilon: 0.1, Delta: 1e-6, MaxEpsilonPerQuery: 1, MaxGroupsPerUnit: 1, MaxRowsPerUnit: 1, Neighbouring: AddRemove}
+	if p.Defaults != wantDefaults {
+		t.Errorf("Defaults = %+v, want %+v", p.Defaults, wantDefaults)
+	}
+}
+
+const miniPolicy = `
+backend: {kind: sqlite, path: clinic.db}
+analysts:
+  - name: alice
+    password: {caching_sha2_password: ` + testSHA2 + `}
+    budget: {epsilon: 1}
+`
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra string
+		check func(t *testing.T, p *Policy)
+	}{
+		{"relative paths stay relative", "", func(t *testing.T, p *Policy) {
+			if p.Ledger.Path != DefaultLedgerPath || p.Backend.Path != "clinic.db" {
+				t.Errorf("ledger %q, sqlite %q; want both left relative", p.Ledger.Path, p.Backend.Path)
+			}
+			if p.Path != "" {
+				t.Errorf("Path = %q, want empty", p.Path)
+			}
+		}},
+		{"max_epsilon_per_query follows a large epsilon", "defaults: {epsilon: 3}", func(t *testing.T, p *Policy) {
+			if p.Defaults.MaxEpsilonPerQuery != 3 {
+				t.Errorf("MaxEpsilonPerQuery = %v, want 3", p.Defaults.MaxEpsilonPerQuery)
+			}
+		}},
+		{"postgres off, mysql on", "listen: {postgres: \"\", mysql: \":3307\"}", func(t *testing.T, p *Policy) {
+			if p.Listen != (Listen{MySQL: ":3307"}) {
+				t.Errorf("Listen = %+v", p.Listen)
+			}
+		}},
+		{"null sections take defaults", "listen:\nledger:\ndefaults:\nprotected_tables:\npublic_tables:", func(t *testing.T, p *Policy) {
+			if p.Listen.Postgres != DefaultPostgresListen || p.Defaults.Epsilon != DefaultEpsilon || p.Ledger.Path != DefaultLedgerPath {
+				t.Errorf("defaults not applied: %+v %+v %+v", p.Listen, p.Defaults, p.Ledger)
+			}
+		}},
+		{"table L0 and Linf from defaults", `
+defaults: {max_groups_per_unit: 4, max_rows_per_unit: 6}
+protected_tables:
+  - name: t1
+    privacy_unit: pid
+    columns: [{name: pid, type: int}]
+  - name: t2
+    privacy_unit: pid
+    max_groups_per_unit: 2
+    columns: [{name: pid, type: int}]
+  - name: t3
+    privacy_unit: row
+    max_rows_per_unit: 1`, func(t *testing.T, p *Policy) {
+			got := [][2]int{}
+			for _, tb := range p.ProtectedTables {
+				got = append(got, [2]int{tb.MaxGroupsPerUnit, tb.MaxRowsPerUnit})
+			}
+			if want := [][2]int{{4, 6}, {2, 6}, {1, 1}}; !reflect.DeepEqual(got, want) {
+				t.Errorf("L0, Linf = %v, want %v", got, want)
+			}
+		}},
+		{"anchors and aliases", `
+protected_tables:
+  - name: t1
+    privacy_unit: pid
+    columns:
+      - &pid {name: pid, type: int}
+      - {name: cost, type: float, bounds: &b [0, 10]}
+  - name: t2
+    privacy_unit: pid
+    columns:
+      - *pid
+      - {name: cost, type: float, bounds: *b}`, func(t *testing.T, p *Policy) {
+			if b := p.ProtectedTables[1].Columns[1].Bounds; b == nil || *b != (Bounds{0, 10}) {
+				t.Errorf("aliased bounds = %v", b)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Parse([]byte(miniPolicy+tc.extra), "inline.yaml")
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			tc.check(t, p)
+		})
+	}
+}
+
+func TestLoadResolvesOnlyFilePaths(t *testing.T) {
+	for _, path := range []string{":memory:", "file:clinic.db?mode=ro"} {
+		src := strings.Replace(miniPolicy, "path: clinic.db", fmt.Sprintf("path: %q", path), 1)
+		d := &decoder{file: "x", pos: map[string]*yaml.Node{}, bad: map[string]bool{}}
+		root := d.document([]byte(src))
+		p := &Policy{}
+		d.policy(root, p)
+		d.validate(p, "/policies")
+		if err := d.result(); err != nil {
+			t.Fatal(err)
+		}
+		if p.Backend.Path != path {
+			t.Errorf("Backend.Path = %q, want %q left alone", p.Backend.Path, path)
+		}
+		if want := filepath.Join("/policies", DefaultLedgerPath); p.Ledger.Path != want {
+			t.Errorf("Ledger.Path = %q, want %q", p.Ledger.Path, want)
+		}
+	}
+}
+
+func TestPlaintextPasswordNotEchoed(t *testing.T) {
+	_, err := Load(filepath.Join("testdata", "bad", "plaintext_password.yaml"))
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error %v repeats the plaintext password", err)
+	}
+}
+
+func TestManyErrorsSortedAndPositioned(t *testing.T) {
+	src := `protected_tables:
+  - name: t
+    privacy_unit: pid
+    columns:
+      - {name: pid, type: int}
+      - {name: x, type: text, bounds: [0, 1]}
+defaults:
+  epsilon: 0
+backend: {kind: nosql}
+`
+	_, err := Parse([]byte(src), "multi.yaml")
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want *ValidationError", err)
+	}
+	want := []FieldError{
+		{File: "multi.yaml", Line: 6, Column: 39, Field: "protected_tables[0].columns[1].bounds"},
+		{File: "multi.yaml", Line: 8, Column: 12, Field: "defaults.epsilon"},
+		{File: "multi.yaml", Line: 9, Column: 17, Field: "backend.kind"},
+	}
+	if len(ve.Errors) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(ve.Errors), len(want), err)
+	}
+	for i, w := range want {
+		got := ve.Errors[i]
+		got.Message = ""
+		if got != w {
+			t.Errorf("error %d at %+v, want %+v", i, got, w)
+		}
+	}
+	if lines := strings.Split(err.Error(), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[2], "multi.yaml:9:17: backend.kind: unknown backend kind \"nosql\"") {
+		t.Errorf("Error() =\n%v", err)
+	}
+}
+
+func TestTooManyErrors(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("backend: {kind: sqlite, path: x.db}\nanalysts:\n")
+	for i := 0; i < 25; i++ {
+		b.WriteString("  - {budget: {epsilon: 1}}\n") // no name, no password
+	}
+	_, err := Parse([]byte(b.String()), "many.yaml")
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want *ValidationError", err)
+	}
+	if len(ve.Errors) != MaxErrors || ve.Omitted != 50-MaxErrors {
+		t.Errorf("got %d errors and %d omitted, want %d and %d", len(ve.Errors), ve.Omitted, MaxErrors, 50-MaxErrors)
+	}
+	if !strings.HasSuffix(err.Error(), "\n... and 30 more errors") {
+		t.Errorf("Error() does not end with the omitted count:\n%v", err)
+	}
+	if ve.Errors[0].Line != 3 || ve.Errors[MaxErrors-1].Line != 12 {
+		t.Errorf("errors not sorted by line: first %d, last %d", ve.Errors[0].Line, ve.Errors[MaxErrors-1].Line)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join("testdata", "no-such-policy.yaml"))
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("err = %v, want fs.ErrNotExist", err)
+	}
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		t.Error("a missing file is reported as a ValidationError")
+	}
+}
+
+func TestFieldErrorFormat(t *testing.T) {
+	for _, tc := range []struct {
+		e    FieldError
+		want string
+	}{
+		{FieldError{File: "p.yaml", Line: 3, Column: 7, Field: "a.b", Message: "bad"}, "p.yaml:3:7: a.b: bad"},
+		{FieldError{File: "p.yaml", Line: 3, Message: "bad"}, "p.yaml:3: bad"},
+		{FieldError{File: "p.yaml", Message: "bad"}, "p.yaml: bad"},
+		{FieldError{Field: "a", Message: "bad"}, "a: bad"},
+	} {
+		if got := tc.e.Error(); got != tc.want {
+			t.Errorf("%+v.Error() = %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}
+
+// TestMarshalRoundTrip checks that the effective policy, written back out
+// with yaml.v3, loads to the same policy.
+func TestMarshalRoundTrip(t *testing.T) {
+	for _, name := range []string{"good.yaml", "minimal.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			p, err := Load(filepath.Join("testdata", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := yaml.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := Parse(out, "marshalled.yaml")
+			if err != nil {
+				t.Fatalf("Parse(Marshal(policy)): %v\n%s", err, out)
+			}
+			q.Path = p.Path
+			if !reflect.DeepEqual(p, q) {
+				t.Errorf("round trip changed the policy:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestBoundsYAML(t *testing.T) {
+	var b Bounds
+	if err := yaml.Unmarshal([]byte("[-1.5, 2e3]"), &b); err != nil || b != (Bounds{-1.5, 2000}) {
+		t.Errorf("Unmarshal = %+v, %v", b, err)
+	}
+	for _, bad := range []string{"[3, 1]", "[1]", "{lo: 1, hi: 2}", "[a, 2]", "[.nan, 1]"} {
+		var b Bounds
+		if err := yaml.Unmarshal([]byte(bad), &b); err == nil {
+			t.Errorf("Unmarshal(%s) = %+v, want an error", bad, b)
+		}
+	}
+	out, err := yaml.Marshal(struct {
+		B *Bounds `yaml:"b"`
+	}{&Bounds{0, 1e6}})
+	if err != nil || string(out) != "b: [0, 1e+06]\n" {
+		t.Errorf("Marshal = %q, %v", out, err)
+	}
+}
+
+func TestNewVerifiers(t *testing.T) {
+	v, err := NewVerifiers(testPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkVerifiers(t, v, testPassword)
+	if v.MySQLNativePassword != testNative || v.CachingSHA2Password != testSHA2 {
+		t.Errorf("NewVerifiers = %+v; want the unsalted verifiers of testdata/good.yaml", v)
+	}
+	w, err := NewVerifiers(testPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.SCRAMSHA256 == w.SCRAMSHA256 {
+		t.Error("two SCRAM verifiers for the same password share a salt")
+	}
+	// What NewVerifiers prints, a policy accepts.
+	src := strings.Replace(miniPolicy, "{caching_sha2_password: "+testSHA2+"}",
+		fmt.Sprintf("{scram_sha_256: %q, mysql_native_password: %q}", v.SCRAMSHA256, v.MySQLNativePassword), 1)
+	if _, err := Parse([]byte(src), "passwd.yaml"); err != nil {
+		t.Errorf("policy with NewVerifiers output: %v", err)
+	}
+	if _, err := NewVerifiers(""); err == nil {
+		t.Error("NewVerifiers(\"\") succeeded")
+	}
+}
+
+func TestVerifiersWithoutCache(t *testing.T) {
+	// Built as a literal: parsed on demand.
+	v := Verifiers{SCRAMSHA256: testSCRAM, MySQLNativePassword: testNative, CachingSHA2Password: testSHA2}
+	checkVerifiers(t, v, testPassword)
+	if _, ok := (Verifiers{MySQLNativePassword: "*nothex"}).MySQLNative(); ok {
+		t.Error("an unparseable verifier reports ok")
+	}
+	if !(Verifiers{}).Empty() || v.Empty() {
+		t.Error("Empty is wrong")
+	}
+
+	// A cached Verifiers whose string is then replaced answers for the new
+	// string, not from the stale cache.
+	v2, err := NewVerifiers("other password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2.CachingSHA2Password = testSHA2
+	if sha2, ok := v2.CachingSHA2(); !ok || !auth.VerifyCachingSHA2Full(sha2, testPassword) {
+		t.Error("CachingSHA2 answered from a stale cache")
+	}
+}
+
+func TestInfiniteBudgetRejected(t *testing.T) {
+	src := strings.Replace(miniPolicy, "budget: {epsilon: 1}", "budget: {epsilon: .inf}", 1)
+	_, err := Parse([]byte(src), "inf.yaml")
+	if err == nil || !strings.Contains(err.Error(), "inf.yaml:6:23: analysts[0].budget.epsilon: must be a finite number greater than 0, got +Inf") {
+		t.Errorf("err = %v", err)
+	}
+}

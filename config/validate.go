@@ -1,0 +1,468 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults used when the policy file leaves a field out.
+const (
+	DefaultPostgresListen   = "127.0.0.1:5433"
+	DefaultMaxConns         = 10
+	DefaultLedgerPath       = "dpproxy-ledger.db"
+	DefaultEpsilon          = 0.1
+	DefaultDelta            = 1e-6
+	DefaultMaxGroupsPerUnit = 1
+	DefaultMaxRowsPerUnit   = 1
+	DefaultNeighbouring     = AddRemove
+)
+
+// Limits on numeric settings.
+const (
+	// MaxMaxConns is the largest backend.max_conns accepted.
+	MaxMaxConns = 1000
+	// MaxContribution is the largest L0 (max_groups_per_unit) or Linf
+	// (max_rows_per_unit) accepted. Noise grows with them; beyond this the
+	// results would be noise.
+	MaxContribution = 1000
+)
+
+var (
+	backendKinds = []string{string(BackendPostgres), string(BackendSQLite), string(BackendMySQL)}
+	columnTypes  = []string{
+		string(TypeInt), string(TypeBigint), string(TypeFloat), string(TypeNumeric),
+		string(TypeText), string(TypeDate), string(TypeTimestamp), string(TypeBool),
+	}
+	// typeAliases maps common SQL spellings to the policy's type names, for
+	// "did you mean" hints.
+	typeAliases = map[string]ColumnType{
+		"integer": TypeInt, "int4": TypeInt, "smallint": TypeInt, "int2": TypeInt,
+		"int8": TypeBigint, "long": TypeBigint,
+		"double": TypeFloat, "double precision": TypeFloat, "real": TypeFloat,
+		"float8": TypeFloat, "float4": TypeFloat,
+		"decimal": TypeNumeric,
+		"string":  TypeText, "varchar": TypeText, "char": TypeText,
+		"datetime": TypeTimestamp, "timestamptz": TypeTimestamp,
+		"boolean": TypeBool,
+	}
+)
+
+// validate fills in defaults and checks every rule, recording errors
+// against the fields' positions. baseDir, when set, is the directory
+// relative paths are resolved against.
+func (d *decoder) validate(p *Policy, baseDir string) {
+	d.validateListen(p)
+	d.validateBackend(p, baseDir)
+	d.validateLedger(p, baseDir)
+	d.validateDefaults(p)
+	d.validateAnalysts(p)
+	d.validateTables(p)
+}
+
+func (d *decoder) validateListen(p *Policy) {
+	l := &p.Listen
+	if !d.has("listen.postgres") {
+		l.Postgres = DefaultPostgresListen
+	}
+	for _, f := range []struct {
+		path, addr, example string
+	}{
+		{"listen.postgres", l.Postgres, "127.0.0.1:5433"},
+		{"listen.mysql", l.MySQL, "127.0.0.1:3307"},
+	} {
+		if f.addr == "" {
+			continue
+		}
+		_, port, err := net.SplitHostPort(f.addr)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+			d.errorf(f.path, "%q is not a host:port address with a numeric port; expected e.g. %q, or \"\" to turn this front end off", f.addr, f.example)
+		}
+	}
+	if d.ok("listen") && l.Postgres == "" && l.MySQL == "" {
+		d.errorf("listen", "no front end is enabled; set listen.postgres or listen.mysql (or both) to a host:port address")
+	}
+	if l.Postgres != "" && l.Postgres == l.MySQL {
+		d.errorf("listen.mysql", "%q is also listen.postgres; expected a different address for each front end", l.MySQL)
+	}
+}
+
+func (d *decoder) validateBackend(p *Policy, baseDir string) {
+	b := &p.Backend
+	if !d.has("backend") {
+		d.errorf("backend", "required; expected a mapping with kind (%s) and dsn or path", strings.Join(backendKinds, ", "))
+	} else {
+		switch b.Kind {
+		case "":
+			d.errorf("backend.kind", "required; expected one of %s", strings.Join(backendKinds, ", "))
+		case BackendPostgres, BackendMySQL:
+			if b.DSN == "" {
+				example := "postgres://dpproxy@localhost:5432/clinic"
+				if b.Kind == BackendMySQL {
+					example = "dpproxy:secret@tcp(localhost:3306)/clinic"
+				}
+				d.errorf("backend.dsn", "required for kind %s; expected a connection string such as %q", b.Kind, example)
+			}
+			if b.Path != "" {
+				d.errorf("backend.path", "only used with kind sqlite; a %s backend is reached through dsn", b.Kind)
+			}
+		case BackendSQLite:
+			if b.Path == "" {
+				d.errorf("backend.path", "required for kind sqlite; expected the database file's path")
+			}
+			if b.DSN != "" {
+				d.errorf("backend.dsn", "not used with kind sqlite; expected path to name the database file")
+			}
+		default:
+			d.errorf("backend.kind", "unknown backend kind %q%s; expected one of %s", b.Kind, caseHint(string(b.Kind), backendKinds), strings.Join(backendKinds, ", "))
+		}
+	}
+	if !d.has("backend.max_conns") {
+		b.MaxConns = DefaultMaxConns
+	} else if b.MaxConns < 1 || b.MaxConns > MaxMaxConns {
+		d.errorf("backend.max_conns", "must be between 1 and %d, got %d", MaxMaxConns, b.MaxConns)
+	}
+	if b.Kind == BackendSQLite && b.Path != ":memory:" && !strings.HasPrefix(b.Path, "file:") {
+		b.Path = resolve(baseDir, b.Path)
+	}
+}
+
+func (d *decoder) validateLedger(p *Policy, baseDir string) {
+	if !d.has("ledger.path") {
+		p.Ledger.Path = DefaultLedgerPath
+	} else if p.Ledger.Path == "" {
+		d.errorf("ledger.path", "must not be empty; expected a file path, or leave the key out for %s next to the policy file", DefaultLedgerPath)
+	}
+	p.Ledger.Path = resolve(baseDir, p.Ledger.Path)
+}
+
+// resolve joins a relative path onto baseDir.
+func resolve(baseDir, path string) string {
+	if baseDir == "" || path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(baseDir, path)
+}
+
+func (d *decoder) validateDefaults(p *Policy) {
+	df := &p.Defaults
+	if !d.has("defaults.epsilon") {
+		df.Epsilon = DefaultEpsilon
+	}
+	epsOK := d.checkEpsilon("defaults.epsilon", df.Epsilon)
+	if !d.has("defaults.delta") {
+		df.Delta = DefaultDelta
+	}
+	d.checkDelta("defaults.delta", df.Delta)
+	if !d.has("defaults.max_epsilon_per_query") {
+		df.MaxEpsilonPerQuery = math.Max(1, df.Epsilon)
+	} else if d.checkEpsilon("defaults.max_epsilon_per_query", df.MaxEpsilonPerQuery) && epsOK &&
+		df.MaxEpsilonPerQuery < df.Epsilon {
+		d.errorf("defaults.max_epsilon_per_query", "%s is less than defaults.epsilon (%s); expected max_epsilon_per_query ≥ epsilon",
+			formatFloat(df.MaxEpsilonPerQuery), formatFloat(df.Epsilon))
+	}
+	if !d.has("defaults.max_groups_per_unit") {
+		df.MaxGroupsPerUnit = DefaultMaxGroupsPerUnit
+	}
+	d.checkContribution("defaults.max_groups_per_unit", df.MaxGroupsPerUnit)
+	if !d.has("defaults.max_rows_per_unit") {
+		df.MaxRowsPerUnit = DefaultMaxRowsPerUnit
+	}
+	d.checkContribution("defaults.max_rows_per_unit", df.MaxRowsPerUnit)
+	if !d.has("defaults.neighbouring") {
+		df.Neighbouring = DefaultNeighbouring
+	}
+	switch df.Neighbouring {
+	case AddRemove, Replace:
+	default:
+		d.errorf("defaults.neighbouring", "unknown neighbouring definition %q%s; expected %s or %s", df.Neighbouring,
+			caseHint(string(df.Neighbouring), []string{string(AddRemove), string(Replace)}), AddRemove, Replace)
+	}
+}
+
+// checkEpsilon reports whether eps is finite and > 0, recording an error
+// if not.
+func (d *decoder) checkEpsilon(path string, eps float64) bool {
+	if eps > 0 && !math.IsInf(eps, 0) {
+		return true
+	}
+	d.errorf(path, "must be a finite number greater than 0, got %s", formatFloat(eps))
+	return false
+}
+
+func (d *decoder) checkDelta(path string, delta float64) {
+	if !(delta >= 0 && delta < 1) {
+		d.errorf(path, "must be at least 0 and less than 1, got %s", formatFloat(delta))
+	}
+}
+
+func (d *decoder) checkContribution(path string, n int) {
+	if n < 1 || n > MaxContribution {
+		d.errorf(path, "must be a whole number from 1 to %d, got %d", MaxContribution, n)
+	}
+}
+
+func (d *decoder) validateAnalysts(p *Policy) {
+	names := map[string]string{} // name → path of first analyst with it
+	for i := range p.Analysts {
+		a := &p.Analysts[i]
+		path := indexPath("analysts", i)
+		switch first, dup := names[a.Name]; {
+		case a.Name == "":
+			d.errorf(path+".name", "required; expected the user name the analyst logs in with")
+		case dup:
+			d.errorf(path+".name", "analyst %q is already defined at line %d (%s); names must be unique",
+				a.Name, d.line(first), parentPath(first))
+		default:
+			names[a.Name] = path + ".name"
+		}
+
+		pw := path + ".password"
+		if d.ok(pw) {
+			d.validateVerifiers(pw, &a.Password)
+		}
+
+		bp := path + ".budget"
+		if !d.has(bp) {
+			d.errorf(bp, "required; expected a mapping with epsilon (and optionally delta), the analyst's total privacy budget")
+			continue
+		}
+		if !d.has(bp + ".epsilon") {
+			d.errorf(bp+".epsilon", "required; expected the analyst's total epsilon, a finite number greater than 0")
+		} else {
+			d.checkEpsilon(bp+".epsilon", a.Budget.Epsilon)
+		}
+		d.checkDelta(bp+".delta", a.Budget.Delta)
+	}
+}
+
+func (d *decoder) validateVerifiers(path string, v *Verifiers) {
+	fields := [3]struct{ key, value string }{
+		{"scram_sha_256", v.SCRAMSHA256},
+		{"mysql_native_password", v.MySQLNativePassword},
+		{"caching_sha2_password", v.CachingSHA2Password},
+	}
+	set := false
+	for _, f := range fields {
+		fp := path + "." + f.key
+		if d.has(fp) && f.value == "" {
+			d.errorf(fp, "must not be empty; expected the verifier printed by `dpproxy passwd`, or leave the key out")
+		}
+		set = set || f.value != ""
+	}
+	if !set {
+		if !d.has(path) {
+			d.errorf(path, "required; expected at least one of %s, as printed by `dpproxy passwd`", strings.Join(passwordKeys, ", "))
+		} else if d.ok(path) {
+			d.errorf(path, "has no verifier; expected at least one of %s, as printed by `dpproxy passwd`", strings.Join(passwordKeys, ", "))
+		}
+		return
+	}
+	for i, err := range v.parseEach() {
+		if err != nil {
+			d.errorf(path+"."+fields[i].key, "%s", err.Error())
+		}
+	}
+}
+
+func (d *decoder) validateTables(p *Policy) {
+	seen := map[string]string{} // lower-case name → path of first declaration
+	// declare checks a table's name and schema and that the name is not
+	// taken. namePath is where the name was written: path+".name", or path
+	// itself for a public table written as a string.
+	declare := func(path, namePath, schema, name string) {
+		switch {
+		case name == "":
+			d.errorf(namePath, "required; expected the table's name")
+			return
+		case strings.Contains(name, "."):
+			s, n, _ := strings.Cut(name, ".")
+			d.errorf(namePath, "%q contains '.'; write the schema separately, as schema: %s and name: %s", name, s, n)
+			return
+		}
+		if strings.Contains(schema, ".") {
+			d.errorf(path+".schema", "%q contains '.'; expected a single schema name", schema)
+		}
+		key := strings.ToLower(name)
+		if first, dup := seen[key]; dup {
+			d.errorf(namePath, "table %q is already declared at line %d (%s); table names must be unique across protected_tables and public_tables, even in different schemas, so that unqualified references are unambiguous",
+				name, d.line(first), tablePath(first))
+			return
+		}
+		seen[key] = namePath
+	}
+	for i := range p.ProtectedTables {
+		t := &p.ProtectedTables[i]
+		path := indexPath("protected_tables", i)
+		if !d.ok(path) {
+			continue
+		}
+		declare(path, path+".name", t.Schema, t.Name)
+		d.validateProtected(p, path, t)
+	}
+	for i := range p.PublicTables {
+		t := &p.PublicTables[i]
+		path := indexPath("public_tables", i)
+		if !d.ok(path) {
+			continue
+		}
+		namePath := path + ".name"
+		if n := d.pos[path]; n != nil && n.Kind == yaml.ScalarNode && !isNull(n) {
+			namePath = path
+		}
+		declare(path, namePath, t.Schema, t.Name)
+	}
+}
+
+// tablePath strips a trailing ".name" from a table's name path.
+func tablePath(namePath string) string {
+	return strings.TrimSuffix(namePath, ".name")
+}
+
+func (d *decoder) validateProtected(p *Policy, path string, t *ProtectedTable) {
+	// Columns first, so that the privacy unit can be looked up.
+	colSeen := map[string]string{} // lower-case name → path of first column
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		cp := indexPath(path+".columns", i)
+		if !d.ok(cp) {
+			continue
+		}
+		d.validateColumn(cp, c)
+		if c.Name == "" {
+			continue
+		}
+		key := strings.ToLower(c.Name)
+		if first, dup := colSeen[key]; dup {
+			d.errorf(cp+".name", "column %q is already defined at line %d (%s); column names must be unique (case-insensitively)",
+				c.Name, d.line(first), parentPath(first))
+			continue
+		}
+		colSeen[key] = cp + ".name"
+	}
+
+	up := path + ".privacy_unit"
+	switch {
+	case !d.ok(up):
+	case t.PrivacyUnit == "":
+		d.errorf(up, "required; expected %q (each row is a person) or the name of the column identifying the person, such as patient_id", RowPrivacyUnit)
+	case t.PrivacyUnit == RowPrivacyUnit:
+		for _, f := range []struct {
+			key string
+			v   *int
+		}{{"max_groups_per_unit", &t.MaxGroupsPerUnit}, {"max_rows_per_unit", &t.MaxRowsPerUnit}} {
+			if d.has(path+"."+f.key) && *f.v != 1 {
+				d.errorf(path+"."+f.key, "must be 1 (or left out) when privacy_unit is %q: each row is its own unit, so it contributes one row to one group; got %d", RowPrivacyUnit, *f.v)
+			}
+			*f.v = 1
+		}
+		return
+	default:
+		i := columnIndex(t, t.PrivacyUnit)
+		if i < 0 {
+			names := make([]string, len(t.Columns))
+			for j, c := range t.Columns {
+				names[j] = c.Name
+			}
+			list := "it lists no columns"
+			if len(names) > 0 {
+				list = "its columns are " + strings.Join(names, ", ")
+			}
+			d.errorf(up, "privacy unit %q is not a column of the table (%s); expected %q or one of the listed columns", t.PrivacyUnit, list, RowPrivacyUnit)
+			break
+		}
+		c := &t.Columns[i]
+		t.PrivacyUnit = c.Name
+		cp := indexPath(path+".columns", i)
+		if c.GroupBy {
+			d.errorf(cp+".group_by", "the privacy unit column %q must not have group_by: grouping by it would release one group per person", c.Name)
+		}
+		if c.Bounds != nil {
+			d.errorf(cp+".bounds", "the privacy unit column %q must not have bounds: it identifies people and is never aggregated", c.Name)
+		}
+	}
+
+	df := p.Defaults
+	for _, f := range []struct {
+		key string
+		v   *int
+		def int
+	}{
+		{"max_groups_per_unit", &t.MaxGroupsPerUnit, df.MaxGroupsPerUnit},
+		{"max_rows_per_unit", &t.MaxRowsPerUnit, df.MaxRowsPerUnit},
+	} {
+		fp := path + "." + f.key
+		if !d.has(fp) {
+			*f.v = f.def
+			continue
+		}
+		d.checkContribution(fp, *f.v)
+	}
+}
+
+// columnIndex returns the index of the column named name
+// (case-insensitively), or -1.
+func columnIndex(t *ProtectedTable, name string) int {
+	for i := range t.Columns {
+		if equalFold(t.Columns[i].Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (d *decoder) validateColumn(path string, c *Column) {
+	if c.Name == "" {
+		d.errorf(path+".name", "required; expected the column's name")
+	}
+	tp := path + ".type"
+	typeOK := false
+	switch {
+	case c.Type == "":
+		d.errorf(tp, "required; expected one of %s", strings.Join(columnTypes, ", "))
+	case !contains(columnTypes, string(c.Type)):
+		hint := ""
+		if alias, ok := typeAliases[strings.ToLower(string(c.Type))]; ok {
+			hint = fmt.Sprintf(" (for %s, write %s)", c.Type, alias)
+		} else {
+			hint = caseHint(string(c.Type), columnTypes)
+		}
+		d.errorf(tp, "unknown column type %q%s; expected one of %s", c.Type, hint, strings.Join(columnTypes, ", "))
+	default:
+		typeOK = true
+	}
+	if c.Bounds != nil && typeOK && !c.Type.Numeric() {
+		d.errorf(path+".bounds", "bounds are only allowed on numeric columns (int, bigint, float, numeric); this column is %s", c.Type)
+	}
+	kp := path + ".keys"
+	if c.Keys != nil && d.ok(kp) {
+		switch {
+		case !c.GroupBy:
+			d.errorf(kp, "keys are only allowed together with group_by: true")
+		case len(c.Keys) == 0:
+			d.errorf(kp, "must not be an empty list; expected the public group keys, or leave keys out to use DP partition selection")
+		default:
+			first := map[string]int{}
+			for i, k := range c.Keys {
+				if j, dup := first[k]; dup {
+					d.errorf(indexPath(kp, i), "key %q is listed twice (also keys[%d]); keys must be unique", k, j)
+					continue
+				}
+				first[k] = i
+			}
+		}
+	}
+}
+
+// caseHint returns a hint when v is one of options but for case.
+func caseHint(v string, options []string) string {
+	if lower := strings.ToLower(v); lower != v && contains(options, lower) {
+		return fmt.Sprintf(" (write it in lower case: %s)", lower)
+	}
+	return ""
+}

@@ -1,0 +1,688 @@
+package rewrite
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
+)
+
+// Options are the per-query settings the analysis needs.
+type Options struct {
+	Dialect Dialect
+	// Epsilon is the ε this query spends (validated by the caller against
+	// the policy's per-query maximum).
+	Epsilon float64
+}
+
+// Query is an analyzed SELECT: exactly one of Plan (protected data, answered
+// with differential privacy) and Passthrough (public tables only) is set.
+type Query struct {
+	Plan        *Plan
+	Passthrough *Passthrough
+}
+
+// Passthrough is a read-only query over public tables, re-emitted from the
+// AST (never the client's text, so what runs is what was checked).
+type Passthrough struct {
+	SQL string
+}
+
+// supportedAggregates is quoted in errors so analysts know what is allowed.
+const supportedAggregates = "COUNT(*), COUNT(column), SUM(column), AVG(column)"
+
+// Analyze checks a parsed statement against the policy and plans it.
+func Analyze(stmt ast.StmtNode, pol *config.Policy, opts Options) (*Query, error) {
+	switch s := stmt.(type) {
+	case *ast.SelectStmt:
+		return analyzeSelect(s, pol, opts)
+	case *ast.SetOprStmt:
+		if err := checkTables(s, pol, false); err != nil {
+			return nil, err
+		}
+		return passthrough(s, opts.Dialect)
+	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.LoadDataStmt, *ast.CallStmt:
+		return nil, sqlerr.New(sqlerr.ReadOnlyTransaction, "dpproxy is read-only: %s statements are not allowed", statementName(stmt)).
+			WithHint("only SELECT statements can be run through dpproxy")
+	case ast.DDLNode:
+		return nil, sqlerr.New(sqlerr.ReadOnlyTransaction, "dpproxy is read-only: DDL statements (%s) are not allowed", statementName(stmt)).
+			WithHint("only SELECT statements can be run through dpproxy")
+	}
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s statements are not supported by dpproxy", statementName(stmt)).
+		WithHint("dpproxy answers SELECT statements")
+}
+
+func statementName(stmt ast.StmtNode) string {
+	name := fmt.Sprintf("%T", stmt)
+	name = strings.TrimPrefix(name, "*ast.")
+	name = strings.TrimSuffix(name, "Stmt")
+	return strings.ToUpper(name)
+}
+
+func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Query, error) {
+	tables := collectTables(sel)
+	var protected *config.ProtectedTable
+	for _, tn := range tables {
+		pt, pub := pol.LookupTable(tn.Schema.O, tn.Name.O)
+		switch {
+		case pt != nil:
+			protected = pt
+		case pub == nil:
+			return nil, unknownTable(tn, pol)
+		}
+	}
+	if protected == nil {
+		if err := checkPassthrough(sel); err != nil {
+			return nil, err
+		}
+		return passthrough(sel, opts.Dialect)
+	}
+	a := &analyzer{pol: pol, table: protected, opts: opts}
+	plan, err := a.plan(sel, len(tables))
+	if err != nil {
+		return nil, err
+	}
+	return &Query{Plan: plan}, nil
+}
+
+// collectTables returns every table named anywhere in the statement,
+// subqueries and CTEs included.
+func collectTables(n ast.Node) []*ast.TableName {
+	c := &tableCollector{}
+	n.Accept(c)
+	return c.tables
+}
+
+type tableCollector struct{ tables []*ast.TableName }
+
+func (c *tableCollector) Enter(n ast.Node) (ast.Node, bool) {
+	if tn, ok := n.(*ast.TableName); ok {
+		c.tables = append(c.tables, tn)
+	}
+	return n, false
+}
+
+func (c *tableCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+func unknownTable(tn *ast.TableName, pol *config.Policy) error {
+	name := tn.Name.O
+	if tn.Schema.O != "" {
+		name = tn.Schema.O + "." + name
+	}
+	var known []string
+	for _, t := range pol.ProtectedTables {
+		known = append(known, t.Name+" (protected)")
+	}
+	for _, t := range pol.PublicTables {
+		known = append(known, t.Name+" (public)")
+	}
+	return sqlerr.New(sqlerr.UndefinedTable, "relation %q does not exist or is not in the policy", name).
+		WithHint("tables available: %s", strings.Join(known, ", "))
+}
+
+// checkTables rejects statements naming unknown tables; with
+// allowProtected false, protected tables are rejected too.
+func checkTables(n ast.Node, pol *config.Policy, allowProtected bool) error {
+	for _, tn := range collectTables(n) {
+		pt, pub := pol.LookupTable(tn.Schema.O, tn.Name.O)
+		if pt != nil && !allowProtected {
+			return sqlerr.New(sqlerr.InsufficientPrivilege, "protected table %q cannot be used in a set operation or subquery", pt.Name).
+				WithHint("query a protected table alone with aggregates: %s", supportedAggregates)
+		}
+		if pt == nil && pub == nil {
+			return unknownTable(tn, pol)
+		}
+	}
+	return checkPassthrough(n)
+}
+
+func passthrough(n ast.Node, d Dialect) (*Query, error) {
+	sql, err := restore(n, d)
+	if err != nil {
+		return nil, err
+	}
+	return &Query{Passthrough: &Passthrough{SQL: sql}}, nil
+}
+
+// analyzer plans one SELECT over a protected table.
+type analyzer struct {
+	pol   *config.Policy
+	table *config.ProtectedTable
+	opts  Options
+	// alias is the name the query gives the table (its own name by default).
+	alias string
+}
+
+func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
+	if err := a.checkShape(sel, tableRefs); err != nil {
+		return nil, err
+	}
+	p := &Plan{
+		Table:            a.table,
+		MaxGroupsPerUnit: a.table.MaxGroupsPerUnit,
+		MaxRowsPerUnit:   a.table.MaxRowsPerUnit,
+		Neighbouring:     a.pol.Defaults.Neighbouring,
+		Limit:            -1,
+		UnitsColumn:      -1,
+	}
+	if p.Neighbouring == "" {
+		p.Neighbouring = config.AddRemove
+	}
+	if a.table.IsRowPrivacy() {
+		p.MaxGroupsPerUnit, p.MaxRowsPerUnit = 1, 1
+	}
+	e := &emitter{d: a.opts.Dialect, a: a}
+
+	// GROUP BY columns, in the order the query lists them.
+	if sel.GroupBy != nil {
+		for _, item := range sel.GroupBy.Items {
+			col, err := a.groupColumn(item.Expr, sel.Fields.Fields)
+			if err != nil {
+				return nil, err
+			}
+			for _, g := range p.Groups {
+				if g.Column == col {
+					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "column %q appears twice in GROUP BY", col.Name)
+				}
+			}
+			p.Groups = append(p.Groups, GroupColumn{Column: col, BackendColumn: len(p.Groups), Keys: col.Keys})
+		}
+	}
+
+	// Select list: group columns and aggregates.
+	b := &backendColumns{groups: len(p.Groups)}
+	for i, f := range sel.Fields.Fields {
+		out, err := a.outputColumn(p, b, f, i)
+		if err != nil {
+			return nil, err
+		}
+		p.Output = append(p.Output, out)
+	}
+	if len(p.Aggregates) == 0 {
+		return nil, a.rawRowsError()
+	}
+	if err := a.checkKeyLists(p); err != nil {
+		return nil, err
+	}
+	where := ""
+	if sel.Where != nil {
+		w, err := e.boolExpr(sel.Where)
+		if err != nil {
+			return nil, err
+		}
+		where = w
+	}
+	if err := a.orderAndLimit(p, sel); err != nil {
+		return nil, err
+	}
+	b.finish(p)
+	if err := p.assignPrivacy(a.opts.Epsilon); err != nil {
+		return nil, err
+	}
+	sql, err := e.backendSQL(p, b, where)
+	if err != nil {
+		return nil, err
+	}
+	p.BackendSQL = sql
+	return p, nil
+}
+
+// checkShape rejects every construct beyond one protected table with
+// aggregates, WHERE, GROUP BY, ORDER BY and LIMIT.
+func (a *analyzer) checkShape(sel *ast.SelectStmt, tableRefs int) error {
+	unsupported := func(what string) error {
+		return sqlerr.New(sqlerr.FeatureNotSupported, "%s is not supported in queries on protected table %q", what, a.table.Name).
+			WithHint("supported: SELECT [group columns,] %s FROM %s [WHERE ...] [GROUP BY ...] [ORDER BY ...] [LIMIT n]", supportedAggregates, a.table.Name)
+	}
+	if tableRefs != 1 {
+		return sqlerr.New(sqlerr.FeatureNotSupported, "a query on protected table %q must read that table alone: joins, subqueries and repeated references are not supported", a.table.Name).
+			WithHint("query one protected table with aggregates: %s", supportedAggregates)
+	}
+	switch {
+	case sel.With != nil:
+		return unsupported("WITH")
+	case sel.Distinct:
+		return unsupported("SELECT DISTINCT")
+	case sel.Having != nil:
+		return unsupported("HAVING")
+	case len(sel.WindowSpecs) > 0:
+		return unsupported("WINDOW")
+	case sel.SelectIntoOpt != nil:
+		return unsupported("SELECT INTO")
+	case sel.LockInfo != nil && sel.LockInfo.LockType != ast.SelectLockNone:
+		return unsupported("a locking clause")
+	case sel.Kind != ast.SelectStmtKindSelect:
+		return unsupported("TABLE/VALUES")
+	case sel.From == nil:
+		return unsupported("a query without FROM")
+	}
+	join := sel.From.TableRefs
+	if join == nil || join.Right != nil {
+		return unsupported("a join")
+	}
+	ts, ok := join.Left.(*ast.TableSource)
+	if !ok {
+		return unsupported("this FROM clause")
+	}
+	if _, ok := ts.Source.(*ast.TableName); !ok {
+		return unsupported("a derived table")
+	}
+	a.alias = a.table.Name
+	if ts.AsName.O != "" {
+		a.alias = ts.AsName.O
+	}
+	if sel.GroupBy != nil && sel.GroupBy.Rollup {
+		return unsupported("WITH ROLLUP")
+	}
+	return nil
+}
+
+func (a *analyzer) rawRowsError() error {
+	return sqlerr.New(sqlerr.InsufficientPrivilege, "queries on protected table %q must aggregate: raw rows are never returned", a.table.Name).
+		WithHint("use %s, optionally with GROUP BY on %s", supportedAggregates, a.groupableList())
+}
+
+func (a *analyzer) groupableList() string {
+	var names []string
+	for _, c := range a.table.Columns {
+		if c.GroupBy {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "no column (the policy allows none)"
+	}
+	return strings.Join(names, ", ")
+}
+
+// column resolves a column reference against the protected table.
+func (a *analyzer) column(cn *ast.ColumnName) (*config.Column, error) {
+	if cn.Table.O != "" && !strings.EqualFold(cn.Table.O, a.alias) {
+		return nil, sqlerr.New(sqlerr.UndefinedTable, "missing FROM-clause entry for table %q", cn.Table.O)
+	}
+	if cn.Schema.O != "" && !strings.EqualFold(cn.Table.O, a.table.Name) {
+		return nil, sqlerr.New(sqlerr.UndefinedTable, "missing FROM-clause entry for table %q", cn.Schema.O+"."+cn.Table.O)
+	}
+	col, ok := a.table.Column(cn.Name.O)
+	if !ok {
+		var names []string
+		for _, c := range a.table.Columns {
+			names = append(names, c.Name)
+		}
+		return nil, sqlerr.New(sqlerr.UndefinedColumn, "column %q does not exist in protected table %q (or the policy does not expose it)", cn.Name.O, a.table.Name).
+			WithHint("columns available: %s", strings.Join(names, ", "))
+	}
+	return col, nil
+}
+
+func (a *analyzer) isUnit(col *config.Column) bool {
+	return !a.table.IsRowPrivacy() && strings.EqualFold(col.Name, a.table.PrivacyUnit)
+}
+
+// groupColumn resolves one GROUP BY item: a column, or a position in the
+// select list that names a column.
+func (a *analyzer) groupColumn(expr ast.ExprNode, fields []*ast.SelectField) (*config.Column, error) {
+	expr = unparen(expr)
+	if pos, ok := expr.(*ast.PositionExpr); ok {
+		if pos.P == nil && pos.N >= 1 && pos.N <= len(fields) && fields[pos.N-1].Expr != nil {
+			expr = unparen(fields[pos.N-1].Expr)
+		} else {
+			return nil, sqlerr.New(sqlerr.GroupingError, "GROUP BY position %d is not in the select list", pos.N)
+		}
+	}
+	cn, ok := expr.(*ast.ColumnNameExpr)
+	if !ok {
+		// GROUP BY alias: resolve to the aliased select field's column.
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY supports plain columns only").
+			WithHint("group by one of: %s", a.groupableList())
+	}
+	if cn.Name.Table.O == "" {
+		for _, f := range fields {
+			if f.AsName.O != "" && strings.EqualFold(f.AsName.O, cn.Name.Name.O) {
+				if inner, ok := unparen(f.Expr).(*ast.ColumnNameExpr); ok {
+					cn = inner
+				}
+			}
+		}
+	}
+	col, err := a.column(cn.Name)
+	if err != nil {
+		return nil, err
+	}
+	if a.isUnit(col) {
+		return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "cannot GROUP BY the privacy unit column %q: it would release one group per person", col.Name).
+			WithHint("group by one of: %s", a.groupableList())
+	}
+	if !col.GroupBy {
+		return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "the policy does not allow GROUP BY on column %q of %q", col.Name, a.table.Name).
+			WithHint("group by one of: %s", a.groupableList())
+	}
+	return col, nil
+}
+
+// checkKeyLists requires a public key list for every GROUP BY column: which
+// keys exist is itself private without DP partition selection.
+func (a *analyzer) checkKeyLists(p *Plan) error {
+	combos := 1
+	for _, g := range p.Groups {
+		if len(g.Keys) == 0 {
+			return sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY %q needs a public list of keys in the policy: releasing which keys occur in the data is not differentially private", g.Column.Name).
+				WithHint("declare the column's possible values with `keys: [...]` under protected_tables/%s/columns/%s in the policy", a.table.Name, g.Column.Name)
+		}
+		combos *= len(g.Keys)
+		if combos > maxReleasedGroups {
+			return sqlerr.New(sqlerr.ProgramLimitExceeded, "GROUP BY over %d key combinations exceeds the limit of %d", combos, maxReleasedGroups).
+				WithHint("group by fewer columns")
+		}
+	}
+	return nil
+}
+
+// maxReleasedGroups bounds the rows a public key list may produce.
+const maxReleasedGroups = 100000
+
+// outputColumn plans one select-list item.
+func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, index int) (OutputColumn, error) {
+	if f.WildCard != nil {
+		return OutputColumn{}, a.rawRowsError()
+	}
+	expr := unparen(f.Expr)
+	switch x := expr.(type) {
+	case *ast.ColumnNameExpr:
+		col, err := a.column(x.Name)
+		if err != nil {
+			return OutputColumn{}, err
+		}
+		for gi, g := range p.Groups {
+			if g.Column == col {
+				return OutputColumn{Name: fieldName(f, col.Name), Type: columnType(col.Type), Source: OutputSource{Group: gi, Aggregate: -1}}, nil
+			}
+		}
+		if len(p.Groups) == 0 {
+			return OutputColumn{}, a.rawRowsError()
+		}
+		return OutputColumn{}, sqlerr.New(sqlerr.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", col.Name)
+	case *ast.AggregateFuncExpr:
+		agg, name, typ, err := a.aggregate(x, p, b)
+		if err != nil {
+			return OutputColumn{}, err
+		}
+		p.Aggregates = append(p.Aggregates, agg)
+		return OutputColumn{Name: fieldName(f, name), Type: typ, Source: OutputSource{Group: -1, Aggregate: len(p.Aggregates) - 1}}, nil
+	case *ast.WindowFuncExpr:
+		return OutputColumn{}, sqlerr.New(sqlerr.FeatureNotSupported, "window functions are not allowed on protected table %q", a.table.Name).
+			WithHint("use aggregates: %s", supportedAggregates)
+	}
+	return OutputColumn{}, sqlerr.New(sqlerr.FeatureNotSupported, "select-list item %d is not supported on protected table %q: only group columns and aggregates may be selected", index+1, a.table.Name).
+		WithHint("use %s", supportedAggregates)
+}
+
+// aggregate plans one aggregate function call.
+func (a *analyzer) aggregate(x *ast.AggregateFuncExpr, p *Plan, b *backendColumns) (Aggregate, string, sqltypes.Type, error) {
+	fn := strings.ToLower(x.F)
+	notSupported := func(format string, args ...any) error {
+		return sqlerr.New(sqlerr.FeatureNotSupported, format, args...).WithHint("supported aggregates: %s", supportedAggregates)
+	}
+	if x.Distinct {
+		return Aggregate{}, "", 0, notSupported("%s(DISTINCT ...) is not supported yet", strings.ToUpper(fn))
+	}
+	if x.Order != nil {
+		return Aggregate{}, "", 0, notSupported("ordered aggregates are not supported")
+	}
+	switch fn {
+	case "count":
+		if len(x.Args) != 1 {
+			return Aggregate{}, "", 0, notSupported("COUNT takes one argument")
+		}
+		if isNonNullConstant(x.Args[0]) { // COUNT(*) parses as COUNT(1)
+			mi := p.addMeasurement(Measurement{Kind: MeasureCount, CountColumn: b.rowCount(), SumColumn: -1})
+			return Aggregate{Func: CountStar, Measurements: []int{mi}}, "count", sqltypes.Int8, nil
+		}
+		col, err := a.aggregateColumn(x, false)
+		if err != nil {
+			return Aggregate{}, "", 0, err
+		}
+		v := b.value(col)
+		mi := p.addMeasurement(Measurement{Kind: MeasureCount, CountColumn: v.count, SumColumn: -1})
+		return Aggregate{Func: CountCol, Column: col, Measurements: []int{mi}}, "count", sqltypes.Int8, nil
+	case "sum", "avg":
+		col, err := a.aggregateColumn(x, true)
+		if err != nil {
+			return Aggregate{}, "", 0, err
+		}
+		v := b.value(col)
+		bounds := *col.Bounds
+		if fn == "sum" {
+			mi := p.addMeasurement(Measurement{Kind: MeasureSum, CountColumn: v.count, SumColumn: v.sum})
+			return Aggregate{Func: Sum, Column: col, Bounds: bounds, Measurements: []int{mi}}, "sum", sumType(col.Type), nil
+		}
+		ci := p.addMeasurement(Measurement{Kind: MeasureCount, CountColumn: v.count, SumColumn: -1})
+		si := p.addMeasurement(Measurement{Kind: MeasureCenteredSum, CountColumn: v.count, SumColumn: v.sum, Mid: (bounds.Lo + bounds.Hi) / 2})
+		return Aggregate{Func: Avg, Column: col, Bounds: bounds, Measurements: []int{ci, si}}, "avg", avgType(col.Type), nil
+	}
+	return Aggregate{}, "", 0, notSupported("aggregate %s is not supported on protected data", strings.ToUpper(fn))
+}
+
+// aggregateColumn checks an aggregate's argument: a plain, non-unit column;
+// numeric with bounds when summed.
+func (a *analyzer) aggregateColumn(x *ast.AggregateFuncExpr, summed bool) (*config.Column, error) {
+	fn := strings.ToUpper(x.F)
+	cn, ok := unparen(x.Args[0]).(*ast.ColumnNameExpr)
+	if !ok {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s supports a plain column argument only", fn).
+			WithHint("write %s(column)", fn)
+	}
+	col, err := a.column(cn.Name)
+	if err != nil {
+		return nil, err
+	}
+	if a.isUnit(col) {
+		return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "the privacy unit column %q cannot be aggregated with %s", col.Name, fn).
+			WithHint("COUNT(DISTINCT %s) counts units (coming in a later release)", col.Name)
+	}
+	if summed {
+		if !col.Type.Numeric() {
+			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "%s needs a numeric column; %q is %s", fn, col.Name, col.Type)
+		}
+		if col.Bounds == nil {
+			return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "%s(%s) needs clamp bounds for %q in the policy", fn, col.Name, col.Name).
+				WithHint("declare `bounds: [lo, hi]` for the column under protected_tables/%s/columns", a.table.Name)
+		}
+	}
+	return col, nil
+}
+
+func (p *Plan) addMeasurement(m Measurement) int {
+	p.Measurements = append(p.Measurements, m)
+	return len(p.Measurements) - 1
+}
+
+// orderAndLimit plans ORDER BY over output columns and LIMIT/OFFSET. Both
+// run after noise, on the released rows: post-processing costs nothing.
+func (a *analyzer) orderAndLimit(p *Plan, sel *ast.SelectStmt) error {
+	if sel.OrderBy != nil {
+		for _, item := range sel.OrderBy.Items {
+			idx, err := a.orderTarget(p, sel, item.Expr)
+			if err != nil {
+				return err
+			}
+			p.OrderBy = append(p.OrderBy, OrderKey{Output: idx, Desc: item.Desc})
+		}
+	}
+	if sel.Limit != nil {
+		count, err := constantInt(sel.Limit.Count, "LIMIT")
+		if err != nil {
+			return err
+		}
+		p.Limit = count
+		if sel.Limit.Offset != nil {
+			return sqlerr.New(sqlerr.FeatureNotSupported, "OFFSET is not supported yet on protected tables")
+		}
+	}
+	return nil
+}
+
+func (a *analyzer) orderTarget(p *Plan, sel *ast.SelectStmt, expr ast.ExprNode) (int, error) {
+	expr = unparen(expr)
+	if pos, ok := expr.(*ast.PositionExpr); ok {
+		if pos.P == nil && pos.N >= 1 && pos.N <= len(p.Output) {
+			return pos.N - 1, nil
+		}
+		return 0, sqlerr.New(sqlerr.InvalidParameterValue, "ORDER BY position %d is not in select list", pos.N)
+	}
+	if cn, ok := expr.(*ast.ColumnNameExpr); ok && cn.Name.Table.O == "" {
+		for i, out := range p.Output {
+			if strings.EqualFold(out.Name, cn.Name.Name.O) {
+				return i, nil
+			}
+		}
+	}
+	want, err := restore(expr, Postgres)
+	if err == nil {
+		for i, f := range sel.Fields.Fields {
+			if f.Expr == nil {
+				continue
+			}
+			if got, err := restore(f.Expr, Postgres); err == nil && got == want {
+				return i, nil
+			}
+		}
+	}
+	return 0, sqlerr.New(sqlerr.FeatureNotSupported, "ORDER BY must name a column of the select list").
+		WithHint("order by an output column name, alias or position")
+}
+
+func constantInt(expr ast.ExprNode, clause string) (int64, error) {
+	v, ok := expr.(*test_driver.ValueExpr)
+	if ok {
+		switch v.Kind() {
+		case test_driver.KindInt64:
+			if n := v.GetInt64(); n >= 0 {
+				return n, nil
+			}
+		case test_driver.KindUint64:
+			if n := v.GetUint64(); n <= math.MaxInt64 {
+				return int64(n), nil
+			}
+		}
+	}
+	return 0, sqlerr.New(sqlerr.FeatureNotSupported, "%s must be a non-negative integer constant", clause)
+}
+
+func isNonNullConstant(expr ast.ExprNode) bool {
+	v, ok := expr.(*test_driver.ValueExpr)
+	return ok && v.Kind() != test_driver.KindNull
+}
+
+func unparen(expr ast.ExprNode) ast.ExprNode {
+	for {
+		p, ok := expr.(*ast.ParenthesesExpr)
+		if !ok {
+			return expr
+		}
+		expr = p.Expr
+	}
+}
+
+func fieldName(f *ast.SelectField, def string) string {
+	if f.AsName.O != "" {
+		return f.AsName.O
+	}
+	return strings.ToLower(def)
+}
+
+// columnType is the result type of a column as the policy declares it.
+func columnType(t config.ColumnType) sqltypes.Type {
+	switch t {
+	case config.TypeInt:
+		return sqltypes.Int4
+	case config.TypeBigint:
+		return sqltypes.Int8
+	case config.TypeFloat:
+		return sqltypes.Float8
+	case config.TypeNumeric:
+		return sqltypes.Numeric
+	case config.TypeDate:
+		return sqltypes.Date
+	case config.TypeTimestamp:
+		return sqltypes.Timestamp
+	case config.TypeBool:
+		return sqltypes.Bool
+	}
+	return sqltypes.Text
+}
+
+// sumType and avgType follow PostgreSQL: sum(integer) is bigint,
+// sum(bigint) and sum(numeric) are numeric, sum(float8) is float8; avg of
+// any exact type is numeric.
+func sumType(t config.ColumnType) sqltypes.Type {
+	switch t {
+	case config.TypeInt:
+		return sqltypes.Int8
+	case config.TypeFloat:
+		return sqltypes.Float8
+	}
+	return sqltypes.Numeric
+}
+
+func avgType(t config.ColumnType) sqltypes.Type {
+	if t == config.TypeFloat {
+		return sqltypes.Float8
+	}
+	return sqltypes.Numeric
+}
+
+// backendColumns allocates the backend result columns of a DP plan:
+// group keys first, then the per-group row count, then a count and a sum
+// per aggregated value column, then the distinct-unit count.
+type backendColumns struct {
+	groups   int
+	rowCnt   int // -1 until needed
+	values   []*valueColumn
+	next     int
+	assigned bool
+}
+
+type valueColumn struct {
+	col        *config.Column
+	count, sum int
+}
+
+func (b *backendColumns) alloc() int {
+	if b.next < b.groups {
+		b.next = b.groups
+	}
+	i := b.next
+	b.next++
+	return i
+}
+
+func (b *backendColumns) rowCount() int {
+	if !b.assigned {
+		b.assigned = true
+		b.rowCnt = b.alloc()
+	}
+	return b.rowCnt
+}
+
+func (b *backendColumns) value(col *config.Column) *valueColumn {
+	for _, v := range b.values {
+		if v.col == col {
+			return v
+		}
+	}
+	v := &valueColumn{col: col, count: b.alloc(), sum: b.alloc()}
+	b.values = append(b.values, v)
+	return v
+}
+
+func (b *backendColumns) finish(p *Plan) {
+	if len(p.Groups) > 0 {
+		p.UnitsColumn = b.alloc()
+	}
+}

@@ -1,0 +1,501 @@
+package rewrite
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
+)
+
+// emitter writes backend SQL for one plan. WHERE expressions are rebuilt
+// from the AST through an allowlist: every construct it writes is one that
+// cannot raise an error depending on a row's data, so no error can reveal
+// one unit's values.
+type emitter struct {
+	d Dialect
+	a *analyzer
+}
+
+// valueKind is the coarse type of an operand, for type checks before any
+// SQL reaches the backend.
+type valueKind int
+
+const (
+	kindNull valueKind = iota
+	kindNumber
+	kindText
+	kindTemporal
+	kindBool
+)
+
+func (k valueKind) String() string {
+	return [...]string{"NULL", "number", "text", "date/time", "boolean"}[k]
+}
+
+func kindOf(t config.ColumnType) valueKind {
+	switch {
+	case t.Numeric():
+		return kindNumber
+	case t == config.TypeDate || t == config.TypeTimestamp:
+		return kindTemporal
+	case t == config.TypeBool:
+		return kindBool
+	}
+	return kindText
+}
+
+func whereError(format string, args ...any) *sqlerr.Error {
+	return sqlerr.New(sqlerr.FeatureNotSupported, format, args...).
+		WithHint("WHERE on protected tables allows comparisons (=, <>, <, <=, >, >=), AND, OR, NOT, IN (list), BETWEEN, IS [NOT] NULL and LIKE between columns and constants")
+}
+
+// boolExpr writes a condition.
+func (e *emitter) boolExpr(expr ast.ExprNode) (string, error) {
+	switch x := expr.(type) {
+	case *ast.ParenthesesExpr:
+		inner, err := e.boolExpr(x.Expr)
+		return "(" + inner + ")", err
+	case *ast.BinaryOperationExpr:
+		switch x.Op {
+		case opcode.LogicAnd, opcode.LogicOr:
+			l, err := e.boolExpr(x.L)
+			if err != nil {
+				return "", err
+			}
+			r, err := e.boolExpr(x.R)
+			if err != nil {
+				return "", err
+			}
+			op := " AND "
+			if x.Op == opcode.LogicOr {
+				op = " OR "
+			}
+			return "(" + l + op + r + ")", nil
+		case opcode.EQ, opcode.NE, opcode.LT, opcode.LE, opcode.GT, opcode.GE:
+			return e.comparison(x)
+		}
+		return "", whereError("operator %s is not supported in WHERE on protected tables", strings.ToUpper(x.Op.String()))
+	case *ast.UnaryOperationExpr:
+		if x.Op == opcode.Not || x.Op == opcode.Not2 {
+			inner, err := e.boolExpr(x.V)
+			return "(NOT " + inner + ")", err
+		}
+	case *ast.PatternInExpr:
+		return e.in(x)
+	case *ast.BetweenExpr:
+		return e.between(x)
+	case *ast.IsNullExpr:
+		v, _, err := e.operand(x.Expr)
+		if err != nil {
+			return "", err
+		}
+		if x.Not {
+			return "(" + v + " IS NOT NULL)", nil
+		}
+		return "(" + v + " IS NULL)", nil
+	case *ast.PatternLikeOrIlikeExpr:
+		return e.like(x)
+	case *ast.ColumnNameExpr:
+		v, k, err := e.operand(x)
+		if err != nil {
+			return "", err
+		}
+		if k != kindBool {
+			return "", sqlerr.New(sqlerr.DatatypeMismatch, "argument of WHERE must be boolean, not %s", k)
+		}
+		return v, nil
+	case *test_driver.ValueExpr:
+		switch x.Kind() {
+		case test_driver.KindInt64, test_driver.KindUint64:
+			if x.GetValue() == int64(0) || x.GetValue() == uint64(0) {
+				return "(1 = 0)", nil
+			}
+			return "(1 = 1)", nil
+		}
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		return "", whereError("subqueries are not allowed in queries on protected tables")
+	case *ast.FuncCallExpr:
+		return "", whereError("function %s() is not allowed in WHERE on protected tables", x.FnName.O)
+	}
+	return "", whereError("this WHERE expression is not supported on protected tables")
+}
+
+func (e *emitter) comparison(x *ast.BinaryOperationExpr) (string, error) {
+	l, lk, err := e.operand(x.L)
+	if err != nil {
+		return "", err
+	}
+	r, rk, err := e.operand(x.R)
+	if err != nil {
+		return "", err
+	}
+	if err := compatible(lk, rk, x.L, x.R); err != nil {
+		return "", err
+	}
+	ops := map[opcode.Op]string{opcode.EQ: "=", opcode.NE: "<>", opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">="}
+	return "(" + l + " " + ops[x.Op] + " " + r + ")", nil
+}
+
+func (e *emitter) in(x *ast.PatternInExpr) (string, error) {
+	if x.Sel != nil {
+		return "", whereError("IN (subquery) is not allowed in queries on protected tables")
+	}
+	v, k, err := e.operand(x.Expr)
+	if err != nil {
+		return "", err
+	}
+	items := make([]string, len(x.List))
+	for i, item := range x.List {
+		s, ik, err := e.operand(item)
+		if err != nil {
+			return "", err
+		}
+		if err := compatible(k, ik, x.Expr, item); err != nil {
+			return "", err
+		}
+		items[i] = s
+	}
+	not := ""
+	if x.Not {
+		not = "NOT "
+	}
+	return "(" + v + " " + not + "IN (" + strings.Join(items, ", ") + "))", nil
+}
+
+func (e *emitter) between(x *ast.BetweenExpr) (string, error) {
+	v, k, err := e.operand(x.Expr)
+	if err != nil {
+		return "", err
+	}
+	lo, lk, err := e.operand(x.Left)
+	if err != nil {
+		return "", err
+	}
+	hi, hk, err := e.operand(x.Right)
+	if err != nil {
+		return "", err
+	}
+	if err := compatible(k, lk, x.Expr, x.Left); err != nil {
+		return "", err
+	}
+	if err := compatible(k, hk, x.Expr, x.Right); err != nil {
+		return "", err
+	}
+	not := ""
+	if x.Not {
+		not = "NOT "
+	}
+	return "(" + v + " " + not + "BETWEEN " + lo + " AND " + hi + ")", nil
+}
+
+func (e *emitter) like(x *ast.PatternLikeOrIlikeExpr) (string, error) {
+	if !x.IsLike {
+		return "", whereError("ILIKE is not supported yet; use LIKE")
+	}
+	v, k, err := e.operand(x.Expr)
+	if err != nil {
+		return "", err
+	}
+	if k != kindText {
+		return "", sqlerr.New(sqlerr.DatatypeMismatch, "LIKE needs a text column, not %s", k)
+	}
+	pat, ok := x.Pattern.(*test_driver.ValueExpr)
+	if !ok || pat.Kind() != test_driver.KindString {
+		return "", whereError("the LIKE pattern must be a string constant")
+	}
+	p, err := e.d.QuoteString(pat.GetString())
+	if err != nil {
+		return "", sqlerr.New(sqlerr.InvalidParameterValue, "invalid LIKE pattern: %v", err)
+	}
+	escape := x.Escape
+	if escape == 0 {
+		escape = '\\'
+	}
+	esc, err := e.d.QuoteString(string(rune(escape)))
+	if err != nil {
+		return "", err
+	}
+	not := ""
+	if x.Not {
+		not = "NOT "
+	}
+	return "(" + v + " " + not + "LIKE " + p + " ESCAPE " + esc + ")", nil
+}
+
+// operand writes a column reference or a constant.
+func (e *emitter) operand(expr ast.ExprNode) (string, valueKind, error) {
+	switch x := expr.(type) {
+	case *ast.ParenthesesExpr:
+		return e.operand(x.Expr)
+	case *ast.ColumnNameExpr:
+		col, err := e.a.column(x.Name)
+		if err != nil {
+			return "", 0, err
+		}
+		return e.d.QuoteIdent(col.Name), kindOf(col.Type), nil
+	case *ast.UnaryOperationExpr:
+		if x.Op == opcode.Minus {
+			if v, ok := x.V.(*test_driver.ValueExpr); ok {
+				s, k, err := e.literal(v)
+				if err == nil && k == kindNumber {
+					if strings.HasPrefix(s, "-") {
+						return s[1:], k, nil
+					}
+					return "-" + s, k, nil
+				}
+			}
+		}
+	case *test_driver.ValueExpr:
+		return e.literal(x)
+	case *ast.FuncCallExpr:
+		return "", 0, sqlerr.New(sqlerr.FeatureNotSupported, "function %s() is not allowed on protected tables yet", x.FnName.O).
+			WithHint("compare columns with constants")
+	case *ast.BinaryOperationExpr:
+		return "", 0, whereError("arithmetic (%s) is not allowed on protected tables: it could fail on one person's data", strings.ToUpper(x.Op.String()))
+	}
+	return "", 0, whereError("this expression is not supported on protected tables")
+}
+
+func (e *emitter) literal(v *test_driver.ValueExpr) (string, valueKind, error) {
+	switch v.Kind() {
+	case test_driver.KindNull:
+		return "NULL", kindNull, nil
+	case test_driver.KindInt64:
+		return strconv.FormatInt(v.GetInt64(), 10), kindNumber, nil
+	case test_driver.KindUint64:
+		return strconv.FormatUint(v.GetUint64(), 10), kindNumber, nil
+	case test_driver.KindFloat64:
+		return strconv.FormatFloat(v.GetFloat64(), 'g', -1, 64), kindNumber, nil
+	case test_driver.KindMysqlDecimal:
+		return v.GetMysqlDecimal().String(), kindNumber, nil
+	case test_driver.KindString:
+		s, err := e.d.QuoteString(v.GetString())
+		if err != nil {
+			return "", 0, sqlerr.New(sqlerr.InvalidParameterValue, "invalid string constant: %v", err)
+		}
+		return s, kindText, nil
+	}
+	return "", 0, whereError("this kind of constant is not supported")
+}
+
+// compatible checks that two operands may be compared. Text constants may
+// be compared with dates when they are well-formed dates, so the backend
+// never fails to parse them.
+func compatible(a, b valueKind, ea, eb ast.ExprNode) error {
+	if a == b || a == kindNull || b == kindNull {
+		return nil
+	}
+	if a == kindTemporal && b == kindText {
+		return validDate(eb)
+	}
+	if b == kindTemporal && a == kindText {
+		return validDate(ea)
+	}
+	if a == kindBool && b == kindNumber || a == kindNumber && b == kindBool {
+		return nil
+	}
+	return sqlerr.New(sqlerr.DatatypeMismatch, "cannot compare %s with %s", a, b)
+}
+
+func validDate(expr ast.ExprNode) error {
+	v, ok := unparen(expr).(*test_driver.ValueExpr)
+	if !ok {
+		return sqlerr.New(sqlerr.DatatypeMismatch, "cannot compare a date with a text column")
+	}
+	s := v.GetString()
+	for _, layout := range []string{"2006-01-02", "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04:05.999999"} {
+		if _, err := time.Parse(layout, s); err == nil {
+			return nil
+		}
+	}
+	return sqlerr.New(sqlerr.InvalidTextRepresent, "invalid date/time constant %q; expected YYYY-MM-DD or YYYY-MM-DD HH:MM:SS", s)
+}
+
+// backendSQL writes the three-level bounding query (see the package doc).
+func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, error) {
+	q := e.d.QuoteIdent
+	t := p.Table
+	table := q(t.Name)
+	if t.Schema != "" {
+		table = q(t.Schema) + "." + table
+	}
+	rowPrivacy := t.IsRowPrivacy()
+
+	var inner []string
+	if !rowPrivacy {
+		inner = append(inner, q(t.PrivacyUnit)+" AS "+q("dp_u"))
+	}
+	groupRefs := make([]string, len(p.Groups))
+	for i, g := range p.Groups {
+		groupRefs[i] = q(fmt.Sprintf("dp_g%d", i))
+		inner = append(inner, q(g.Column.Name)+" AS "+groupRefs[i])
+	}
+	for j, v := range b.values {
+		inner = append(inner, e.clamp(v.col)+" AS "+q(fmt.Sprintf("dp_v%d", j)))
+	}
+	if len(inner) == 0 {
+		inner = append(inner, "1 AS "+q("dp_one"))
+	}
+	whereClause := ""
+	if where != "" {
+		whereClause = " WHERE " + where
+	}
+
+	// outerCols[i] is the expression of backend column i.
+	outerCols := make([]string, b.next)
+	copy(outerCols, groupRefs)
+	groupBy := ""
+	if len(groupRefs) > 0 {
+		groupBy = " GROUP BY " + strings.Join(groupRefs, ", ")
+	}
+
+	if rowPrivacy {
+		// Each row is a unit: one row per unit per group, so L0 = Linf = 1
+		// hold by construction and no bounding step is needed.
+		if b.assigned {
+			outerCols[b.rowCnt] = "COUNT(*)"
+		}
+		for j, v := range b.values {
+			ref := q(fmt.Sprintf("dp_v%d", j))
+			outerCols[v.count] = "COUNT(" + ref + ")"
+			outerCols[v.sum] = "SUM(" + ref + ")"
+		}
+		if p.UnitsColumn >= 0 {
+			outerCols[p.UnitsColumn] = "COUNT(*)"
+		}
+		return "SELECT " + strings.Join(outerCols, ", ") +
+			" FROM (SELECT " + strings.Join(inner, ", ") + " FROM " + table + whereClause + ") AS " + q("dp_rows") +
+			groupBy, nil
+	}
+
+	// Inner: keep at most Linf random rows per (unit, group).
+	partition := append([]string{q(t.PrivacyUnit)}, quoteAll(q, groupColumnNames(p))...)
+	inner = append(inner, "ROW_NUMBER() OVER (PARTITION BY "+strings.Join(partition, ", ")+" ORDER BY "+e.d.Random()+") AS "+q("dp_rn"))
+	innerSQL := "SELECT " + strings.Join(inner, ", ") + " FROM " + table + whereClause
+
+	// Middle: aggregate per (unit, group); number the unit's groups at random.
+	middle := []string{q("dp_u")}
+	middle = append(middle, groupRefs...)
+	middle = append(middle, "COUNT(*) AS "+q("dp_n"))
+	for j := range b.values {
+		ref := q(fmt.Sprintf("dp_v%d", j))
+		middle = append(middle, "COUNT("+ref+") AS "+q(fmt.Sprintf("dp_c%d", j)), "SUM("+ref+") AS "+q(fmt.Sprintf("dp_s%d", j)))
+	}
+	if len(p.Groups) > 0 {
+		middle = append(middle, "ROW_NUMBER() OVER (PARTITION BY "+q("dp_u")+" ORDER BY "+e.d.Random()+") AS "+q("dp_gn"))
+	}
+	middleSQL := "SELECT " + strings.Join(middle, ", ") +
+		" FROM (" + innerSQL + ") AS " + q("dp_rows") +
+		" WHERE " + q("dp_rn") + " <= " + strconv.Itoa(p.MaxRowsPerUnit) +
+		" GROUP BY " + strings.Join(append([]string{q("dp_u")}, groupRefs...), ", ")
+
+	// Outer: aggregate per group across units, keeping at most L0 groups per unit.
+	if b.assigned {
+		outerCols[b.rowCnt] = "SUM(" + q("dp_n") + ")"
+	}
+	for j, v := range b.values {
+		outerCols[v.count] = "SUM(" + q(fmt.Sprintf("dp_c%d", j)) + ")"
+		outerCols[v.sum] = "SUM(" + q(fmt.Sprintf("dp_s%d", j)) + ")"
+	}
+	if p.UnitsColumn >= 0 {
+		outerCols[p.UnitsColumn] = "COUNT(*)"
+	}
+	outerWhere := ""
+	if len(p.Groups) > 0 {
+		outerWhere = " WHERE " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit)
+	}
+	return "SELECT " + strings.Join(outerCols, ", ") +
+		" FROM (" + middleSQL + ") AS " + q("dp_units") + outerWhere + groupBy, nil
+}
+
+// clamp writes a column clamped to its bounds; NULL stays NULL. Columns
+// only counted (no bounds) are passed as they are.
+func (e *emitter) clamp(col *config.Column) string {
+	ref := e.d.QuoteIdent(col.Name)
+	if col.Bounds == nil {
+		return ref
+	}
+	lo, hi := formatNumber(col.Bounds.Lo), formatNumber(col.Bounds.Hi)
+	return "CASE WHEN " + ref + " < " + lo + " THEN " + lo + " WHEN " + ref + " > " + hi + " THEN " + hi + " ELSE " + ref + " END"
+}
+
+func groupColumnNames(p *Plan) []string {
+	names := make([]string, len(p.Groups))
+	for i, g := range p.Groups {
+		names[i] = g.Column.Name
+	}
+	return names
+}
+
+func quoteAll(q func(string) string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = q(n)
+	}
+	return out
+}
+
+// restore re-emits a checked AST for the backend dialect.
+func restore(n ast.Node, d Dialect) (string, error) {
+	var sb strings.Builder
+	if err := n.Restore(format.NewRestoreCtx(d.RestoreFlags(), &sb)); err != nil {
+		return "", sqlerr.New(sqlerr.FeatureNotSupported, "cannot re-emit this query for the %s backend", d.Name())
+	}
+	return sb.String(), nil
+}
+
+// passthroughFunctions are the functions a public-table query may call:
+// pure functions that read no other table, file or setting.
+var passthroughFunctions = map[string]bool{}
+
+func init() {
+	for _, f := range strings.Fields(`abs ceil ceiling floor round trunc truncate sign sqrt power pow exp ln log log10 log2 mod
+		greatest least coalesce nullif ifnull if lower upper length char_length character_length octet_length
+		substring substr left right trim ltrim rtrim btrim lpad rpad replace concat concat_ws position strpos reverse
+		repeat initcap now current_date current_timestamp current_time localtimestamp date_trunc date_part extract
+		date year month day dayofmonth hour minute second week quarter to_char date_format cast convert`) {
+		passthroughFunctions[f] = true
+	}
+}
+
+// checkPassthrough rejects what a read-only query over public tables must
+// not contain: calls outside the allowlist, session variables, SELECT
+// INTO and locking clauses.
+func checkPassthrough(n ast.Node) error {
+	c := &passthroughChecker{}
+	n.Accept(c)
+	return c.err
+}
+
+type passthroughChecker struct{ err error }
+
+func (c *passthroughChecker) Enter(n ast.Node) (ast.Node, bool) {
+	if c.err != nil {
+		return n, true
+	}
+	switch x := n.(type) {
+	case *ast.FuncCallExpr:
+		if !passthroughFunctions[x.FnName.L] {
+			c.err = sqlerr.New(sqlerr.UndefinedFunction, "function %s() is not allowed through dpproxy", x.FnName.O).
+				WithHint("public-table queries may use common scalar functions: string, math, date and conditional functions")
+		}
+	case *ast.VariableExpr:
+		c.err = sqlerr.New(sqlerr.FeatureNotSupported, "variables are not supported in queries")
+	case *ast.SelectStmt:
+		if x.SelectIntoOpt != nil {
+			c.err = sqlerr.New(sqlerr.ReadOnlyTransaction, "SELECT INTO is not allowed: dpproxy is read-only")
+		} else if x.LockInfo != nil && x.LockInfo.LockType != ast.SelectLockNone {
+			c.err = sqlerr.New(sqlerr.ReadOnlyTransaction, "locking clauses (FOR UPDATE/SHARE) are not allowed: dpproxy is read-only")
+		}
+	}
+	return n, false
+}
+
+func (c *passthroughChecker) Leave(n ast.Node) (ast.Node, bool) { return n, c.err == nil }

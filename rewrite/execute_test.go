@@ -1,0 +1,252 @@
+package rewrite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+)
+
+// The bounding query must compute exactly the bounded aggregates, on every
+// backend. This fixture is built so that the bounded results do not depend
+// on which rows and groups the random choices keep: within a unit, all the
+// rows kept for a group carry the same values.
+//
+// Policy (testdata/policy.yaml): visits L0 = 3 groups, Linf = 2 rows;
+// cost clamped to [0, 1000], nights to [0, 10]. people: row privacy, age
+// clamped to [0, 100], income to [0, 200000].
+var fixture = []string{
+	`CREATE TABLE visits (patient_id INTEGER, visit_date DATE, diagnosis TEXT, clinic_id INTEGER, cost NUMERIC, nights INTEGER, score DOUBLE PRECISION, note TEXT, region TEXT)`,
+	`CREATE TABLE people (age INTEGER, sex TEXT, income BIGINT)`,
+	`CREATE TABLE clinics (name TEXT, city TEXT)`,
+	// Patient 1: five rows in A, each cost 100, nights 20 (clamped to 10).
+	`INSERT INTO visits VALUES (1, '2024-01-01', 'A', 1, 100, 20, 1.5, 'x1', 'n'), (1, '2024-02-01', 'A', 1, 100, 20, 1.5, 'x2', 'n'), (1, '2024-03-01', 'A', 1, 100, 20, 1.5, NULL, 'n'), (1, '2024-04-01', 'A', 1, 100, 20, 1.5, NULL, 'n'), (1, '2024-05-01', 'A', 1, 100, 20, 1.5, NULL, 'n')`,
+	// Patient 2: one row in B, cost 5000 (clamped to 1000), nights 3, score -9 (clamped to -5).
+	`INSERT INTO visits VALUES (2, '2024-06-15', 'B', 2, 5000, 3, -9, 'it''s', 's')`,
+	// Patient 3: two rows in each of A, B, C, D, E; cost 10, nights NULL.
+	`INSERT INTO visits VALUES (3, '2025-01-01', 'A', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-02', 'A', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-03', 'B', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-04', 'B', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-05', 'C', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-06', 'C', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-07', 'D', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-08', 'D', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-09', 'E', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-10', 'E', 2, 10, NULL, 0, NULL, 's')`,
+	`INSERT INTO people VALUES (-5, 'F', 1000), (50, 'M', 300000), (150, 'F', NULL), (30, 'X', 50000)`,
+	`INSERT INTO clinics VALUES ('North', 'Oslo'), ('South', 'Bergen')`,
+}
+
+type executeCase struct {
+	sql string
+	// check receives the backend rows as float64 (NULL as NaN) and
+	// reports a mismatch.
+	check func(rows [][]float64, keys []string) error
+}
+
+// Hand-computed bounded results.
+var executeCases = []executeCase{
+	{
+		// Ungrouped: one group, at most Linf = 2 rows per unit:
+		// p1 2, p2 1, p3 2 → 5.
+		sql: `SELECT COUNT(*) FROM visits`,
+		check: func(rows [][]float64, _ []string) error {
+			return expectRow(rows, 5)
+		},
+	},
+	{
+		// SUM(cost): p1 2×100, p2 min(5000,1000), p3 2×10 → 1220; COUNT(cost) = 5.
+		// AVG(nights): p1 2×10 clamped, p2 3, p3 NULLs → count 3, sum 23.
+		sql: `SELECT SUM(cost), AVG(nights) FROM visits`,
+		check: func(rows [][]float64, _ []string) error {
+			// columns: count(cost), sum(cost), count(nights), sum(nights)
+			return expectRow(rows, 5, 1220, 3, 23)
+		},
+	},
+	{
+		// WHERE before bounding: only p1's rows with a note (2 rows) and p2's.
+		sql: `SELECT COUNT(*) FROM visits WHERE note IS NOT NULL`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3) },
+	},
+	{
+		sql:   `SELECT COUNT(*) FROM visits WHERE note = 'it''s' OR (diagnosis IN ('C', 'D') AND visit_date BETWEEN '2025-01-05' AND '2025-01-07')`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 1+2) },
+	},
+	{
+		sql:   `SELECT SUM(score) FROM visits WHERE NOT (region LIKE 'n%')`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3, -5) },
+	},
+	{
+		// Grouped: p1 → A: 2 rows; p2 → B: 1; p3 keeps 3 of its 5 groups,
+		// 2 rows each. Totals over all groups: 2 + 1 + 6 = 9 rows and
+		// 1 + 1 + 3 = 5 (unit, group) pairs.
+		sql: `SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis`,
+		check: func(rows [][]float64, keys []string) error {
+			var total, units float64
+			for i, r := range rows {
+				total += r[0]
+				units += r[1]
+				if keys[i] == "A" && r[0] != 2 && r[0] != 4 {
+					return fmt.Errorf("group A count %v, want 2 or 4", r[0])
+				}
+			}
+			if total != 9 || units != 5 {
+				return fmt.Errorf("total rows %v, units %v; want 9 and 5", total, units)
+			}
+			return nil
+		},
+	},
+	{
+		// Row privacy: no bounding; clamping only. age: 0 + 50 + 100 + 30 = 180 over 4;
+		// income: 1000 + 200000 + 50000 over 3 non-NULL.
+		sql: `SELECT COUNT(*), SUM(income), AVG(age) FROM people`,
+		check: func(rows [][]float64, _ []string) error {
+			return expectRow(rows, 4, 3, 251000, 4, 180)
+		},
+	},
+	{
+		sql: `SELECT sex, COUNT(*) FROM people WHERE age > 0 GROUP BY sex`,
+		check: func(rows [][]float64, keys []string) error {
+			got := map[string][2]float64{}
+			for i, r := range rows {
+				got[keys[i]] = [2]float64{r[0], r[1]}
+			}
+			want := map[string][2]float64{"F": {1, 1}, "M": {1, 1}, "X": {1, 1}}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("got %v, want %v", got, want)
+			}
+			return nil
+		},
+	},
+}
+
+func expectRow(rows [][]float64, want ...float64) error {
+	if len(rows) != 1 {
+		return fmt.Errorf("got %d rows, want 1", len(rows))
+	}
+	if fmt.Sprint(rows[0]) != fmt.Sprint(want) {
+		return fmt.Errorf("got %v, want %v", rows[0], want)
+	}
+	return nil
+}
+
+func TestBackendSQLComputesBoundedAggregatesSQLite(t *testing.T) {
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "fixture.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runExecuteCases(t, db, SQLite)
+}
+
+func TestBackendSQLComputesBoundedAggregatesPostgres(t *testing.T) {
+	dsn := os.Getenv("DPPROXY_TEST_PG_DSN")
+	if dsn == "" {
+		t.Skip("DPPROXY_TEST_PG_DSN not set: no PostgreSQL to run against (scripts/test.sh sets it)")
+	}
+	ctx := context.Background()
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	schema := "rewrite_test_" + strconv.Itoa(os.Getpid())
+	if _, err := admin.ExecContext(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE; CREATE SCHEMA `+schema); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.ExecContext(ctx, `DROP SCHEMA `+schema+` CASCADE`)
+	db, err := sql.Open("pgx", dsn+"&search_path="+schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runExecuteCases(t, db, Postgres)
+}
+
+func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
+	t.Helper()
+	ctx := context.Background()
+	for _, stmt := range fixture {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("fixture: %v\n%s", err, stmt)
+		}
+	}
+	pol := testPolicy(t)
+	for _, c := range executeCases {
+		t.Run(c.sql, func(t *testing.T) {
+			stmts, err := Parse(c.sql, PostgresFrontEnd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := q.Plan
+			// Random choices differ run to run; the results must not.
+			for run := 0; run < 5; run++ {
+				rows, err := db.QueryContext(ctx, p.BackendSQL)
+				if err != nil {
+					t.Fatalf("%v\n%s", err, p.BackendSQL)
+				}
+				cols, _ := rows.Columns()
+				var values [][]float64
+				var keys []string
+				for rows.Next() {
+					raw := make([]any, len(cols))
+					ptrs := make([]any, len(cols))
+					for i := range raw {
+						ptrs[i] = &raw[i]
+					}
+					if err := rows.Scan(ptrs...); err != nil {
+						t.Fatal(err)
+					}
+					var nums []float64
+					key := ""
+					for i, v := range raw {
+						if i < len(p.Groups) {
+							key = fmt.Sprint(v)
+							continue
+						}
+						nums = append(nums, number(t, v))
+					}
+					values = append(values, nums)
+					keys = append(keys, key)
+				}
+				if err := rows.Err(); err != nil {
+					t.Fatal(err)
+				}
+				rows.Close()
+				if err := c.check(values, keys); err != nil {
+					t.Fatalf("run %d: %v\nSQL: %s", run, err, p.BackendSQL)
+				}
+			}
+		})
+	}
+}
+
+func number(t *testing.T, v any) float64 {
+	t.Helper()
+	switch x := v.(type) {
+	case nil:
+		return 0
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	case []byte:
+		return parseNumber(t, string(x))
+	case string:
+		return parseNumber(t, x)
+	}
+	// pgx returns numeric as pgtype.Numeric through database/sql's any:
+	// its text form parses.
+	return parseNumber(t, fmt.Sprint(v))
+}
+
+func parseNumber(t *testing.T, s string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("not a number: %q", s)
+	}
+	return f
+}

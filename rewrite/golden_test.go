@@ -1,0 +1,107 @@
+package rewrite
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/config"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+type testCase struct{ name, sql string }
+
+// readCases reads testdata/cases.sql: "-- name: X" lines, each followed by
+// one query.
+func readCases(t *testing.T) []testCase {
+	t.Helper()
+	data, err := os.ReadFile("testdata/cases.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []testCase
+	for _, block := range strings.Split(string(data), "-- name: ")[1:] {
+		name, sql, _ := strings.Cut(block, "\n")
+		cases = append(cases, testCase{strings.TrimSpace(name), strings.TrimSpace(sql)})
+	}
+	return cases
+}
+
+func testPolicy(t testing.TB) *config.Policy {
+	t.Helper()
+	pol, err := config.Load("testdata/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
+}
+
+// render shows everything a rewrite decides: the backend SQL per dialect,
+// each measurement's sensitivity and ε share, and the output columns.
+func render(t *testing.T, pol *config.Policy, sql string) string {
+	t.Helper()
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "-- sql\n%s\n", sql)
+	for _, d := range []Dialect{Postgres, SQLite, MySQL} {
+		stmts, err := Parse(sql, PostgresFrontEnd)
+		if err != nil {
+			t.Fatalf("parse: %v", err)
+		}
+		q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1})
+		if err != nil {
+			t.Fatalf("analyze: %v", err)
+		}
+		if q.Passthrough != nil {
+			fmt.Fprintf(&sb, "-- %s passthrough\n%s\n", d.Name(), q.Passthrough.SQL)
+			continue
+		}
+		fmt.Fprintf(&sb, "-- %s\n%s\n", d.Name(), q.Plan.BackendSQL)
+		if d != Postgres {
+			continue
+		}
+		p := q.Plan
+		fmt.Fprintf(&sb, "-- plan\nL0=%d Linf=%d neighbouring=%s epsilon=%g units_column=%d limit=%d\n",
+			p.MaxGroupsPerUnit, p.MaxRowsPerUnit, p.Neighbouring, p.Epsilon, p.UnitsColumn, p.Limit)
+		for i, m := range p.Measurements {
+			fmt.Fprintf(&sb, "measurement %d: %s sensitivity=%g epsilon=%g integer=%v count_col=%d sum_col=%d mid=%g\n",
+				i, m.Kind, m.Sensitivity, m.Epsilon, m.Integer, m.CountColumn, m.SumColumn, m.Mid)
+		}
+		for _, g := range p.Groups {
+			fmt.Fprintf(&sb, "group %s keys=%v backend_col=%d\n", g.Column.Name, g.Keys, g.BackendColumn)
+		}
+		for _, o := range p.Output {
+			fmt.Fprintf(&sb, "output %s %s group=%d aggregate=%d\n", o.Name, o.Type, o.Source.Group, o.Source.Aggregate)
+		}
+		for _, o := range p.OrderBy {
+			fmt.Fprintf(&sb, "order output=%d desc=%v\n", o.Output, o.Desc)
+		}
+	}
+	return sb.String()
+}
+
+func TestGoldenRewrites(t *testing.T) {
+	pol := testPolicy(t)
+	for _, c := range readCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			got := render(t, pol, c.sql)
+			path := filepath.Join("testdata", "golden", c.name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./rewrite -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("rewrite changed; got:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,22 @@
+-- name: count_star
+SELECT COUNT(*) FROM visits
+-- name: count_col_where
+SELECT COUNT(cost) AS n FROM visits WHERE diagnosis = 'A' AND visit_date >= '2024-06-01'
+-- name: sum_avg
+SELECT SUM(cost), AVG(cost) FROM visits WHERE cost BETWEEN 10 AND 500 OR note IS NULL
+-- name: group_by_keys
+SELECT diagnosis, COUNT(*), AVG(nights) FROM visits GROUP BY diagnosis
+-- name: group_by_two
+SELECT "diagnosis", "clinic_id", COUNT(*) AS "visits" FROM "visits" GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 4
+-- name: where_in_like_not
+SELECT SUM(score) FROM visits WHERE diagnosis IN ('A', 'B') AND NOT (note LIKE 'x%') AND clinic_id <> -3
+-- name: quoted_strings
+SELECT COUNT(*) FROM visits WHERE note = 'it''s' OR note = 'back\slash'
+-- name: row_privacy
+SELECT COUNT(*), SUM(income), AVG(age) FROM people WHERE age > 17
+-- name: row_privacy_grouped
+SELECT sex, COUNT(*) FROM people GROUP BY sex
+-- name: alias_table
+SELECT COUNT(v.cost) FROM visits AS v WHERE v.nights > 2
+-- name: public_passthrough
+SELECT name, city FROM clinics WHERE city = 'Oslo' ORDER BY name LIMIT 5
