@@ -1,0 +1,158 @@
+package rewrite
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/sqlerr"
+)
+
+// Every query here must be refused before anything runs, with a specific
+// SQLSTATE and a message that says why.
+var rejections = []struct {
+	sql  string
+	code sqlerr.Code
+	msg  string
+}{
+	// Raw rows of protected tables.
+	{`SELECT * FROM visits`, sqlerr.InsufficientPrivilege, `must aggregate: raw rows are never returned`},
+	{`SELECT patient_id FROM visits`, sqlerr.InsufficientPrivilege, `must aggregate`},
+	{`SELECT cost, note FROM visits WHERE cost > 10`, sqlerr.InsufficientPrivilege, `must aggregate`},
+	{`SELECT v.* FROM visits v`, sqlerr.InsufficientPrivilege, `must aggregate`},
+	{`SELECT diagnosis FROM visits GROUP BY diagnosis`, sqlerr.InsufficientPrivilege, `must aggregate`},
+	// Writes and DDL.
+	{`INSERT INTO visits VALUES (1)`, sqlerr.ReadOnlyTransaction, `read-only: INSERT`},
+	{`UPDATE visits SET cost = 0`, sqlerr.ReadOnlyTransaction, `read-only: UPDATE`},
+	{`DELETE FROM visits`, sqlerr.ReadOnlyTransaction, `read-only: DELETE`},
+	{`DELETE FROM clinics`, sqlerr.ReadOnlyTransaction, `read-only`},
+	{`DROP TABLE visits`, sqlerr.ReadOnlyTransaction, `DDL`},
+	{`CREATE TABLE x (a int)`, sqlerr.ReadOnlyTransaction, `DDL`},
+	{`ALTER TABLE visits ADD COLUMN y int`, sqlerr.ReadOnlyTransaction, `DDL`},
+	{`TRUNCATE TABLE visits`, sqlerr.ReadOnlyTransaction, `DDL`},
+	{`GRANT SELECT ON visits TO bob`, sqlerr.FeatureNotSupported, `not supported`},
+	// Unknown tables and columns.
+	{`SELECT COUNT(*) FROM nosuch`, sqlerr.UndefinedTable, `relation "nosuch" does not exist`},
+	{`SELECT COUNT(*) FROM other.visits`, sqlerr.UndefinedTable, `relation "other.visits"`},
+	{`SELECT * FROM pg_catalog.pg_class`, sqlerr.UndefinedTable, `pg_class`},
+	{`SELECT COUNT(nosuch) FROM visits`, sqlerr.UndefinedColumn, `column "nosuch" does not exist`},
+	{`SELECT COUNT(*) FROM visits WHERE secret = 1`, sqlerr.UndefinedColumn, `column "secret"`},
+	{`SELECT COUNT(*) FROM visits WHERE x.cost > 1`, sqlerr.UndefinedTable, `missing FROM-clause entry for table "x"`},
+	{`SELECT name FROM clinics WHERE nosuch_fn(name) = 1`, sqlerr.UndefinedFunction, `nosuch_fn`},
+	// Aggregates not supported.
+	{`SELECT MIN(cost) FROM visits`, sqlerr.FeatureNotSupported, `aggregate MIN is not supported`},
+	{`SELECT MAX(cost) FROM visits`, sqlerr.FeatureNotSupported, `aggregate MAX`},
+	{`SELECT STDDEV_POP(cost) FROM visits`, sqlerr.FeatureNotSupported, `not supported`},
+	{`SELECT GROUP_CONCAT(note) FROM visits`, sqlerr.FeatureNotSupported, `not supported`},
+	{`SELECT COUNT(DISTINCT patient_id) FROM visits`, sqlerr.FeatureNotSupported, `DISTINCT`},
+	{`SELECT SUM(cost + 1) FROM visits`, sqlerr.FeatureNotSupported, `plain column`},
+	{`SELECT COUNT(*) + 1 FROM visits`, sqlerr.FeatureNotSupported, `only group columns and aggregates`},
+	{`SELECT 1, COUNT(*) FROM visits`, sqlerr.FeatureNotSupported, `only group columns and aggregates`},
+	{`SELECT SUM(note) FROM visits`, sqlerr.DatatypeMismatch, `needs a numeric column`},
+	{`SELECT AVG(visit_date) FROM visits`, sqlerr.DatatypeMismatch, `numeric`},
+	{`SELECT SUM(clinic_id) FROM visits`, sqlerr.InsufficientPrivilege, `needs clamp bounds`},
+	{`SELECT SUM(patient_id) FROM visits`, sqlerr.InsufficientPrivilege, `privacy unit column "patient_id" cannot be aggregated`},
+	{`SELECT COUNT(patient_id) FROM visits`, sqlerr.InsufficientPrivilege, `privacy unit`},
+	{`SELECT ROW_NUMBER() OVER () FROM visits`, sqlerr.FeatureNotSupported, `window functions`},
+	// GROUP BY restrictions.
+	{`SELECT patient_id, COUNT(*) FROM visits GROUP BY patient_id`, sqlerr.InsufficientPrivilege, `privacy unit column "patient_id"`},
+	{`SELECT note, COUNT(*) FROM visits GROUP BY note`, sqlerr.InsufficientPrivilege, `does not allow GROUP BY on column "note"`},
+	{`SELECT region, COUNT(*) FROM visits GROUP BY region`, sqlerr.FeatureNotSupported, `needs a public list of keys`},
+	{`SELECT COUNT(*) FROM visits GROUP BY cost > 10`, sqlerr.FeatureNotSupported, `plain columns only`},
+	{`SELECT diagnosis, COUNT(*) FROM visits GROUP BY 5`, sqlerr.GroupingError, `position 5`},
+	{`SELECT clinic_id, COUNT(*) FROM visits GROUP BY diagnosis`, sqlerr.GroupingError, `must appear in the GROUP BY`},
+	{`SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis, diagnosis`, sqlerr.FeatureNotSupported, `twice`},
+	{`SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis WITH ROLLUP`, sqlerr.FeatureNotSupported, `ROLLUP`},
+	// Shapes beyond one protected table.
+	{`SELECT COUNT(*) FROM visits JOIN clinics ON visits.clinic_id = clinics.clinic_id`, sqlerr.FeatureNotSupported, `joins`},
+	{`SELECT COUNT(*) FROM visits, people`, sqlerr.FeatureNotSupported, `joins`},
+	{`SELECT COUNT(*) FROM (SELECT * FROM visits) AS v`, sqlerr.FeatureNotSupported, `derived table`},
+	{`SELECT COUNT(*) FROM visits WHERE cost > (SELECT AVG(cost) FROM visits)`, sqlerr.FeatureNotSupported, `subqueries`},
+	{`SELECT name FROM clinics WHERE name IN (SELECT note FROM visits)`, sqlerr.FeatureNotSupported, `protected table "visits"`},
+	{`SELECT name FROM clinics UNION SELECT note FROM visits`, sqlerr.InsufficientPrivilege, `set operation`},
+	{`WITH v AS (SELECT * FROM visits) SELECT COUNT(*) FROM visits`, sqlerr.FeatureNotSupported, `subqueries`},
+	{`SELECT DISTINCT COUNT(*) FROM visits`, sqlerr.FeatureNotSupported, `SELECT DISTINCT`},
+	{`SELECT COUNT(*) FROM visits HAVING COUNT(*) > 5`, sqlerr.FeatureNotSupported, `HAVING`},
+	{`SELECT COUNT(*) FROM visits FOR UPDATE`, sqlerr.FeatureNotSupported, `locking`},
+	{`SELECT COUNT(*) FROM visits INTO OUTFILE '/tmp/x'`, sqlerr.FeatureNotSupported, `SELECT INTO`},
+	{`SELECT COUNT(*) FROM visits LIMIT 5 OFFSET 2`, sqlerr.FeatureNotSupported, `OFFSET`},
+	{`SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis ORDER BY cost`, sqlerr.FeatureNotSupported, `ORDER BY must name a column of the select list`},
+	// WHERE expressions that could fail on data or reach other data.
+	{`SELECT COUNT(*) FROM visits WHERE cost / nights > 1`, sqlerr.FeatureNotSupported, `arithmetic`},
+	{`SELECT COUNT(*) FROM visits WHERE cost * 1000000000 > 1`, sqlerr.FeatureNotSupported, `arithmetic`},
+	{`SELECT COUNT(*) FROM visits WHERE sleep(1) = 0`, sqlerr.FeatureNotSupported, `sleep`},
+	{`SELECT COUNT(*) FROM visits WHERE pg_sleep(1) IS NULL`, sqlerr.FeatureNotSupported, `pg_sleep`},
+	{`SELECT COUNT(*) FROM visits WHERE lower(note) = 'x'`, sqlerr.FeatureNotSupported, `lower`},
+	{`SELECT COUNT(*) FROM visits WHERE CASE WHEN patient_id = 42 THEN 1 ELSE 0 END = 1`, sqlerr.FeatureNotSupported, `not supported`},
+	{`SELECT COUNT(*) FROM visits WHERE EXISTS (SELECT 1 FROM clinics)`, sqlerr.FeatureNotSupported, `subqueries`},
+	{`SELECT COUNT(*) FROM visits WHERE note REGEXP 'a+'`, sqlerr.FeatureNotSupported, `not supported`},
+	{`SELECT COUNT(*) FROM visits WHERE note ILIKE 'a%'`, sqlerr.FeatureNotSupported, `ILIKE`},
+	{`SELECT COUNT(*) FROM visits WHERE note LIKE note`, sqlerr.FeatureNotSupported, `pattern must be a string constant`},
+	{`SELECT COUNT(*) FROM visits WHERE cost LIKE '1%'`, sqlerr.DatatypeMismatch, `LIKE needs a text column`},
+	{`SELECT COUNT(*) FROM visits WHERE cost = 'abc'`, sqlerr.DatatypeMismatch, `cannot compare number with text`},
+	{`SELECT COUNT(*) FROM visits WHERE visit_date > 'yesterday'`, sqlerr.InvalidTextRepresent, `invalid date/time constant`},
+	{`SELECT COUNT(*) FROM visits WHERE visit_date > note`, sqlerr.DatatypeMismatch, `date`},
+	{`SELECT COUNT(*) FROM visits WHERE note`, sqlerr.DatatypeMismatch, `must be boolean`},
+	{`SELECT COUNT(*) FROM visits WHERE cost <=> 5`, sqlerr.FeatureNotSupported, `not supported`},
+	{`SELECT COUNT(*) FROM visits WHERE @@version = 1`, sqlerr.FeatureNotSupported, `not supported`},
+	{`SELECT COUNT(*) FROM visits WHERE note = x'41'`, sqlerr.FeatureNotSupported, `constant`},
+	// Public-table queries must not reach anything else.
+	{`SELECT query_to_xml('select * from visits', true, true, '') FROM clinics`, sqlerr.UndefinedFunction, `query_to_xml`},
+	{`SELECT pg_read_file('/etc/passwd')`, sqlerr.UndefinedFunction, `pg_read_file`},
+	{`SELECT name FROM clinics FOR UPDATE`, sqlerr.ReadOnlyTransaction, `locking`},
+	{`SELECT @@version`, sqlerr.FeatureNotSupported, `variables`},
+	// Syntax errors.
+	{`SELEC COUNT(*) FROM visits`, sqlerr.SyntaxError, `syntax error`},
+	{`SELECT COUNT(*) FROM visits WHERE`, sqlerr.SyntaxError, `syntax error`},
+	{`SELECT COUNT(* FROM visits`, sqlerr.SyntaxError, `syntax error`},
+}
+
+func TestRejections(t *testing.T) {
+	pol := testPolicy(t)
+	for _, c := range rejections {
+		t.Run(c.sql, func(t *testing.T) {
+			err := analyzeSQL(pol, c.sql)
+			if err == nil {
+				t.Fatalf("accepted; want %s %q", c.code, c.msg)
+			}
+			var e *sqlerr.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v is not an *sqlerr.Error", err)
+			}
+			if e.Code != c.code || !strings.Contains(e.Message, c.msg) {
+				t.Fatalf("got %s %q; want %s containing %q", e.Code, e.Message, c.code, c.msg)
+			}
+		})
+	}
+}
+
+func analyzeSQL(pol *config.Policy, sql string) error {
+	stmts, err := Parse(sql, PostgresFrontEnd)
+	if err != nil {
+		return err
+	}
+	for _, s := range stmts {
+		if _, err := Analyze(s, pol, Options{Dialect: Postgres, Epsilon: 1}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestSyntaxErrorPosition(t *testing.T) {
+	for _, c := range []struct {
+		sql string
+		pos int
+	}{
+		{`SELEC 1`, 1},
+		{`SELECT COUNT(*) FROM visits WHERE`, 34},
+		{"SELECT COUNT(*)\nFROM visits WHERE cost >> ", 43}, // at end of input
+	} {
+		_, err := Parse(c.sql, PostgresFrontEnd)
+		e := sqlerr.As(err)
+		if e.Code != sqlerr.SyntaxError || e.Position != c.pos {
+			t.Errorf("%q: got %s at %d (%s); want 42601 at %d", c.sql, e.Code, e.Position, e.Message, c.pos)
+		}
+	}
+}
