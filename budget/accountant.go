@@ -1,0 +1,298 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+)
+
+// Accountant tracks every analyst's privacy budget: the limit, what
+// committed charges have spent and what reservations of queries in progress
+// hold. It is safe for concurrent use.
+//
+// The Accountant does not own its Store; close the store after the last
+// Commit.
+type Accountant struct {
+	store Store
+
+	mu       sync.Mutex
+	accounts map[string]*account
+}
+
+// account is one analyst's state, guarded by Accountant.mu. Accounts are
+// never removed from the map, so reservations may keep pointers to them.
+type account struct {
+	limit    Cost
+	hasLimit bool
+	spent    Cost
+	reserved Cost
+	// held counts reservations whose cost is in reserved: held, being
+	// committed, or failed to commit. When it drops to zero reserved is
+	// reset to exactly zero, so rounding residues cannot build up.
+	held int
+}
+
+// Status is a snapshot of an analyst's budget.
+type Status struct {
+	Limit    Cost
+	Spent    Cost
+	Reserved Cost
+	// Remaining is Limit − Spent − Reserved, never negative.
+	Remaining Cost
+}
+
+// NewAccountant returns an accountant over store with the given limits per
+// analyst, starting from the totals already recorded in store. Analysts
+// absent from limits cannot reserve budget until SetLimit adds them; their
+// recorded spending is kept.
+func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*Accountant, error) {
+	if store == nil {
+		return nil, errors.New("budget: NewAccountant: nil store")
+	}
+	for analyst, l := range limits {
+		if err := l.Validate(); err != nil {
+			return nil, fmt.Errorf("budget: limit of analyst %q: %w", analyst, err)
+		}
+	}
+	spent, err := store.Spent(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("budget: loading spent budgets: %w", err)
+	}
+	a := &Accountant{store: store, accounts: make(map[string]*account, len(limits)+len(spent))}
+	for analyst, s := range spent {
+		// A corrupt ledger must not hand out budget: refuse to start.
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("budget: ledger total of analyst %q: %w", analyst, err)
+		}
+		a.accounts[analyst] = &account{spent: s}
+	}
+	for analyst, l := range limits {
+		acct := a.accountLocked(analyst)
+		acct.limit, acct.hasLimit = l, true
+	}
+	return a, nil
+}
+
+// accountLocked returns analyst's account, creating it. a.mu must be held
+// (or a not yet shared).
+func (a *Accountant) accountLocked(analyst string) *account {
+	acct := a.accounts[analyst]
+	if acct == nil {
+		acct = &account{}
+		a.accounts[analyst] = acct
+	}
+	return acct
+}
+
+// SetLimit sets or replaces analyst's limit, for a policy reload or an
+// admin command. Lowering a limit below what is spent is allowed: further
+// reservations then fail. Outstanding reservations stay valid. An invalid
+// limit (negative, NaN, infinite) is treated as zero, so the analyst can
+// spend nothing, and logged.
+func (a *Accountant) SetLimit(analyst string, limit Cost) {
+	if err := limit.Validate(); err != nil {
+		slog.Warn("budget: invalid limit treated as zero", "analyst", analyst, "err", err)
+		limit = Cost{}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acct := a.accountLocked(analyst)
+	acct.limit, acct.hasLimit = limit, true
+}
+
+// SetLimits replaces all limits at once, for a policy reload: analysts in
+// limits get their new limit, analysts not in limits can no longer reserve
+// budget (their spending and outstanding reservations are kept). Nothing
+// changes if a limit is invalid.
+func (a *Accountant) SetLimits(limits map[string]Cost) error {
+	for analyst, l := range limits {
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("budget: limit of analyst %q: %w", analyst, err)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for analyst, acct := range a.accounts {
+		if _, ok := limits[analyst]; !ok {
+			acct.limit, acct.hasLimit = Cost{}, false
+		}
+	}
+	for analyst, l := range limits {
+		acct := a.accountLocked(analyst)
+		acct.limit, acct.hasLimit = l, true
+	}
+	return nil
+}
+
+// Reserve sets aside cost c of analyst's budget for a query about to run.
+// It fails with an *ExhaustedError unless spent + reserved + c ≤ limit for
+// ε and δ separately (up to Tolerance), with an error wrapping
+// ErrUnknownAnalyst if analyst has no limit, and with one wrapping
+// ErrInvalidCost if c is negative or not finite.
+func (a *Accountant) Reserve(analyst string, c Cost) (*Reservation, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acct := a.accounts[analyst]
+	if acct == nil || !acct.hasLimit {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAnalyst, analyst)
+	}
+	if !fits(acct.spent.Add(acct.reserved).Add(c), acct.limit) {
+		return nil, &ExhaustedError{
+			Analyst:   analyst,
+			Spent:     acct.spent,
+			Reserved:  acct.reserved,
+			Limit:     acct.limit,
+			Requested: c,
+		}
+	}
+	acct.reserved = acct.reserved.Add(c)
+	acct.held++
+	return &Reservation{a: a, acct: acct, analyst: analyst, cost: c}, nil
+}
+
+// Status returns a snapshot of analyst's budget; ok is false if the analyst
+// has no limit.
+func (a *Accountant) Status(analyst string) (st Status, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acct := a.accounts[analyst]
+	if acct == nil || !acct.hasLimit {
+		return Status{}, false
+	}
+	used := acct.spent.Add(acct.reserved)
+	return Status{
+		Limit:    acct.limit,
+		Spent:    acct.spent,
+		Reserved: acct.reserved,
+		Remaining: Cost{
+			Epsilon: remaining(acct.limit.Epsilon, used.Epsilon),
+			Delta:   remaining(acct.limit.Delta, used.Delta),
+		},
+	}, true
+}
+
+// Charges returns up to limit of analyst's recorded charges, newest first
+// (limit ≤ 0: all), for the analyst's own query log.
+func (a *Accountant) Charges(ctx context.Context, analyst string, limit int) ([]Charge, error) {
+	cs, err := a.store.Charges(ctx, analyst, limit)
+	if err != nil {
+		return nil, fmt.Errorf("budget: charges of analyst %q: %w", analyst, err)
+	}
+	return cs, nil
+}
+
+// Reservation is budget set aside by Reserve for one query. Exactly one of
+// Commit (the answer is about to be released) or Release (nothing
+// data-dependent was released) should follow. Its methods are safe for
+// concurrent use.
+type Reservation struct {
+	a       *Accountant
+	acct    *account
+	analyst string
+	cost    Cost
+
+	// Guarded by a.mu.
+	state  resState
+	charge Charge
+}
+
+type resState int
+
+const (
+	resHeld       resState = iota // reserved, neither committed nor released
+	resCommitting                 // Commit is writing the charge
+	resFailed                     // a Commit failed: held for good unless a retry succeeds
+	resCommitted
+	resReleased
+)
+
+// Analyst returns the analyst the reservation belongs to.
+func (r *Reservation) Analyst() string { return r.analyst }
+
+// Cost returns the reserved cost.
+func (r *Reservation) Cost() Cost { return r.cost }
+
+// Commit records the charge durably in the store with the normalized query
+// text, then moves the cost from reserved to spent. The answer may be
+// released only after Commit returns nil.
+//
+// If the store fails (or ctx ends while the charge is being written) the
+// error is returned and the reservation stays held: its budget is not given
+// back, and Release no longer gives it back. Commit may be called again to
+// retry. Calling Commit again after it succeeded returns the same Charge if
+// query is the same, and an error wrapping ErrAlreadyCommitted otherwise.
+// Commit after Release fails with ErrReleased.
+func (r *Reservation) Commit(ctx context.Context, query string) (Charge, error) {
+	if r == nil || r.a == nil {
+		return Charge{}, ErrNoReservation
+	}
+	a := r.a
+	a.mu.Lock()
+	switch r.state {
+	case resCommitted:
+		ch := r.charge
+		a.mu.Unlock()
+		if ch.Query != query {
+			return Charge{}, fmt.Errorf("%w (charge %d)", ErrAlreadyCommitted, ch.ID)
+		}
+		return ch, nil
+	case resReleased:
+		a.mu.Unlock()
+		return Charge{}, ErrReleased
+	case resCommitting:
+		a.mu.Unlock()
+		return Charge{}, ErrCommitInProgress
+	}
+	r.state = resCommitting
+	a.mu.Unlock()
+
+	ch, err := a.store.Append(ctx, Charge{Analyst: r.analyst, Cost: r.cost, Query: query})
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		r.state = resFailed
+		return Charge{}, fmt.Errorf("budget: recording charge of analyst %q: %w", r.analyst, err)
+	}
+	acct := r.acct
+	acct.spent = acct.spent.Add(r.cost)
+	r.unholdLocked()
+	r.state, r.charge = resCommitted, ch
+	return ch, nil
+}
+
+// Release gives the reserved budget back. Call it only when no
+// data-dependent output left the proxy for this query. It is idempotent,
+// and does nothing after Commit, during Commit, or after a failed Commit
+// (fail closed).
+func (r *Reservation) Release() {
+	if r == nil || r.a == nil {
+		return
+	}
+	r.a.mu.Lock()
+	defer r.a.mu.Unlock()
+	if r.state != resHeld {
+		return
+	}
+	r.unholdLocked()
+	r.state = resReleased
+}
+
+// unholdLocked removes r's cost from its account's reserved total.
+func (r *Reservation) unholdLocked() {
+	acct := r.acct
+	acct.held--
+	if acct.held == 0 {
+		acct.reserved = Cost{}
+		return
+	}
+	acct.reserved = nonNegative(Cost{
+		Epsilon: acct.reserved.Epsilon - r.cost.Epsilon,
+		Delta:   acct.reserved.Delta - r.cost.Delta,
+	})
+}

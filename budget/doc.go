@@ -1,0 +1,54 @@
+// Package budget is dpproxy's per-analyst privacy budget accountant and its
+// durable ledger.
+//
+// # Accounting model
+//
+// Budgets compose sequentially (basic composition): every released answer
+// costs (ε, δ) and an analyst may spend at most their limit, ε and δ
+// separately. A comparison tolerance of 1e-9 relative to the limit absorbs
+// floating-point rounding, so that, for example, one hundred queries of
+// ε = 0.1 fit in a limit of ε = 10.
+//
+// # Reserve, then commit or release
+//
+// A query is answered in three steps:
+//
+//  1. Reserve the query's cost before touching data. Reserve fails with an
+//     *ExhaustedError unless spent + reserved + cost ≤ limit. Reserved budget
+//     counts against the limit, so two concurrent queries can never both
+//     spend the last of a budget.
+//  2. Commit the reservation before the answer leaves the proxy. Commit
+//     appends a Charge to the Store and returns only once it is durable
+//     (fsynced); the answer may be sent after Commit returns nil.
+//  3. Release the reservation instead when nothing data-dependent was sent
+//     (the query was rejected, the backend failed, the client went away
+//     before the answer was computed). Release is idempotent and does
+//     nothing after Commit, so `defer r.Release()` is the usual pattern.
+//
+// The accountant fails closed: when Commit fails (the store returned an
+// error, or ctx ended while the charge was being written) the reservation
+// stays held, Release becomes a no-op for it, and the budget it covers cannot
+// be spent again by this process. The answer must then not be sent. Commit
+// may be retried on the same reservation. On the next start the ledger is
+// the only source of truth: held reservations are not persisted, charges
+// that reached the ledger are counted.
+//
+// # Ledger
+//
+// Store is the durable ledger. OpenSQLite returns the SQLite implementation:
+// one table, charges, in WAL mode with synchronous=FULL, so a committed
+// charge survives a crash of the process (kill -9) and of the machine. A
+// single writer goroutine group-commits: every Append waiting while a
+// transaction is being written and synced joins the next transaction, so
+// many concurrent commits share one fsync. The charge_log view shows the
+// table with readable timestamps:
+//
+//	sqlite3 ledger.db 'SELECT * FROM charge_log ORDER BY id DESC LIMIT 20'
+//
+// A ledger file may be used by one SQLiteStore at a time; OpenSQLite takes
+// an advisory lock on "<path>.lock" and fails with ErrLedgerLocked if another
+// store (in this or another process) holds it, because two accountants
+// sharing a ledger could each spend the same budget. OpenSQLiteReadOnly
+// opens a ledger for reading without the lock (for status commands while
+// the proxy runs); reading the file with other tools is safe too.
+package budget

@@ -1,0 +1,518 @@
+package budget
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// schemaVersion is stored in PRAGMA user_version.
+const schemaVersion = 1
+
+// schema creates the ledger. The charge_log view is for people reading the
+// file with other tools.
+const schema = `
+CREATE TABLE IF NOT EXISTS charges (
+	id      INTEGER PRIMARY KEY AUTOINCREMENT,
+	analyst TEXT    NOT NULL,
+	epsilon REAL    NOT NULL CHECK (epsilon >= 0),
+	delta   REAL    NOT NULL CHECK (delta >= 0),
+	query   TEXT    NOT NULL,
+	at_ns   INTEGER NOT NULL -- Unix time in nanoseconds, UTC
+) STRICT;
+CREATE INDEX IF NOT EXISTS charges_by_analyst ON charges (analyst, id);
+CREATE VIEW IF NOT EXISTS charge_log AS
+	SELECT id, analyst, epsilon, delta, query,
+	       strftime('%Y-%m-%dT%H:%M:%fZ', at_ns / 1e9, 'unixepoch') AS at
+	FROM charges;
+`
+
+// maxBatch bounds how many charges one transaction carries.
+const maxBatch = 256
+
+// SQLiteStore is a Store in a SQLite file (WAL mode, synchronous=FULL).
+// Appends are group-committed by a single writer goroutine: charges that
+// arrive while a transaction is being written and synced go into the next
+// one, so concurrent commits share an fsync.
+type SQLiteStore struct {
+	path     string
+	db       *sql.DB
+	readOnly bool
+	// wconn is the writer goroutine's own connection; ins is prepared on it.
+	wconn *sql.Conn
+	ins   *sql.Stmt
+	lock  *os.File
+
+	mu      sync.Mutex // guards closed and senders.Add
+	closed  bool
+	senders sync.WaitGroup // Appends between the closed check and the send
+	reqs    chan *appendReq
+	done    chan struct{} // closed when the writer goroutine exits
+
+	closeOnce sync.Once
+	closeErr  error
+
+	txs     atomic.Uint64
+	charges atomic.Uint64
+}
+
+// StoreStats are counters of a SQLiteStore since it was opened.
+type StoreStats struct {
+	// Charges is the number of charges committed.
+	Charges uint64
+	// Transactions is the number of transactions (and WAL syncs) they took.
+	Transactions uint64
+}
+
+// Request states, for an Append whose context ends while it waits.
+const (
+	reqPending   int32 = iota // queued, not yet taken by the writer
+	reqTaken                  // in a transaction: the outcome will be reported
+	reqAbandoned              // the caller gave up before the writer took it
+)
+
+type appendReq struct {
+	c     Charge
+	state atomic.Int32
+	done  chan appendResult // buffered: the writer never blocks on it
+}
+
+type appendResult struct {
+	c   Charge
+	err error
+}
+
+// OpenSQLite opens the ledger at path, creating the file and schema if
+// needed; the directory must exist. It fails with ErrLedgerLocked if another
+// store holds the ledger.
+func OpenSQLite(ctx context.Context, path string) (*SQLiteStore, error) {
+	if path == "" {
+		return nil, errors.New("budget: OpenSQLite: empty ledger path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("budget: ledger path: %w", err)
+	}
+	dir := filepath.Dir(abs)
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("budget: ledger directory: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("budget: ledger directory %s is not a directory", dir)
+	}
+	lock, err := lockLedger(abs + ".lock")
+	if err != nil {
+		return nil, err
+	}
+	s, err := openSQLite(ctx, abs, dir)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s.lock = lock
+	go s.writer()
+	return s, nil
+}
+
+func openSQLite(ctx context.Context, abs, dir string) (_ *SQLiteStore, err error) {
+	// Create the file ourselves so that it is private to the proxy (it holds
+	// query texts); SQLite gives the -wal and -shm files the same mode.
+	created := false
+	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		created = true
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("budget: creating ledger: %w", err)
+		}
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("budget: creating ledger: %w", err)
+	}
+
+	db, err := sql.Open("sqlite", ledgerDSN(abs, false))
+	if err != nil {
+		return nil, fmt.Errorf("budget: opening ledger %s: %w", abs, err)
+	}
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
+	db.SetMaxIdleConns(4)
+
+	wconn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("budget: opening ledger %s: %w", abs, err)
+	}
+	defer func() {
+		if err != nil {
+			wconn.Close()
+		}
+	}()
+	if err := checkPragmas(ctx, wconn); err != nil {
+		return nil, fmt.Errorf("budget: ledger %s: %w", abs, err)
+	}
+	if err := migrate(ctx, wconn); err != nil {
+		return nil, fmt.Errorf("budget: ledger %s: %w", abs, err)
+	}
+	if created {
+		if err := syncDir(dir); err != nil {
+			return nil, fmt.Errorf("budget: syncing ledger directory: %w", err)
+		}
+	}
+	ins, err := wconn.PrepareContext(ctx,
+		`INSERT INTO charges (analyst, epsilon, delta, query, at_ns) VALUES (?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, fmt.Errorf("budget: ledger %s: preparing insert: %w", abs, err)
+	}
+	return &SQLiteStore{
+		path:  abs,
+		db:    db,
+		wconn: wconn,
+		ins:   ins,
+		reqs:  make(chan *appendReq, maxBatch),
+		done:  make(chan struct{}),
+	}, nil
+}
+
+// ledgerDSN returns the modernc.org/sqlite DSN for the ledger at abs. The
+// path goes in a file: URI, escaped, so that characters such as '?' and '#'
+// in it are not taken for URI syntax. The pragmas run on every connection
+// the pool opens; synchronous is a per-connection setting, journal_mode is
+// persistent.
+func ledgerDSN(abs string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(FULL)")
+	}
+	return (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String()
+}
+
+// OpenSQLiteReadOnly opens an existing ledger for reading only, without
+// taking the ledger lock, so that tools such as `dpproxy budget` can show
+// spending while the proxy runs. Append fails with ErrReadOnly. An
+// Accountant over a read-only store can report Status but not Commit.
+func OpenSQLiteReadOnly(ctx context.Context, path string) (*SQLiteStore, error) {
+	if path == "" {
+		return nil, errors.New("budget: OpenSQLiteReadOnly: empty ledger path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("budget: ledger path: %w", err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("budget: ledger: %w", err)
+	}
+	db, err := sql.Open("sqlite", ledgerDSN(abs, true))
+	if err != nil {
+		return nil, fmt.Errorf("budget: opening ledger %s: %w", abs, err)
+	}
+	var v int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("budget: ledger %s: reading schema version: %w", abs, err)
+	}
+	if v != schemaVersion {
+		db.Close()
+		return nil, fmt.Errorf("budget: ledger %s: schema version %d, want %d", abs, v, schemaVersion)
+	}
+	return &SQLiteStore{path: abs, db: db, readOnly: true}, nil
+}
+
+// checkPragmas verifies that the durability settings took effect: WAL can
+// be refused (some network filesystems) and would silently fall back.
+func checkPragmas(ctx context.Context, c *sql.Conn) error {
+	var mode string
+	if err := c.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("reading journal_mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal_mode is %q, want wal", mode)
+	}
+	var sync int
+	if err := c.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+		return fmt.Errorf("reading synchronous: %w", err)
+	}
+	if sync < 2 { // 2 = FULL, 3 = EXTRA
+		return fmt.Errorf("synchronous is %d, want FULL (2)", sync)
+	}
+	return nil
+}
+
+// migrate creates the schema, or checks that an existing one is a version
+// this code understands.
+func migrate(ctx context.Context, c *sql.Conn) error {
+	var v int
+	if err := c.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("schema version %d is newer than this dpproxy understands (%d)", v, schemaVersion)
+	}
+	if v == schemaVersion {
+		return nil
+	}
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("creating schema: %w", err)
+	}
+	if _, err := c.ExecContext(ctx, schema+fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
+		rollback(c)
+		return fmt.Errorf("creating schema: %w", err)
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		rollback(c)
+		return fmt.Errorf("creating schema: %w", err)
+	}
+	return nil
+}
+
+// rollback ends a transaction after an error. SQLite may already have
+// rolled it back, so the error ("no transaction is active") is ignored.
+func rollback(c *sql.Conn) {
+	_, _ = c.ExecContext(context.Background(), "ROLLBACK")
+}
+
+// Path returns the absolute path of the ledger file.
+func (s *SQLiteStore) Path() string { return s.path }
+
+// Stats returns counters since the store was opened.
+func (s *SQLiteStore) Stats() StoreStats {
+	return StoreStats{Charges: s.charges.Load(), Transactions: s.txs.Load()}
+}
+
+// Append records c durably; see Store. The charge joins the writer's next
+// transaction. If ctx ends before the writer has taken the charge, Append
+// returns ctx's error and the charge is not written; if the charge is
+// already in a transaction, Append waits for that transaction (one sync) and
+// reports its outcome.
+func (s *SQLiteStore) Append(ctx context.Context, c Charge) (Charge, error) {
+	if c.Analyst == "" {
+		return Charge{}, errors.New("budget: append: empty analyst")
+	}
+	if err := c.Cost.Validate(); err != nil {
+		return Charge{}, fmt.Errorf("budget: append: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return Charge{}, fmt.Errorf("budget: append: %w", err)
+	}
+	if s.readOnly {
+		return Charge{}, ErrReadOnly
+	}
+	c.ID = 0
+	req := &appendReq{c: c, done: make(chan appendResult, 1)}
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return Charge{}, ErrClosed
+	}
+	s.senders.Add(1)
+	s.mu.Unlock()
+	select {
+	case s.reqs <- req:
+		s.senders.Done()
+	case <-ctx.Done():
+		s.senders.Done()
+		return Charge{}, fmt.Errorf("budget: append: %w", ctx.Err())
+	}
+
+	select {
+	case res := <-req.done:
+		return res.c, res.err
+	case <-ctx.Done():
+		if req.state.CompareAndSwap(reqPending, reqAbandoned) {
+			return Charge{}, fmt.Errorf("budget: append: %w", ctx.Err())
+		}
+		res := <-req.done
+		return res.c, res.err
+	}
+}
+
+// writer is the single goroutine that writes charges. It takes whatever is
+// queued (up to maxBatch) and commits it as one transaction; while that
+// transaction syncs, new requests queue up for the next one. It exits when
+// Close has closed reqs and everything queued is committed.
+func (s *SQLiteStore) writer() {
+	defer close(s.done)
+	batch := make([]*appendReq, 0, maxBatch)
+	for req := range s.reqs {
+		batch = append(batch[:0], req)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+		clear(batch)
+	}
+}
+
+// commit writes batch in one transaction and reports the outcome to every
+// request in it.
+func (s *SQLiteStore) commit(batch []*appendReq) {
+	live := batch[:0]
+	for _, r := range batch {
+		if r.state.CompareAndSwap(reqPending, reqTaken) {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	err := s.write(live)
+	if err != nil {
+		slog.Error("budget: ledger transaction failed", "path", s.path, "charges", len(live), "err", err)
+		err = fmt.Errorf("budget: writing ledger %s: %w", s.path, err)
+		for _, r := range live {
+			r.done <- appendResult{err: err}
+		}
+		return
+	}
+	s.txs.Add(1)
+	s.charges.Add(uint64(len(live)))
+	for _, r := range live {
+		r.done <- appendResult{c: r.c}
+	}
+}
+
+// write inserts the charges in one transaction, setting their IDs and
+// timestamps. The transaction is not tied to any caller's context: once
+// started it runs to its end so every caller learns the real outcome.
+func (s *SQLiteStore) write(reqs []*appendReq) error {
+	ctx := context.Background()
+	if _, err := s.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	now := time.Now().UnixNano()
+	for _, r := range reqs {
+		ns := now
+		if !r.c.At.IsZero() {
+			ns = r.c.At.UnixNano()
+		}
+		res, err := s.ins.ExecContext(ctx, r.c.Analyst, r.c.Cost.Epsilon, r.c.Cost.Delta, r.c.Query, ns)
+		if err != nil {
+			rollback(s.wconn)
+			return err
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			rollback(s.wconn)
+			return err
+		}
+		r.c.ID, r.c.At = id, time.Unix(0, ns).UTC()
+	}
+	if _, err := s.wconn.ExecContext(ctx, "COMMIT"); err != nil {
+		rollback(s.wconn)
+		return err
+	}
+	return nil
+}
+
+// Spent returns the total cost recorded per analyst.
+func (s *SQLiteStore) Spent(ctx context.Context) (map[string]Cost, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT analyst, total(epsilon), total(delta) FROM charges GROUP BY analyst`)
+	if err != nil {
+		return nil, fmt.Errorf("budget: reading spent budgets: %w", err)
+	}
+	defer rows.Close()
+	spent := make(map[string]Cost)
+	for rows.Next() {
+		var analyst string
+		var c Cost
+		if err := rows.Scan(&analyst, &c.Epsilon, &c.Delta); err != nil {
+			return nil, fmt.Errorf("budget: reading spent budgets: %w", err)
+		}
+		spent[analyst] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("budget: reading spent budgets: %w", err)
+	}
+	return spent, nil
+}
+
+// Charges returns up to limit of analyst's charges, newest first (limit ≤ 0:
+// all).
+func (s *SQLiteStore) Charges(ctx context.Context, analyst string, limit int) ([]Charge, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT id, analyst, epsilon, delta, query, at_ns FROM charges
+		 WHERE analyst = ? ORDER BY id DESC LIMIT ?`, analyst, limit)
+	if err != nil {
+		return nil, fmt.Errorf("budget: reading charges: %w", err)
+	}
+	defer rows.Close()
+	var out []Charge
+	for rows.Next() {
+		var c Charge
+		var ns int64
+		if err := rows.Scan(&c.ID, &c.Analyst, &c.Cost.Epsilon, &c.Cost.Delta, &c.Query, &ns); err != nil {
+			return nil, fmt.Errorf("budget: reading charges: %w", err)
+		}
+		c.At = time.Unix(0, ns).UTC()
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("budget: reading charges: %w", err)
+	}
+	return out, nil
+}
+
+func (s *SQLiteStore) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close stops accepting appends, commits every append already queued,
+// waits for the writer, and closes the database and the ledger lock. It is
+// safe to call more than once.
+func (s *SQLiteStore) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		if s.readOnly {
+			if err := s.db.Close(); err != nil {
+				s.closeErr = fmt.Errorf("budget: closing ledger %s: %w", s.path, err)
+			}
+			return
+		}
+		s.senders.Wait()
+		close(s.reqs)
+		<-s.done
+		s.closeErr = errors.Join(s.ins.Close(), s.wconn.Close(), s.db.Close(), s.lock.Close())
+		if s.closeErr != nil {
+			s.closeErr = fmt.Errorf("budget: closing ledger %s: %w", s.path, s.closeErr)
+		}
+	})
+	return s.closeErr
+}

@@ -1,0 +1,447 @@
+package budget
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestPersistence(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	store, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := map[string]Cost{"alice": {Epsilon: 100, Delta: 1e-3}, "bob": {Epsilon: 100}}
+	a := newTestAccountant(t, store, limits)
+	want := map[string]Cost{}
+	var committed []Charge // alice's, in commit order
+	for i := 0; i < 30; i++ {
+		analyst, c := "alice", Cost{Epsilon: 0.1 * float64(i%4+1), Delta: 1e-6}
+		if i%3 == 0 {
+			analyst, c = "bob", Cost{Epsilon: 0.7}
+		}
+		r := mustReserve(t, a, analyst, c)
+		ch, err := r.Commit(ctx, fmt.Sprintf("SELECT %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[analyst] = want[analyst].Add(c)
+		if analyst == "alice" {
+			committed = append(committed, ch)
+		}
+	}
+	// A released reservation leaves no trace.
+	mustReserve(t, a, "alice", Cost{Epsilon: 1}).Release()
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil { // idempotent
+		t.Fatalf("second Close: %v", err)
+	}
+
+	store, err = OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	spent, err := store.Spent(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spent) != 2 || !approxCost(spent["alice"], want["alice"]) || !approxCost(spent["bob"], want["bob"]) {
+		t.Fatalf("Spent after reopen = %v, want %v", spent, want)
+	}
+	a = newTestAccountant(t, store, limits)
+	if st := mustStatus(t, a, "alice"); !approxCost(st.Spent, want["alice"]) || !st.Reserved.IsZero() {
+		t.Fatalf("alice after reopen: %+v", st)
+	}
+
+	cs, err := a.Charges(ctx, "alice", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 5 {
+		t.Fatalf("Charges(alice, 5) returned %d", len(cs))
+	}
+	for i, c := range cs {
+		w := committed[len(committed)-1-i]
+		if !c.At.Equal(w.At) || c.ID != w.ID || c.Query != w.Query || c.Cost != w.Cost || c.Analyst != "alice" {
+			t.Errorf("Charges[%d] = %+v, want %+v", i, c, w)
+		}
+	}
+	all, err := a.Charges(ctx, "alice", 0)
+	if err != nil || len(all) != len(committed) {
+		t.Fatalf("Charges(alice, 0): %d, %v; want %d", len(all), err, len(committed))
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i-1].ID <= all[i].ID || all[i-1].At.Before(all[i].At) {
+			t.Fatalf("Charges not newest first at %d: %+v then %+v", i, all[i-1], all[i])
+		}
+	}
+	if none, err := a.Charges(ctx, "nobody", 10); err != nil || len(none) != 0 {
+		t.Fatalf("Charges(nobody): %v, %v", none, err)
+	}
+
+	// New charges after reopen get larger IDs.
+	r := mustReserve(t, a, "alice", Cost{Epsilon: 0.1})
+	ch, err := r.Commit(ctx, "SELECT after reopen")
+	if err != nil || ch.ID <= committed[len(committed)-1].ID {
+		t.Fatalf("charge after reopen: %+v, %v", ch, err)
+	}
+}
+
+func TestOpenSQLite(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := OpenSQLite(ctx, filepath.Join(dir, "missing", "ledger.db")); err == nil {
+		t.Fatal("OpenSQLite in a missing directory: no error")
+	}
+	// Awkward characters in the path must not be taken for URI syntax.
+	path := filepath.Join(dir, "odd ?#%name.db")
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("ledger not created at %q: %v", path, err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("ledger mode %v, want 0600", fi.Mode().Perm())
+	}
+	if s.Path() != path {
+		t.Errorf("Path() = %q, want %q", s.Path(), path)
+	}
+	// One store per ledger.
+	if _, err := OpenSQLite(ctx, path); !errors.Is(err, ErrLedgerLocked) {
+		t.Fatalf("second OpenSQLite: got %v, want ErrLedgerLocked", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, Charge{Analyst: "a", Cost: Cost{Epsilon: 1}}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Append after Close: got %v, want ErrClosed", err)
+	}
+	if _, err := s.Spent(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Spent after Close: got %v, want ErrClosed", err)
+	}
+	if _, err := s.Charges(ctx, "a", 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Charges after Close: got %v, want ErrClosed", err)
+	}
+	s, err = OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatalf("reopen after Close: %v", err)
+	}
+	defer s.Close()
+
+	// The durability settings as another connection sees them.
+	db, err := sql.Open("sqlite", fileDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode = %q, %v", mode, err)
+	}
+	var sync int
+	if err := s.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil || sync != 2 {
+		t.Fatalf("writer synchronous = %d, %v; want 2 (FULL)", sync, err)
+	}
+	// The human-readable view works.
+	if _, err := s.Append(ctx, Charge{Analyst: "a", Cost: Cost{Epsilon: 1}, Query: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	var at string
+	if err := db.QueryRow("SELECT at FROM charge_log").Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := time.Parse(time.RFC3339, at); err != nil {
+		t.Fatalf("charge_log.at = %q: %v", at, err)
+	}
+
+	// Invalid charges are refused.
+	for _, c := range []Charge{{Cost: Cost{Epsilon: 1}}, {Analyst: "a", Cost: Cost{Epsilon: -1}}} {
+		if _, err := s.Append(ctx, c); err == nil {
+			t.Errorf("Append(%+v): no error", c)
+		}
+	}
+}
+
+func TestAppendCanceledContext(t *testing.T) {
+	s, _ := openTestStore(t)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Append(cctx, Charge{Analyst: "a", Cost: Cost{Epsilon: 1}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Append with canceled ctx: got %v", err)
+	}
+	if cs, _ := s.Charges(ctx, "a", 0); len(cs) != 0 {
+		t.Fatalf("canceled Append was written: %+v", cs)
+	}
+}
+
+// fileDSN is a DSN for path that survives characters URIs give a meaning to.
+func fileDSN(path string) string {
+	return (&url.URL{Scheme: "file", Path: path}).String()
+}
+
+// blockWriter holds the ledger's write lock from another connection until
+// the returned function is called.
+func blockWriter(t *testing.T, path string) func() {
+	t.Helper()
+	db, err := sql.Open("sqlite", fileDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+			t.Error(err)
+		}
+		conn.Close()
+		db.Close()
+	}
+}
+
+// waitQueued waits until n requests wait in the writer's queue.
+func waitQueued(t *testing.T, s *SQLiteStore, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.reqs) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d requests queued", len(s.reqs), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// startBlocked blocks the ledger's writer: it takes the write lock from
+// another connection and sends one append, which the writer takes and then
+// waits on the lock with. Appends made afterwards queue up. It returns the
+// function that unblocks the writer and the first append's result.
+func startBlocked(t *testing.T, s *SQLiteStore, path string) (unblock func(), first <-chan error) {
+	t.Helper()
+	unblock = blockWriter(t, path)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Append(ctx, Charge{Analyst: "a", Cost: Cost{Epsilon: 0.1}, Query: "first"})
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the writer takes it and waits for the lock
+	return unblock, done
+}
+
+// TestGroupCommit checks that charges arriving while a transaction is in
+// progress share the next transaction.
+func TestGroupCommit(t *testing.T) {
+	s, path := openTestStore(t)
+	unblock, first := startBlocked(t, s, path)
+	const n = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.Append(ctx, Charge{Analyst: "a", Cost: Cost{Epsilon: 0.1}, Query: "q"})
+			errs <- err
+		}()
+	}
+	waitQueued(t, s, n)
+	unblock()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	if st.Charges != n+1 || st.Transactions > 2 {
+		t.Fatalf("Stats = %+v, want %d charges in at most 2 transactions", st, n+1)
+	}
+}
+
+// TestCloseFlushes closes the store while appends are queued: every
+// append that returned nil is in the ledger afterwards, every other one
+// failed with ErrClosed.
+func TestCloseFlushes(t *testing.T) {
+	s, path := openTestStore(t)
+	unblock, first := startBlocked(t, s, path)
+	const n = 20
+	var wg sync.WaitGroup
+	var okIDs sync.Map
+	var okCount, closedCount atomic.Int64
+	appendOne := func() {
+		defer wg.Done()
+		c, err := s.Append(ctx, Charge{Analyst: "a", Cost: Cost{Epsilon: 0.1}, Query: "q"})
+		switch {
+		case err == nil:
+			okIDs.Store(c.ID, true)
+			okCount.Add(1)
+		case errors.Is(err, ErrClosed):
+			closedCount.Add(1)
+		default:
+			t.Errorf("Append: %v", err)
+		}
+	}
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go appendOne()
+	}
+	waitQueued(t, s, n) // all queued behind the blocked writer
+	closed := make(chan error)
+	go func() { closed <- s.Close() }()
+	for i := 0; i < n; i++ { // racing with Close
+		wg.Add(1)
+		go appendOne()
+	}
+	time.Sleep(20 * time.Millisecond)
+	unblock()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if okCount.Load() < n || okCount.Load()+closedCount.Load() != 2*n {
+		t.Fatalf("%d appended, %d refused; want ≥ %d appended, %d in all", okCount.Load(), closedCount.Load(), n, 2*n)
+	}
+	s2, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	cs, err := s2.Charges(ctx, "a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(cs)) != okCount.Load()+1 {
+		t.Fatalf("ledger has %d charges, %d appends succeeded", len(cs), okCount.Load()+1)
+	}
+	for _, c := range cs {
+		if _, ok := okIDs.Load(c.ID); !ok && c.Query != "first" {
+			t.Fatalf("charge %d in ledger but its Append did not succeed", c.ID)
+		}
+	}
+}
+
+// TestAppendAbandonedBeforeWrite: a request whose context ends while it is
+// still queued is not written.
+func TestAppendAbandonedBeforeWrite(t *testing.T) {
+	s, path := openTestStore(t)
+	unblock, first := startBlocked(t, s, path)
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err := s.Append(cctx, Charge{Analyst: "a", Cost: Cost{Epsilon: 1}, Query: "abandoned"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Append: got %v, want DeadlineExceeded", err)
+	}
+	unblock()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Charges(ctx, "a", 0)
+	if err != nil || len(cs) != 1 || cs[0].Query != "first" {
+		t.Fatalf("ledger = %+v, %v; want only the first charge", cs, err)
+	}
+}
+
+func TestOpenNewerSchemaRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	db, err := sql.Open("sqlite", fileDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if s, err := OpenSQLite(ctx, path); err == nil {
+		s.Close()
+		t.Fatal("OpenSQLite accepted a ledger with a newer schema")
+	}
+	// The lock is released after a failed open.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatalf("OpenSQLite after a failed open: %v", err)
+	}
+	s.Close()
+}
+
+// TestClosedLedgerKeepsBudgetReserved: the real store failing (closed)
+// behaves like any store failure: the budget stays reserved.
+func TestClosedLedgerKeepsBudgetReserved(t *testing.T) {
+	s, _ := openTestStore(t)
+	a := newTestAccountant(t, s, map[string]Cost{"alice": {Epsilon: 1}})
+	r := mustReserve(t, a, "alice", Cost{Epsilon: 1})
+	s.Close()
+	if _, err := r.Commit(ctx, "q"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Commit on closed ledger: got %v, want ErrClosed", err)
+	}
+	r.Release()
+	var ex *ExhaustedError
+	if _, err := a.Reserve("alice", Cost{Epsilon: 0.1}); !errors.As(err, &ex) {
+		t.Fatalf("budget of a failed commit was given back: %v", err)
+	}
+}
+
+func TestOpenSQLiteReadOnly(t *testing.T) {
+	s, path := openTestStore(t)
+	if _, err := OpenSQLiteReadOnly(ctx, filepath.Join(filepath.Dir(path), "missing.db")); err == nil {
+		t.Fatal("OpenSQLiteReadOnly of a missing ledger: no error")
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := s.Append(ctx, Charge{Analyst: "alice", Cost: Cost{Epsilon: 0.5}, Query: "q"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Works while the writing store holds the lock.
+	ro, err := OpenSQLiteReadOnly(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	a := newTestAccountant(t, ro, map[string]Cost{"alice": {Epsilon: 2}})
+	if st := mustStatus(t, a, "alice"); !approx(st.Spent.Epsilon, 1.5) || !approx(st.Remaining.Epsilon, 0.5) {
+		t.Fatalf("read-only status: %+v", st)
+	}
+	if _, err := ro.Append(ctx, Charge{Analyst: "alice", Cost: Cost{Epsilon: 0.5}}); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Append on read-only store: got %v", err)
+	}
+	// Charges committed later by the writer are visible.
+	if _, err := s.Append(ctx, Charge{Analyst: "alice", Cost: Cost{Epsilon: 0.5}, Query: "later"}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := ro.Charges(ctx, "alice", 1)
+	if err != nil || len(cs) != 1 || cs[0].Query != "later" {
+		t.Fatalf("read-only Charges: %+v, %v", cs, err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.Spent(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Spent after Close: %v", err)
+	}
+}

@@ -1,0 +1,38 @@
+package budget
+
+import (
+	"context"
+	"time"
+)
+
+// Charge is one entry of the ledger: an answer released to an analyst and
+// what it cost.
+type Charge struct {
+	// ID is assigned by the store; IDs increase in commit order.
+	ID      int64
+	Analyst string
+	Cost    Cost
+	// Query is the normalized query text, kept for the analyst's own log.
+	Query string
+	// At is when the charge was recorded (UTC); the store sets it when zero.
+	At time.Time
+}
+
+// Store is the durable ledger behind an Accountant.
+//
+// Implementations must be safe for concurrent use.
+type Store interface {
+	// Append records c and returns it with ID (and At, when zero) set. When
+	// Append returns nil the charge is durable: it survives a crash of the
+	// process or machine. When it returns an error the charge may or may not
+	// have been recorded; callers must treat the budget as spent.
+	Append(ctx context.Context, c Charge) (Charge, error)
+	// Spent returns the total cost recorded per analyst. Analysts without
+	// charges are absent.
+	Spent(ctx context.Context) (map[string]Cost, error)
+	// Charges returns up to limit charges of analyst, newest first; limit
+	// ≤ 0 means all of them.
+	Charges(ctx context.Context, analyst string, limit int) ([]Charge, error)
+	// Close flushes pending appends and releases the store.
+	Close() error
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/dpproxy/dpproxy/budget"
+	"github.com/dpproxy/dpproxy/config"
+)
+
+// runBudget prints every analyst's budget as the ledger records it.
+func runBudget(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("budget", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "policy file (YAML)")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if *configPath == "" {
+		fmt.Fprintln(stderr, "dpproxy budget: --config FILE is required")
+		return errUsage
+	}
+	pol, err := config.Load(*configPath)
+	if err != nil {
+		return err
+	}
+	store, err := budget.OpenSQLiteReadOnly(ctx, pol.Ledger.Path)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	limits := map[string]budget.Cost{}
+	for _, a := range pol.Analysts {
+		limits[a.Name] = budget.Cost{Epsilon: a.Budget.Epsilon, Delta: a.Budget.Delta}
+	}
+	acct, err := budget.NewAccountant(ctx, store, limits)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "analyst\tε spent\tε limit\tε remaining\tδ spent\tδ limit")
+	for _, a := range pol.Analysts {
+		st, _ := acct.Status(a.Name)
+		fmt.Fprintf(tw, "%s\t%g\t%g\t%g\t%g\t%g\n", a.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
+	}
+	return tw.Flush()
+}
