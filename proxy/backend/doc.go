@@ -1,0 +1,20 @@
+// Package backend runs dpproxy's rewritten, read-only SQL on the database
+// that holds the protected data and returns fully materialized results.
+//
+// Three things hold for every implementation:
+//
+//   - Connections never write. PostgreSQL statements run inside a
+//     READ ONLY transaction that is always rolled back, on connections whose
+//     default_transaction_read_only is on. SQLite files are opened with
+//     mode=ro and PRAGMA query_only, and an authorizer refuses every action
+//     but reading (no ATTACH, no writes, no setting pragmas).
+//   - Result values are normalized to the Go types listed in package
+//     sqltypes (nil, int64, float64, string, bool, time.Time,
+//     sqltypes.Decimal) and every non-nil value in a column has the Go type
+//     its column's sqltypes.Type calls for. A column whose values do not fit
+//     the reported database type is reported as Text, with every value in
+//     text form.
+//   - Failures that happen before a statement reached the database (no
+//     connection could be had) wrap ErrUnavailable; only those may refund a
+//     privacy charge.
+package backend

@@ -1,0 +1,303 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// DefaultMaxConns is the pool size used when a caller passes maxConns <= 0.
+const DefaultMaxConns = 10
+
+// defaultConnectTimeout bounds connection attempts when the DSN sets no
+// connect_timeout, so that an unreachable server fails a query instead of
+// holding it until the caller's deadline.
+const defaultConnectTimeout = 10 * time.Second
+
+// cleanupTimeout bounds the ROLLBACK sent after a failed statement.
+const cleanupTimeout = 5 * time.Second
+
+// Postgres is a Backend on a PostgreSQL server, reached through a pool of
+// pgx connections.
+//
+// Every statement runs as the only statement of a READ ONLY transaction
+// that is always rolled back, so neither data changes nor session changes
+// (SET) survive it. The pool's connections are also opened with
+// default_transaction_read_only = on. Statements use the extended protocol
+// with the unnamed statement (pgx.QueryExecModeExec): a single statement
+// per call, parameter types inferred by the server from the statement,
+// results in text format, which the backend decodes itself so that numeric
+// values keep their exact canonical text.
+type Postgres struct {
+	pool *pgPool
+	desc string // host:port/database, for logs
+}
+
+var _ Backend = (*Postgres)(nil)
+
+// OpenPostgres creates a pool of at most maxConns connections
+// (DefaultMaxConns if maxConns <= 0) to the server named by dsn (a URL or
+// keyword/value connection string), and checks that a connection can be
+// made. A failure to connect wraps ErrUnavailable.
+func OpenPostgres(ctx context.Context, dsn string, maxConns int) (*Postgres, error) {
+	p, err := newPostgres(dsn, maxConns)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Ping(ctx); err != nil {
+		p.pool.close()
+		return nil, err
+	}
+	slog.InfoContext(ctx, "backend: postgres pool open", "server", p.desc, "max_conns", cap(p.pool.tokens))
+	return p, nil
+}
+
+// newPostgres builds the pool without connecting.
+func newPostgres(dsn string, maxConns int) (*Postgres, error) {
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("backend: parse postgres dsn: %w", err)
+	}
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns
+	}
+	cc.DefaultQueryExecMode = pgx.QueryExecModeExec
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = defaultConnectTimeout
+	}
+	if cc.RuntimeParams == nil {
+		cc.RuntimeParams = map[string]string{}
+	}
+	// Sent in the startup packet, so they hold from the first statement:
+	// backend connections never write, and the text forms decoded below
+	// are the ISO date forms and exact (round-trip) floats.
+	cc.RuntimeParams["default_transaction_read_only"] = "on"
+	cc.RuntimeParams["DateStyle"] = "ISO, YMD"
+	cc.RuntimeParams["extra_float_digits"] = "3"
+	// When a caller gives up on a statement, ask the server to cancel it
+	// rather than only dropping the socket, so that abandoned analytic
+	// queries stop consuming the server.
+	cc.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{
+			Conn:          pc,
+			DeadlineDelay: cleanupTimeout,
+		}
+	}
+	// Belt and braces for connections that come through a pooler that
+	// drops startup parameters.
+	afterConnect := func(ctx context.Context, c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, "SET default_transaction_read_only = on"); err != nil {
+			return fmt.Errorf("set default_transaction_read_only: %w", err)
+		}
+		return nil
+	}
+	desc := fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
+	return &Postgres{pool: newPgPool(cc, maxConns, afterConnect), desc: desc}, nil
+}
+
+// Ping checks that a connection to the server can be had and used. Its
+// errors wrap ErrUnavailable.
+func (p *Postgres) Ping(ctx context.Context) error {
+	pc, err := p.pool.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: postgres %s: %w", ErrUnavailable, p.desc, err)
+	}
+	defer p.pool.release(pc)
+	if err := pc.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: ping postgres %s: %w", ErrUnavailable, p.desc, err)
+	}
+	return nil
+}
+
+// Close closes the pool's idle connections; connections in use are closed
+// as their statements finish. Queries after Close fail with ErrUnavailable.
+func (p *Postgres) Close() error {
+	p.pool.close()
+	return nil
+}
+
+// Query runs sql, with args bound as $1, $2, ..., in a read-only
+// transaction and returns the whole result.
+func (p *Postgres) Query(ctx context.Context, sql string, args ...any) (*Rows, error) {
+	start := time.Now()
+	pc, err := p.pool.acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: postgres %s: %w", ErrUnavailable, p.desc, err)
+	}
+	defer p.pool.release(pc)
+
+	res, err := runReadOnly(ctx, pc.conn, sql, args)
+	if err != nil {
+		cleanupConn(ctx, pc.conn)
+		slog.DebugContext(ctx, "backend: postgres query failed", "err", err, "elapsed", time.Since(start))
+		return nil, err
+	}
+	slog.DebugContext(ctx, "backend: postgres query", "rows", len(res.Values), "elapsed", time.Since(start))
+	return res, nil
+}
+
+// runReadOnly sends BEGIN READ ONLY, the statement and ROLLBACK in one
+// round trip and reads the statement's result.
+func runReadOnly(ctx context.Context, c *pgx.Conn, sql string, args []any) (res *Rows, err error) {
+	var b pgx.Batch
+	b.Queue("BEGIN TRANSACTION READ ONLY")
+	b.Queue(sql, args...)
+	b.Queue("ROLLBACK")
+	br := c.SendBatch(ctx, &b)
+	defer func() {
+		if cerr := br.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("backend: postgres: finish statement: %w", cerr)
+		}
+	}()
+
+	if _, err := br.Exec(); err != nil {
+		if pgconn.SafeToRetry(err) {
+			return nil, fmt.Errorf("%w: postgres: %w", ErrUnavailable, err)
+		}
+		return nil, fmt.Errorf("backend: postgres: begin read-only transaction: %w", err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("backend: postgres: %w", err)
+	}
+	res, err = readPostgresRows(rows, c.TypeMap())
+	rows.Close()
+	if err == nil {
+		err = rows.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("backend: postgres: %w", err)
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("backend: postgres: rollback: %w", err)
+	}
+	return res, nil
+}
+
+// cleanupConn ends a transaction a failed statement left open, so the
+// connection can go back to the pool (the pool discards connections that
+// are released inside a transaction).
+func cleanupConn(ctx context.Context, c *pgx.Conn) {
+	if c.IsClosed() || c.PgConn().TxStatus() == 'I' {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
+		slog.WarnContext(ctx, "backend: postgres rollback after failed statement", "err", err)
+	}
+}
+
+// pgDecoder turns the text form of a value into its normalized Go value.
+type pgDecoder func(raw []byte) (any, error)
+
+func readPostgresRows(rows pgx.Rows, m *pgtype.Map) (*Rows, error) {
+	fds := rows.FieldDescriptions()
+	res := &Rows{Columns: make([]Column, len(fds)), Values: [][]any{}}
+	decoders := make([]pgDecoder, len(fds))
+	for i, fd := range fds {
+		if fd.Format != pgx.TextFormatCode {
+			return nil, fmt.Errorf("column %q: unexpected result format %d", fd.Name, fd.Format)
+		}
+		t, dec := postgresDecoder(fd.DataTypeOID, m)
+		res.Columns[i] = Column{Name: fd.Name, Type: t}
+		decoders[i] = dec
+	}
+	for rows.Next() {
+		raw := rows.RawValues()
+		row := make([]any, len(raw))
+		for i, b := range raw {
+			if b == nil {
+				continue
+			}
+			v, err := decoders[i](b)
+			if err != nil {
+				return nil, fmt.Errorf("decode column %q (%s): %w", fds[i].Name, res.Columns[i].Type, err)
+			}
+			row[i] = v
+		}
+		res.Values = append(res.Values, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	conform(res.Columns, res.Values)
+	return res, nil
+}
+
+// postgresDecoder returns the column type and decoder for a result column
+// of the given type OID. Types without a normalized Go value are reported
+// as Text and keep PostgreSQL's text form.
+func postgresDecoder(oid uint32, m *pgtype.Map) (sqltypes.Type, pgDecoder) {
+	t := sqltypes.FromPostgresOID(oid)
+	switch t {
+	case sqltypes.Bool:
+		return t, func(raw []byte) (any, error) {
+			switch string(raw) {
+			case "t":
+				return true, nil
+			case "f":
+				return false, nil
+			}
+			return nil, fmt.Errorf("invalid boolean %q", raw)
+		}
+	case sqltypes.Int2, sqltypes.Int4, sqltypes.Int8:
+		return t, func(raw []byte) (any, error) {
+			return strconv.ParseInt(string(raw), 10, 64)
+		}
+	case sqltypes.OID:
+		return t, func(raw []byte) (any, error) {
+			n, err := strconv.ParseUint(string(raw), 10, 32)
+			return int64(n), err
+		}
+	case sqltypes.Float4, sqltypes.Float8:
+		// Parsed straight to float64 from the exact text form: a real
+		// printed as "0.1" becomes 0.1, not float64(float32(0.1)).
+		return t, func(raw []byte) (any, error) {
+			return strconv.ParseFloat(string(raw), 64)
+		}
+	case sqltypes.Numeric:
+		// numeric_out prints the canonical form: no exponent, scale kept.
+		// NaN and ±Infinity are no decimals; they stay strings, and
+		// conform reports such a column as Text.
+		return t, func(raw []byte) (any, error) {
+			if d, ok := canonicalDecimal(string(raw)); ok {
+				return d, nil
+			}
+			return string(raw), nil
+		}
+	case sqltypes.Text, sqltypes.Varchar, sqltypes.Bpchar, sqltypes.Name:
+		return t, func(raw []byte) (any, error) { return string(raw), nil }
+	case sqltypes.Date, sqltypes.Timestamp, sqltypes.Timestamptz:
+		pt, ok := m.TypeForOID(oid)
+		if !ok {
+			break
+		}
+		return t, func(raw []byte) (any, error) {
+			v, err := pt.Codec.DecodeValue(m, oid, pgx.TextFormatCode, raw)
+			if err != nil {
+				return nil, err
+			}
+			tm, ok := v.(time.Time)
+			if !ok {
+				// infinity, -infinity: no time.Time; conform reports
+				// the column as Text.
+				return string(raw), nil
+			}
+			if t == sqltypes.Timestamptz {
+				tm = tm.UTC()
+			}
+			return tm, nil
+		}
+	}
+	return sqltypes.Text, func(raw []byte) (any, error) { return string(raw), nil }
+}
