@@ -63,7 +63,7 @@ var executeCases = []executeCase{
 	},
 	{
 		// WHERE before bounding: only p1's rows with a note (2 rows) and p2's.
-		sql: `SELECT COUNT(*) FROM visits WHERE note IS NOT NULL`,
+		sql:   `SELECT COUNT(*) FROM visits WHERE note IS NOT NULL`,
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3) },
 	},
 	{

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -64,6 +65,11 @@ func syntaxError(sql string, err error) error {
 		line, _ := strconv.Atoi(m[1])
 		col, _ := strconv.Atoi(m[2])
 		e.Position = errorPosition(sql, line, col, m[3])
+		if token := strings.Fields(m[3]); len(token) > 0 {
+			e.Message = fmt.Sprintf("syntax error at or near %q", token[0])
+		} else {
+			e.Message = "syntax error at end of input"
+		}
 	}
 	e.Hint = "dpproxy accepts SELECT statements with aggregates (COUNT, SUM, AVG) over protected tables, and read-only SELECTs over public tables"
 	e.Err = err

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+)
+
+// runExplain prints how a query would be answered, without connecting to
+// the backend and without spending budget.
+func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "policy file (YAML); the built-in demo policy when empty")
+	epsilon := fs.Float64("epsilon", 0, "ε of the query (default: the policy's defaults.epsilon)")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, `usage: dpproxy explain [--config FILE] [--epsilon E] "SQL"`)
+		return errUsage
+	}
+	var pol *config.Policy
+	var err error
+	if *configPath == "" {
+		pol, err = demoPolicyIn(defaultDataDir())
+	} else {
+		pol, err = config.Load(*configPath)
+	}
+	if err != nil {
+		return err
+	}
+	eps := *epsilon
+	if eps == 0 {
+		eps = pol.Defaults.Epsilon
+	}
+	dialect, err := dialectFor(pol.Backend.Kind)
+	if err != nil {
+		return err
+	}
+	stmts, err := rewrite.Parse(fs.Arg(0), rewrite.PostgresFrontEnd)
+	if err != nil {
+		return explainError(err)
+	}
+	if len(stmts) != 1 {
+		return fmt.Errorf("explain takes exactly one statement, got %d", len(stmts))
+	}
+	q, err := rewrite.Analyze(stmts[0], pol, rewrite.Options{Dialect: dialect, Epsilon: eps})
+	if err != nil {
+		return explainError(err)
+	}
+	if q.Passthrough != nil {
+		fmt.Fprintf(stdout, "public tables only: runs unchanged on the backend, no budget spent\n\nbackend SQL (%s):\n  %s\n", dialect.Name(), q.Passthrough.SQL)
+		return nil
+	}
+	table, err := engine.Explain(q.Plan)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, engine.ExplainSummary(q.Plan))
+	fmt.Fprintf(stdout, "\nbackend SQL (%s):\n  %s\n\n", dialect.Name(), q.Plan.BackendSQL)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	var names []string
+	for _, c := range table.Columns {
+		names = append(names, c.Name)
+	}
+	fmt.Fprintln(tw, strings.Join(names, "\t"))
+	for _, row := range table.Rows {
+		cells := make([]string, len(row))
+		for i, v := range row {
+			if f, ok := v.(float64); ok {
+				cells[i] = fmt.Sprintf("%.6g", f)
+			} else {
+				cells[i] = fmt.Sprint(v)
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+func explainError(err error) error {
+	e := sqlerr.As(err)
+	msg := fmt.Sprintf("ERROR %s: %s", e.Code, e.Message)
+	if e.Hint != "" {
+		msg += "\nHINT: " + e.Hint
+	}
+	return fmt.Errorf("%s", msg)
+}

@@ -1,0 +1,81 @@
+// Command dpproxy is a differential-privacy proxy for SQL databases.
+//
+//	dpproxy demo     [--data-dir DIR] [--pg-addr ADDR] [--reset-budget]
+//	dpproxy serve    --config FILE
+//	dpproxy explain  --config FILE "SQL"
+//	dpproxy passwd   [--password-stdin]
+//	dpproxy budget   --config FILE
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `dpproxy — a differential-privacy proxy for SQL databases
+
+Usage:
+  dpproxy demo    [--data-dir DIR] [--pg-addr ADDR] [--reset-budget]
+                  run on a built-in demo dataset (embedded SQLite)
+  dpproxy serve   --config FILE
+                  run against the backend named in the policy file
+  dpproxy explain --config FILE "SQL"
+                  show the backend SQL, sensitivities and noise of a query, without spending budget
+  dpproxy passwd  [--password-stdin]
+                  print the password verifiers to paste into a policy file
+  dpproxy budget  --config FILE
+                  show every analyst's spent and remaining budget
+
+Run "dpproxy COMMAND -h" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, errUsage) {
+			fmt.Fprintln(os.Stderr, "dpproxy:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()})))
+	switch args[0] {
+	case "demo":
+		return runDemo(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return runServe(ctx, args[1:], stderr)
+	case "explain":
+		return runExplain(ctx, args[1:], stdout, stderr)
+	case "passwd":
+		return runPasswd(args[1:], stdin, stdout, stderr)
+	case "budget":
+		return runBudget(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "dpproxy: unknown command %q\n\n%s", args[0], usage)
+	return errUsage
+}
+
+func logLevel() slog.Level {
+	if os.Getenv("DPPROXY_DEBUG") != "" {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}

@@ -1,0 +1,218 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/budget"
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/mechanisms"
+	"github.com/dpproxy/dpproxy/proxy/backend"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// Engine answers SQL for analysts: it is shared by every front end and
+// every connection. It is safe for concurrent use.
+type Engine struct {
+	policy     *config.Policy
+	backend    backend.Backend
+	dialect    rewrite.Dialect
+	accountant *budget.Accountant
+	rand       *mechanisms.Rand
+	log        *slog.Logger
+}
+
+// Options configure an Engine.
+type Options struct {
+	Policy     *config.Policy
+	Backend    backend.Backend
+	Dialect    rewrite.Dialect
+	Accountant *budget.Accountant
+	// Rand is the noise source; nil means crypto/rand (production). Tests
+	// may pass a seeded source.
+	Rand   *mechanisms.Rand
+	Logger *slog.Logger
+}
+
+// New returns an Engine.
+func New(opts Options) (*Engine, error) {
+	if opts.Policy == nil || opts.Backend == nil || opts.Dialect == nil || opts.Accountant == nil {
+		return nil, errors.New("engine: policy, backend, dialect and accountant are required")
+	}
+	e := &Engine{
+		policy:     opts.Policy,
+		backend:    opts.Backend,
+		dialect:    opts.Dialect,
+		accountant: opts.Accountant,
+		rand:       opts.Rand,
+		log:        opts.Logger,
+	}
+	if e.rand == nil {
+		e.rand = mechanisms.Secure()
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	return e, nil
+}
+
+// Policy returns the policy the engine enforces.
+func (e *Engine) Policy() *config.Policy { return e.policy }
+
+// SCRAMVerifier returns an analyst's SCRAM-SHA-256 verifier.
+func (e *Engine) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
+	a, ok := e.policy.Analyst(user)
+	if !ok {
+		return auth.SCRAMVerifier{}, false
+	}
+	return a.Password.SCRAM()
+}
+
+// NewSession starts a session for an authenticated analyst.
+func (e *Engine) NewSession(analyst string, fe rewrite.FrontEnd) (*Session, error) {
+	if _, ok := e.policy.Analyst(analyst); !ok {
+		return nil, sqlerr.New(sqlerr.InvalidAuthorization, "analyst %q is not in the policy", analyst)
+	}
+	return &Session{engine: e, analyst: analyst, frontEnd: fe, epsilon: e.policy.Defaults.Epsilon}, nil
+}
+
+// Session is one client connection's state. A session is used by one
+// goroutine at a time.
+type Session struct {
+	engine   *Engine
+	analyst  string
+	frontEnd rewrite.FrontEnd
+	epsilon  float64
+}
+
+// Analyst returns the session's analyst.
+func (s *Session) Analyst() string { return s.analyst }
+
+// Execute runs one query string. It returns one Result per statement, or
+// an *sqlerr.Error; other errors mean an internal failure and must not be
+// shown to the client in detail.
+func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
+	stmts, err := rewrite.Parse(sql, s.frontEnd)
+	if err != nil {
+		return nil, err
+	}
+	switch len(stmts) {
+	case 0:
+		return nil, nil
+	case 1:
+	default:
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "multiple statements in one query are not supported (got %d)", len(stmts)).
+			WithHint("send one statement at a time")
+	}
+	res, err := s.executeStatement(ctx, stmts[0], sql)
+	if err != nil {
+		return nil, err
+	}
+	return []*Result{res}, nil
+}
+
+func (s *Session) executeStatement(ctx context.Context, stmt ast.StmtNode, sql string) (*Result, error) {
+	switch stmt.(type) {
+	case *ast.SetStmt:
+		return &Result{Tag: "SET"}, nil
+	case *ast.BeginStmt:
+		return &Result{Tag: "BEGIN"}, nil
+	case *ast.CommitStmt:
+		return &Result{Tag: "COMMIT"}, nil
+	case *ast.RollbackStmt:
+		return &Result{Tag: "ROLLBACK"}, nil
+	}
+	q, err := rewrite.Analyze(stmt, s.engine.policy, rewrite.Options{Dialect: s.engine.dialect, Epsilon: s.epsilon})
+	if err != nil {
+		return nil, err
+	}
+	if q.Passthrough != nil {
+		return s.engine.passthrough(ctx, q.Passthrough)
+	}
+	return s.engine.answer(ctx, s.analyst, q.Plan, normalizeQueryText(sql))
+}
+
+// passthrough runs a public-table query unchanged in meaning.
+func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough) (*Result, error) {
+	rows, err := e.backend.Query(ctx, p.SQL)
+	if err != nil {
+		return nil, backendError(err)
+	}
+	res := &Result{Rows: rows.Values, Tag: fmt.Sprintf("SELECT %d", len(rows.Values))}
+	for _, c := range rows.Columns {
+		res.Columns = append(res.Columns, Column{Name: c.Name, Type: c.Type})
+	}
+	return res, nil
+}
+
+// answer runs a DP plan: reserve budget, run the bounded query, add noise,
+// charge durably, and only then return the release.
+func (e *Engine) answer(ctx context.Context, analyst string, plan *rewrite.Plan, queryText string) (*Result, error) {
+	cost := budget.Cost{Epsilon: plan.Epsilon, Delta: plan.Delta}
+	reservation, err := e.accountant.Reserve(analyst, cost)
+	if err != nil {
+		var exhausted *budget.ExhaustedError
+		if errors.As(err, &exhausted) {
+			return nil, &sqlerr.Error{
+				Code:    sqlerr.BudgetExhausted,
+				Message: exhausted.Error(),
+				Hint:    "the privacy budget is spent: no further queries on protected data can be answered for this analyst; ask the policy author for more budget",
+				Err:     err,
+			}
+		}
+		return nil, fmt.Errorf("reserving budget: %w", err)
+	}
+	rows, err := e.backend.Query(ctx, plan.BackendSQL)
+	if err != nil {
+		if errors.Is(err, backend.ErrUnavailable) {
+			// The query never reached the data: nothing depends on it.
+			reservation.Release()
+			return nil, backendError(err)
+		}
+		// A failure after the query reached the data may itself depend on
+		// the data, so the charge stands.
+		if _, cerr := reservation.Commit(context.WithoutCancel(ctx), queryText); cerr != nil {
+			e.log.Error("charging a failed query", "analyst", analyst, "err", cerr)
+		}
+		return nil, backendError(err)
+	}
+	res, err := release(plan, rows, e.rand)
+	if err != nil {
+		// Nothing left the proxy: noise generation failed closed.
+		reservation.Release()
+		return nil, err
+	}
+	if _, err := reservation.Commit(ctx, queryText); err != nil {
+		// Fail closed: without a durable charge, no answer leaves.
+		return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "could not record the privacy charge; the answer was withheld", Err: err}
+	}
+	e.log.Debug("answered", "analyst", analyst, "epsilon", plan.Epsilon, "rows", len(res.Rows))
+	return res, nil
+}
+
+// backendError maps a backend failure to a client error without passing on
+// the backend's text, which may reveal data.
+func backendError(err error) error {
+	if errors.Is(err, backend.ErrUnavailable) {
+		return &sqlerr.Error{Code: sqlerr.BackendUnavailable, Message: "the database behind dpproxy is unavailable", Err: err}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &sqlerr.Error{Code: sqlerr.QueryCanceled, Message: "canceling statement", Err: err}
+	}
+	return &sqlerr.Error{Code: sqlerr.InternalError, Message: "the query failed on the database", Err: err}
+}
+
+// normalizeQueryText is the text recorded in the analyst's query log.
+func normalizeQueryText(sql string) string {
+	return strings.Join(strings.Fields(sql), " ")
+}
+
+// Close ends the session. Reservations never outlive a call to Execute,
+// so there is nothing to give back.
+func (s *Session) Close() {}

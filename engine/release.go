@@ -1,0 +1,332 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/mechanisms"
+	"github.com/dpproxy/dpproxy/proxy/backend"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// release turns the exact, bounded backend result into the DP answer:
+// one row per released group, each measurement perturbed with Laplace noise
+// calibrated to its sensitivity and ε share, then post-processed (rounding,
+// clamping, AVG as a ratio), ordered and limited. Everything after the
+// noise is post-processing and costs no privacy.
+func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*Result, error) {
+	mechs := make([]*mechanisms.Laplace, len(plan.Measurements))
+	for i, m := range plan.Measurements {
+		l, err := mechanisms.NewLaplace(m.Epsilon, m.Sensitivity)
+		if err != nil {
+			return nil, &sqlerr.Error{Code: sqlerr.PrivacyParameterError, Message: fmt.Sprintf("cannot calibrate noise: %v", err), Err: err}
+		}
+		mechs[i] = l
+	}
+	groups, err := groupRows(plan, rows)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	for _, o := range plan.Output {
+		res.Columns = append(res.Columns, Column{Name: o.Name, Type: o.Type})
+	}
+	for _, g := range groups {
+		noisy := make([]float64, len(plan.Measurements))
+		for i, m := range plan.Measurements {
+			v, err := noisyMeasurement(m, mechs[i], g.exact, r)
+			if err != nil {
+				return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "noise generation failed; no answer was released", Err: err}
+			}
+			noisy[i] = v
+		}
+		row := make([]any, len(plan.Output))
+		for i, o := range plan.Output {
+			if o.Source.Group >= 0 {
+				row[i] = g.keys[o.Source.Group]
+				continue
+			}
+			row[i] = aggregateValue(plan.Aggregates[o.Source.Aggregate], noisy, o.Type)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	orderRows(res.Rows, plan.OrderBy)
+	if plan.Limit >= 0 && int64(len(res.Rows)) > plan.Limit {
+		res.Rows = res.Rows[:plan.Limit]
+	}
+	res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
+	return res, nil
+}
+
+// groupResult is one group to release: its typed keys and the exact
+// backend row (nil when the group has no rows).
+type groupResult struct {
+	keys  []any
+	exact []any
+}
+
+// groupRows pairs the backend rows with the groups to release. Without
+// GROUP BY there is exactly one group. With GROUP BY, the released groups
+// are exactly the public key lists' combinations, in policy order: keys
+// absent from the data are released too (with noisy zeros) and keys not in
+// the lists are dropped, so the set of keys reveals nothing.
+func groupRows(plan *rewrite.Plan, rows *backend.Rows) ([]groupResult, error) {
+	if len(plan.Groups) == 0 {
+		var exact []any
+		if len(rows.Values) > 0 {
+			exact = rows.Values[0]
+		}
+		return []groupResult{{exact: exact}}, nil
+	}
+	byKey := make(map[string][]any, len(rows.Values))
+	for _, row := range rows.Values {
+		parts := make([]string, len(plan.Groups))
+		for i, g := range plan.Groups {
+			parts[i] = canonicalKey(row[g.BackendColumn], g.Column.Type)
+		}
+		byKey[strings.Join(parts, "\x00")] = row
+	}
+	typedKeys := make([][]any, len(plan.Groups))
+	canonKeys := make([][]string, len(plan.Groups))
+	for i, g := range plan.Groups {
+		for _, k := range g.Keys {
+			v, err := typedKey(k, g.Column.Type)
+			if err != nil {
+				return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: fmt.Sprintf("policy key %q of column %q: %v", k, g.Column.Name, err)}
+			}
+			typedKeys[i] = append(typedKeys[i], v)
+			canonKeys[i] = append(canonKeys[i], canonicalKey(v, g.Column.Type))
+		}
+	}
+	var out []groupResult
+	idx := make([]int, len(plan.Groups))
+	for {
+		keys := make([]any, len(plan.Groups))
+		parts := make([]string, len(plan.Groups))
+		for i := range plan.Groups {
+			keys[i] = typedKeys[i][idx[i]]
+			parts[i] = canonKeys[i][idx[i]]
+		}
+		out = append(out, groupResult{keys: keys, exact: byKey[strings.Join(parts, "\x00")]})
+		// Advance the mixed-radix counter over the key lists.
+		i := len(idx) - 1
+		for ; i >= 0; i-- {
+			idx[i]++
+			if idx[i] < len(typedKeys[i]) {
+				break
+			}
+			idx[i] = 0
+		}
+		if i < 0 {
+			return out, nil
+		}
+	}
+}
+
+// noisyMeasurement perturbs one measurement of one group.
+func noisyMeasurement(m rewrite.Measurement, mech *mechanisms.Laplace, exact []any, r *mechanisms.Rand) (float64, error) {
+	count, sum := 0.0, 0.0
+	if exact != nil {
+		count = toFloat(exact[m.CountColumn])
+		if m.SumColumn >= 0 {
+			sum = toFloat(exact[m.SumColumn])
+		}
+	}
+	var value float64
+	switch m.Kind {
+	case rewrite.MeasureCount:
+		value = count
+	case rewrite.MeasureSum:
+		value = sum
+	case rewrite.MeasureCenteredSum:
+		value = sum - m.Mid*count
+	}
+	if m.Integer && math.Abs(value) < 1<<62 {
+		n, err := mech.AddNoiseInt(r, int64(math.Round(value)))
+		return float64(n), err
+	}
+	return mech.AddNoiseFloat(r, value)
+}
+
+// aggregateValue post-processes noisy measurements into an aggregate's
+// value of the output type.
+func aggregateValue(a rewrite.Aggregate, noisy []float64, typ sqltypes.Type) any {
+	switch a.Func {
+	case rewrite.CountStar, rewrite.CountCol:
+		return int64(math.Max(0, math.Round(noisy[a.Measurements[0]])))
+	case rewrite.Sum:
+		v := noisy[a.Measurements[0]]
+		if a.Bounds.Lo >= 0 {
+			v = math.Max(0, v)
+		}
+		if a.Bounds.Hi <= 0 {
+			v = math.Min(0, v)
+		}
+		return typedNumber(v, typ, a.Column.Type.Integer())
+	case rewrite.Avg:
+		count := math.Max(1, noisy[a.Measurements[0]])
+		mid := (a.Bounds.Lo + a.Bounds.Hi) / 2
+		v := noisy[a.Measurements[1]]/count + mid
+		v = math.Min(a.Bounds.Hi, math.Max(a.Bounds.Lo, v))
+		return typedNumber(v, typ, false)
+	}
+	return nil
+}
+
+func typedNumber(v float64, typ sqltypes.Type, integer bool) any {
+	switch typ {
+	case sqltypes.Int8, sqltypes.Int4, sqltypes.Int2:
+		return int64(math.Round(v))
+	case sqltypes.Numeric:
+		if integer {
+			return sqltypes.Decimal(strconv.FormatFloat(math.Round(v), 'f', 0, 64))
+		}
+		return sqltypes.Decimal(strconv.FormatFloat(v, 'f', -1, 64))
+	}
+	return v
+}
+
+// toFloat reads an exact backend number; NULL (an empty sum) is zero.
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	case sqltypes.Decimal:
+		f, _ := strconv.ParseFloat(string(x), 64)
+		return f
+	case string:
+		f, _ := strconv.ParseFloat(x, 64)
+		return f
+	}
+	return 0
+}
+
+// typedKey converts a policy key to the Go value of its column type.
+func typedKey(k string, t config.ColumnType) (any, error) {
+	switch t {
+	case config.TypeInt, config.TypeBigint:
+		return strconv.ParseInt(k, 10, 64)
+	case config.TypeFloat:
+		return strconv.ParseFloat(k, 64)
+	case config.TypeNumeric:
+		if _, err := strconv.ParseFloat(k, 64); err != nil {
+			return nil, err
+		}
+		return sqltypes.Decimal(k), nil
+	case config.TypeBool:
+		return strconv.ParseBool(k)
+	case config.TypeDate:
+		return time.Parse("2006-01-02", k)
+	case config.TypeTimestamp:
+		return time.Parse("2006-01-02 15:04:05", k)
+	}
+	return k, nil
+}
+
+// canonicalKey renders a key value so that backend values and policy keys
+// of the same column compare equal.
+func canonicalKey(v any, t config.ColumnType) string {
+	switch x := v.(type) {
+	case nil:
+		return "\x01NULL"
+	case int64:
+		if t == config.TypeBool {
+			return strconv.FormatBool(x != 0)
+		}
+		if t.Numeric() {
+			return strconv.FormatFloat(float64(x), 'g', -1, 64)
+		}
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case sqltypes.Decimal:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return string(x)
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	case time.Time:
+		if t == config.TypeDate {
+			return x.Format("2006-01-02")
+		}
+		return x.Format("2006-01-02 15:04:05.999999")
+	case string:
+		if t.Numeric() {
+			if f, err := strconv.ParseFloat(x, 64); err == nil {
+				return strconv.FormatFloat(f, 'g', -1, 64)
+			}
+		}
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+// orderRows sorts released rows by the ORDER BY keys (NULLs last).
+func orderRows(rows [][]any, keys []rewrite.OrderKey) {
+	if len(keys) == 0 {
+		return
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		for _, k := range keys {
+			c := compareValues(rows[i][k.Output], rows[j][k.Output])
+			if c == 0 {
+				continue
+			}
+			if k.Desc {
+				return c > 0
+			}
+			return c < 0
+		}
+		return false
+	})
+}
+
+func compareValues(a, b any) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return 1
+	case b == nil:
+		return -1
+	}
+	switch x := a.(type) {
+	case string:
+		if y, ok := b.(string); ok {
+			return strings.Compare(x, y)
+		}
+	case time.Time:
+		if y, ok := b.(time.Time); ok {
+			return x.Compare(y)
+		}
+	case bool:
+		if y, ok := b.(bool); ok {
+			switch {
+			case x == y:
+				return 0
+			case !x:
+				return -1
+			}
+			return 1
+		}
+	}
+	fa, fb := toFloat(a), toFloat(b)
+	switch {
+	case fa < fb:
+		return -1
+	case fa > fb:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,558 @@
+package pgwire
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgproto3/v2"
+
+	"github.com/dpproxy/dpproxy/sqlerr"
+)
+
+// fatalWriteTimeout bounds the write of a last FATAL message to a client
+// whose connection is being closed anyway.
+const fatalWriteTimeout = 5 * time.Second
+
+// maxRetainedWriteBuf is the write buffer capacity kept between messages;
+// a larger buffer (left by a big result) is dropped after a flush.
+const maxRetainedWriteBuf = 64 << 10
+
+// flushThreshold is how much result data is buffered before it is written
+// out in the middle of a result.
+const flushThreshold = 32 << 10
+
+type connState int
+
+const (
+	stateStartup connState = iota // startup packet and authentication
+	stateIdle                     // waiting for the client's next message
+	stateActive                   // handling a message
+)
+
+// conn is one client connection. Its fields are owned by the goroutine
+// running serve, except those under mu, which Shutdown and CancelRequests
+// from other connections touch.
+type conn struct {
+	srv    *Server
+	nc     net.Conn
+	id     uint64
+	log    *slog.Logger
+	ctx    context.Context // cancelled when the connection ends
+	cancel context.CancelFunc
+
+	rd   *limitedReader
+	be   *pgproto3.Backend
+	wbuf []byte
+	werr error // sticky encoding error, reported by the next flush
+
+	// pid and secret are the BackendKeyData; set by Server.register before
+	// serve starts and read-only afterwards.
+	pid, secret uint32
+
+	user, database string
+	session        Session
+	// txStatus is sent in every ReadyForQuery: 'I' idle, 'T' in a
+	// transaction block, 'E' in a failed transaction block.
+	txStatus byte
+	// ignoreTillSync is set after an error in extended-protocol mode:
+	// messages are discarded until the next Sync.
+	ignoreTillSync bool
+
+	mu          sync.Mutex
+	state       connState
+	closing     bool               // Shutdown or forceClose has taken over the connection
+	cancelQuery context.CancelFunc // non-nil while a query runs
+	canceled    bool               // a CancelRequest hit the running query
+}
+
+func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(ctx)
+	c := &conn{
+		srv:      s,
+		nc:       nc,
+		id:       s.nextConnID.Add(1),
+		ctx:      ctx,
+		cancel:   cancel,
+		txStatus: 'I',
+	}
+	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
+	c.rd = &limitedReader{cr: pgproto3.NewChunkReader(nc), max: maxStartupPacketLen}
+	c.be = pgproto3.NewBackend(c.rd, nc)
+	// A cancelled context (Serve's ctx, forceClose) unblocks any read or
+	// write in progress by closing the socket.
+	context.AfterFunc(ctx, func() { nc.Close() })
+	return c
+}
+
+// serve runs the connection to its end. It never panics.
+func (c *conn) serve() {
+	defer c.srv.unregister(c)
+	defer c.cancel()
+	defer c.nc.Close()
+	defer c.recoverPanic()
+
+	err := c.run()
+	if err != nil {
+		c.log.Debug("pgwire: connection closed", "err", err)
+	} else {
+		c.log.Debug("pgwire: connection closed")
+	}
+}
+
+func (c *conn) recoverPanic() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	c.log.Error("pgwire: panic while serving connection", "panic", r, "stack", string(debug.Stack()))
+	c.wbuf, c.werr = c.wbuf[:0], nil
+	_ = c.fatal(&sqlerr.Error{Code: sqlerr.InternalError, Message: "internal error"})
+}
+
+// run handles startup, authentication and then messages until the client
+// leaves or the connection must close.
+func (c *conn) run() error {
+	if err := c.nc.SetDeadline(time.Now().Add(c.srv.opts.AuthTimeout)); err != nil {
+		return fmt.Errorf("pgwire: setting authentication deadline: %w", err)
+	}
+	params, err := c.startup()
+	if err != nil {
+		return err
+	}
+	c.user = params["user"]
+	if c.user == "" {
+		return c.fatal(sqlerr.New(sqlerr.InvalidAuthorization, "no PostgreSQL user name specified in startup packet"))
+	}
+	c.database = params["database"]
+	if c.database == "" {
+		c.database = c.user
+	}
+	if isReplication(params["replication"]) {
+		return c.fatal(sqlerr.New(sqlerr.FeatureNotSupported, "replication connections are not supported"))
+	}
+	c.log = c.log.With("user", c.user, "database", c.database)
+
+	if err := c.authenticate(); err != nil {
+		return err
+	}
+	sess, err := c.srv.sessions.Open(c.ctx, c.user, c.database, params)
+	if err != nil {
+		return c.fatal(c.clientError(err))
+	}
+	c.session = sess
+	defer sess.Close()
+
+	c.sendParameterStatus(params)
+	c.send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret})
+	c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+	if err := c.nc.SetDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("pgwire: clearing authentication deadline: %w", err)
+	}
+	c.rd.max = c.srv.opts.MaxMessageSize
+	if err := c.flush(); err != nil {
+		return err
+	}
+	c.log.Debug("pgwire: session started", "application_name", params["application_name"])
+	return c.loop()
+}
+
+func isReplication(v string) bool {
+	switch v {
+	case "", "false", "off", "no", "0":
+		return false
+	}
+	return true
+}
+
+func (c *conn) sendParameterStatus(params map[string]string) {
+	for _, p := range [...]struct{ name, value string }{
+		{"application_name", params["application_name"]},
+		{"client_encoding", "UTF8"},
+		{"DateStyle", "ISO, MDY"},
+		{"integer_datetimes", "on"},
+		{"IntervalStyle", "postgres"},
+		{"is_superuser", "off"},
+		{"server_encoding", "UTF8"},
+		{"server_version", c.srv.opts.ServerVersion},
+		{"server_version_num", c.srv.versionNum},
+		{"session_authorization", c.user},
+		{"standard_conforming_strings", "on"},
+		{"TimeZone", "UTC"},
+	} {
+		c.send(&pgproto3.ParameterStatus{Name: p.name, Value: noNUL(p.value)})
+	}
+}
+
+// loop reads and handles messages after authentication.
+func (c *conn) loop() error {
+	for {
+		ok, notify := c.enterIdle()
+		if !ok {
+			if notify {
+				return c.fatal(sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command"))
+			}
+			return errClosedByServer
+		}
+		var deadline time.Time
+		if t := c.srv.opts.IdleTimeout; t > 0 {
+			deadline = time.Now().Add(t)
+		}
+		if err := c.nc.SetReadDeadline(deadline); err != nil {
+			return fmt.Errorf("pgwire: setting read deadline: %w", err)
+		}
+		msg, err := c.receive()
+		if !c.enterActive() {
+			return errClosedByServer
+		}
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return c.fatal(&sqlerr.Error{Code: "57P05", Message: "terminating connection due to idle-session timeout"})
+			}
+			return c.readFailed(err)
+		}
+		done, err := c.handleMessage(msg)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// handleMessage handles one message after authentication. done means the
+// client asked to close the connection.
+func (c *conn) handleMessage(msg pgproto3.FrontendMessage) (done bool, err error) {
+	if c.ignoreTillSync {
+		switch msg.(type) {
+		case *pgproto3.Sync:
+			c.ignoreTillSync = false
+			c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+			return false, c.flush()
+		case *pgproto3.Terminate:
+			return true, nil
+		}
+		return false, nil
+	}
+	switch m := msg.(type) {
+	case *pgproto3.Query:
+		if err := c.handleQuery(m.String); err != nil {
+			return false, err
+		}
+		c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+		return false, c.flush()
+	case *pgproto3.Terminate:
+		return true, nil
+	case *pgproto3.Sync:
+		c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+		return false, c.flush()
+	case *pgproto3.Flush:
+		return false, c.flush()
+	case *pgproto3.Parse, *pgproto3.Bind, *pgproto3.Describe, *pgproto3.Execute, *pgproto3.Close:
+		// The extended query protocol: not yet. Recover the way PostgreSQL
+		// does after an error in extended mode.
+		c.sendError(sqlerr.New(sqlerr.FeatureNotSupported, "extended query protocol is not supported yet").
+			WithHint("Use the simple query protocol (for pgx: default_query_exec_mode=simple_protocol; for pgjdbc: preferQueryMode=simple)."))
+		c.ignoreTillSync = true
+		return false, c.flush()
+	case *pgproto3.FunctionCall:
+		c.sendError(sqlerr.New(sqlerr.FeatureNotSupported, "fastpath function calls are not supported"))
+		c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+		return false, c.flush()
+	case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
+		// Outside COPY these are ignored, as PostgreSQL does: a client may
+		// still be sending data for a COPY that failed.
+		return false, nil
+	default:
+		c.log.Info("pgwire: unexpected message", "type", fmt.Sprintf("%T", msg))
+		return false, c.fatal(sqlerr.New(sqlerr.ProtocolViolation, "unexpected message type %q", messageTypeName(msg)))
+	}
+}
+
+// handleQuery runs a simple-protocol query and queues its responses, but
+// not the ReadyForQuery. Errors it returns are connection failures;
+// query errors go to the client.
+func (c *conn) handleQuery(sql string) error {
+	qctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	c.mu.Lock()
+	c.cancelQuery, c.canceled = cancel, false
+	c.mu.Unlock()
+
+	results, err := c.session.Execute(qctx, sql)
+
+	c.mu.Lock()
+	canceled := c.canceled
+	c.cancelQuery = nil
+	c.mu.Unlock()
+
+	if c.ctx.Err() != nil {
+		// Serve's context was cancelled or Shutdown gave up waiting: the
+		// connection is being torn down, whatever the query returned.
+		return c.fatal(sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command"))
+	}
+	if err != nil {
+		var e *sqlerr.Error
+		if canceled && !errors.As(err, &e) {
+			c.sendError(sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request"))
+			return nil
+		}
+		c.sendError(err)
+		return nil
+	}
+	if len(results) == 0 {
+		c.send(&pgproto3.EmptyQueryResponse{})
+		return nil
+	}
+	return c.writeResults(results)
+}
+
+// cancelRunningQuery cancels the running query, if any, when secret
+// matches. It is called from the goroutine of another connection.
+func (c *conn) cancelRunningQuery(secret uint32) bool {
+	if subtle.ConstantTimeEq(int32(secret), int32(c.secret)) != 1 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancelQuery == nil {
+		return false
+	}
+	c.canceled = true
+	c.cancelQuery()
+	return true
+}
+
+// enterIdle marks the connection idle before it waits for a message. ok is
+// false when the connection must close instead; notify then says whether
+// the client still needs to be told (Shutdown began while it was busy).
+func (c *conn) enterIdle() (ok, notify bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false, false
+	}
+	if c.srv.shuttingDown.Load() {
+		c.closing = true
+		return false, true
+	}
+	c.state = stateIdle
+	return true, false
+}
+
+// enterActive marks the connection busy after a message arrived; false if
+// Shutdown closed it meanwhile.
+func (c *conn) enterActive() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.state = stateActive
+	return true
+}
+
+// shutdownIfIdle is Shutdown's part: an idle session is told and closed,
+// a connection still authenticating is closed, a busy one is left to
+// finish its query (it closes itself in enterIdle).
+func (c *conn) shutdownIfIdle() {
+	c.mu.Lock()
+	state, closing := c.state, c.closing
+	if state != stateActive {
+		c.closing = true
+	}
+	c.mu.Unlock()
+	if closing {
+		return
+	}
+	switch state {
+	case stateIdle:
+		// The serving goroutine is blocked reading and writes nothing
+		// until enterActive, which now fails: this goroutine may write.
+		msg, err := errorResponse("FATAL", sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command")).Encode(nil)
+		if err == nil {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(fatalWriteTimeout))
+			_, _ = c.nc.Write(msg)
+		}
+		c.cancel()
+		c.nc.Close()
+	case stateStartup:
+		c.cancel()
+		c.nc.Close()
+	}
+}
+
+// forceClose closes the connection whatever it is doing.
+func (c *conn) forceClose() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	c.cancel()
+	c.nc.Close()
+}
+
+// clientError turns err into what the client may see. Errors that are not
+// *sqlerr.Error are logged and become XX000 "internal error": their text may
+// depend on protected data.
+func (c *conn) clientError(err error) *sqlerr.Error {
+	var e *sqlerr.Error
+	if errors.As(err, &e) {
+		if e.Code == sqlerr.InternalError && e.Err != nil {
+			c.log.Error("pgwire: internal error", "err", e.Err)
+		}
+		return e
+	}
+	c.log.Error("pgwire: internal error", "err", err)
+	return &sqlerr.Error{Code: sqlerr.InternalError, Message: "internal error"}
+}
+
+// sendError queues an ErrorResponse (severity ERROR) for err.
+func (c *conn) sendError(err error) {
+	c.send(errorResponse("ERROR", c.clientError(err)))
+}
+
+// fatal sends a FATAL ErrorResponse and returns the error that ends the
+// connection.
+func (c *conn) fatal(e *sqlerr.Error) error {
+	c.send(errorResponse("FATAL", e))
+	_ = c.nc.SetWriteDeadline(time.Now().Add(fatalWriteTimeout))
+	c.flushNoDeadline()
+	return &fatalError{e: e}
+}
+
+// readFailed ends the connection after c.receive failed: protocol
+// violations and oversized messages are reported to the client, a
+// vanished client is not.
+func (c *conn) readFailed(err error) error {
+	var tl *tooLargeError
+	if errors.As(err, &tl) {
+		c.log.Info("pgwire: message too large", "size", tl.size, "max", tl.max)
+		return c.fatal(sqlerr.New(sqlerr.ProgramLimitExceeded, "message of %d bytes exceeds the maximum message size of %d bytes", tl.size, tl.max))
+	}
+	var pe *protocolError
+	if errors.As(err, &pe) {
+		c.log.Info("pgwire: protocol violation", "err", pe)
+		return c.fatal(sqlerr.New(sqlerr.ProtocolViolation, "%s", pe.msg))
+	}
+	return fmt.Errorf("pgwire: reading from client: %w", err)
+}
+
+// send queues msg for the next flush.
+func (c *conn) send(msg pgproto3.BackendMessage) {
+	buf, err := msg.Encode(c.wbuf)
+	if err != nil {
+		if c.werr == nil {
+			c.werr = fmt.Errorf("pgwire: encoding %T: %w", msg, err)
+		}
+		return
+	}
+	c.wbuf = buf
+}
+
+// flush writes the queued messages.
+func (c *conn) flush() error {
+	if t := c.srv.opts.WriteTimeout; t > 0 && len(c.wbuf) > 0 {
+		if err := c.nc.SetWriteDeadline(time.Now().Add(t)); err != nil {
+			return fmt.Errorf("pgwire: setting write deadline: %w", err)
+		}
+	}
+	return c.flushNoDeadline()
+}
+
+func (c *conn) flushNoDeadline() error {
+	if c.werr != nil {
+		err := c.werr
+		c.werr = nil
+		c.wbuf = c.wbuf[:0]
+		return err
+	}
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	_, err := c.nc.Write(c.wbuf)
+	if cap(c.wbuf) > maxRetainedWriteBuf {
+		c.wbuf = nil
+	} else {
+		c.wbuf = c.wbuf[:0]
+	}
+	if err != nil {
+		return fmt.Errorf("pgwire: writing to client: %w", err)
+	}
+	return nil
+}
+
+// receive reads one message through the pgproto3 Backend, turning decode
+// failures (including panics in decoders fed malformed bodies) into
+// *protocolError. The message is valid until the next receive.
+func (c *conn) receive() (msg pgproto3.FrontendMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Debug("pgwire: decoder panicked on malformed message", "panic", r)
+			msg, err = nil, &protocolError{msg: "invalid message format"}
+		}
+	}()
+	msg, err = c.be.Receive()
+	if err == nil {
+		return msg, nil
+	}
+	if msg != nil {
+		// The body was read but did not decode.
+		return nil, &protocolError{msg: "invalid message format", err: err}
+	}
+	if c.rd.err != nil {
+		return nil, err // reading failed or the message is too large
+	}
+	// The header was read, then refused: an unknown type or a bad length.
+	if h := c.rd.last; len(h) == 5 {
+		if !knownFrontendType(h[0]) {
+			return nil, &protocolError{msg: fmt.Sprintf("invalid frontend message type %d", h[0]), err: err}
+		}
+		return nil, &protocolError{msg: "invalid message length", err: err}
+	}
+	return nil, &protocolError{msg: "invalid message", err: err}
+}
+
+func knownFrontendType(t byte) bool {
+	switch t {
+	case 'B', 'C', 'D', 'E', 'F', 'f', 'd', 'c', 'H', 'P', 'p', 'Q', 'S', 'X':
+		return true
+	}
+	return false
+}
+
+func messageTypeName(msg pgproto3.FrontendMessage) string {
+	return strings.TrimPrefix(fmt.Sprintf("%T", msg), "*pgproto3.")
+}
+
+// errClosedByServer ends a connection that Shutdown or forceClose closed.
+var errClosedByServer = errors.New("pgwire: connection closed by server")
+
+// fatalError ends a connection after a FATAL ErrorResponse was sent.
+type fatalError struct{ e *sqlerr.Error }
+
+func (f *fatalError) Error() string {
+	return fmt.Sprintf("pgwire: sent FATAL %s: %s", f.e.Code, f.e.Message)
+}
+
+func (f *fatalError) Unwrap() error { return f.e }
+
+// protocolError is a message the client should not have sent.
+type protocolError struct {
+	msg string
+	err error
+}
+
+func (p *protocolError) Error() string {
+	if p.err != nil {
+		return p.msg + ": " + p.err.Error()
+	}
+	return p.msg
+}
+
+func (p *protocolError) Unwrap() error { return p.err }

@@ -1,0 +1,467 @@
+package pgwire
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgproto3/v2"
+
+	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+const (
+	testUser     = "alice"
+	testPassword = "correct horse battery staple"
+	testDatabase = "sales"
+)
+
+// secretInError is the text of a non-sqlerr error the test engine returns;
+// it must never reach a client.
+const secretInError = "backend said: salary of bob is 123456"
+
+// testSessions is an in-test Sessions: one user, canned results chosen by
+// the query text.
+type testSessions struct {
+	verifiers map[string]auth.SCRAMVerifier
+
+	mu      sync.Mutex
+	opened  []openCall
+	closed  int
+	release chan struct{} // "wait" queries block until this is closed
+	started chan string   // receives the text of "wait"/"sleep" queries when they start
+}
+
+type openCall struct {
+	user, database string
+	params         map[string]string
+}
+
+func newTestSessions(t testing.TB, iterations int) *testSessions {
+	t.Helper()
+	return &testSessions{
+		verifiers: map[string]auth.SCRAMVerifier{testUser: makeVerifier(t, testPassword, iterations)},
+		release:   make(chan struct{}),
+		started:   make(chan string, 100),
+	}
+}
+
+// makeVerifier derives a SCRAM-SHA-256 verifier with the given iteration
+// count (fuzzing uses 1 to stay fast).
+func makeVerifier(t testing.TB, password string, iterations int) auth.SCRAMVerifier {
+	t.Helper()
+	salt := make([]byte, 16)
+	rand.Read(salt)
+	salted, err := pbkdf2.Key(sha256.New, password, salt, iterations, sha256.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientKey := hmacSum(salted, "Client Key")
+	stored := sha256.Sum256(clientKey)
+	return auth.SCRAMVerifier{Iterations: iterations, Salt: salt, StoredKey: stored[:], ServerKey: hmacSum(salted, "Server Key")}
+}
+
+func hmacSum(key []byte, msg string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(msg))
+	return m.Sum(nil)
+}
+
+func (s *testSessions) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
+	v, ok := s.verifiers[user]
+	return v, ok
+}
+
+func (s *testSessions) Open(ctx context.Context, user, database string, params map[string]string) (Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opened = append(s.opened, openCall{user, database, params})
+	switch database {
+	case "nosuchdb":
+		return nil, sqlerr.New(sqlerr.InvalidCatalogName, "database %q does not exist", database)
+	case "brokendb":
+		return nil, errors.New(secretInError)
+	}
+	return &testSession{s: s}, nil
+}
+
+func (s *testSessions) lastOpen() openCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opened[len(s.opened)-1]
+}
+
+func (s *testSessions) closedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+type testSession struct {
+	s      *testSessions
+	closed bool
+}
+
+var cannedTime = time.Date(2024, 3, 15, 12, 30, 45, 123456000, time.UTC)
+
+func cannedResult() *engine.Result {
+	return &engine.Result{
+		Columns: []engine.Column{
+			{Name: "id", Type: sqltypes.Int8},
+			{Name: "amount", Type: sqltypes.Numeric},
+			{Name: "ratio", Type: sqltypes.Float8},
+			{Name: "name", Type: sqltypes.Text},
+			{Name: "day", Type: sqltypes.Date},
+			{Name: "flag", Type: sqltypes.Bool},
+			{Name: "missing", Type: sqltypes.Text},
+			{Name: "at", Type: sqltypes.Timestamptz},
+		},
+		Rows: [][]any{
+			{int64(1), sqltypes.Decimal("12.50"), 0.1, "ünïcode 'quoted'", time.Date(2024, 3, 15, 0, 0, 0, 0, time.UTC), true, nil, cannedTime},
+			{int64(-9223372036854775808), sqltypes.Decimal("-0.001"), 1e20, "", time.Date(1999, 12, 31, 0, 0, 0, 0, time.UTC), false, nil, cannedTime.Add(-123456 * time.Microsecond)},
+		},
+	}
+}
+
+func (t *testSession) Execute(ctx context.Context, sql string) ([]*engine.Result, error) {
+	if t.closed {
+		panic("Execute after Close")
+	}
+	q := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql), ";"))
+	switch {
+	case q == "select canned":
+		return []*engine.Result{cannedResult()}, nil
+	case q == "bad":
+		return nil, &sqlerr.Error{Code: sqlerr.SyntaxError, Message: `syntax error at or near "bad"`, Detail: "some detail", Hint: "some hint", Position: 1}
+	case q == "boom":
+		return nil, fmt.Errorf("engine: %w", errors.New(secretInError))
+	case q == "" || q == "-- ping":
+		return nil, nil
+	case q == "set x":
+		return []*engine.Result{{Tag: "SET"}}, nil
+	case q == "multi":
+		return []*engine.Result{
+			{Columns: []engine.Column{{Name: "a", Type: sqltypes.Int4}}, Rows: [][]any{{int64(1)}}},
+			{Columns: []engine.Column{{Name: "b", Type: sqltypes.Text}}, Rows: [][]any{{"x"}, {"y"}}, Tag: "SELECT 2"},
+		}, nil
+	case q == "wait":
+		t.s.started <- q
+		select {
+		case <-t.s.release:
+			return []*engine.Result{{Columns: []engine.Column{{Name: "done", Type: sqltypes.Bool}}, Rows: [][]any{{true}}}}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case q == "wait ignoring ctx":
+		t.s.started <- q
+		<-t.s.release
+		return nil, nil
+	case q == "panic":
+		panic("engine bug")
+	case q == "badresult":
+		return []*engine.Result{{Columns: []engine.Column{{Name: "a", Type: sqltypes.Int8}}, Rows: [][]any{{int64(1), int64(2)}}}}, nil
+	case q == "badvalue":
+		return []*engine.Result{{Columns: []engine.Column{{Name: "a", Type: sqltypes.Int8}}, Rows: [][]any{{struct{}{}}}}}, nil
+	case strings.HasPrefix(q, "rows "):
+		var n int
+		fmt.Sscanf(q, "rows %d", &n)
+		r := &engine.Result{Columns: []engine.Column{{Name: "n", Type: sqltypes.Int8}, {Name: "pad", Type: sqltypes.Text}}}
+		for i := range n {
+			r.Rows = append(r.Rows, []any{int64(i), strings.Repeat("x", 100)})
+		}
+		return []*engine.Result{r}, nil
+	}
+	return []*engine.Result{{
+		Columns: []engine.Column{{Name: "echo", Type: sqltypes.Text}},
+		Rows:    [][]any{{sql}},
+	}}, nil
+}
+
+func (t *testSession) Close() {
+	t.closed = true
+	t.s.mu.Lock()
+	t.s.closed++
+	t.s.mu.Unlock()
+}
+
+// logBuffer collects a server's log for inspection and for failed tests.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+type testServer struct {
+	srv      *Server
+	sessions *testSessions
+	addr     string
+	port     string
+	logs     *logBuffer
+	serveErr chan error
+	cancel   context.CancelFunc
+}
+
+// startServer serves on 127.0.0.1:0 until the test ends, then shuts down
+// and checks that every connection was closed.
+func startServer(t *testing.T, opts Options) *testServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	ts := &testServer{
+		sessions: newTestSessions(t, auth.SCRAMIterations),
+		addr:     ln.Addr().String(),
+		logs:     logs,
+		serveErr: make(chan error, 1),
+	}
+	_, ts.port, _ = net.SplitHostPort(ts.addr)
+	ts.srv = NewServer(ts.sessions, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	ts.cancel = cancel
+	go func() { ts.serveErr <- ts.srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		defer cancel()
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		select {
+		case <-ts.sessions.release:
+		default:
+			close(ts.sessions.release)
+		}
+		if err := ts.srv.Shutdown(sctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		select {
+		case err := <-ts.serveErr:
+			if err != nil && !errors.Is(err, ErrServerClosed) && !errors.Is(err, context.Canceled) {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("Serve did not return")
+		}
+		if strings.Contains(logs.String(), "panic while serving") && !strings.Contains(t.Name(), "Panic") {
+			t.Errorf("a connection panicked")
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	return ts
+}
+
+func (ts *testServer) connString(user, password, extra string) string {
+	s := fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable&default_query_exec_mode=simple_protocol",
+		user, strings.ReplaceAll(password, " ", "%20"), ts.addr, testDatabase)
+	if extra != "" {
+		s += "&" + extra
+	}
+	return s
+}
+
+// rawClient speaks the protocol by hand, for what real drivers never send.
+type rawClient struct {
+	t  testing.TB
+	nc net.Conn
+	fe *pgproto3.Frontend
+}
+
+func dialRaw(t testing.TB, addr string) *rawClient {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	t.Cleanup(func() { nc.Close() })
+	return newRawClient(t, nc)
+}
+
+func newRawClient(t testing.TB, nc net.Conn) *rawClient {
+	return &rawClient{t: t, nc: nc, fe: pgproto3.NewFrontend(pgproto3.NewChunkReader(nc), nc)}
+}
+
+func (c *rawClient) write(b []byte) {
+	c.t.Helper()
+	if _, err := c.nc.Write(b); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+func (c *rawClient) send(msg pgproto3.FrontendMessage) {
+	c.t.Helper()
+	if err := c.fe.Send(msg); err != nil {
+		c.t.Fatalf("send %T: %v", msg, err)
+	}
+}
+
+func (c *rawClient) receive() pgproto3.BackendMessage {
+	c.t.Helper()
+	msg, err := c.fe.Receive()
+	if err != nil {
+		c.t.Fatalf("receive: %v", err)
+	}
+	return msg
+}
+
+// expectError reads until an ErrorResponse and returns it.
+func (c *rawClient) expectError() *pgproto3.ErrorResponse {
+	c.t.Helper()
+	for {
+		msg := c.receive()
+		if e, ok := msg.(*pgproto3.ErrorResponse); ok {
+			cp := *e
+			return &cp
+		}
+	}
+}
+
+// expectClosed asserts that the server closes the connection without
+// sending anything more.
+func (c *rawClient) expectClosed() {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b := make([]byte, 1)
+	n, err := c.nc.Read(b)
+	if err == nil {
+		c.t.Fatalf("expected close, read %d bytes: %q", n, b[:n])
+	}
+	if errors.Is(err, io.EOF) || isConnReset(err) {
+		return
+	}
+	c.t.Fatalf("expected close, got %v", err)
+}
+
+func isConnReset(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "broken pipe"))
+}
+
+func startupMessage(params map[string]string) []byte {
+	b, _ := (&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: params}).Encode(nil)
+	return b
+}
+
+// login sends a startup message and runs SCRAM with password, returning the
+// first message after the exchange (AuthenticationOk or an ErrorResponse).
+func (c *rawClient) login(user, password string) pgproto3.BackendMessage {
+	c.t.Helper()
+	c.write(startupMessage(map[string]string{"user": user, "database": testDatabase}))
+	msg, err := scramLogin(c.fe, password)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return msg
+}
+
+// loginReady logs in and reads up to ReadyForQuery.
+func (c *rawClient) loginReady() {
+	c.t.Helper()
+	if _, ok := c.login(testUser, testPassword).(*pgproto3.AuthenticationOk); !ok {
+		c.t.Fatal("login failed")
+	}
+	for {
+		if _, ok := c.receive().(*pgproto3.ReadyForQuery); ok {
+			return
+		}
+	}
+}
+
+// scramLogin is the client side of SCRAM-SHA-256, written from RFC 5802.
+func scramLogin(fe *pgproto3.Frontend, password string) (pgproto3.BackendMessage, error) {
+	msg, err := fe.Receive()
+	if err != nil {
+		return nil, err
+	}
+	sasl, ok := msg.(*pgproto3.AuthenticationSASL)
+	if !ok {
+		return msg, fmt.Errorf("expected AuthenticationSASL, got %T", msg)
+	}
+	if len(sasl.AuthMechanisms) != 1 || sasl.AuthMechanisms[0] != "SCRAM-SHA-256" {
+		return nil, fmt.Errorf("mechanisms %v", sasl.AuthMechanisms)
+	}
+	nonceBytes := make([]byte, 18)
+	rand.Read(nonceBytes)
+	clientFirstBare := "n=,r=" + base64.StdEncoding.EncodeToString(nonceBytes)
+	if err := fe.Send(&pgproto3.SASLInitialResponse{AuthMechanism: "SCRAM-SHA-256", Data: []byte("n,," + clientFirstBare)}); err != nil {
+		return nil, err
+	}
+	msg, err = fe.Receive()
+	if err != nil {
+		return nil, err
+	}
+	cont, ok := msg.(*pgproto3.AuthenticationSASLContinue)
+	if !ok {
+		return msg, fmt.Errorf("expected AuthenticationSASLContinue, got %T", msg)
+	}
+	serverFirst := string(cont.Data)
+	attrs := map[string]string{}
+	for _, kv := range strings.Split(serverFirst, ",") {
+		attrs[kv[:1]] = kv[2:]
+	}
+	salt, _ := base64.StdEncoding.DecodeString(attrs["s"])
+	var iters int
+	fmt.Sscan(attrs["i"], &iters)
+	salted, err := pbkdf2.Key(sha256.New, password, salt, iters, sha256.Size)
+	if err != nil {
+		return nil, err
+	}
+	clientKey := hmacSum(salted, "Client Key")
+	stored := sha256.Sum256(clientKey)
+	withoutProof := "c=biws,r=" + attrs["r"]
+	authMessage := clientFirstBare + "," + serverFirst + "," + withoutProof
+	sig := hmacSum(stored[:], authMessage)
+	proof := make([]byte, len(clientKey))
+	for i := range proof {
+		proof[i] = clientKey[i] ^ sig[i]
+	}
+	if err := fe.Send(&pgproto3.SASLResponse{Data: []byte(withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof))}); err != nil {
+		return nil, err
+	}
+	msg, err = fe.Receive()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := msg.(*pgproto3.AuthenticationSASLFinal); !ok {
+		return msg, nil
+	}
+	return fe.Receive()
+}
+
+// header builds a message header with an arbitrary length word.
+func header(typ byte, length uint32) []byte {
+	b := []byte{typ, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[1:], length)
+	return b
+}

@@ -1,0 +1,305 @@
+package pgwire
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Defaults for the zero fields of Options.
+const (
+	DefaultMaxMessageSize = 1 << 20
+	DefaultServerVersion  = "15.0 (dpproxy)"
+	DefaultAuthTimeout    = time.Minute
+)
+
+// fallbackVersionNum is reported as server_version_num when ServerVersion
+// does not start with a version number.
+const fallbackVersionNum = "150000"
+
+// ErrServerClosed is returned by Serve after Shutdown has been called.
+var ErrServerClosed = errors.New("pgwire: server closed")
+
+// Options configures a Server. The zero value gives the defaults.
+type Options struct {
+	// MaxMessageSize is the largest message body, in bytes, accepted from a
+	// client after startup. Longer messages are refused with FATAL 54000
+	// before any buffer for them is allocated. Default 1 MiB.
+	MaxMessageSize int
+	// ServerVersion is reported as server_version; server_version_num is
+	// derived from its leading version number. Default "15.0 (dpproxy)".
+	ServerVersion string
+	// Logger receives connection-level events. Default slog.Default().
+	Logger *slog.Logger
+	// IdleTimeout closes a session that sends nothing for this long while
+	// waiting for its next message (FATAL 57P05). Zero means no limit.
+	IdleTimeout time.Duration
+	// AuthTimeout bounds startup and authentication, like PostgreSQL's
+	// authentication_timeout. Default 1 minute.
+	AuthTimeout time.Duration
+	// WriteTimeout bounds each write to a client, so that a client that
+	// stops reading cannot hold a connection forever. Zero means no limit.
+	WriteTimeout time.Duration
+}
+
+// Server accepts PostgreSQL client connections and serves each in its own
+// goroutine. Create it with NewServer.
+type Server struct {
+	sessions   Sessions
+	opts       Options
+	log        *slog.Logger
+	versionNum string
+	// mockSecret keys the salts of mock verifiers for unknown users, so that
+	// an unknown user sees the same salt on every attempt, as a real one does.
+	mockSecret [32]byte
+
+	shuttingDown atomic.Bool
+	nextConnID   atomic.Uint64
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	byPID     map[uint32]*conn // for CancelRequest
+	drained   chan struct{}    // closed once shutting down with no connections left
+	isDrained bool
+}
+
+// NewServer returns a server that authenticates clients and opens sessions
+// through sessions.
+func NewServer(sessions Sessions, opts Options) *Server {
+	if opts.MaxMessageSize <= 0 {
+		opts.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if opts.ServerVersion == "" {
+		opts.ServerVersion = DefaultServerVersion
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.AuthTimeout <= 0 {
+		opts.AuthTimeout = DefaultAuthTimeout
+	}
+	s := &Server{
+		sessions:  sessions,
+		opts:      opts,
+		log:       opts.Logger,
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+		byPID:     make(map[uint32]*conn),
+		drained:   make(chan struct{}),
+	}
+	if n, ok := versionNum(opts.ServerVersion); ok {
+		s.versionNum = n
+	} else {
+		s.versionNum = fallbackVersionNum
+		s.log.Warn("pgwire: server version does not start with a version number; reporting server_version_num "+fallbackVersionNum,
+			"server_version", opts.ServerVersion)
+	}
+	if _, err := rand.Read(s.mockSecret[:]); err != nil {
+		// crypto/rand does not fail on supported platforms.
+		panic(fmt.Sprintf("pgwire: reading random secret: %v", err))
+	}
+	return s
+}
+
+// Serve accepts connections on ln until ctx is cancelled, ln is closed or
+// Shutdown is called, serving each connection in its own goroutine.
+//
+// When ctx is cancelled, Serve closes ln and every connection it accepted
+// (cancelling their contexts, so running queries are told to stop), waits
+// for their goroutines and returns ctx.Err(). After Shutdown it returns
+// ErrServerClosed at once; Shutdown does the waiting. If ln fails, Serve
+// returns the wrapped error and leaves running connections alone.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if !s.trackListener(ln) {
+		ln.Close()
+		return ErrServerClosed
+	}
+	defer s.untrackListener(ln)
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+
+	var wg sync.WaitGroup
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			switch {
+			case s.shuttingDown.Load():
+				return ErrServerClosed
+			case ctx.Err() != nil:
+				wg.Wait()
+				return ctx.Err()
+			case isTemporaryAcceptError(err):
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("pgwire: accept failed; retrying", "err", err, "retry_in", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-ctx.Done():
+				}
+				continue
+			}
+			return fmt.Errorf("pgwire: accept: %w", err)
+		}
+		backoff = 0
+		c := s.newConn(ctx, nc)
+		if !s.register(c) {
+			c.cancel()
+			nc.Close()
+			continue
+		}
+		wg.Go(c.serve)
+	}
+}
+
+// Shutdown stops accepting connections, closes idle sessions (they get
+// FATAL 57P01) and waits for running queries to deliver their results,
+// closing each connection as its query ends. If ctx ends first, the
+// remaining connections are closed at once and ctx's error is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shuttingDown.Store(true)
+	s.mu.Lock()
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.checkDrainedLocked()
+	s.mu.Unlock()
+
+	for _, c := range conns {
+		c.shutdownIfIdle()
+	}
+	select {
+	case <-s.drained:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	conns = conns[:0]
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.forceClose()
+	}
+	return fmt.Errorf("pgwire: shutdown: %w", ctx.Err())
+}
+
+func (s *Server) trackListener(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuttingDown.Load() {
+		return false
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) untrackListener(ln net.Listener) {
+	s.mu.Lock()
+	delete(s.listeners, ln)
+	s.mu.Unlock()
+}
+
+// register adds c to the live connections and gives it a process ID that
+// no other live connection has. It refuses once Shutdown has begun.
+func (s *Server) register(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuttingDown.Load() {
+		return false
+	}
+	for {
+		c.pid = randUint32() & 0x7fffffff // positive, like a real PID
+		if _, taken := s.byPID[c.pid]; !taken && c.pid != 0 {
+			break
+		}
+	}
+	c.secret = randUint32()
+	s.conns[c] = struct{}{}
+	s.byPID[c.pid] = c
+	return true
+}
+
+func (s *Server) unregister(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	if s.byPID[c.pid] == c {
+		delete(s.byPID, c.pid)
+	}
+	s.checkDrainedLocked()
+}
+
+func (s *Server) checkDrainedLocked() {
+	if s.shuttingDown.Load() && len(s.conns) == 0 && !s.isDrained {
+		s.isDrained = true
+		close(s.drained)
+	}
+}
+
+// connByPID returns the live connection with process ID pid, if any.
+func (s *Server) connByPID(pid uint32) *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byPID[pid]
+}
+
+func isTemporaryAcceptError(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ENOBUFS) ||
+		errors.Is(err, syscall.ENOMEM)
+}
+
+// versionNum derives server_version_num from a version string the way
+// PostgreSQL does: "15.4 (x)" → "150004", "9.6.3" → "90603".
+func versionNum(v string) (string, bool) {
+	end := 0
+	for end < len(v) && (v[end] == '.' || (v[end] >= '0' && v[end] <= '9')) {
+		end++
+	}
+	parts := strings.Split(strings.Trim(v[:end], "."), ".")
+	nums := make([]int, 3)
+	for i, p := range parts {
+		if i >= len(nums) {
+			break
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil || n > 9999 || (i > 0 && n > 99) {
+			return "", false
+		}
+		nums[i] = n
+	}
+	if nums[0] == 0 {
+		return "", false
+	}
+	if nums[0] >= 10 {
+		return strconv.Itoa(nums[0]*10000 + nums[1]), true
+	}
+	return strconv.Itoa(nums[0]*10000 + nums[1]*100 + nums[2]), true
+}
+
+func randUint32() uint32 {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("pgwire: reading random bytes: %v", err))
+	}
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}

@@ -1,0 +1,37 @@
+package pgwire
+
+import (
+	"context"
+
+	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/engine"
+)
+
+// Sessions creates per-connection sessions and checks credentials.
+// Implementations must be safe for concurrent use: every connection calls
+// them from its own goroutine.
+type Sessions interface {
+	// SCRAMVerifier returns the analyst's verifier; ok=false for unknown users.
+	SCRAMVerifier(user string) (auth.SCRAMVerifier, bool)
+	// Open starts a session for an authenticated user. params are the
+	// startup parameters the client sent (user, database, application_name,
+	// client_encoding, GUCs such as DateStyle or TimeZone, ...). An
+	// *sqlerr.Error is sent to the client as a FATAL error with its code
+	// (e.g. 3D000 for an unknown database); any other error as XX000.
+	Open(ctx context.Context, user, database string, params map[string]string) (Session, error)
+}
+
+// Session is one client connection's view of the engine. A Session is used
+// by one goroutine at a time: Execute is never called concurrently with
+// itself or with Close.
+type Session interface {
+	// Execute runs one SQL string, which may contain zero statements (e.g.
+	// "-- ping" or ";"), and returns one Result per statement; an empty slice
+	// is answered with EmptyQueryResponse. Errors that are *sqlerr.Error are
+	// sent with their Code/Message/Detail/Hint/Position; other errors as
+	// XX000 "internal error" — their text is logged, never sent.
+	Execute(ctx context.Context, sql string) ([]*engine.Result, error)
+	// Close releases the session. It is called exactly once, when the
+	// connection ends.
+	Close()
+}

@@ -1,0 +1,25 @@
+package proxy
+
+import (
+	"context"
+
+	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/proxy/pgwire"
+	"github.com/dpproxy/dpproxy/rewrite"
+)
+
+// PostgresSessions adapts an Engine to the PostgreSQL front end.
+type PostgresSessions struct{ Engine *engine.Engine }
+
+var _ pgwire.Sessions = PostgresSessions{}
+
+// SCRAMVerifier implements pgwire.Sessions.
+func (p PostgresSessions) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
+	return p.Engine.SCRAMVerifier(user)
+}
+
+// Open implements pgwire.Sessions.
+func (p PostgresSessions) Open(_ context.Context, user, _ string, _ map[string]string) (pgwire.Session, error) {
+	return p.Engine.NewSession(user, rewrite.PostgresFrontEnd)
+}
