@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/config"
+)
+
+func runCmd(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// passwd prints verifiers that a policy accepts and that check the password.
+func TestPasswdPrintsUsableVerifiers(t *testing.T) {
+	out, _, err := runCmd(t, "s3cret pass\n", "passwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "s3cret") {
+		t.Fatal("passwd printed the password itself")
+	}
+	policy := "backend: {kind: sqlite, path: x.db}\nanalysts:\n  - name: bob\n" + out + "    budget: {epsilon: 1}\n"
+	pol, err := config.Parse([]byte(policy), "passwd-output.yaml")
+	if err != nil {
+		t.Fatalf("policy with passwd output: %v\n%s", err, policy)
+	}
+	a, _ := pol.Analyst("bob")
+	if a.Password.MySQLNativePassword != auth.MySQLNativeVerifier("s3cret pass") {
+		t.Error("mysql_native_password verifier does not match the password")
+	}
+	if a.Password.CachingSHA2Password != auth.CachingSHA2Verifier("s3cret pass") {
+		t.Error("caching_sha2_password verifier does not match the password")
+	}
+	if _, ok := a.Password.SCRAM(); !ok {
+		t.Error("no SCRAM verifier")
+	}
+	if _, _, err := runCmd(t, "\n", "passwd"); err == nil {
+		t.Error("an empty password was accepted")
+	}
+}
+
+func TestExplainShowsSensitivityAndSpendsNothing(t *testing.T) {
+	dir := t.TempDir()
+	pol, err := demoPolicyIn(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyPath := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policyPath, demoPolicy, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCmd(t, "", "explain", "--config", policyPath, "SELECT diagnosis, COUNT(*), AVG(cost) FROM visits GROUP BY diagnosis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// visits: L0 = 4, Linf = 3, cost in [0, 1000]; ε = 0.5 over 3 measurements.
+	for _, want := range []string{
+		"at most 4 group(s) per unit, at most 3 row(s)",
+		`SELECT "dp_g0"`,
+		"group privacy",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, out)
+		}
+	}
+	// Sensitivities: count L0·Linf = 12; centred sum L0·Linf·(hi−lo)/2 = 6000;
+	// scale = sensitivity / (0.5/3).
+	for _, want := range []string{
+		"COUNT(*) count discrete Laplace 12 0.166667 72",
+		"AVG(cost) centered sum Laplace (granular) 6000 0.166667 36000",
+	} {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(strings.Join(strings.Fields(line), " "), want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("explain output lacks a row %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(pol.Ledger.Path); err == nil {
+		t.Error("explain created a ledger")
+	}
+
+	_, _, err = runCmd(t, "", "explain", "--config", policyPath, "SELECT * FROM patients")
+	if err == nil || !strings.Contains(err.Error(), "42501") {
+		t.Errorf("explain of a raw read: %v", err)
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	_, stderr, err := runCmd(t, "", "frobnicate")
+	if !errors.Is(err, errUsage) || !strings.Contains(stderr, `unknown command "frobnicate"`) {
+		t.Errorf("got %v, %q", err, stderr)
+	}
+}

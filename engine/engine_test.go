@@ -1,0 +1,266 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dpproxy/dpproxy/budget"
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/mechanisms"
+	"github.com/dpproxy/dpproxy/proxy/backend"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
+	_ "modernc.org/sqlite"
+)
+
+const testPolicy = `
+backend: {kind: sqlite, path: unused.db}
+defaults: {epsilon: 0.5, max_groups_per_unit: 2, max_rows_per_unit: 3}
+analysts:
+  - name: ana
+    password:
+      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
+    budget: {epsilon: 1.2}
+protected_tables:
+  - name: visits
+    privacy_unit: patient_id
+    columns:
+      - {name: patient_id, type: int}
+      - {name: kind, type: text, group_by: true, keys: [a, b, empty]}
+      - {name: cost, type: numeric, bounds: [10, 20]}
+      - {name: n, type: int, bounds: [0, 5]}
+public_tables: [notes]
+`
+
+func loadPolicy(t testing.TB) *config.Policy {
+	t.Helper()
+	pol, err := config.Parse([]byte(testPolicy), "engine_test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
+}
+
+func plan(t testing.TB, pol *config.Policy, query string) *rewrite.Plan {
+	t.Helper()
+	stmts, err := rewrite.Parse(query, rewrite.PostgresFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := rewrite.Analyze(stmts[0], pol, rewrite.Options{Dialect: rewrite.SQLite, Epsilon: pol.Defaults.Epsilon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q.Plan
+}
+
+// The noise a released count carries must have the variance the plan's
+// sensitivity and ε call for: Laplace with b = Δ/ε has variance 2b².
+func TestReleasedNoiseMatchesPlan(t *testing.T) {
+	pol := loadPolicy(t)
+	p := plan(t, pol, "SELECT COUNT(*) FROM visits")
+	m := p.Measurements[0]
+	if m.Sensitivity != 3 || m.Epsilon != 0.5 { // Linf = 3 rows, one group
+		t.Fatalf("plan: sensitivity %v epsilon %v; want 3 and 0.5", m.Sensitivity, m.Epsilon)
+	}
+	b := m.Sensitivity / m.Epsilon
+	rows := &backend.Rows{Values: [][]any{{int64(1000)}}}
+	r := mechanisms.Seeded(1)
+	const n = 20000
+	var sum, sumSq float64
+	for i := 0; i < n; i++ {
+		res, err := release(p, rows, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := float64(res.Rows[0][0].(int64)) - 1000
+		sum += d
+		sumSq += d * d
+	}
+	mean := sum / n
+	variance := sumSq/n - mean*mean
+	want := 2 * b * b
+	if math.Abs(mean) > 4.4*math.Sqrt(want/n) {
+		t.Errorf("noise mean %v, want 0 ± %v", mean, 4.4*math.Sqrt(want/n))
+	}
+	if math.Abs(variance-want)/want > 0.1 {
+		t.Errorf("noise variance %v, want %v (2b², b=%v) within 10%%", variance, want, b)
+	}
+}
+
+// GROUP BY releases exactly the public keys, in policy order, with noisy
+// zeros for keys absent from the data, and drops keys not in the list.
+func TestReleasePublicKeys(t *testing.T) {
+	pol := loadPolicy(t)
+	p := plan(t, pol, "SELECT kind, COUNT(*), AVG(cost) FROM visits GROUP BY kind")
+	// backend columns: key, count(*), count(cost), sum(cost), units
+	rows := &backend.Rows{Values: [][]any{
+		{"b", int64(500), int64(500), sqltypes.Decimal("7500.00"), int64(200)},
+		{"secret-key", int64(900), int64(900), sqltypes.Decimal("9000"), int64(1)},
+		{"a", int64(40), int64(40), sqltypes.Decimal("600"), int64(20)},
+	}}
+	res, err := release(p, rows, mechanisms.Seeded(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 3 {
+		t.Fatalf("got %d rows, want the 3 public keys: %v", len(res.Rows), res.Rows)
+	}
+	for i, want := range []string{"a", "b", "empty"} {
+		row := res.Rows[i]
+		if row[0] != want {
+			t.Errorf("row %d key %v, want %q", i, row[0], want)
+		}
+		if c := row[1].(int64); c < 0 {
+			t.Errorf("count %d is negative", c)
+		}
+		avg := row[2].(sqltypes.Decimal)
+		if f := toFloat(avg); f < 10 || f > 20 {
+			t.Errorf("AVG %v outside its bounds [10, 20]", avg)
+		}
+	}
+	if got := res.Columns[1].Type; got != sqltypes.Int8 {
+		t.Errorf("COUNT type %v, want bigint", got)
+	}
+	if got := res.Columns[2].Type; got != sqltypes.Numeric {
+		t.Errorf("AVG(numeric) type %v, want numeric", got)
+	}
+}
+
+// A failing randomness source stops the release: no rows, an error.
+func TestReleaseFailsClosedWithoutRandomness(t *testing.T) {
+	pol := loadPolicy(t)
+	p := plan(t, pol, "SELECT SUM(cost) FROM visits")
+	rows := &backend.Rows{Values: [][]any{{int64(3), sqltypes.Decimal("45")}}}
+	res, err := release(p, rows, mechanisms.NewRand(failingReader{}))
+	if err == nil || res != nil {
+		t.Fatalf("release with a failing RNG returned %v, %v; want an error and nothing else", res, err)
+	}
+}
+
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("entropy source failed") }
+
+// engineFixture is an engine over a small SQLite database and a ledger.
+func engineFixture(t *testing.T) (*Engine, *budget.Accountant, backend.Backend) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "data.db")
+	db, err := sql.Open("sqlite", dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE visits (patient_id INTEGER, kind TEXT, cost NUMERIC, n INTEGER)`,
+		`INSERT INTO visits VALUES (1, 'a', 12, 1), (1, 'b', 15, 2), (2, 'a', 30, 9), (3, 'b', 5, 0)`,
+		`CREATE TABLE notes (body TEXT)`,
+		`INSERT INTO notes VALUES ('hello'), ('world')`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	be, err := backend.OpenSQLite(ctx, dbPath, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	store, err := budget.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	acct, err := budget.NewAccountant(ctx, store, map[string]budget.Cost{"ana": {Epsilon: 1.2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{Policy: loadPolicy(t), Backend: be, Dialect: rewrite.SQLite, Accountant: acct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, acct, be
+}
+
+func TestSessionChargesAndRefusesWhenExhausted(t *testing.T) {
+	e, acct, _ := engineFixture(t)
+	ctx := context.Background()
+	s, err := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Public tables and session statements cost nothing.
+	for _, q := range []string{"SELECT body FROM notes", "SET application_name = 'x'", "BEGIN", "-- nothing"} {
+		if _, err := s.Execute(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if st, _ := acct.Status("ana"); st.Spent.Epsilon != 0 {
+		t.Fatalf("free statements spent ε=%v", st.Spent.Epsilon)
+	}
+	// Two answers at ε = 0.5 fit in 1.2; the third does not.
+	for i := 0; i < 2; i++ {
+		res, err := s.Execute(ctx, "SELECT COUNT(*) FROM visits")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != 1 || len(res[0].Rows) != 1 {
+			t.Fatalf("result %v", res)
+		}
+	}
+	st, _ := acct.Status("ana")
+	if st.Spent.Epsilon != 1.0 {
+		t.Fatalf("spent ε=%v after two queries, want 1.0", st.Spent.Epsilon)
+	}
+	charges, err := acct.Charges(ctx, "ana", 10)
+	if err != nil || len(charges) != 2 || charges[0].Query != "SELECT COUNT(*) FROM visits" {
+		t.Fatalf("ledger: %v %v", charges, err)
+	}
+	_, err = s.Execute(ctx, "SELECT COUNT(*) FROM visits")
+	e2 := sqlerr.As(err)
+	if e2.Code != sqlerr.BudgetExhausted {
+		t.Fatalf("third query: %v, want %s", err, sqlerr.BudgetExhausted)
+	}
+	// Still usable for public data.
+	if _, err := s.Execute(ctx, "SELECT body FROM notes"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A backend that cannot be reached gives the reservation back; nothing
+// about the data was learned.
+func TestUnavailableBackendRefundsReservation(t *testing.T) {
+	e, acct, be := engineFixture(t)
+	be.Close()
+	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := s.Execute(ctx, "SELECT COUNT(*) FROM visits")
+	if sqlerr.As(err).Code != sqlerr.BackendUnavailable {
+		t.Fatalf("got %v, want %s", err, sqlerr.BackendUnavailable)
+	}
+	st, _ := acct.Status("ana")
+	if st.Spent.Epsilon != 0 || st.Reserved.Epsilon != 0 {
+		t.Fatalf("budget after an unreachable backend: %+v", st)
+	}
+}
+
+func TestMultipleStatementsRejected(t *testing.T) {
+	e, acct, _ := engineFixture(t)
+	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	_, err := s.Execute(context.Background(), "SELECT COUNT(*) FROM visits; SELECT COUNT(*) FROM visits")
+	if sqlerr.As(err).Code != sqlerr.FeatureNotSupported {
+		t.Fatalf("got %v", err)
+	}
+	if st, _ := acct.Status("ana"); st.Spent.Epsilon != 0 {
+		t.Fatal("a rejected query was charged")
+	}
+}
