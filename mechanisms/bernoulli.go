@@ -18,7 +18,10 @@ const maxLazyBits = 512
 // 2^127 (so that doubling a remainder cannot overflow).
 func (s *source) bernRat(num, den u128) (bool, error) {
 	if den.hi == 0 && den.lo < 1<<63 {
-		return s.bernRat64(num.lo, den.lo) // num < 2^64 whenever num < den
+		if num.hi != 0 {
+			return true, nil // num > den
+		}
+		return s.bernRat64(num.lo, den.lo)
 	}
 	if num.cmp(den) >= 0 {
 		return true, nil

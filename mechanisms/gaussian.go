@@ -67,7 +67,7 @@ func ClassicGaussianSigma(epsilon, delta, l2 float64) (float64, error) {
 	return l2 * math.Sqrt(2*math.Log(1.25/delta)) / epsilon, nil
 }
 
-// AnalyticGaussianSigma returns the smallest σ (to ~1e-15 relative, rounded
+// AnalyticGaussianSigma returns the smallest σ (to ~1e-11 relative, rounded
 // up) with GaussianDelta(σ, Δ2, ε) ≤ δ: the analytic Gaussian mechanism of
 // Balle & Wang 2018, found by bisection on the exact condition. Valid for
 // every ε. Since δ(σ) depends only on σ/Δ2, the search runs for Δ2 = 1 and
@@ -82,10 +82,14 @@ func AnalyticGaussianSigma(epsilon, delta, l2 float64) (float64, error) {
 	if err := checkPositive("l2Sensitivity", l2); err != nil {
 		return 0, err
 	}
+	// Search against a target lowered by 1e-11 relative, which absorbs the
+	// floating-point error of GaussianDelta (~1e-13 relative); the result is
+	// then re-verified with the actual Δ2.
+	target := delta * (1 - 1e-11)
 	f := func(s float64) float64 { return GaussianDelta(s, 1, epsilon) }
 	lo, hi := 1.0, 1.0
-	if f(hi) > delta {
-		for i := 0; f(hi) > delta; i++ {
+	if f(hi) > target {
+		for i := 0; f(hi) > target; i++ {
 			if i > 200 {
 				return 0, invalid("no Gaussian sigma satisfies epsilon=%v, delta=%v", epsilon, delta)
 			}
@@ -93,7 +97,7 @@ func AnalyticGaussianSigma(epsilon, delta, l2 float64) (float64, error) {
 			hi *= 2
 		}
 	} else {
-		for i := 0; f(lo) <= delta; i++ {
+		for i := 0; f(lo) <= target; i++ {
 			if i > 1000 {
 				return 0, invalid("Gaussian sigma for epsilon=%v, delta=%v is below the supported range", epsilon, delta)
 			}
@@ -101,16 +105,22 @@ func AnalyticGaussianSigma(epsilon, delta, l2 float64) (float64, error) {
 			lo /= 2
 		}
 	}
-	// Invariant: f(lo) > delta ≥ f(hi).
+	// Invariant: f(lo) > target ≥ f(hi).
 	for i := 0; i < 200 && hi-lo > hi*1e-15; i++ {
 		mid := lo + (hi-lo)/2
-		if f(mid) > delta {
+		if f(mid) > target {
 			lo = mid
 		} else {
 			hi = mid
 		}
 	}
 	sigma := math.Nextafter(hi*l2, math.Inf(1))
+	for i := 0; GaussianDelta(sigma, l2, epsilon) > delta; i++ {
+		if i >= 100 {
+			return 0, invalid("Gaussian sigma calibration failed for epsilon=%v, delta=%v, l2Sensitivity=%v", epsilon, delta, l2)
+		}
+		sigma *= 1 + 1e-14
+	}
 	if math.IsInf(sigma, 0) {
 		return 0, invalid("Gaussian sigma overflows for l2Sensitivity=%v", l2)
 	}

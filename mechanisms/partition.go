@@ -138,7 +138,7 @@ func (s *LaplaceThresholdSelector) FormulaThreshold() float64 { return s.tauForm
 // Scale returns the Laplace scale L0/ε of the noisy count.
 func (s *LaplaceThresholdSelector) Scale() float64 { return s.lap.Scale() }
 
-// maxOptimalTable bounds the π table of the optimal selector (64 MiB).
+// maxOptimalTable bounds the π table of the optimal selector (32 MiB).
 const maxOptimalTable = 1 << 22
 
 // OptimalSelector is the optimal partition selection rule of Desfontaines,
@@ -163,15 +163,10 @@ const maxOptimalTable = 1 << 22
 type OptimalSelector struct {
 	epsilon, delta float64
 	l0             int
-	// For n < len(tab): tab[n].p is π(n), or 1-π(n) when tab[n].comp.
-	// π(n) = 1 for n ≥ len(tab).
-	tab  []piEntry
+	// For n < len(tab): tab[n] ≥ 0 is π(n); tab[n] < 0 is -(1-π(n)), the
+	// complement, used once π(n) > 1/2. π(n) = 1 for n ≥ len(tab).
+	tab  []float64
 	half int64
-}
-
-type piEntry struct {
-	p    float64
-	comp bool
 }
 
 // NewOptimalSelection returns an OptimalSelector (see its documentation).
@@ -200,7 +195,18 @@ func newOptimalSelection(epsilon, delta float64, l0 int) (*OptimalSelector, erro
 	tooBig := func() error {
 		return invalid("epsilon/maxGroupsPerUnit = %v is too small for optimal partition selection with delta/maxGroupsPerUnit = %v (table would exceed %d entries); use NewLaplaceThreshold", ep, dp, maxOptimalTable)
 	}
-	tab := []piEntry{{p: 0}}
+	// Phase 1 alone takes about ln(1 + (e^ε'-1)/(2δ'))/ε' steps; refuse
+	// early rather than building a huge table.
+	// (In log space: e^ε' may overflow and δ' may be tiny.)
+	lx := math.Log(math.Expm1(math.Min(ep, 700))) + math.Max(0, ep-700) - math.Log(2*dp)
+	n1 := lx / ep
+	if lx < 30 {
+		n1 = math.Log1p(math.Exp(lx)) / ep
+	}
+	if n1 > maxOptimalTable {
+		return nil, tooBig()
+	}
+	tab := []float64{0}
 
 	// Phase 1: π(n) ≤ 1/2, stored directly.
 	prev := 0.0
@@ -224,10 +230,10 @@ func newOptimalSelection(epsilon, delta float64, l0 int) (*OptimalSelector, erro
 		}
 		if next > 0.5 {
 			// 1 - next is exact (Sterbenz) and ≥ the exact complement.
-			tab = append(tab, piEntry{p: 1 - next, comp: true})
+			tab = append(tab, -(1 - next))
 			break
 		}
-		tab = append(tab, piEntry{p: next})
+		tab = append(tab, next)
 		prev = next
 	}
 
@@ -235,7 +241,7 @@ func newOptimalSelection(epsilon, delta float64, l0 int) (*OptimalSelector, erro
 	//   (A) c(n) ≥ 1 - e^ε'·(1 - c(n-1)) - δ'
 	//   (B) c(n) ≥ e^-ε'·(c(n-1) - δ')
 	// so c(n) is the larger of the two (rounded up), or 0 (π = 1).
-	c := tab[len(tab)-1].p
+	c := -tab[len(tab)-1]
 	for {
 		if len(tab) >= maxOptimalTable {
 			return nil, tooBig()
@@ -255,13 +261,13 @@ func newOptimalSelection(epsilon, delta float64, l0 int) (*OptimalSelector, erro
 		if next > c {
 			next = c
 		}
-		tab = append(tab, piEntry{p: next, comp: true})
+		tab = append(tab, -next)
 		c = next
 	}
 	s := &OptimalSelector{epsilon: epsilon, delta: delta, l0: l0, tab: tab}
 	s.half = int64(len(tab))
 	for n, e := range tab {
-		if e.comp {
+		if e < 0 {
 			s.half = int64(n)
 			break
 		}
@@ -278,11 +284,11 @@ func (s *OptimalSelector) Probability(units int64) float64 {
 	if units >= int64(len(s.tab)) {
 		return 1
 	}
-	e := s.tab[units]
-	if e.comp {
-		return 1 - e.p
+	if e := s.tab[units]; e < 0 {
+		return 1 + e
+	} else {
+		return e
 	}
-	return e.p
 }
 
 // Keep releases a group with probability π(units) (exact Bernoulli).
@@ -297,12 +303,12 @@ func (s *OptimalSelector) Keep(r *Rand, units int64) (bool, error) {
 		return true, nil
 	}
 	e := s.tab[units]
-	b, err := r.Bernoulli(e.p)
+	b, err := r.Bernoulli(math.Abs(e))
 	if err != nil {
 		return false, err
 	}
-	if e.comp {
-		return !b, nil
+	if e < 0 {
+		return !b, nil // kept with probability 1 - (1-π(n))
 	}
 	return b, nil
 }

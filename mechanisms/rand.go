@@ -45,6 +45,8 @@ type source struct {
 
 // Secure returns a Rand that reads from crypto/rand. Each call returns a new,
 // independent Rand; one Rand may also be shared by any number of goroutines.
+// (Since Go 1.24, crypto/rand aborts the program rather than return an
+// error; any error a reader does return still fails the operation.)
 func Secure() *Rand { return NewRand(rand.Reader) }
 
 // Seeded returns a DETERMINISTIC Rand (ChaCha8 keyed by seed).
