@@ -34,7 +34,9 @@ func TestTextFormatAgainstPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rng := rand.New(rand.NewPCG(1, 2))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
 	type check struct {
 		literal string // SQL expression
 		typ     sqltypes.Type
@@ -47,8 +49,14 @@ func TestTextFormatAgainstPostgres(t *testing.T) {
 	for i := -1074; i < 1024; i++ {
 		floats = append(floats, math.Ldexp(1, i), math.Ldexp(3, i), math.Nextafter(math.Ldexp(1, i), 0))
 	}
-	for range 20000 {
-		switch rng.IntN(4) {
+	n := 20000
+	if s := os.Getenv("PGWIRE_COMPARE_N"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	for range n {
+		switch rng.IntN(5) {
+		case 4:
+			floats = append(floats, float64(math.Float32frombits(rng.Uint32())))
 		case 0:
 			floats = append(floats, math.Float64frombits(rng.Uint64()))
 		case 1:

@@ -74,8 +74,11 @@ type conn struct {
 	canceled    bool               // a CancelRequest hit the running query
 }
 
+// newConn prepares a connection accepted by Serve. Its context keeps the
+// values of Serve's ctx but not its cancellation: connections outlive
+// Serve and end through their clients, Shutdown or forceClose.
 func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &conn{
 		srv:      s,
 		nc:       nc,
@@ -87,8 +90,8 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
 	c.rd = &limitedReader{cr: pgproto3.NewChunkReader(nc), max: maxStartupPacketLen}
 	c.be = pgproto3.NewBackend(c.rd, nc)
-	// A cancelled context (Serve's ctx, forceClose) unblocks any read or
-	// write in progress by closing the socket.
+	// Cancelling the connection (forceClose, the end of serve) unblocks any
+	// read or write in progress by closing the socket.
 	context.AfterFunc(ctx, func() { nc.Close() })
 	return c
 }
@@ -293,8 +296,8 @@ func (c *conn) handleQuery(sql string) error {
 	c.mu.Unlock()
 
 	if c.ctx.Err() != nil {
-		// Serve's context was cancelled or Shutdown gave up waiting: the
-		// connection is being torn down, whatever the query returned.
+		// Shutdown gave up waiting: the connection is being torn down,
+		// whatever the query returned.
 		return c.fatal(sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command"))
 	}
 	if err != nil {

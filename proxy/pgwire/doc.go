@@ -25,8 +25,15 @@
 //     at the proof with the same message as a wrong password.
 //   - Queries: the simple query protocol. The extended protocol (Parse,
 //     Bind, ...) is answered with 0A000 and the messages up to the next Sync
-//     are skipped, the way PostgreSQL recovers from errors in extended mode;
-//     the handlers for it are meant to slot into [conn.handleMessage].
+//     are skipped, the way PostgreSQL recovers from errors in extended mode.
+//     Its handlers are meant to slot into the per-message switch of the
+//     connection (conn.handleMessage), next to the ignore-till-Sync state.
+//   - Cancellation: a CancelRequest carrying a live connection's process ID
+//     and secret cancels the context of that connection's running query;
+//     the client gets 57014 unless the engine returns its own *sqlerr.Error.
+//   - Results are sent in text format, formatted as PostgreSQL 15 prints
+//     them with the reported settings (DateStyle ISO, TimeZone UTC,
+//     extra_float_digits 1): see appendText and appendFloat.
 //
 // # Robustness
 //

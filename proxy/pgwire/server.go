@@ -112,13 +112,15 @@ func NewServer(sessions Sessions, opts Options) *Server {
 }
 
 // Serve accepts connections on ln until ctx is cancelled, ln is closed or
-// Shutdown is called, serving each connection in its own goroutine.
+// Shutdown is called, serving each connection in its own goroutine. Serve
+// may be called for several listeners.
 //
-// When ctx is cancelled, Serve closes ln and every connection it accepted
-// (cancelling their contexts, so running queries are told to stop), waits
-// for their goroutines and returns ctx.Err(). After Shutdown it returns
-// ErrServerClosed at once; Shutdown does the waiting. If ln fails, Serve
-// returns the wrapped error and leaves running connections alone.
+// Serve returns ctx.Err() once ctx is cancelled, ErrServerClosed after
+// Shutdown, and the wrapped Accept error when ln fails; it closes ln in the
+// first two cases. It does not end established connections: they keep
+// running (and their queries keep their contexts) until their clients
+// leave or Shutdown drains them, so the usual pattern works —
+// cancel Serve's ctx on a signal, then call Shutdown with a deadline.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if !s.trackListener(ln) {
 		ln.Close()
@@ -128,7 +130,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 
-	var wg sync.WaitGroup
 	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -137,7 +138,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			case s.shuttingDown.Load():
 				return ErrServerClosed
 			case ctx.Err() != nil:
-				wg.Wait()
 				return ctx.Err()
 			case isTemporaryAcceptError(err):
 				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
@@ -157,7 +157,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			nc.Close()
 			continue
 		}
-		wg.Go(c.serve)
+		go c.serve()
 	}
 }
 

@@ -107,7 +107,9 @@ func TestShutdownDeadlineForcesClose(t *testing.T) {
 	c.expectClosed()
 }
 
-func TestServeReturnsWhenContextCancelled(t *testing.T) {
+// Cancelling Serve's ctx stops accepting but leaves established sessions
+// to Shutdown, the pattern cmd/dpproxy uses on SIGTERM.
+func TestServeContextCancelThenShutdown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -132,21 +134,41 @@ func TestServeReturnsWhenContextCancelled(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return after cancel")
 	}
-	// The client may see FATAL 57P01 before the close, never anything else.
+	if nc, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
+		nc.Close()
+		t.Error("listener still open")
+	}
+
+	shutdownErr := make(chan error, 1)
+	go func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		shutdownErr <- srv.Shutdown(sctx)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	close(sessions.release)
+	var sawRow bool
 	for {
-		msg, err := c.fe.Receive()
-		if err != nil {
+		msg := c.receive()
+		if _, ok := msg.(*pgproto3.DataRow); ok {
+			sawRow = true
+		}
+		if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
 			break
 		}
-		if e, ok := msg.(*pgproto3.ErrorResponse); !ok || e.Code != "57P01" {
-			t.Fatalf("got %#v", msg)
-		}
+	}
+	if !sawRow {
+		t.Error("the running query lost its result")
+	}
+	if e := c.expectError(); e.Code != "57P01" {
+		t.Errorf("got %s %q", e.Code, e.Message)
+	}
+	c.expectClosed()
+	if err := <-shutdownErr; err != nil {
+		t.Errorf("Shutdown: %v", err)
 	}
 	if sessions.closedCount() != 1 {
 		t.Error("session not closed")
-	}
-	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
-		t.Error("listener still open")
 	}
 }
 

@@ -44,6 +44,15 @@ func TestAppendFloatMatchesPostgres(t *testing.T) {
 		{math.NaN(), 64, "NaN"},
 		{math.Inf(1), 64, "Infinity"},
 		{math.Inf(-1), 64, "-Infinity"},
+		// Exactly halfway between two floats: PostgreSQL's Ryu refuses bounds.
+		{4.615503253451e17, 64, "4.6155032534510003e+17"},
+		{2.546285956603583e16, 64, "2.5462859566035832e+16"},
+		{-2.546285956603583e16, 64, "-2.5462859566035832e+16"},
+		{float64(float32(-7.23519e7)), 32, "-7.2351904e+07"},
+		// An exact tie between two shortest candidates: to even.
+		{math.Ldexp(1, -12), 32, "0.00024414062"},
+		{math.Ldexp(1, -1074), 64, "5e-324"},
+		{math.Ldexp(1, 60), 64, "1.152921504606847e+18"},
 		{100000, 32, "100000"},
 		{1e6, 32, "1e+06"},
 		{float64(float32(0.1)), 32, "0.1"},
