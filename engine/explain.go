@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/mechanisms"
@@ -36,6 +37,10 @@ func Explain(plan *rewrite.Plan) (*Result, error) {
 		}
 		for _, mi := range a.Measurements {
 			m := plan.Measurements[mi]
+			if m.Sensitivity == 0 {
+				res.Rows = append(res.Rows, []any{label, m.Kind.String(), "none (constant)", 0.0, m.Epsilon, 0.0, 0.0})
+				continue
+			}
 			l, err := mechanisms.NewLaplace(m.Epsilon, m.Sensitivity)
 			if err != nil {
 				return nil, err
@@ -46,6 +51,15 @@ func Explain(plan *rewrite.Plan) (*Result, error) {
 			}
 			res.Rows = append(res.Rows, []any{label, m.Kind.String(), mech, m.Sensitivity, m.Epsilon, l.Scale(), l.ErrorBound(ExplainConfidence)})
 		}
+	}
+	if s := plan.Selection; s != nil {
+		sel, err := mechanisms.NewOptimalSelection(s.Epsilon, s.Delta, s.MaxGroupsPerUnit)
+		if err != nil {
+			return nil, err
+		}
+		// For selection, "noise_scale" is the number of units at which a
+		// group is released with probability ½.
+		res.Rows = append(res.Rows, []any{"GROUP BY keys", "distinct units", fmt.Sprintf("partition selection (δ=%g)", s.Delta), float64(s.MaxGroupsPerUnit), s.Epsilon, sel.Threshold(), sel.Threshold()})
 	}
 	res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
 	return res, nil
@@ -63,9 +77,20 @@ func ExplainSummary(plan *rewrite.Plan) string {
 	fmt.Fprintf(&sb, "contribution bounds: at most %d group(s) per unit, at most %d row(s) per unit per group\n", l0, plan.MaxRowsPerUnit)
 	fmt.Fprintf(&sb, "cost: ε = %g, δ = %g (split equally over %d measurement(s))\n", plan.Epsilon, plan.Delta, len(plan.Measurements))
 	for _, g := range plan.Groups {
-		fmt.Fprintf(&sb, "group keys of %s: public list of %d key(s) from the policy\n", g.Column.Name, len(g.Keys))
+		if len(g.Keys) > 0 {
+			fmt.Fprintf(&sb, "group keys of %s: public list of %d key(s) from the policy\n", g.Column.Name, len(g.Keys))
+		} else {
+			fmt.Fprintf(&sb, "group keys of %s: from the data, released only if they pass DP partition selection\n", g.Column.Name)
+		}
 	}
-	fmt.Fprintf(&sb, "group privacy: for a group of k units the guarantee is k·ε (k=2: ε=%g, k=5: ε=%g, k=10: ε=%g)\n",
-		2*plan.Epsilon, 5*plan.Epsilon, 10*plan.Epsilon)
+	if plan.Delta > 0 {
+		// (kε, k·e^{(k−1)ε}·δ) for groups of k units.
+		gd := func(k float64) float64 { return k * math.Exp((k-1)*plan.Epsilon) * plan.Delta }
+		fmt.Fprintf(&sb, "group privacy: for a group of k units the guarantee is (k·ε, k·e^((k−1)ε)·δ): k=2: (%g, %.3g), k=5: (%g, %.3g), k=10: (%g, %.3g)\n",
+			2*plan.Epsilon, gd(2), 5*plan.Epsilon, gd(5), 10*plan.Epsilon, gd(10))
+	} else {
+		fmt.Fprintf(&sb, "group privacy: for a group of k units the guarantee is k·ε (k=2: ε=%g, k=5: ε=%g, k=10: ε=%g)\n",
+			2*plan.Epsilon, 5*plan.Epsilon, 10*plan.Epsilon)
+	}
 	return sb.String()
 }

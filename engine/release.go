@@ -24,13 +24,22 @@ import (
 func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*Result, error) {
 	mechs := make([]*mechanisms.Laplace, len(plan.Measurements))
 	for i, m := range plan.Measurements {
+		if m.Sensitivity == 0 {
+			continue // the value is the same on every database: no noise needed
+		}
 		l, err := mechanisms.NewLaplace(m.Epsilon, m.Sensitivity)
 		if err != nil {
 			return nil, &sqlerr.Error{Code: sqlerr.PrivacyParameterError, Message: fmt.Sprintf("cannot calibrate noise: %v", err), Err: err}
 		}
 		mechs[i] = l
 	}
-	groups, err := groupRows(plan, rows)
+	var groups []groupResult
+	var err error
+	if plan.Selection != nil {
+		groups, err = selectGroups(plan, rows, r)
+	} else {
+		groups, err = groupRows(plan, rows)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -130,23 +139,85 @@ func groupRows(plan *rewrite.Plan, rows *backend.Rows) ([]groupResult, error) {
 	}
 }
 
+// selectGroups releases the groups found in the data that pass DP
+// partition selection on their number of distinct units, restricted to the
+// public key lists of the columns that have one. Released groups are sorted
+// by key, so the backend's row order reveals nothing.
+func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) ([]groupResult, error) {
+	sel := plan.Selection
+	selector, err := mechanisms.NewOptimalSelection(sel.Epsilon, sel.Delta, sel.MaxGroupsPerUnit)
+	if err != nil {
+		return nil, &sqlerr.Error{Code: sqlerr.PrivacyParameterError, Message: fmt.Sprintf("cannot calibrate partition selection: %v", err), Err: err}
+	}
+	allowed := make([]map[string]bool, len(plan.Groups))
+	for i, g := range plan.Groups {
+		if len(g.Keys) == 0 {
+			continue
+		}
+		allowed[i] = map[string]bool{}
+		for _, k := range g.Keys {
+			v, err := typedKey(k, g.Column.Type)
+			if err != nil {
+				return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: fmt.Sprintf("policy key %q of column %q: %v", k, g.Column.Name, err)}
+			}
+			allowed[i][canonicalKey(v, g.Column.Type)] = true
+		}
+	}
+	var out []groupResult
+	for _, row := range rows.Values {
+		units := int64(toFloat(row[plan.UnitsColumn]))
+		keep, err := selector.Keep(r, units)
+		if err != nil {
+			return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "partition selection failed; no answer was released", Err: err}
+		}
+		keys := make([]any, len(plan.Groups))
+		for i, g := range plan.Groups {
+			keys[i] = row[g.BackendColumn]
+			if allowed[i] != nil && !allowed[i][canonicalKey(keys[i], g.Column.Type)] {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, groupResult{keys: keys, exact: row})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		for k := range out[i].keys {
+			if c := compareValues(out[i].keys[k], out[j].keys[k]); c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
+	return out, nil
+}
+
 // noisyMeasurement perturbs one measurement of one group.
 func noisyMeasurement(m rewrite.Measurement, mech *mechanisms.Laplace, exact []any, r *mechanisms.Rand) (float64, error) {
-	count, sum := 0.0, 0.0
+	count, sum, squares := 0.0, 0.0, 0.0
 	if exact != nil {
 		count = toFloat(exact[m.CountColumn])
 		if m.SumColumn >= 0 {
 			sum = toFloat(exact[m.SumColumn])
 		}
+		if m.SquaresColumn >= 0 {
+			squares = toFloat(exact[m.SquaresColumn])
+		}
 	}
 	var value float64
 	switch m.Kind {
-	case rewrite.MeasureCount:
+	case rewrite.MeasureCount, rewrite.MeasureUnits:
 		value = count
 	case rewrite.MeasureSum:
 		value = sum
 	case rewrite.MeasureCenteredSum:
 		value = sum - m.Mid*count
+	case rewrite.MeasureCenteredSquares:
+		// Σ(x − mid)² = Σx² − 2·mid·Σx + mid²·n
+		value = squares - 2*m.Mid*sum + m.Mid*m.Mid*count
+	}
+	if mech == nil {
+		return value, nil
 	}
 	if m.Integer && math.Abs(value) < 1<<62 {
 		n, err := mech.AddNoiseInt(r, int64(math.Round(value)))
@@ -159,7 +230,7 @@ func noisyMeasurement(m rewrite.Measurement, mech *mechanisms.Laplace, exact []a
 // value of the output type.
 func aggregateValue(a rewrite.Aggregate, noisy []float64, typ sqltypes.Type) any {
 	switch a.Func {
-	case rewrite.CountStar, rewrite.CountCol:
+	case rewrite.CountStar, rewrite.CountCol, rewrite.CountDistinctUnit:
 		return int64(math.Max(0, math.Round(noisy[a.Measurements[0]])))
 	case rewrite.Sum:
 		v := noisy[a.Measurements[0]]
@@ -176,8 +247,28 @@ func aggregateValue(a rewrite.Aggregate, noisy []float64, typ sqltypes.Type) any
 		v := noisy[a.Measurements[1]]/count + mid
 		v = math.Min(a.Bounds.Hi, math.Max(a.Bounds.Lo, v))
 		return typedNumber(v, typ, false)
+	case rewrite.VarPop, rewrite.VarSamp, rewrite.StddevPop, rewrite.StddevSamp:
+		return typedNumber(variance(a, noisy), typ, false)
 	}
 	return nil
+}
+
+// variance post-processes a noisy count, centred sum and centred square
+// sum: E[(x−mid)²] − E[x−mid]², clamped to [0, ((hi−lo)/2)²] (the largest
+// variance of values in [lo, hi]); the sample forms scale by n/(n−1).
+func variance(a rewrite.Aggregate, noisy []float64) float64 {
+	n := math.Max(1, noisy[a.Measurements[0]])
+	mean := noisy[a.Measurements[1]] / n
+	v := noisy[a.Measurements[2]]/n - mean*mean
+	half := (a.Bounds.Hi - a.Bounds.Lo) / 2
+	v = math.Min(half*half, math.Max(0, v))
+	if (a.Func == rewrite.VarSamp || a.Func == rewrite.StddevSamp) && n > 1 {
+		v *= n / (n - 1)
+	}
+	if a.Func == rewrite.StddevPop || a.Func == rewrite.StddevSamp {
+		return math.Sqrt(v)
+	}
+	return v
 }
 
 func typedNumber(v float64, typ sqltypes.Type, integer bool) any {

@@ -18,6 +18,13 @@ type Options struct {
 	// Epsilon is the ε this query spends (validated by the caller against
 	// the policy's per-query maximum).
 	Epsilon float64
+	// Delta is the δ a query spends when it needs one (partition
+	// selection); 0 means the policy's defaults.delta.
+	Delta float64
+	// FrontEnd is the client's SQL flavour, for functions whose meaning
+	// differs (VARIANCE and STDDEV are sample statistics in PostgreSQL,
+	// population statistics in MySQL).
+	FrontEnd FrontEnd
 }
 
 // Query is an analyzed SELECT: exactly one of Plan (protected data, answered
@@ -195,7 +202,7 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	}
 
 	// Select list: group columns and aggregates.
-	b := &backendColumns{groups: len(p.Groups)}
+	b := &backendColumns{groups: len(p.Groups), unitCol: -1}
 	for i, f := range sel.Fields.Fields {
 		out, err := a.outputColumn(p, b, f, i)
 		if err != nil {
@@ -209,6 +216,14 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	if err := a.checkKeyLists(p); err != nil {
 		return nil, err
 	}
+	delta := a.opts.Delta
+	if delta == 0 {
+		delta = a.pol.Defaults.Delta
+	}
+	if p.Selection != nil && delta <= 0 {
+		return nil, sqlerr.New(sqlerr.PrivacyParameterError, "GROUP BY %s without a public key list needs δ > 0 for DP partition selection, but δ is 0", groupNames(p)).
+			WithHint("set defaults.delta in the policy (e.g. 1e-6), or declare the columns' keys with `keys: [...]` so that exactly those groups are released")
+	}
 	where := ""
 	if sel.Where != nil {
 		w, err := e.boolExpr(sel.Where)
@@ -221,7 +236,7 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 		return nil, err
 	}
 	b.finish(p)
-	if err := p.assignPrivacy(a.opts.Epsilon); err != nil {
+	if err := p.assignPrivacy(a.opts.Epsilon, delta); err != nil {
 		return nil, err
 	}
 	sql, err := e.backendSQL(p, b, where)
@@ -365,14 +380,16 @@ func (a *analyzer) groupColumn(expr ast.ExprNode, fields []*ast.SelectField) (*c
 	return col, nil
 }
 
-// checkKeyLists requires a public key list for every GROUP BY column: which
-// keys exist is itself private without DP partition selection.
+// checkKeyLists decides how group keys are released. When every GROUP BY
+// column has a public key list, exactly the combinations of those keys are
+// released. Otherwise which keys occur is private, and each group found in
+// the data must pass DP partition selection.
 func (a *analyzer) checkKeyLists(p *Plan) error {
 	combos := 1
 	for _, g := range p.Groups {
 		if len(g.Keys) == 0 {
-			return sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY %q needs a public list of keys in the policy: releasing which keys occur in the data is not differentially private", g.Column.Name).
-				WithHint("declare the column's possible values with `keys: [...]` under protected_tables/%s/columns/%s in the policy", a.table.Name, g.Column.Name)
+			p.Selection = &PartitionSelection{}
+			return nil
 		}
 		combos *= len(g.Keys)
 		if combos > maxReleasedGroups {
@@ -381,6 +398,10 @@ func (a *analyzer) checkKeyLists(p *Plan) error {
 		}
 	}
 	return nil
+}
+
+func groupNames(p *Plan) string {
+	return strings.Join(groupColumnNames(p), ", ")
 }
 
 // maxReleasedGroups bounds the rows a public key list may produce.
@@ -408,7 +429,7 @@ func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, 
 		}
 		return OutputColumn{}, sqlerr.New(sqlerr.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", col.Name)
 	case *ast.AggregateFuncExpr:
-		agg, name, typ, err := a.aggregate(x, p, b)
+		agg, name, typ, err := a.aggregate(x, writtenName(f), p, b)
 		if err != nil {
 			return OutputColumn{}, err
 		}
@@ -422,14 +443,21 @@ func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, 
 		WithHint("use %s", supportedAggregates)
 }
 
+// writtenName is the function name as the query spells it (the parser
+// normalizes synonyms such as VARIANCE to VAR_POP).
+func writtenName(f *ast.SelectField) string {
+	name, _, _ := strings.Cut(f.Text(), "(")
+	return strings.ToLower(strings.TrimSpace(name))
+}
+
 // aggregate plans one aggregate function call.
-func (a *analyzer) aggregate(x *ast.AggregateFuncExpr, p *Plan, b *backendColumns) (Aggregate, string, sqltypes.Type, error) {
+func (a *analyzer) aggregate(x *ast.AggregateFuncExpr, written string, p *Plan, b *backendColumns) (Aggregate, string, sqltypes.Type, error) {
 	fn := strings.ToLower(x.F)
 	notSupported := func(format string, args ...any) error {
 		return sqlerr.New(sqlerr.FeatureNotSupported, format, args...).WithHint("supported aggregates: %s", supportedAggregates)
 	}
 	if x.Distinct {
-		return Aggregate{}, "", 0, notSupported("%s(DISTINCT ...) is not supported yet", strings.ToUpper(fn))
+		return a.countDistinct(x, p, b)
 	}
 	if x.Order != nil {
 		return Aggregate{}, "", 0, notSupported("ordered aggregates are not supported")
@@ -440,7 +468,7 @@ func (a *analyzer) aggregate(x *ast.AggregateFuncExpr, p *Plan, b *backendColumn
 			return Aggregate{}, "", 0, notSupported("COUNT takes one argument")
 		}
 		if isNonNullConstant(x.Args[0]) { // COUNT(*) parses as COUNT(1)
-			mi := p.addMeasurement(Measurement{Kind: MeasureCount, CountColumn: b.rowCount(), SumColumn: -1})
+			mi := p.addMeasurement(Measurement{Kind: MeasureCount, CountColumn: b.rowCount(), SumColumn: -1, SquaresColumn: -1})
 			return Aggregate{Func: CountStar, Measurements: []int{mi}}, "count", sqltypes.Int8, nil
 		}
 		col, err := a.aggregateColumn(x, false)
@@ -448,7 +476,7 @@ func (a *analyzer) aggregate(x *ast.AggregateFuncExpr, p *Plan, b *backendColumn
 			return Aggregate{}, "", 0, err
 		}
 		v := b.value(col)
-		mi := p.addMeasurement(Measurement{Kind: MeasureCount, CountColumn: v.count, SumColumn: -1})
+		mi := p.addMeasurement(Measurement{Kind: MeasureCount, CountColumn: v.count, SumColumn: -1, SquaresColumn: -1})
 		return Aggregate{Func: CountCol, Column: col, Measurements: []int{mi}}, "count", sqltypes.Int8, nil
 	case "sum", "avg":
 		col, err := a.aggregateColumn(x, true)
@@ -458,14 +486,72 @@ func (a *analyzer) aggregate(x *ast.AggregateFuncExpr, p *Plan, b *backendColumn
 		v := b.value(col)
 		bounds := *col.Bounds
 		if fn == "sum" {
-			mi := p.addMeasurement(Measurement{Kind: MeasureSum, CountColumn: v.count, SumColumn: v.sum})
+			mi := p.addMeasurement(Measurement{Kind: MeasureSum, CountColumn: v.count, SumColumn: v.sum, SquaresColumn: -1})
 			return Aggregate{Func: Sum, Column: col, Bounds: bounds, Measurements: []int{mi}}, "sum", sumType(col.Type), nil
 		}
-		ci := p.addMeasurement(Measurement{Kind: MeasureCount, CountColumn: v.count, SumColumn: -1})
-		si := p.addMeasurement(Measurement{Kind: MeasureCenteredSum, CountColumn: v.count, SumColumn: v.sum, Mid: (bounds.Lo + bounds.Hi) / 2})
+		ci := p.addMeasurement(Measurement{Kind: MeasureCount, CountColumn: v.count, SumColumn: -1, SquaresColumn: -1})
+		si := p.addMeasurement(Measurement{Kind: MeasureCenteredSum, CountColumn: v.count, SumColumn: v.sum, SquaresColumn: -1, Mid: (bounds.Lo + bounds.Hi) / 2})
 		return Aggregate{Func: Avg, Column: col, Bounds: bounds, Measurements: []int{ci, si}}, "avg", avgType(col.Type), nil
 	}
+	if f, ok := varianceFuncs[fn]; ok {
+		if a.opts.FrontEnd == PostgresFrontEnd {
+			switch written {
+			case "variance":
+				f = VarSamp
+			case "stddev":
+				f = StddevSamp
+			}
+		}
+		if written != "" && written != fn && varianceFuncs[written] != 0 {
+			fn = written // name the column as the query wrote it
+		}
+		col, err := a.aggregateColumn(x, true)
+		if err != nil {
+			return Aggregate{}, "", 0, err
+		}
+		v := b.value(col)
+		b.squares(v)
+		bounds := *col.Bounds
+		mid := (bounds.Lo + bounds.Hi) / 2
+		ci := p.addMeasurement(Measurement{Kind: MeasureCount, CountColumn: v.count, SumColumn: -1, SquaresColumn: -1})
+		si := p.addMeasurement(Measurement{Kind: MeasureCenteredSum, CountColumn: v.count, SumColumn: v.sum, SquaresColumn: -1, Mid: mid})
+		qi := p.addMeasurement(Measurement{Kind: MeasureCenteredSquares, CountColumn: v.count, SumColumn: v.sum, SquaresColumn: v.sq, Mid: mid})
+		return Aggregate{Func: f, Column: col, Bounds: bounds, Measurements: []int{ci, si, qi}}, fn, avgType(col.Type), nil
+	}
+	if fn == "min" || fn == "max" {
+		return Aggregate{}, "", 0, notSupported("aggregate %s is not supported on protected data: an extreme value is one person's value, which no amount of noise hides well", strings.ToUpper(fn))
+	}
 	return Aggregate{}, "", 0, notSupported("aggregate %s is not supported on protected data", strings.ToUpper(fn))
+}
+
+// varianceFuncs maps the variance family's names (as PostgreSQL reads
+// them: VARIANCE and STDDEV are the sample forms).
+var varianceFuncs = map[string]AggFunc{
+	"var_pop": VarPop, "var_samp": VarSamp, "variance": VarPop,
+	"stddev_pop": StddevPop, "stddev_samp": StddevSamp, "stddev": StddevPop, "std": StddevPop,
+}
+
+// countDistinct plans COUNT(DISTINCT privacy_unit): the number of units in
+// each group, which changes by at most 1 in each of L0 groups.
+func (a *analyzer) countDistinct(x *ast.AggregateFuncExpr, p *Plan, b *backendColumns) (Aggregate, string, sqltypes.Type, error) {
+	hint := "COUNT(DISTINCT ...) is supported on the privacy unit column only"
+	if strings.ToLower(x.F) != "count" || len(x.Args) != 1 {
+		return Aggregate{}, "", 0, sqlerr.New(sqlerr.FeatureNotSupported, "%s(DISTINCT ...) is not supported", strings.ToUpper(x.F)).WithHint("%s", hint)
+	}
+	cn, ok := unparen(x.Args[0]).(*ast.ColumnNameExpr)
+	if !ok {
+		return Aggregate{}, "", 0, sqlerr.New(sqlerr.FeatureNotSupported, "COUNT(DISTINCT ...) needs a plain column").WithHint("%s", hint)
+	}
+	col, err := a.column(cn.Name)
+	if err != nil {
+		return Aggregate{}, "", 0, err
+	}
+	if !a.isUnit(col) {
+		return Aggregate{}, "", 0, sqlerr.New(sqlerr.FeatureNotSupported, "COUNT(DISTINCT %s) is not supported: the number of distinct values of a column other than the privacy unit has no useful bound per person", col.Name).
+			WithHint("COUNT(DISTINCT %s) counts people", a.table.PrivacyUnit)
+	}
+	mi := p.addMeasurement(Measurement{Kind: MeasureUnits, CountColumn: b.units(), SumColumn: -1, SquaresColumn: -1})
+	return Aggregate{Func: CountDistinctUnit, Column: col, Measurements: []int{mi}}, "count", sqltypes.Int8, nil
 }
 
 // aggregateColumn checks an aggregate's argument: a plain, non-unit column;
@@ -497,7 +583,16 @@ func (a *analyzer) aggregateColumn(x *ast.AggregateFuncExpr, summed bool) (*conf
 	return col, nil
 }
 
+// addMeasurement adds a measurement, or returns the index of an identical
+// one: aggregates that need the same noisy quantity (AVG(x) and COUNT(x),
+// VAR_POP(x) and STDDEV(x)) share it, which spends ε once and keeps the
+// released values consistent.
 func (p *Plan) addMeasurement(m Measurement) int {
+	for i, have := range p.Measurements {
+		if have == m {
+			return i
+		}
+	}
 	p.Measurements = append(p.Measurements, m)
 	return len(p.Measurements) - 1
 }
@@ -646,11 +741,13 @@ type backendColumns struct {
 	values   []*valueColumn
 	next     int
 	assigned bool
+	unitCol  int // -1 until needed
 }
 
 type valueColumn struct {
 	col        *config.Column
 	count, sum int
+	sq         int // sum of squares, -1 until needed
 }
 
 func (b *backendColumns) alloc() int {
@@ -676,13 +773,29 @@ func (b *backendColumns) value(col *config.Column) *valueColumn {
 			return v
 		}
 	}
-	v := &valueColumn{col: col, count: b.alloc(), sum: b.alloc()}
+	v := &valueColumn{col: col, count: b.alloc(), sum: b.alloc(), sq: -1}
 	b.values = append(b.values, v)
 	return v
 }
 
-func (b *backendColumns) finish(p *Plan) {
-	if len(p.Groups) > 0 {
-		p.UnitsColumn = b.alloc()
+func (b *backendColumns) squares(v *valueColumn) {
+	if v.sq < 0 {
+		v.sq = b.alloc()
 	}
+}
+
+// units is the column counting distinct units per group.
+func (b *backendColumns) units() int {
+	if b.unitCol < 0 {
+		b.unitCol = b.alloc()
+	}
+	return b.unitCol
+}
+
+// finish allocates the units column when partition selection needs it.
+func (b *backendColumns) finish(p *Plan) {
+	if p.Selection != nil {
+		b.units()
+	}
+	p.UnitsColumn = b.unitCol
 }

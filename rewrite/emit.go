@@ -366,6 +366,9 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 			ref := q(fmt.Sprintf("dp_v%d", j))
 			outerCols[v.count] = "COUNT(" + ref + ")"
 			outerCols[v.sum] = "SUM(" + ref + ")"
+			if v.sq >= 0 {
+				outerCols[v.sq] = "SUM(" + square(ref) + ")"
+			}
 		}
 		if p.UnitsColumn >= 0 {
 			outerCols[p.UnitsColumn] = "COUNT(*)"
@@ -384,9 +387,12 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	middle := []string{q("dp_u")}
 	middle = append(middle, groupRefs...)
 	middle = append(middle, "COUNT(*) AS "+q("dp_n"))
-	for j := range b.values {
+	for j, v := range b.values {
 		ref := q(fmt.Sprintf("dp_v%d", j))
 		middle = append(middle, "COUNT("+ref+") AS "+q(fmt.Sprintf("dp_c%d", j)), "SUM("+ref+") AS "+q(fmt.Sprintf("dp_s%d", j)))
+		if v.sq >= 0 {
+			middle = append(middle, "SUM("+square(ref)+") AS "+q(fmt.Sprintf("dp_q%d", j)))
+		}
 	}
 	if len(p.Groups) > 0 {
 		middle = append(middle, "ROW_NUMBER() OVER (PARTITION BY "+q("dp_u")+" ORDER BY "+e.d.Random()+") AS "+q("dp_gn"))
@@ -403,6 +409,9 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	for j, v := range b.values {
 		outerCols[v.count] = "SUM(" + q(fmt.Sprintf("dp_c%d", j)) + ")"
 		outerCols[v.sum] = "SUM(" + q(fmt.Sprintf("dp_s%d", j)) + ")"
+		if v.sq >= 0 {
+			outerCols[v.sq] = "SUM(" + q(fmt.Sprintf("dp_q%d", j)) + ")"
+		}
 	}
 	if p.UnitsColumn >= 0 {
 		outerCols[p.UnitsColumn] = "COUNT(*)"
@@ -414,6 +423,10 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	return "SELECT " + strings.Join(outerCols, ", ") +
 		" FROM (" + middleSQL + ") AS " + q("dp_units") + outerWhere + groupBy, nil
 }
+
+// square writes x² in exact or floating arithmetic (1.0 * x * x), so that an
+// integer column cannot overflow and fail on one person's value.
+func square(ref string) string { return "1.0 * " + ref + " * " + ref }
 
 // clamp writes a column clamped to its bounds; NULL stays NULL. Columns
 // only counted (no bounds) are passed as they are.

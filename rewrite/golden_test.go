@@ -44,6 +44,13 @@ func testPolicy(t testing.TB) *config.Policy {
 // each measurement's sensitivity and ε share, and the output columns.
 func render(t *testing.T, pol *config.Policy, sql string) string {
 	t.Helper()
+	if neighbouring, ok := strings.CutPrefix(sql, "-- neighbouring: "); ok {
+		var rest string
+		neighbouring, rest, _ = strings.Cut(neighbouring, "\n")
+		copied := *pol
+		copied.Defaults.Neighbouring = config.Neighbouring(neighbouring)
+		pol, sql = &copied, rest
+	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "-- sql\n%s\n", sql)
 	for _, d := range []Dialect{Postgres, SQLite, MySQL} {
@@ -64,11 +71,21 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 			continue
 		}
 		p := q.Plan
-		fmt.Fprintf(&sb, "-- plan\nL0=%d Linf=%d neighbouring=%s epsilon=%g units_column=%d limit=%d\n",
-			p.MaxGroupsPerUnit, p.MaxRowsPerUnit, p.Neighbouring, p.Epsilon, p.UnitsColumn, p.Limit)
+		fmt.Fprintf(&sb, "-- plan\nL0=%d Linf=%d neighbouring=%s epsilon=%g delta=%g units_column=%d limit=%d\n",
+			p.MaxGroupsPerUnit, p.MaxRowsPerUnit, p.Neighbouring, p.Epsilon, p.Delta, p.UnitsColumn, p.Limit)
+		if s := p.Selection; s != nil {
+			fmt.Fprintf(&sb, "partition selection: epsilon=%g delta=%g L0=%d\n", s.Epsilon, s.Delta, s.MaxGroupsPerUnit)
+		}
 		for i, m := range p.Measurements {
-			fmt.Fprintf(&sb, "measurement %d: %s sensitivity=%g epsilon=%g integer=%v count_col=%d sum_col=%d mid=%g\n",
-				i, m.Kind, m.Sensitivity, m.Epsilon, m.Integer, m.CountColumn, m.SumColumn, m.Mid)
+			fmt.Fprintf(&sb, "measurement %d: %s sensitivity=%g epsilon=%g integer=%v count_col=%d sum_col=%d squares_col=%d mid=%g\n",
+				i, m.Kind, m.Sensitivity, m.Epsilon, m.Integer, m.CountColumn, m.SumColumn, m.SquaresColumn, m.Mid)
+		}
+		for _, a := range p.Aggregates {
+			col := "*"
+			if a.Column != nil {
+				col = a.Column.Name
+			}
+			fmt.Fprintf(&sb, "aggregate %s(%s) bounds=[%g,%g] measurements=%v\n", a.Func, col, a.Bounds.Lo, a.Bounds.Hi, a.Measurements)
 		}
 		for _, g := range p.Groups {
 			fmt.Fprintf(&sb, "group %s keys=%v backend_col=%d\n", g.Column.Name, g.Keys, g.BackendColumn)

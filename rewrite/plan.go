@@ -12,15 +12,23 @@ import (
 type AggFunc int
 
 const (
-	CountStar AggFunc = iota // COUNT(*)
-	CountCol                 // COUNT(col): non-NULL values
-	Sum                      // SUM(col), values clamped to the column's bounds
-	Avg                      // AVG(col), normalized-sum form
+	CountStar         AggFunc = iota // COUNT(*)
+	CountCol                         // COUNT(col): non-NULL values
+	Sum                              // SUM(col), values clamped to the column's bounds
+	Avg                              // AVG(col), normalized-sum form
+	CountDistinctUnit                // COUNT(DISTINCT privacy_unit)
+	VarPop                           // VAR_POP(col)
+	VarSamp                          // VAR_SAMP(col), VARIANCE(col)
+	StddevPop                        // STDDEV_POP(col)
+	StddevSamp                       // STDDEV_SAMP(col), STDDEV(col)
 )
 
 func (f AggFunc) String() string {
-	return [...]string{"COUNT(*)", "COUNT", "SUM", "AVG"}[f]
+	return [...]string{"COUNT(*)", "COUNT", "SUM", "AVG", "COUNT(DISTINCT)", "VAR_POP", "VAR_SAMP", "STDDEV_POP", "STDDEV_SAMP"}[f]
 }
+
+// IsVariance reports whether f is one of the variance family.
+func (f AggFunc) IsVariance() bool { return f >= VarPop && f <= StddevSamp }
 
 // MeasurementKind is what one noisy measurement estimates.
 type MeasurementKind int
@@ -33,10 +41,15 @@ const (
 	// MeasureCenteredSum is Σ(x − mid) over clamped values, mid the centre
 	// of the bounds: the numerator of the normalized AVG.
 	MeasureCenteredSum
+	// MeasureCenteredSquares is Σ(x − mid)² over clamped values, for the
+	// variance family.
+	MeasureCenteredSquares
+	// MeasureUnits counts distinct privacy units.
+	MeasureUnits
 )
 
 func (k MeasurementKind) String() string {
-	return [...]string{"count", "sum", "centered sum"}[k]
+	return [...]string{"count", "sum", "centered sum", "centered squares", "distinct units"}[k]
 }
 
 // Measurement is one noisy quantity released per group. Its sensitivity is
@@ -49,10 +62,11 @@ type Measurement struct {
 	Integer     bool
 	Sensitivity float64
 	Epsilon     float64
-	// CountColumn and SumColumn index the backend result columns the exact
-	// value is computed from (SumColumn is -1 for counts).
-	CountColumn int
-	SumColumn   int
+	// CountColumn, SumColumn and SquaresColumn index the backend result
+	// columns the exact value is computed from (-1 when not used).
+	CountColumn   int
+	SumColumn     int
+	SquaresColumn int
 	// Mid is the centre of the bounds for MeasureCenteredSum.
 	Mid float64
 }
@@ -114,52 +128,107 @@ type Plan struct {
 	MaxRowsPerUnit   int
 	Neighbouring     config.Neighbouring
 	// UnitsColumn indexes the backend column counting distinct units per
-	// group (-1 when the query has no GROUP BY).
+	// group (-1 when no measurement or selection needs it).
 	UnitsColumn int
+	// Selection is set when GROUP BY keys come from the data and must pass
+	// DP partition selection; nil when every group column has a public key
+	// list (or there is no GROUP BY).
+	Selection *PartitionSelection
 }
 
-// assignPrivacy computes each measurement's sensitivity and ε share.
-// The query's ε is split equally across measurements: by basic
-// composition the release is ε-DP.
-func (p *Plan) assignPrivacy(epsilon float64) error {
+// PartitionSelection is the DP test a group's key must pass to be
+// released: keep the group with probability π(n), n the number of distinct
+// units in it (Desfontaines et al. 2022), at (Epsilon, Delta) with each unit
+// in at most MaxGroupsPerUnit groups.
+type PartitionSelection struct {
+	Epsilon          float64
+	Delta            float64
+	MaxGroupsPerUnit int
+}
+
+// assignPrivacy computes each measurement's sensitivity and ε share, and
+// the partition selection's share. The query's ε is split equally across
+// the measurements and the selection (basic composition); the selection
+// alone spends δ.
+func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 	if len(p.Measurements) == 0 {
 		return fmt.Errorf("no measurements")
 	}
-	l0 := float64(p.MaxGroupsPerUnit)
-	linf := float64(p.MaxRowsPerUnit)
-	if len(p.Groups) == 0 {
-		l0 = 1 // one group: every unit contributes to it at most once
+	parts := len(p.Measurements)
+	if p.Selection != nil {
+		parts++
 	}
-	share := epsilon / float64(len(p.Measurements))
+	share := epsilon / float64(parts)
+	if p.Selection != nil {
+		p.Selection.Epsilon = share
+		p.Selection.Delta = delta
+		p.Selection.MaxGroupsPerUnit = p.MaxGroupsPerUnit
+		p.Delta = delta
+	}
 	for _, a := range p.Aggregates {
 		for _, mi := range a.Measurements {
 			m := &p.Measurements[mi]
 			m.Epsilon = share
-			switch m.Kind {
-			case MeasureCount:
-				m.Sensitivity = l0 * linf
-			case MeasureSum:
-				m.Sensitivity = l0 * linf * math.Max(math.Abs(a.Bounds.Lo), math.Abs(a.Bounds.Hi))
-			case MeasureCenteredSum:
-				m.Sensitivity = l0 * linf * (a.Bounds.Hi - a.Bounds.Lo) / 2
-			}
-			if p.Neighbouring == config.Replace {
-				// Replacing a unit is removing it and adding another: by the
-				// triangle inequality at most twice the add/remove sensitivity.
-				m.Sensitivity *= 2
-			}
-			if m.Sensitivity == 0 {
-				// Degenerate bounds (lo = hi = 0): the value carries no
-				// information; keep a positive sensitivity so the
-				// mechanism's parameters stay valid.
-				m.Sensitivity = math.SmallestNonzeroFloat64
-			}
-			m.Integer = m.Kind == MeasureCount ||
+			m.Sensitivity = p.sensitivity(m.Kind, a.Bounds)
+			// A zero sensitivity (degenerate bounds, lo = hi) means the
+			// value is the same on every database: it is released as is.
+			m.Integer = m.Kind == MeasureCount || m.Kind == MeasureUnits ||
 				(m.Kind == MeasureSum && a.Column.Type.Integer() && isWhole(a.Bounds.Lo) && isWhole(a.Bounds.Hi))
 		}
 	}
 	p.Epsilon = epsilon
 	return nil
+}
+
+// sensitivity is the L1 sensitivity of one measurement over all groups.
+//
+// Add/remove neighbours: one unit adds at most Linf rows to each of at most
+// L0 groups (L0 = 1 without GROUP BY), each row's value clamped to
+// [lo, hi]: counts move by L0·Linf, sums by L0·Linf·max(|lo|, |hi|),
+// centred sums by L0·Linf·(hi−lo)/2, centred squares by
+// L0·Linf·((hi−lo)/2)², distinct-unit counts by L0.
+//
+// Replace neighbours: one unit's rows are swapped for another's. Across
+// groups that is a removal plus an addition, so twice the add/remove
+// sensitivity. Without GROUP BY the unit stays in the single group and only
+// its own contribution changes: a count by at most Linf (0 to Linf rows),
+// a sum by Linf·max(hi−lo, |lo|, |hi|), a centred sum by Linf·(hi−lo), a
+// centred square sum by Linf·((hi−lo)/2)², a unit count by 1.
+func (p *Plan) sensitivity(kind MeasurementKind, b config.Bounds) float64 {
+	l0 := float64(p.MaxGroupsPerUnit)
+	linf := float64(p.MaxRowsPerUnit)
+	grouped := len(p.Groups) > 0
+	if !grouped {
+		l0 = 1
+	}
+	m := math.Max(math.Abs(b.Lo), math.Abs(b.Hi))
+	half := (b.Hi - b.Lo) / 2
+	var s float64
+	switch kind {
+	case MeasureCount:
+		s = l0 * linf
+	case MeasureUnits:
+		s = l0
+	case MeasureSum:
+		s = l0 * linf * m
+	case MeasureCenteredSum:
+		s = l0 * linf * half
+	case MeasureCenteredSquares:
+		s = l0 * linf * half * half
+	}
+	if p.Neighbouring != config.Replace {
+		return s
+	}
+	if grouped {
+		return 2 * s
+	}
+	switch kind {
+	case MeasureSum:
+		return linf * math.Max(b.Hi-b.Lo, m)
+	case MeasureCenteredSum:
+		return linf * (b.Hi - b.Lo)
+	}
+	return s // count, units and centred squares: one unit's own change
 }
 
 func isWhole(f float64) bool { return f == math.Trunc(f) && math.Abs(f) < 1<<53 }

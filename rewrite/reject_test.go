@@ -43,9 +43,14 @@ var rejections = []struct {
 	// Aggregates not supported.
 	{`SELECT MIN(cost) FROM visits`, sqlerr.FeatureNotSupported, `aggregate MIN is not supported`},
 	{`SELECT MAX(cost) FROM visits`, sqlerr.FeatureNotSupported, `aggregate MAX`},
-	{`SELECT STDDEV_POP(cost) FROM visits`, sqlerr.FeatureNotSupported, `not supported`},
+	{`SELECT STDDEV_POP(note) FROM visits`, sqlerr.DatatypeMismatch, `needs a numeric column`},
+	{`SELECT VARIANCE(clinic_id) FROM visits`, sqlerr.InsufficientPrivilege, `needs clamp bounds`},
+	{`SELECT SUM(COUNT(*)) FROM visits`, sqlerr.FeatureNotSupported, `plain column`},
+	{`SELECT BIT_AND(nights) FROM visits`, sqlerr.FeatureNotSupported, `not supported`},
 	{`SELECT GROUP_CONCAT(note) FROM visits`, sqlerr.FeatureNotSupported, `not supported`},
-	{`SELECT COUNT(DISTINCT patient_id) FROM visits`, sqlerr.FeatureNotSupported, `DISTINCT`},
+	{`SELECT COUNT(DISTINCT note) FROM visits`, sqlerr.FeatureNotSupported, `COUNT(DISTINCT note) is not supported`},
+	{`SELECT SUM(DISTINCT cost) FROM visits`, sqlerr.FeatureNotSupported, `SUM(DISTINCT ...) is not supported`},
+	{`SELECT COUNT(DISTINCT age) FROM people`, sqlerr.FeatureNotSupported, `COUNT(DISTINCT age)`},
 	{`SELECT SUM(cost + 1) FROM visits`, sqlerr.FeatureNotSupported, `plain column`},
 	{`SELECT COUNT(*) + 1 FROM visits`, sqlerr.FeatureNotSupported, `only group columns and aggregates`},
 	{`SELECT 1, COUNT(*) FROM visits`, sqlerr.FeatureNotSupported, `only group columns and aggregates`},
@@ -58,7 +63,6 @@ var rejections = []struct {
 	// GROUP BY restrictions.
 	{`SELECT patient_id, COUNT(*) FROM visits GROUP BY patient_id`, sqlerr.InsufficientPrivilege, `privacy unit column "patient_id"`},
 	{`SELECT note, COUNT(*) FROM visits GROUP BY note`, sqlerr.InsufficientPrivilege, `does not allow GROUP BY on column "note"`},
-	{`SELECT region, COUNT(*) FROM visits GROUP BY region`, sqlerr.FeatureNotSupported, `needs a public list of keys`},
 	{`SELECT COUNT(*) FROM visits GROUP BY cost > 10`, sqlerr.FeatureNotSupported, `plain columns only`},
 	{`SELECT diagnosis, COUNT(*) FROM visits GROUP BY 5`, sqlerr.GroupingError, `position 5`},
 	{`SELECT clinic_id, COUNT(*) FROM visits GROUP BY diagnosis`, sqlerr.GroupingError, `must appear in the GROUP BY`},
@@ -138,6 +142,21 @@ func analyzeSQL(pol *config.Policy, sql string) error {
 		}
 	}
 	return nil
+}
+
+// GROUP BY keys from the data need partition selection, which needs δ.
+func TestPartitionSelectionNeedsDelta(t *testing.T) {
+	pol := testPolicy(t)
+	pol.Defaults.Delta = 0
+	err := analyzeSQL(pol, `SELECT region, COUNT(*) FROM visits GROUP BY region`)
+	e := sqlerr.As(err)
+	if e.Code != sqlerr.PrivacyParameterError || !strings.Contains(e.Message, "needs δ > 0") || !strings.Contains(e.Hint, "keys") {
+		t.Fatalf("got %v (hint %q)", err, e.Hint)
+	}
+	// With public keys, δ is not needed.
+	if err := analyzeSQL(pol, `SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis`); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestSyntaxErrorPosition(t *testing.T) {

@@ -20,3 +20,20 @@ SELECT sex, COUNT(*) FROM people GROUP BY sex
 SELECT COUNT(v.cost) FROM visits AS v WHERE v.nights > 2
 -- name: public_passthrough
 SELECT name, city FROM clinics WHERE city = 'Oslo' ORDER BY name LIMIT 5
+-- name: count_distinct_unit
+SELECT diagnosis, COUNT(DISTINCT patient_id) AS patients FROM visits GROUP BY diagnosis
+-- name: variance_family
+SELECT VAR_POP(cost), VARIANCE(nights), STDDEV_POP(score), STDDEV(cost) FROM visits WHERE visit_date < '2025-01-01'
+-- name: partition_selection
+SELECT region, COUNT(*), SUM(cost) FROM visits GROUP BY region
+-- name: partition_selection_mixed_keys
+SELECT region, diagnosis, COUNT(*) FROM visits GROUP BY region, diagnosis
+-- name: replace_ungrouped
+-- neighbouring: replace
+SELECT COUNT(*), SUM(score), AVG(cost), VAR_POP(nights), COUNT(DISTINCT patient_id) FROM visits
+-- name: replace_grouped
+-- neighbouring: replace
+SELECT diagnosis, COUNT(*), SUM(score), AVG(cost) FROM visits GROUP BY diagnosis
+-- name: replace_row_privacy
+-- neighbouring: replace
+SELECT sex, COUNT(*), SUM(income) FROM people GROUP BY sex
