@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"math"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/mechanisms"
+	"github.com/dpproxy/dpproxy/proxy/backend"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+const releasePolicy = `
+backend: {kind: sqlite, path: unused.db}
+defaults: {epsilon: 1, delta: 1e-5, max_groups_per_unit: 2, max_rows_per_unit: 1}
+analysts:
+  - name: ana
+    password:
+      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
+    budget: {epsilon: 100}
+protected_tables:
+  - name: t
+    privacy_unit: uid
+    columns:
+      - {name: uid, type: int}
+      - {name: city, type: text, group_by: true}
+      - {name: kind, type: text, group_by: true, keys: [x, y]}
+      - {name: v, type: float, bounds: [0, 10]}
+      - {name: fixed, type: int, bounds: [5, 5]}
+`
+
+func releasePlan(t *testing.T, query string) *rewrite.Plan {
+	t.Helper()
+	pol, err := config.Parse([]byte(releasePolicy), "release_test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan(t, pol, query)
+}
+
+// Groups from the data are released only when they pass partition
+// selection: a group of thousands of units always, a group of one unit
+// (which would single a person out) essentially never.
+func TestPartitionSelectionReleasesOnlyLargeGroups(t *testing.T) {
+	p := releasePlan(t, "SELECT city, COUNT(*) FROM t GROUP BY city")
+	if p.Selection == nil || p.UnitsColumn != 2 {
+		t.Fatalf("plan has no partition selection: %+v", p)
+	}
+	rows := &backend.Rows{Values: [][]any{
+		{"oslo", int64(5000), int64(5000)},
+		{"lonely", int64(1), int64(1)},
+		{"bergen", int64(3000), int64(3000)},
+	}}
+	r := mechanisms.Seeded(7)
+	lonely := 0
+	const runs = 2000
+	for i := 0; i < runs; i++ {
+		res, err := release(p, rows, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, row := range res.Rows {
+			keys = append(keys, row[0].(string))
+		}
+		if len(keys) < 2 || keys[0] != "bergen" || keys[1] != "oslo" && keys[1] != "lonely" {
+			t.Fatalf("released %v; want bergen and oslo, sorted", keys)
+		}
+		if len(keys) == 3 {
+			lonely++
+		}
+	}
+	// One unit passes with probability at most δ/L0 = 5e-6 per run.
+	if lonely > 0 {
+		t.Errorf("the one-unit group was released %d times in %d runs", lonely, runs)
+	}
+}
+
+// With mixed key lists, data keys outside a column's public list are
+// dropped even when they pass selection.
+func TestPartitionSelectionRespectsPublicKeys(t *testing.T) {
+	p := releasePlan(t, "SELECT city, kind, COUNT(*) FROM t GROUP BY city, kind")
+	rows := &backend.Rows{Values: [][]any{
+		{"oslo", "x", int64(5000), int64(5000)},
+		{"oslo", "secret", int64(5000), int64(5000)},
+	}}
+	res, err := release(p, rows, mechanisms.Seeded(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || res.Rows[0][1] != "x" {
+		t.Fatalf("released %v; want only (oslo, x)", res.Rows)
+	}
+}
+
+// Released values scatter around the exact ones as explain predicts: about
+// 95% of them within the 95% error bound.
+func TestSpreadMatchesExplainedErrorBound(t *testing.T) {
+	p := releasePlan(t, "SELECT COUNT(*), SUM(v) FROM t")
+	table, err := Explain(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounds := []float64{table.Rows[0][6].(float64), table.Rows[1][6].(float64)}
+	rows := &backend.Rows{Values: [][]any{{int64(100), int64(100), 450.0}}}
+	r := mechanisms.Seeded(3)
+	within := []int{0, 0}
+	const runs = 4000
+	for i := 0; i < runs; i++ {
+		res, err := release(p, rows, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(float64(res.Rows[0][0].(int64))-100) <= bounds[0] {
+			within[0]++
+		}
+		// The sum is clamped at 0 (post-processing); 450 is far above
+		// the bound, so clamping does not move it into the interval.
+		if math.Abs(res.Rows[0][1].(float64)-450) <= bounds[1] {
+			within[1]++
+		}
+	}
+	for i, w := range within {
+		frac := float64(w) / runs
+		// 95% coverage; 4.4 standard errors of a proportion ≈ 0.015.
+		if frac < 0.95-0.015 || frac > 0.975 {
+			t.Errorf("%s: %.3f of releases within the explained bound %.4g; want about 0.95", table.Rows[i][0], frac, bounds[i])
+		}
+	}
+}
+
+// Variance and standard deviation stay within what values in the bounds
+// allow, and a column with degenerate bounds is released exactly.
+func TestVarianceAndConstantsPostProcessing(t *testing.T) {
+	p := releasePlan(t, "SELECT VAR_POP(v), STDDEV(v), AVG(fixed) FROM t")
+	// columns: count(v), sum(v), squares(v), count(fixed), sum(fixed)
+	rows := &backend.Rows{Values: [][]any{{int64(1000), 5000.0, 34000.0, int64(3), int64(15)}}}
+	r := mechanisms.Seeded(5)
+	for i := 0; i < 500; i++ {
+		res, err := release(p, rows, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		varPop, stddev := res.Rows[0][0].(float64), res.Rows[0][1].(float64)
+		if varPop < 0 || varPop > 25 || stddev < 0 || stddev > math.Sqrt(25*1000.0/999)+1e-9 {
+			t.Fatalf("VAR_POP %v, STDDEV %v outside [0, 25] and [0, 5]", varPop, stddev)
+		}
+		if avg := res.Rows[0][2].(sqltypes.Decimal); avg != "5" {
+			t.Fatalf("AVG over bounds [5, 5] = %v, want exactly 5", avg)
+		}
+	}
+	// The exact variance is 34000/1000 − 5² = 9; the noisy one is close
+	// at n = 1000 (the centred squares' scale is 25·2·3/1 = 150 per 1000 rows).
+	res, _ := release(p, rows, r)
+	if v := res.Rows[0][0].(float64); math.Abs(v-9) > 2 {
+		t.Errorf("VAR_POP = %v, want about 9", v)
+	}
+}
