@@ -43,7 +43,10 @@ type proxyProcess struct {
 	addr   string
 	stdout *syncBuffer
 	stderr *syncBuffer
-	done   chan error
+	// exited is closed when the process has exited; waitErr is then its
+	// exit status.
+	exited  chan struct{}
+	waitErr error
 }
 
 type syncBuffer struct {
@@ -69,7 +72,7 @@ var listeningAddr = regexp.MustCompile(`msg="dpproxy listening".* addr=(127\.0\.
 // process is stopped with SIGTERM when the test ends.
 func startProxy(t *testing.T, args ...string) *proxyProcess {
 	t.Helper()
-	p := &proxyProcess{cmd: exec.Command(binary, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p := &proxyProcess{cmd: exec.Command(binary, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd.Stdout = p.stdout
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -90,11 +93,14 @@ func startProxy(t *testing.T, args ...string) *proxyProcess {
 			}
 		}
 	}()
-	go func() { p.done <- p.cmd.Wait() }()
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
 	select {
 	case p.addr = <-found:
-	case err := <-p.done:
-		t.Fatalf("dpproxy %v exited before listening: %v\nstderr:\n%s", args, err, p.stderr.String())
+	case <-p.exited:
+		t.Fatalf("dpproxy %v exited before listening: %v\nstderr:\n%s", args, p.waitErr, p.stderr.String())
 	case <-time.After(60 * time.Second):
 		p.cmd.Process.Kill()
 		t.Fatalf("dpproxy %v did not start listening in 60s\nstderr:\n%s", args, p.stderr.String())
@@ -103,16 +109,19 @@ func startProxy(t *testing.T, args ...string) *proxyProcess {
 	return p
 }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends SIGTERM and waits for a clean exit. A process that has
+// already exited (killed by the test) is left alone.
 func (p *proxyProcess) stop(t *testing.T) {
-	if p.cmd.ProcessState != nil {
+	select {
+	case <-p.exited:
 		return
+	default:
 	}
 	p.cmd.Process.Signal(os.Interrupt)
 	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Errorf("dpproxy did not exit cleanly: %v\nstderr:\n%s", err, p.stderr.String())
+	case <-p.exited:
+		if p.waitErr != nil {
+			t.Errorf("dpproxy did not exit cleanly: %v\nstderr:\n%s", p.waitErr, p.stderr.String())
 		}
 	case <-time.After(20 * time.Second):
 		p.cmd.Process.Kill()

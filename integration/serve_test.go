@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpproxy/dpproxy/demo"
 	"github.com/jackc/pgx/v5"
@@ -219,4 +220,58 @@ func TestServeRejectsInvalidPolicy(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "bad.yaml:2:") || !strings.Contains(string(out), "backend.kind") {
 		t.Errorf("serve with a bad policy: err=%v output:\n%s", err, out)
 	}
+}
+
+// kill -9 in the middle of a stream of charged queries: every answer a
+// client received is in the ledger after a restart.
+func TestLedgerSurvivesKill9(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	policy := writePolicy(t, "backend:\n  kind: sqlite\n  path: "+strconv.Quote(dbPath)+"\n", 1000)
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	url := "postgres://analyst:analyst@" + p.addr + "/demo?sslmode=disable&default_query_exec_mode=simple_protocol"
+	answered := make(chan int, 1)
+	go func() {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		n := 0
+		for i := 0; ; i++ {
+			var c int64
+			if err := conn.QueryRow(ctx, "SELECT COUNT(*) FROM patients WHERE age > "+strconv.Itoa(i%90)+" AND income >= "+strconv.Itoa(i)).Scan(&c); err != nil {
+				break // the proxy died
+			}
+			n++
+		}
+		answered <- n
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.exited
+	n := <-answered
+	if n < 5 {
+		t.Fatalf("only %d queries answered before the kill; the test proves nothing", n)
+	}
+	out, err := exec.Command(binary, "budget", "--config", policy).CombinedOutput()
+	if err != nil {
+		t.Fatalf("dpproxy budget: %v\n%s", err, out)
+	}
+	// analyst  ε spent  ε limit ...
+	var spent float64
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "analyst" {
+			spent, _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	if spent < float64(n)*0.1-1e-9 {
+		t.Errorf("ledger holds ε=%v after kill -9, but %d answers at ε=0.1 were sent", spent, n)
+	}
+	t.Logf("%d answers sent before kill -9; ledger holds ε=%v", n, spent)
 }
