@@ -34,6 +34,9 @@
 //	  max_groups_per_unit: 1        # L0; default 1
 //	  max_rows_per_unit: 1          # Linf; default 1
 //	  neighbouring: add_remove      # add_remove | replace
+//	cache:                          # repeated queries get the same answer, free
+//	  size: 1000                    # answers kept; default 1000, 0 = off
+//	  ttl: 1h                       # how long an answer is reused; default 1h
 //	analysts:
 //	  - name: alice
 //	    password:                   # paste the output of `dpproxy passwd`

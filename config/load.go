@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -407,6 +408,25 @@ func (d *decoder) int(n *yaml.Node, path string, dst *int) {
 	*dst = i
 }
 
+// duration decodes a Go duration string ("1h", "30m", "1h30m", "90s").
+// Bare numbers are refused: their unit would be a guess. Null leaves dst
+// unchanged.
+func (d *decoder) duration(n *yaml.Node, path string, dst *time.Duration) {
+	if isNull(n) {
+		return
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		d.failAt(n, path, "expected a duration with a unit, such as 1h, 30m or 90s; got %s", describe(n))
+		return
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		d.failAt(n, path, "expected a duration with a unit, such as 1h, 30m or 90s; got %s", describe(n))
+		return
+	}
+	*dst = v
+}
+
 // bool decodes true or false. Null leaves dst unchanged.
 func (d *decoder) bool(n *yaml.Node, path string, dst *bool) {
 	if isNull(n) {
@@ -421,10 +441,11 @@ func (d *decoder) bool(n *yaml.Node, path string, dst *bool) {
 }
 
 var (
-	topKeys       = []string{"listen", "backend", "ledger", "defaults", "analysts", "protected_tables", "public_tables"}
+	topKeys       = []string{"listen", "backend", "ledger", "defaults", "cache", "analysts", "protected_tables", "public_tables"}
 	listenKeys    = []string{"postgres", "mysql"}
 	backendKeys   = []string{"kind", "dsn", "path", "max_conns"}
 	ledgerKeys    = []string{"path"}
+	cacheKeys     = []string{"size", "ttl"}
 	defaultsKeys  = []string{"epsilon", "delta", "max_epsilon_per_query", "max_groups_per_unit", "max_rows_per_unit", "neighbouring"}
 	analystKeys   = []string{"name", "password", "budget"}
 	passwordKeys  = []string{"scram_sha_256", "mysql_native_password", "caching_sha2_password"}
@@ -465,6 +486,15 @@ func (d *decoder) policy(root *yaml.Node, p *Policy) {
 			})
 		case "defaults":
 			d.defaults(v, path, &p.Defaults)
+		case "cache":
+			d.mapping(v, path, cacheKeys, func(key string, v *yaml.Node, path string) {
+				switch key {
+				case "size":
+					d.int(v, path, &p.Cache.Size)
+				case "ttl":
+					d.duration(v, path, &p.Cache.TTL)
+				}
+			})
 		case "analysts":
 			d.sequence(v, path, "analysts", func(i int, v *yaml.Node, path string) {
 				p.Analysts = append(p.Analysts, Analyst{})

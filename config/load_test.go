@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpproxy/dpproxy/auth"
 	"gopkg.in/yaml.v3"
@@ -33,11 +34,11 @@ var badCases = []struct {
 	want string
 }{
 	// Structure and YAML.
-	{"unknown_top_key", `unknown_top_key.yaml:19:1: ledgr: unknown key "ledgr" (did you mean "ledger"?); valid keys here are listen, backend, ledger, defaults, analysts, protected_tables, public_tables`},
+	{"unknown_top_key", `unknown_top_key.yaml:19:1: ledgr: unknown key "ledgr" (did you mean "ledger"?); valid keys here are listen, backend, ledger, defaults, cache, analysts, protected_tables, public_tables`},
 	{"unknown_nested_key", `unknown_nested_key.yaml:2:3: defaults.epsilom: unknown key "epsilom" (did you mean "epsilon"?); valid keys here are epsilon, delta, max_epsilon_per_query,`},
 	{"unknown_column_key", `unknown_column_key.yaml:16:9: protected_tables[0].columns[0].groupby: unknown key "groupby" (did you mean "group_by"?); valid keys here are name, type, bounds, group_by, keys`},
 	{"duplicate_key", `duplicate_key.yaml:3:3: defaults.epsilon: key "epsilon" is repeated (first set at line 2)`},
-	{"not_a_mapping", `not_a_mapping.yaml:1:1: expected a mapping with keys listen, backend, ledger, defaults, analysts, protected_tables, public_tables; got a list`},
+	{"not_a_mapping", `not_a_mapping.yaml:1:1: expected a mapping with keys listen, backend, ledger, defaults, cache, analysts, protected_tables, public_tables; got a list`},
 	{"listen_scalar", `listen_scalar.yaml:1:9: listen: expected a mapping with keys postgres, mysql; got the number 5433`},
 	{"not_a_number", `not_a_number.yaml:2:12: defaults.epsilon: expected a number; got the string "lots"`},
 	{"not_whole_number", `not_whole_number.yaml:2:22: defaults.max_rows_per_unit: expected a whole number; got the number 2.5`},
@@ -73,6 +74,12 @@ var badCases = []struct {
 	{"l0_zero", `l0_zero.yaml:2:24: defaults.max_groups_per_unit: must be a whole number from 1 to 1000, got 0`},
 	{"neighbouring_unknown", `neighbouring_unknown.yaml:2:17: defaults.neighbouring: unknown neighbouring definition "swap"; expected add_remove or replace`},
 
+	// cache
+	{"cache_size_negative", `cache_size_negative.yaml:5:9: cache.size: must be a whole number from 0 (cache off) to 1000000, got -1`},
+	{"cache_ttl_not_duration", `cache_ttl_not_duration.yaml:6:8: cache.ttl: expected a duration with a unit, such as 1h, 30m or 90s; got the string "forever"`},
+	{"cache_ttl_bare_number", `cache_ttl_bare_number.yaml:4:14: cache.ttl: expected a duration with a unit, such as 1h, 30m or 90s; got the number 3600`},
+	{"cache_ttl_zero", `cache_ttl_zero.yaml:5:8: cache.ttl: must be a duration greater than 0 and at most 168h, got 0s; to turn the cache off, set cache.size to 0`},
+
 	// analysts
 	{"plaintext_password", "plaintext_password.yaml:6:15: analysts[0].password: looks like a plaintext password; the policy stores verifiers, never passwords: run `dpproxy passwd`"},
 	{"password_missing", "password_missing.yaml:5:5: analysts[0].password: required; expected at least one of scram_sha_256, mysql_native_password, caching_sha2_password, as printed by `dpproxy passwd`"},
@@ -91,6 +98,7 @@ var badCases = []struct {
 	{"table_duplicate", `table_duplicate.yaml:21:5: public_tables[1]: table "VISITS" is already declared at line 11 (protected_tables[0]); table names must be unique across protected_tables and public_tables, even in different schemas`},
 	{"table_name_dot", `table_name_dot.yaml:11:11: protected_tables[0].name: "clinic.visits" contains '.'; write the schema separately, as schema: clinic and name: visits`},
 	{"public_bad_name", `public_bad_name.yaml:20:5: public_tables[0]: "a.b.c" is not a table name; expected "table" or "schema.table"`},
+	{"schema_reserved", `schema_reserved.yaml:20:5: public_tables[0].schema: schema "dpproxy" is reserved for dpproxy's own views (dpproxy.budget, dpproxy.queries); expected another schema`},
 	{"public_no_name", `public_no_name.yaml:20:5: public_tables[0].name: required; expected the table's name`},
 	{"privacy_unit_missing", `privacy_unit_missing.yaml:11:5: protected_tables[0].privacy_unit: required; expected "row" (each row is a person) or the name of the column identifying the person`},
 	{"privacy_unit_unknown", `privacy_unit_unknown.yaml:12:19: protected_tables[0].privacy_unit: privacy unit "person_id" is not a column of the table (its columns are patient_id, cost); expected "row" or one of the listed columns`},
@@ -198,6 +206,10 @@ func checkGood(t *testing.T, p *Policy, dir string) {
 	wantDefaults := Defaults{Epsilon: 0.5, Delta: 1e-7, MaxEpsilonPerQuery: 2, MaxGroupsPerUnit: 3, MaxRowsPerUnit: 2, Neighbouring: Replace}
 	if p.Defaults != wantDefaults {
 		t.Errorf("Defaults = %+v, want %+v", p.Defaults, wantDefaults)
+	}
+
+	if want := (Cache{Size: 250, TTL: 90 * time.Minute}); p.Cache != want {
+		t.Errorf("Cache = %+v, want %+v", p.Cache, want)
 	}
 
 	if len(p.Analysts) != 2 {
@@ -329,6 +341,9 @@ func TestLoadDefaults(t *testing.T) {
 	if p.Defaults != wantDefaults {
 		t.Errorf("Defaults = %+v, want %+v", p.Defaults, wantDefaults)
 	}
+	if want := (Cache{Size: 1000, TTL: time.Hour}); p.Cache != want {
+		t.Errorf("Cache = %+v, want %+v", p.Cache, want)
+	}
 }
 
 const miniPolicy = `
@@ -356,6 +371,21 @@ func TestParse(t *testing.T) {
 		{"max_epsilon_per_query follows a large epsilon", "defaults: {epsilon: 3}", func(t *testing.T, p *Policy) {
 			if p.Defaults.MaxEpsilonPerQuery != 3 {
 				t.Errorf("MaxEpsilonPerQuery = %v, want 3", p.Defaults.MaxEpsilonPerQuery)
+			}
+		}},
+		{"cache off, ttl default", "cache: {size: 0}", func(t *testing.T, p *Policy) {
+			if p.Cache != (Cache{Size: 0, TTL: DefaultCacheTTL}) {
+				t.Errorf("Cache = %+v, want size 0 (off) with the default TTL", p.Cache)
+			}
+		}},
+		{"cache ttl in any unit", "cache: {size: 5, ttl: 1h30m}", func(t *testing.T, p *Policy) {
+			if p.Cache != (Cache{Size: 5, TTL: 90 * time.Minute}) {
+				t.Errorf("Cache = %+v", p.Cache)
+			}
+		}},
+		{"null cache takes defaults", "cache:", func(t *testing.T, p *Policy) {
+			if p.Cache != (Cache{Size: DefaultCacheSize, TTL: DefaultCacheTTL}) {
+				t.Errorf("Cache = %+v", p.Cache)
 			}
 		}},
 		{"postgres off, mysql on", "listen: {postgres: \"\", mysql: \":3307\"}", func(t *testing.T, p *Policy) {

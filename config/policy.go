@@ -1,5 +1,7 @@
 package config
 
+import "time"
+
 // Policy is a loaded and validated policy file. Every field has been
 // checked by Load (or Parse) and defaults have been filled in; code that
 // receives a *Policy from them may rely on the invariants documented on
@@ -17,6 +19,7 @@ type Policy struct {
 	Backend  Backend  `yaml:"backend"`
 	Ledger   Ledger   `yaml:"ledger"`
 	Defaults Defaults `yaml:"defaults"`
+	Cache    Cache    `yaml:"cache"`
 
 	// Analysts have unique, non-empty names.
 	Analysts []Analyst `yaml:"analysts"`
@@ -101,6 +104,22 @@ type Defaults struct {
 	MaxRowsPerUnit int `yaml:"max_rows_per_unit"`
 	// Neighbouring definition, AddRemove or Replace (default AddRemove).
 	Neighbouring Neighbouring `yaml:"neighbouring"`
+}
+
+// Cache configures the result cache: an analyst who repeats a query (the
+// same parsed statement at the same ε and δ) gets the answer already
+// released, at no further cost, instead of a fresh noisy answer that could
+// be averaged with the first.
+type Cache struct {
+	// Size is the most answers kept, over all analysts: 0 ≤ Size ≤
+	// MaxCacheSize (default DefaultCacheSize). 0 turns the cache off, so
+	// every repetition is charged again.
+	Size int `yaml:"size"`
+	// TTL is how long an answer stays in the cache (> 0, at most
+	// MaxCacheTTL; default DefaultCacheTTL). After it, the same query is
+	// answered afresh and charged again. In YAML it is a Go duration
+	// string such as "1h", "30m" or "90s".
+	TTL time.Duration `yaml:"ttl"`
 }
 
 // Analyst is a person allowed to connect, with their credentials and budget.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -21,6 +22,8 @@ const (
 	DefaultMaxGroupsPerUnit = 1
 	DefaultMaxRowsPerUnit   = 1
 	DefaultNeighbouring     = AddRemove
+	DefaultCacheSize        = 1000
+	DefaultCacheTTL         = time.Hour
 )
 
 // Limits on numeric settings.
@@ -31,7 +34,15 @@ const (
 	// (max_rows_per_unit) accepted. Noise grows with them; beyond this the
 	// results would be noise.
 	MaxContribution = 1000
+	// MaxCacheSize is the largest cache.size accepted.
+	MaxCacheSize = 1000000
+	// MaxCacheTTL is the longest cache.ttl accepted.
+	MaxCacheTTL = 7 * 24 * time.Hour
 )
+
+// ReservedSchema is the schema of dpproxy's own read-only views
+// (dpproxy.budget, dpproxy.queries); no table in the policy may use it.
+const ReservedSchema = "dpproxy"
 
 var (
 	backendKinds = []string{string(BackendPostgres), string(BackendSQLite), string(BackendMySQL)}
@@ -61,6 +72,7 @@ func (d *decoder) validate(p *Policy, baseDir string) {
 	d.validateBackend(p, baseDir)
 	d.validateLedger(p, baseDir)
 	d.validateDefaults(p)
+	d.validateCache(p)
 	d.validateAnalysts(p)
 	d.validateTables(p)
 }
@@ -185,6 +197,30 @@ func (d *decoder) validateDefaults(p *Policy) {
 	}
 }
 
+func (d *decoder) validateCache(p *Policy) {
+	c := &p.Cache
+	if !d.has("cache.size") {
+		c.Size = DefaultCacheSize
+	} else if c.Size < 0 || c.Size > MaxCacheSize {
+		d.errorf("cache.size", "must be a whole number from 0 (cache off) to %d, got %d", MaxCacheSize, c.Size)
+	}
+	if !d.has("cache.ttl") {
+		c.TTL = DefaultCacheTTL
+	} else if c.TTL <= 0 || c.TTL > MaxCacheTTL {
+		d.errorf("cache.ttl", "must be a duration greater than 0 and at most %s, got %s; to turn the cache off, set cache.size to 0",
+			formatDuration(MaxCacheTTL), formatDuration(c.TTL))
+	}
+}
+
+// formatDuration prints d as written in a policy ("1h", "90s", "168h").
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	for _, unit := range []string{"h", "m"} {
+		s = strings.Replace(s, unit+"0m0s", unit, 1)
+	}
+	return strings.Replace(s, "m0s", "m", 1)
+}
+
 // checkEpsilon reports whether eps is finite and > 0, recording an error
 // if not.
 func (d *decoder) checkEpsilon(path string, eps float64) bool {
@@ -287,6 +323,8 @@ func (d *decoder) validateTables(p *Policy) {
 		}
 		if strings.Contains(schema, ".") {
 			d.errorf(path+".schema", "%q contains '.'; expected a single schema name", schema)
+		} else if equalFold(schema, ReservedSchema) {
+			d.errorf(path+".schema", "schema %q is reserved for dpproxy's own views (dpproxy.budget, dpproxy.queries); expected another schema", schema)
 		}
 		key := strings.ToLower(name)
 		if first, dup := seen[key]; dup {

@@ -14,7 +14,6 @@ import (
 	"github.com/dpproxy/dpproxy/proxy/backend"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
-	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
 // Engine answers SQL for analysts: it is shared by every front end and
@@ -26,6 +25,9 @@ type Engine struct {
 	accountant *budget.Accountant
 	rand       *mechanisms.Rand
 	log        *slog.Logger
+	// cache holds released answers for repetition at no cost (see
+	// cachedAnswer).
+	cache *resultCache
 }
 
 // Options configure an Engine.
@@ -52,6 +54,7 @@ func New(opts Options) (*Engine, error) {
 		accountant: opts.Accountant,
 		rand:       opts.Rand,
 		log:        opts.Logger,
+		cache:      newResultCache(opts.Policy.Cache.Size, opts.Policy.Cache.TTL),
 	}
 	if e.rand == nil {
 		e.rand = mechanisms.Secure()
@@ -72,70 +75,6 @@ func (e *Engine) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
 		return auth.SCRAMVerifier{}, false
 	}
 	return a.Password.SCRAM()
-}
-
-// NewSession starts a session for an authenticated analyst.
-func (e *Engine) NewSession(analyst string, fe rewrite.FrontEnd) (*Session, error) {
-	if _, ok := e.policy.Analyst(analyst); !ok {
-		return nil, sqlerr.New(sqlerr.InvalidAuthorization, "analyst %q is not in the policy", analyst)
-	}
-	return &Session{engine: e, analyst: analyst, frontEnd: fe, epsilon: e.policy.Defaults.Epsilon}, nil
-}
-
-// Session is one client connection's state. A session is used by one
-// goroutine at a time.
-type Session struct {
-	engine   *Engine
-	analyst  string
-	frontEnd rewrite.FrontEnd
-	epsilon  float64
-}
-
-// Analyst returns the session's analyst.
-func (s *Session) Analyst() string { return s.analyst }
-
-// Execute runs one query string. It returns one Result per statement, or
-// an *sqlerr.Error; other errors mean an internal failure and must not be
-// shown to the client in detail.
-func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
-	stmts, err := rewrite.Parse(sql, s.frontEnd)
-	if err != nil {
-		return nil, err
-	}
-	switch len(stmts) {
-	case 0:
-		return nil, nil
-	case 1:
-	default:
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "multiple statements in one query are not supported (got %d)", len(stmts)).
-			WithHint("send one statement at a time")
-	}
-	res, err := s.executeStatement(ctx, stmts[0], sql)
-	if err != nil {
-		return nil, err
-	}
-	return []*Result{res}, nil
-}
-
-func (s *Session) executeStatement(ctx context.Context, stmt ast.StmtNode, sql string) (*Result, error) {
-	switch stmt.(type) {
-	case *ast.SetStmt:
-		return &Result{Tag: "SET"}, nil
-	case *ast.BeginStmt:
-		return &Result{Tag: "BEGIN"}, nil
-	case *ast.CommitStmt:
-		return &Result{Tag: "COMMIT"}, nil
-	case *ast.RollbackStmt:
-		return &Result{Tag: "ROLLBACK"}, nil
-	}
-	q, err := rewrite.Analyze(stmt, s.engine.policy, rewrite.Options{Dialect: s.engine.dialect, Epsilon: s.epsilon})
-	if err != nil {
-		return nil, err
-	}
-	if q.Passthrough != nil {
-		return s.engine.passthrough(ctx, q.Passthrough)
-	}
-	return s.engine.answer(ctx, s.analyst, q.Plan, normalizeQueryText(sql))
 }
 
 // passthrough runs a public-table query unchanged in meaning.
@@ -212,7 +151,3 @@ func backendError(err error) error {
 func normalizeQueryText(sql string) string {
 	return strings.Join(strings.Fields(sql), " ")
 }
-
-// Close ends the session. Reservations never outlive a call to Execute,
-// so there is nothing to give back.
-func (s *Session) Close() {}

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,7 +51,9 @@ func Parse(sql string, fe FrontEnd) ([]ast.StmtNode, error) {
 	if err != nil {
 		return nil, syntaxError(sql, err)
 	}
-	return stmts, nil
+	// The parser reuses its result slice on the next Parse, which another
+	// goroutine may start as soon as the parser is back in the pool.
+	return slices.Clone(stmts), nil
 }
 
 var parserErrorLocation = regexp.MustCompile(`line (\d+) column (\d+) near "((?s).*)"`)

@@ -53,7 +53,7 @@ func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(stmts) != 1 {
 		return fmt.Errorf("explain takes exactly one statement, got %d", len(stmts))
 	}
-	q, err := rewrite.Analyze(stmts[0], pol, rewrite.Options{Dialect: dialect, Epsilon: eps})
+	q, err := rewrite.Analyze(stmts[0], pol, rewrite.Options{Dialect: dialect, Epsilon: eps, FrontEnd: rewrite.PostgresFrontEnd})
 	if err != nil {
 		return explainError(err)
 	}

@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/hashicorp/golang-lru/v2/expirable"
+)
+
+// The result cache defeats averaging attacks: an analyst who repeats a
+// query gets the answer already released instead of a fresh noisy one, and
+// pays nothing for it, since it reveals nothing new. Repeating a query with
+// a trivially different meaning (`WHERE 1=1`, `x+0`) misses the cache and
+// is charged like any other query.
+//
+// Only successful DP releases are cached: never errors (a refusal or a
+// failure is decided afresh each time), never public passthrough results
+// (they are free and should be current).
+
+// cacheKey identifies a release: who asked, at which privacy cost, and the
+// canonical text of the parsed statement (rewrite.Canonical), so that
+// whitespace, comments and keyword case do not matter but any change to
+// the statement does. Analysts never share entries.
+type cacheKey struct {
+	analyst string
+	epsilon float64
+	delta   float64
+	query   string
+}
+
+// resultCache is a size- and age-bounded LRU of releases plus the queries
+// being answered right now, so that two identical queries racing each
+// other are charged once: the second waits for the first's answer. It is
+// safe for concurrent use. A nil *resultCache is a disabled cache.
+type resultCache struct {
+	lru *expirable.LRU[cacheKey, *Result]
+
+	mu       sync.Mutex
+	inflight map[cacheKey]*flight
+}
+
+// flight is one query being answered; done is closed once res and err are
+// set.
+type flight struct {
+	done chan struct{}
+	res  *Result
+	err  error
+}
+
+// newResultCache returns a cache of at most size releases, each kept for
+// ttl (config.DefaultCacheTTL when ttl ≤ 0). size ≤ 0 disables the cache:
+// newResultCache returns nil.
+func newResultCache(size int, ttl time.Duration) *resultCache {
+	if size <= 0 {
+		return nil
+	}
+	if ttl <= 0 {
+		ttl = config.DefaultCacheTTL
+	}
+	return &resultCache{
+		lru:      expirable.NewLRU[cacheKey, *Result](size, nil, ttl),
+		inflight: map[cacheKey]*flight{},
+	}
+}
+
+// get returns a copy of the cached release for key.
+func (c *resultCache) get(key cacheKey) (*Result, bool) {
+	if c == nil {
+		return nil, false
+	}
+	res, ok := c.lru.Get(key)
+	if !ok {
+		return nil, false
+	}
+	return cloneResult(res), true
+}
+
+// do returns the release for key: from the cache when there is one (hit is
+// then true), otherwise from compute, whose successful result is cached.
+// While compute runs for a key, other calls for the same key wait for it
+// instead of computing (and charging) again; if it fails they try again
+// themselves, since failures are not shared. Every caller gets its own copy
+// of the result. On a disabled cache do simply calls compute.
+func (c *resultCache) do(ctx context.Context, key cacheKey, compute func() (*Result, error)) (res *Result, hit bool, err error) {
+	if c == nil {
+		res, err := compute()
+		return res, false, err
+	}
+	for {
+		if res, ok := c.get(key); ok {
+			return res, true, nil
+		}
+		c.mu.Lock()
+		if f, ok := c.inflight[key]; ok {
+			c.mu.Unlock()
+			select {
+			case <-f.done:
+				if f.err == nil {
+					return cloneResult(f.res), true, nil
+				}
+				continue // the other query failed: try for ourselves
+			case <-ctx.Done():
+				return nil, false, &sqlerr.Error{Code: sqlerr.QueryCanceled, Message: "canceling statement", Err: ctx.Err()}
+			}
+		}
+		// A leader may have finished between get and Lock: it adds to the
+		// LRU before it leaves inflight, so looking again under the lock
+		// cannot miss its answer.
+		if res, ok := c.get(key); ok {
+			c.mu.Unlock()
+			return res, true, nil
+		}
+		f := &flight{done: make(chan struct{})}
+		c.inflight[key] = f
+		c.mu.Unlock()
+		return c.lead(key, f, compute)
+	}
+}
+
+// lead runs compute for key as the one caller doing so, publishes the
+// outcome to the waiting callers and caches a success.
+func (c *resultCache) lead(key cacheKey, f *flight, compute func() (*Result, error)) (res *Result, hit bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			f.err = &sqlerr.Error{Code: sqlerr.InternalError, Message: "internal error"}
+			c.finish(key, f)
+			panic(p)
+		}
+	}()
+	res, err = compute()
+	if err == nil && res != nil {
+		f.res = cloneResult(res)
+		c.lru.Add(key, f.res)
+	} else if err == nil {
+		err = &sqlerr.Error{Code: sqlerr.InternalError, Message: "internal error"}
+	}
+	f.err = err
+	c.finish(key, f)
+	return res, false, err
+}
+
+// finish removes f from the in-flight map and wakes its waiters.
+func (c *resultCache) finish(key cacheKey, f *flight) {
+	c.mu.Lock()
+	delete(c.inflight, key)
+	c.mu.Unlock()
+	close(f.done)
+}
+
+// cloneResult copies a result deeply enough that no caller can change
+// another's (or the cache's) rows: values themselves are immutable.
+func cloneResult(r *Result) *Result {
+	rows := make([][]any, len(r.Rows))
+	for i, row := range r.Rows {
+		rows[i] = slices.Clone(row)
+	}
+	return &Result{Columns: slices.Clone(r.Columns), Rows: rows, Tag: r.Tag}
+}
+
+// cachedAnswer answers a DP plan from the cache when the analyst has had
+// the same release (same canonical statement, ε and δ) within the cache's
+// TTL, at no cost; otherwise through answer, which charges. An empty
+// canonical text (the statement could not be re-emitted) bypasses the
+// cache. The cache is consulted before anything is reserved.
+func (e *Engine) cachedAnswer(ctx context.Context, analyst string, plan *rewrite.Plan, canonical, queryText string) (*Result, error) {
+	if canonical == "" {
+		return e.answer(ctx, analyst, plan, queryText)
+	}
+	key := cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical}
+	res, hit, err := e.cache.do(ctx, key, func() (*Result, error) {
+		return e.answer(ctx, analyst, plan, queryText)
+	})
+	if hit {
+		e.log.Debug("answered from the cache at no cost", "analyst", analyst, "epsilon", plan.Epsilon)
+	}
+	return res, err
+}
+
+// isCached reports whether a release for the plan is in the cache now.
+func (e *Engine) isCached(analyst string, plan *rewrite.Plan, canonical string) bool {
+	if e.cache == nil || canonical == "" {
+		return false
+	}
+	_, ok := e.cache.lru.Peek(cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical})
+	return ok
+}

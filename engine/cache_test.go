@@ -1,0 +1,346 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dpproxy/dpproxy/budget"
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/proxy/backend"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+)
+
+// sessionFixture is engineFixture's engine, rebuilt over the same backend
+// and ledger with the policy changed by mutate (nil: unchanged), a second
+// analyst "bob", and a budget of ε = 100 for both analysts so that tests
+// can run many queries. It returns a session of ana.
+func sessionFixture(t *testing.T, mutate func(*config.Policy)) (*Engine, *Session, *budget.Accountant, backend.Backend) {
+	t.Helper()
+	_, acct, be := engineFixture(t)
+	pol := loadPolicy(t)
+	bob := pol.Analysts[0]
+	bob.Name = "bob"
+	pol.Analysts = append(pol.Analysts, bob)
+	if mutate != nil {
+		mutate(pol)
+	}
+	acct.SetLimit("ana", budget.Cost{Epsilon: 100, Delta: 1e-4})
+	acct.SetLimit("bob", budget.Cost{Epsilon: 100, Delta: 1e-4})
+	e, err := New(Options{Policy: pol, Backend: be, Dialect: rewrite.SQLite, Accountant: acct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, newSession(t, e, "ana"), acct, be
+}
+
+func newSession(t *testing.T, e *Engine, analyst string) *Session {
+	t.Helper()
+	s, err := e.NewSession(analyst, rewrite.PostgresFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// exec runs one statement and returns its result, failing the test on an
+// error.
+func exec(t *testing.T, s *Session, sql string) *Result {
+	t.Helper()
+	res, err := s.Execute(context.Background(), sql)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	if len(res) != 1 {
+		t.Fatalf("%s: %d results, want 1", sql, len(res))
+	}
+	return res[0]
+}
+
+// execErr runs one statement that must fail and returns its error.
+func execErr(t *testing.T, s *Session, sql string) *sqlerr.Error {
+	t.Helper()
+	res, err := s.Execute(context.Background(), sql)
+	if err == nil {
+		t.Fatalf("%s: got %v, want an error", sql, res)
+	}
+	var e *sqlerr.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("%s: error %v (%T) is not an *sqlerr.Error", sql, err, err)
+	}
+	return e
+}
+
+// spent is the analyst's committed ε.
+func spent(t *testing.T, acct *budget.Accountant, analyst string) float64 {
+	t.Helper()
+	st, ok := acct.Status(analyst)
+	if !ok {
+		t.Fatalf("no budget for %s", analyst)
+	}
+	if !st.Reserved.IsZero() {
+		t.Errorf("%s has ε=%v still reserved", analyst, st.Reserved.Epsilon)
+	}
+	return st.Spent.Epsilon
+}
+
+// charges is the number of ledger entries of the analyst.
+func charges(t *testing.T, acct *budget.Accountant, analyst string) int {
+	t.Helper()
+	cs, err := acct.Charges(context.Background(), analyst, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(cs)
+}
+
+func TestCacheRepeatedQueries(t *testing.T) {
+	const first = "SELECT kind, COUNT(*), SUM(cost) FROM visits GROUP BY kind"
+	for _, tc := range []struct {
+		name   string
+		repeat string
+		// hit: the repetition returns the first answer and costs nothing.
+		hit bool
+	}{
+		{"identical", first, true},
+		{"white space", "SELECT   kind,COUNT(*),\n\tSUM(cost)\nFROM visits   GROUP BY kind", true},
+		{"keyword and function case", "select kind, count(*), sum(cost) from visits group by kind", true},
+		{"comments and semicolon", "/* again */ SELECT kind, COUNT(*), SUM(cost) FROM visits GROUP BY kind; -- same", true},
+		{"WHERE 1=1", first[:len("SELECT kind, COUNT(*), SUM(cost) FROM visits")] + " WHERE 1=1 GROUP BY kind", false},
+		{"another literal", "SELECT kind, COUNT(*), SUM(cost) FROM visits WHERE n >= 0 GROUP BY kind", false},
+		{"another column order", "SELECT kind, SUM(cost), COUNT(*) FROM visits GROUP BY kind", false},
+		{"an alias", "SELECT kind, COUNT(*) AS c, SUM(cost) FROM visits GROUP BY kind", false},
+		{"identifier case", "SELECT KIND, COUNT(*), SUM(COST) FROM VISITS GROUP BY KIND", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, s, acct, _ := sessionFixture(t, nil)
+			a := exec(t, s, first)
+			if got := spent(t, acct, "ana"); got != 0.5 {
+				t.Fatalf("first query spent ε=%v, want 0.5", got)
+			}
+			b := exec(t, s, tc.repeat)
+			wantSpent, wantCharges := 1.0, 2
+			if tc.hit {
+				wantSpent, wantCharges = 0.5, 1
+				if !reflect.DeepEqual(a, b) {
+					t.Errorf("repetition answered\n%v\nwant the cached\n%v", b, a)
+				}
+			}
+			if got := spent(t, acct, "ana"); got != wantSpent {
+				t.Errorf("spent ε=%v after the repetition, want %v", got, wantSpent)
+			}
+			if got := charges(t, acct, "ana"); got != wantCharges {
+				t.Errorf("%d ledger entries, want %d", got, wantCharges)
+			}
+		})
+	}
+}
+
+// Changing ε misses the cache; going back to the first ε hits it again.
+func TestCacheKeyedByEpsilon(t *testing.T) {
+	_, s, acct, _ := sessionFixture(t, nil)
+	const q = "SELECT COUNT(*) FROM visits"
+	a := exec(t, s, q)
+	exec(t, s, "SET dpproxy.epsilon = 0.25")
+	exec(t, s, q)
+	if got := spent(t, acct, "ana"); got != 0.75 {
+		t.Fatalf("spent ε=%v, want 0.5 + 0.25", got)
+	}
+	exec(t, s, "RESET dpproxy.epsilon")
+	if b := exec(t, s, q); !reflect.DeepEqual(a, b) {
+		t.Errorf("back at ε=0.5: %v, want the cached %v", b, a)
+	}
+	if got := spent(t, acct, "ana"); got != 0.75 {
+		t.Errorf("spent ε=%v, want 0.75 (the last query was cached)", got)
+	}
+}
+
+// Analysts never share entries, and each pays for their own answer.
+func TestCacheSeparatesAnalysts(t *testing.T) {
+	e, ana, acct, _ := sessionFixture(t, nil)
+	bob := newSession(t, e, "bob")
+	const q = "SELECT COUNT(*), SUM(cost) FROM visits"
+	exec(t, ana, q)
+	exec(t, bob, q)
+	exec(t, bob, q)
+	if a, b := spent(t, acct, "ana"), spent(t, acct, "bob"); a != 0.5 || b != 0.5 {
+		t.Errorf("spent ana ε=%v bob ε=%v, want 0.5 each", a, b)
+	}
+	// A second session of the same analyst shares the analyst's entries.
+	exec(t, newSession(t, e, "ana"), q)
+	if a := spent(t, acct, "ana"); a != 0.5 {
+		t.Errorf("ana's second connection was charged: spent ε=%v", a)
+	}
+}
+
+func TestCacheTTLAndSize(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cache   config.Cache
+		queries []string
+		sleep   time.Duration // before the last query
+		charges int
+	}{
+		{"within TTL", config.Cache{Size: 10, TTL: time.Hour}, []string{"A", "A"}, 0, 1},
+		{"after TTL", config.Cache{Size: 10, TTL: 50 * time.Millisecond}, []string{"A", "A"}, 150 * time.Millisecond, 2},
+		{"size 0 disables", config.Cache{Size: 0, TTL: time.Hour}, []string{"A", "A", "A"}, 0, 3},
+		{"size 1 evicts", config.Cache{Size: 1, TTL: time.Hour}, []string{"A", "B", "A"}, 0, 3},
+		{"size 2 keeps both", config.Cache{Size: 2, TTL: time.Hour}, []string{"A", "B", "A", "B"}, 0, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, s, acct, _ := sessionFixture(t, func(p *config.Policy) { p.Cache = tc.cache })
+			sql := map[string]string{"A": "SELECT COUNT(*) FROM visits", "B": "SELECT SUM(n) FROM visits"}
+			for i, q := range tc.queries {
+				if i == len(tc.queries)-1 {
+					time.Sleep(tc.sleep)
+				}
+				exec(t, s, sql[q])
+			}
+			if got := charges(t, acct, "ana"); got != tc.charges {
+				t.Errorf("%d charges, want %d", got, tc.charges)
+			}
+		})
+	}
+}
+
+// Only successful DP releases are cached: not refusals, not public
+// passthrough results.
+func TestCacheStoresOnlyReleases(t *testing.T) {
+	e, s, acct, _ := sessionFixture(t, nil)
+	exec(t, s, "SELECT body FROM notes")
+	if n := e.cache.lru.Len(); n != 0 {
+		t.Errorf("a passthrough result was cached (%d entries)", n)
+	}
+	acct.SetLimit("ana", budget.Cost{Epsilon: 0.1})
+	const q = "SELECT COUNT(*) FROM visits"
+	if code := execErr(t, s, q).Code; code != sqlerr.BudgetExhausted {
+		t.Fatalf("got %s, want %s", code, sqlerr.BudgetExhausted)
+	}
+	if n := e.cache.lru.Len(); n != 0 {
+		t.Errorf("a refusal was cached (%d entries)", n)
+	}
+	acct.SetLimit("ana", budget.Cost{Epsilon: 1})
+	a := exec(t, s, q)
+	if got := spent(t, acct, "ana"); got != 0.5 {
+		t.Fatalf("spent ε=%v, want 0.5", got)
+	}
+	// With the budget spent, the cached answer is still given: it reveals
+	// nothing new.
+	acct.SetLimit("ana", budget.Cost{Epsilon: 0.5})
+	if b := exec(t, s, q); !reflect.DeepEqual(a, b) {
+		t.Errorf("cached answer after exhaustion %v, want %v", b, a)
+	}
+	if code := execErr(t, s, "SELECT SUM(n) FROM visits").Code; code != sqlerr.BudgetExhausted {
+		t.Errorf("a new query got %s, want %s", code, sqlerr.BudgetExhausted)
+	}
+}
+
+// Callers cannot change each other's (or the cache's) rows.
+func TestCacheReturnsCopies(t *testing.T) {
+	_, s, _, _ := sessionFixture(t, nil)
+	const q = "SELECT COUNT(*) FROM visits"
+	a := exec(t, s, q)
+	want := a.Rows[0][0]
+	a.Rows[0][0] = int64(-1)
+	a.Columns[0].Name = "changed"
+	b := exec(t, s, q)
+	if b.Rows[0][0] != want || b.Columns[0].Name != "count" {
+		t.Errorf("the cached answer changed with the caller's copy: %v", b)
+	}
+}
+
+// N identical new queries at once: exactly one charge, one answer.
+func TestCacheConcurrentIdenticalQueries(t *testing.T) {
+	e, _, acct, _ := sessionFixture(t, nil)
+	const n = 16
+	const q = "SELECT kind, AVG(cost) FROM visits GROUP BY kind"
+	results := make([]*Result, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		s := newSession(t, e, "ana")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := s.Execute(context.Background(), q)
+			if err == nil {
+				results[i] = res[0]
+			}
+			errs[i] = err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("query %d: %v", i, errs[i])
+		}
+		if !reflect.DeepEqual(results[i], results[0]) {
+			t.Errorf("answer %d %v differs from answer 0 %v", i, results[i], results[0])
+		}
+	}
+	if got := charges(t, acct, "ana"); got != 1 {
+		t.Errorf("%d charges for %d identical concurrent queries, want 1", got, n)
+	}
+	if got := spent(t, acct, "ana"); got != 0.5 {
+		t.Errorf("spent ε=%v, want 0.5", got)
+	}
+}
+
+// A waiting caller gives up when its own context ends; the leader's
+// failure is not shared: the next caller tries again.
+func TestCacheFlightWaitAndFailure(t *testing.T) {
+	c := newResultCache(10, time.Hour)
+	key := cacheKey{analyst: "ana", epsilon: 1, query: "q"}
+	release := make(chan struct{})
+	leaderDone := make(chan error, 1)
+	go func() {
+		_, _, err := c.do(context.Background(), key, func() (*Result, error) {
+			<-release
+			return nil, sqlerr.New(sqlerr.InternalError, "failed")
+		})
+		leaderDone <- err
+	}()
+	// Wait until the leader is in flight.
+	for {
+		c.mu.Lock()
+		_, ok := c.inflight[key]
+		c.mu.Unlock()
+		if ok {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := c.do(ctx, key, func() (*Result, error) { t.Error("a waiter computed"); return nil, nil }); sqlerr.As(err).Code != sqlerr.QueryCanceled {
+		t.Errorf("canceled waiter got %v, want %s", err, sqlerr.QueryCanceled)
+	}
+	waiter := make(chan *Result, 1)
+	go func() {
+		res, hit, err := c.do(context.Background(), key, func() (*Result, error) {
+			return &Result{Tag: "SELECT 0"}, nil
+		})
+		if err != nil || hit {
+			t.Errorf("retrying waiter: hit=%v err=%v, want its own answer", hit, err)
+		}
+		waiter <- res
+	}()
+	time.Sleep(10 * time.Millisecond)
+	close(release)
+	if err := <-leaderDone; err == nil {
+		t.Error("leader's error lost")
+	}
+	if res := <-waiter; res == nil || res.Tag != "SELECT 0" {
+		t.Errorf("waiter got %v", res)
+	}
+	if res, hit, err := c.do(context.Background(), key, func() (*Result, error) { return nil, nil }); err != nil || !hit || res.Tag != "SELECT 0" {
+		t.Errorf("after the retry: %v %v %v, want the cached answer", res, hit, err)
+	}
+}

@@ -1,0 +1,300 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dpproxy/dpproxy/mechanisms"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// NewSession starts a session for an authenticated analyst. Its queries
+// cost the policy's defaults.epsilon until SET dpproxy.epsilon changes it.
+func (e *Engine) NewSession(analyst string, fe rewrite.FrontEnd) (*Session, error) {
+	if _, ok := e.policy.Analyst(analyst); !ok {
+		return nil, sqlerr.New(sqlerr.InvalidAuthorization, "analyst %q is not in the policy", analyst)
+	}
+	return &Session{engine: e, analyst: analyst, frontEnd: fe, epsilon: e.policy.Defaults.Epsilon}, nil
+}
+
+// Session is one client connection's state. A session is used by one
+// goroutine at a time.
+//
+// Besides SQL queries, a session answers these statements itself, without
+// the backend and at no cost:
+//
+//	SET [SESSION] dpproxy.epsilon { = | TO } { number | 'number' | DEFAULT }
+//	RESET dpproxy.epsilon            (also RESET ALL)
+//	SHOW dpproxy.epsilon
+//	EXPLAIN DP query
+//	SELECT ... FROM dpproxy.budget   (see virtual.go)
+//	SELECT ... FROM dpproxy.queries
+//
+// Other SET statements, BEGIN, COMMIT and ROLLBACK are accepted and have no
+// effect.
+type Session struct {
+	engine   *Engine
+	analyst  string
+	frontEnd rewrite.FrontEnd
+	// epsilon is what the session's next query on protected data costs:
+	// always in [mechanisms.MinEpsilon, policy max_epsilon_per_query].
+	epsilon float64
+}
+
+// Analyst returns the session's analyst.
+func (s *Session) Analyst() string { return s.analyst }
+
+// Epsilon returns the ε the session's next query on protected data costs.
+func (s *Session) Epsilon() float64 { return s.epsilon }
+
+// Execute runs one query string. It returns one Result per statement, or
+// an *sqlerr.Error; other errors mean an internal failure and must not be
+// shown to the client in detail.
+func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
+	cmd, err := matchSessionCommand(sql)
+	if err != nil {
+		return nil, err
+	}
+	if cmd != nil {
+		res, err := s.runCommand(ctx, cmd, sql)
+		if err != nil {
+			return nil, err
+		}
+		return []*Result{res}, nil
+	}
+	stmt, err := s.parseOne(sql)
+	if err != nil || stmt == nil {
+		return nil, err
+	}
+	p, err := s.prepare(stmt)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.run(ctx, p, sql)
+	if err != nil {
+		return nil, err
+	}
+	return []*Result{res}, nil
+}
+
+// parseOne parses sql, which must hold at most one statement; it returns
+// nil for none.
+func (s *Session) parseOne(sql string) (ast.StmtNode, error) {
+	stmts, err := rewrite.Parse(sql, s.frontEnd)
+	if err != nil {
+		return nil, err
+	}
+	switch len(stmts) {
+	case 0:
+		return nil, nil
+	case 1:
+		return stmts[0], nil
+	}
+	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "multiple statements in one query are not supported (got %d)", len(stmts)).
+		WithHint("send one statement at a time")
+}
+
+// prepared is a statement checked and planned, ready to run or explain:
+// exactly one of tag, virtual and query is set.
+type prepared struct {
+	// tag answers a session statement (SET, BEGIN, ...) that does nothing.
+	tag string
+	// virtual is a query on a dpproxy.* view.
+	virtual *virtualQuery
+	// query is a query for the backend, DP or passthrough.
+	query *rewrite.Query
+	// canonical is the statement's canonical text (rewrite.Canonical),
+	// the result cache's key for a DP plan; "" when not available.
+	canonical string
+}
+
+// prepare checks a statement against the policy and plans it, without
+// running anything. Running it and explaining it share this step, so a
+// query and EXPLAIN DP of it are refused with the same error.
+func (s *Session) prepare(stmt ast.StmtNode) (*prepared, error) {
+	switch x := stmt.(type) {
+	case *ast.SetStmt:
+		for _, v := range x.Variables {
+			if strings.HasPrefix(strings.ToLower(v.Name), settingPrefix) {
+				// A form the session-command matcher did not take (several
+				// assignments, @@, a comment first): refuse rather than
+				// ignore a privacy setting.
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s can only be set on its own, as SET %s = <number>", v.Name, SettingEpsilon).
+					WithHint("send SET %s = 0.5 as a statement of its own", SettingEpsilon)
+			}
+		}
+		return &prepared{tag: "SET"}, nil
+	case *ast.BeginStmt:
+		return &prepared{tag: "BEGIN"}, nil
+	case *ast.CommitStmt:
+		return &prepared{tag: "COMMIT"}, nil
+	case *ast.RollbackStmt:
+		return &prepared{tag: "ROLLBACK"}, nil
+	case *ast.ExplainStmt:
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "EXPLAIN statements are not supported by dpproxy").
+			WithHint("EXPLAIN DP <query> shows how dpproxy would answer a query, at no cost")
+	}
+	v, err := parseVirtual(stmt)
+	if err != nil {
+		return nil, err
+	}
+	if v != nil {
+		return &prepared{virtual: v}, nil
+	}
+	p := &prepared{}
+	if _, ok := stmt.(*ast.SelectStmt); ok {
+		// Before Analyze, so that the key is the statement as the analyst
+		// wrote it. Without a canonical text the query is not cached.
+		if c, err := rewrite.Canonical(stmt); err == nil {
+			p.canonical = c
+		} else {
+			s.engine.log.Debug("query not cacheable", "err", err)
+		}
+	}
+	q, err := rewrite.Analyze(stmt, s.engine.policy, rewrite.Options{Dialect: s.engine.dialect, Epsilon: s.epsilon, FrontEnd: s.frontEnd})
+	if err != nil {
+		return nil, err
+	}
+	p.query = q
+	return p, nil
+}
+
+// run executes a prepared statement. sql is the client's text, recorded
+// (normalized) in the ledger with the charge.
+func (s *Session) run(ctx context.Context, p *prepared, sql string) (*Result, error) {
+	switch {
+	case p.tag != "":
+		return &Result{Tag: p.tag}, nil
+	case p.virtual != nil:
+		return s.answerVirtual(ctx, p.virtual)
+	case p.query.Passthrough != nil:
+		return s.engine.passthrough(ctx, p.query.Passthrough)
+	}
+	return s.engine.cachedAnswer(ctx, s.analyst, p.query.Plan, p.canonical, normalizeQueryText(sql))
+}
+
+// runCommand runs a session command recognized before parsing.
+func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql string) (*Result, error) {
+	switch cmd.kind {
+	case cmdSet:
+		eps := s.engine.policy.Defaults.Epsilon
+		if !cmd.isDefault {
+			var err error
+			if eps, err = s.parseEpsilon(cmd.value); err != nil {
+				return nil, err
+			}
+		}
+		s.epsilon = eps
+		return &Result{Tag: "SET"}, nil
+	case cmdReset:
+		s.epsilon = s.engine.policy.Defaults.Epsilon
+		return &Result{Tag: "RESET"}, nil
+	case cmdShow:
+		return showEpsilon(s.epsilon), nil
+	case cmdExplainDP:
+		return s.explainDP(ctx, cmd, sql)
+	}
+	return nil, fmt.Errorf("engine: unknown session command %d", cmd.kind)
+}
+
+// parseEpsilon checks a value for dpproxy.epsilon against the policy; the
+// error states the allowed range.
+func (s *Session) parseEpsilon(text string) (float64, error) {
+	maxEps := s.engine.policy.Defaults.MaxEpsilonPerQuery
+	eps, err := parseEpsilon(text, maxEps)
+	if err != nil {
+		e := sqlerr.As(err)
+		e.Message += fmt.Sprintf("; %s must be a finite number from %g to %g", SettingEpsilon, mechanisms.MinEpsilon, maxEps)
+		e.Hint = fmt.Sprintf("%g is the policy's max_epsilon_per_query; its default ε is %g (SET %s = %g, or RESET %s)",
+			maxEps, s.engine.policy.Defaults.Epsilon, SettingEpsilon, s.engine.policy.Defaults.Epsilon, SettingEpsilon)
+		return 0, e
+	}
+	return eps, nil
+}
+
+// explainDP answers EXPLAIN DP <query> with one result set: the rows of
+// Explain for a query on protected data, followed by rows whose first
+// column is a label ("summary", "backend SQL (<dialect>)", "cache") and
+// whose second is one line of text, the other columns NULL. Nothing runs
+// on the backend and nothing is charged. A query that would be refused is
+// refused with the same error.
+func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) (*Result, error) {
+	stmt, err := s.parseOne(cmd.query)
+	if err != nil {
+		// Positions are counted from the start of the whole text.
+		if e := sqlerr.As(err); e.Position > 0 {
+			e.Position += utf8.RuneCountInString(sql[:cmd.offset])
+		}
+		return nil, err
+	}
+	if stmt == nil {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "EXPLAIN DP needs a query to explain").WithHint("write EXPLAIN DP SELECT ...")
+	}
+	p, err := s.prepare(stmt)
+	if err != nil {
+		return nil, err
+	}
+	if p.tag != "" {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "EXPLAIN DP explains queries; %s is a session statement", p.tag).
+			WithHint("write EXPLAIN DP SELECT ...")
+	}
+	var plan *rewrite.Plan
+	if p.query != nil {
+		plan = p.query.Plan
+	}
+	res, err := explainTable(plan)
+	if err != nil {
+		return nil, err
+	}
+	backendLabel := fmt.Sprintf("backend SQL (%s)", s.engine.dialect.Name())
+	switch {
+	case p.virtual != nil:
+		addExplainNote(res, "summary", fmt.Sprintf("%s is answered by dpproxy itself from the budget ledger: nothing runs on the backend and no budget is spent", p.virtual.view.qualified()))
+	case p.query.Passthrough != nil:
+		addExplainNote(res, "summary", "public tables only: runs on the backend as re-emitted below; no budget is spent")
+		addExplainNote(res, backendLabel, p.query.Passthrough.SQL)
+	default:
+		for _, line := range strings.Split(strings.TrimRight(ExplainSummary(plan), "\n"), "\n") {
+			addExplainNote(res, "summary", line)
+		}
+		addExplainNote(res, backendLabel, plan.BackendSQL)
+		if s.engine.isCached(s.analyst, plan, p.canonical) {
+			addExplainNote(res, "cache", fmt.Sprintf("this query was answered at ε = %g within the cache's time to live: running it again returns the same answer and costs nothing", plan.Epsilon))
+		}
+	}
+	res.Tag = "EXPLAIN"
+	return res, nil
+}
+
+// explainTable is Explain's table for plan, or an empty table with
+// Explain's columns when plan is nil.
+func explainTable(plan *rewrite.Plan) (*Result, error) {
+	if plan == nil {
+		plan = &rewrite.Plan{}
+	}
+	res, err := Explain(plan)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Columns) < 2 || res.Columns[0].Type != sqltypes.Text || res.Columns[1].Type != sqltypes.Text {
+		return nil, fmt.Errorf("engine: EXPLAIN DP needs Explain's first two columns to be text, got %v", res.Columns)
+	}
+	return res, nil
+}
+
+// addExplainNote appends a row with label and text in the first two
+// columns and NULL in the others.
+func addExplainNote(res *Result, label, text string) {
+	row := make([]any, len(res.Columns))
+	row[0], row[1] = label, text
+	res.Rows = append(res.Rows, row)
+}
+
+// Close ends the session. Reservations never outlive a call to Execute,
+// so there is nothing to give back.
+func (s *Session) Close() {}
