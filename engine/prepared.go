@@ -1,0 +1,331 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// Prepared is a statement a client prepared (PostgreSQL Parse,
+// MySQL COM_STMT_PREPARE): checked and described once, executed with
+// parameter values any number of times. Each execution of a query on
+// protected data is a release of its own and is charged (or answered from
+// the cache when the same values were asked before).
+type Prepared struct {
+	// SQL is the statement as the client sent it.
+	SQL string
+	// Params has one type per parameter ($1..$n, or each ?): the type the
+	// statement's context gives it, or the type the client declared.
+	// Unknown means the value is taken as text.
+	Params []sqltypes.Type
+	// Columns describes the rows the statement returns; nil when it
+	// returns none (SET, BEGIN, ...). Execute returns exactly these.
+	Columns []Column
+	// Tag is the command tag for statements that return no rows.
+	Tag string
+	// Empty is set for a statement with no SQL in it (only comments or
+	// white space): executing it returns a nil Result.
+	Empty bool
+
+	// command is set for statements the session answers itself
+	// (SET dpproxy.epsilon, EXPLAIN DP, ...), which take no parameters.
+	command bool
+	// markerParams maps each parameter marker, in text order, to its
+	// 1-based parameter number.
+	markerParams []int
+}
+
+// Prepare checks and describes a statement without running it on
+// protected data and without charging. paramTypes are the types the client
+// declared (may be shorter than the parameter count; Unknown = not
+// declared). A statement that would be refused is refused here, with the
+// error executing it would give.
+func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*Prepared, error) {
+	p := &Prepared{SQL: sql}
+	cmd, err := matchSessionCommand(sql)
+	if err != nil {
+		return nil, err
+	}
+	if cmd != nil {
+		p.command = true
+		return p, s.describeCommand(ctx, p, cmd, sql)
+	}
+	stmt, markers, count, err := s.parseForBinding(sql)
+	if err != nil {
+		return nil, err
+	}
+	if stmt == nil {
+		p.Empty = true
+		return p, nil
+	}
+	p.markerParams = markers
+	p.Params = rewrite.InferParamTypes(stmt, s.engine.policy, markers, max(count, len(paramTypes)))
+	for i, t := range paramTypes {
+		if t != sqltypes.Unknown {
+			p.Params[i] = t
+		}
+	}
+	// Check and plan with placeholder values of the right types: the
+	// statement's shape, and so its result columns, do not depend on them.
+	placeholders := make([]any, len(p.Params))
+	for i, t := range p.Params {
+		placeholders[i] = rewrite.PlaceholderValue(t)
+	}
+	if err := rewrite.BindParams(stmt, markers, placeholders, p.Params); err != nil {
+		return nil, err
+	}
+	prep, err := s.prepare(stmt)
+	if err != nil {
+		return nil, err
+	}
+	return p, s.describe(ctx, p, prep)
+}
+
+// ExecutePrepared runs a prepared statement with parameter values of the
+// Go types listed in package sqltypes (nil for NULL), one per Params entry.
+// Values are bound into a fresh syntax tree of the statement as constants,
+// never spliced into SQL text. The result has exactly p.Columns.
+func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []any) (*Result, error) {
+	if p.Empty {
+		return nil, nil
+	}
+	if p.command {
+		if len(params) > 0 {
+			return nil, sqlerr.New(sqlerr.ProtocolViolation, "this statement takes no parameters, got %d", len(params))
+		}
+		res, err := s.Execute(ctx, p.SQL)
+		if err != nil || len(res) == 0 {
+			return nil, err
+		}
+		return res[0], nil
+	}
+	if len(params) != len(p.Params) {
+		return nil, sqlerr.New(sqlerr.ProtocolViolation, "the statement has %d parameter(s) but %d value(s) were supplied", len(p.Params), len(params))
+	}
+	stmt, _, _, err := s.parseForBinding(p.SQL)
+	if err != nil {
+		return nil, err
+	}
+	if err := rewrite.BindParams(stmt, p.markerParams, params, p.Params); err != nil {
+		return nil, err
+	}
+	prep, err := s.prepare(stmt)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.run(ctx, prep, logText(p.SQL, params))
+	if err != nil {
+		return nil, err
+	}
+	return conform(res, p.Columns), nil
+}
+
+// parseForBinding parses a statement that may hold parameter markers and
+// returns the marker-to-parameter mapping and the parameter count.
+func (s *Session) parseForBinding(sql string) (ast.StmtNode, []int, int, error) {
+	stmt, err := s.parseOne(sql)
+	if err != nil || stmt == nil {
+		return nil, nil, 0, err
+	}
+	markers := rewrite.ParamMarkers(stmt)
+	mapping := make([]int, len(markers))
+	for i := range mapping {
+		mapping[i] = i + 1
+	}
+	return stmt, mapping, len(markers), nil
+}
+
+// describe fills in the result columns of a checked statement.
+func (s *Session) describe(ctx context.Context, p *Prepared, prep *prepared) error {
+	switch {
+	case prep.tag != "":
+		p.Tag = prep.tag
+		return nil
+	case prep.virtual != nil:
+		// Reading a view is free and has no side effects.
+		res, err := s.answerVirtual(ctx, prep.virtual)
+		if err != nil {
+			return err
+		}
+		p.Columns = res.Columns
+		return nil
+	case prep.query.Plan != nil:
+		for _, o := range prep.query.Plan.Output {
+			p.Columns = append(p.Columns, Column{Name: o.Name, Type: o.Type})
+		}
+		return nil
+	}
+	cols, err := s.engine.describePassthrough(ctx, prep.query.Passthrough)
+	if err != nil {
+		return err
+	}
+	p.Columns = cols
+	return nil
+}
+
+// describeCommand describes a statement the session answers itself.
+func (s *Session) describeCommand(ctx context.Context, p *Prepared, cmd *sessionCommand, sql string) error {
+	switch cmd.kind {
+	case cmdSet:
+		p.Tag = "SET"
+	case cmdReset:
+		p.Tag = "RESET"
+	case cmdShow:
+		p.Columns = showEpsilon(s.epsilon).Columns
+	case cmdExplainDP:
+		// Explaining runs nothing and costs nothing.
+		res, err := s.explainDP(ctx, cmd, sql)
+		if err != nil {
+			return err
+		}
+		p.Columns = res.Columns
+	}
+	return nil
+}
+
+// describePassthrough learns a public query's result columns by running it
+// with no rows (LIMIT 0) on the backend.
+func (e *Engine) describePassthrough(ctx context.Context, q *rewrite.Passthrough) ([]Column, error) {
+	sql := "SELECT * FROM (" + q.SQL + ") AS " + e.dialect.QuoteIdent("dp_describe") + " LIMIT 0"
+	rows, err := e.backend.Query(ctx, sql)
+	if err != nil {
+		return nil, backendError(err)
+	}
+	cols := make([]Column, len(rows.Columns))
+	for i, c := range rows.Columns {
+		cols[i] = Column{Name: c.Name, Type: c.Type}
+	}
+	return cols, nil
+}
+
+// conform gives a result the columns its statement was described with,
+// converting values where the backend reported a different type (an
+// expression column that SQLite types from its values, say): clients
+// decode rows with the description they were given.
+func conform(res *Result, cols []Column) *Result {
+	if res == nil || len(res.Columns) != len(cols) {
+		return res
+	}
+	for i, c := range cols {
+		if res.Columns[i].Type == c.Type {
+			continue
+		}
+		for _, row := range res.Rows {
+			row[i] = convertValue(row[i], c.Type)
+		}
+		res.Columns[i].Type = c.Type
+	}
+	return res
+}
+
+// convertValue converts a value to the Go type of t where it can; values
+// that do not fit are rendered as text only when t is a text type, and
+// otherwise become NULL rather than a value the client would misread.
+func convertValue(v any, t sqltypes.Type) any {
+	if v == nil {
+		return nil
+	}
+	switch t {
+	case sqltypes.Text, sqltypes.Varchar, sqltypes.Bpchar, sqltypes.Name, sqltypes.Unknown:
+		switch x := v.(type) {
+		case string:
+			return x
+		case time.Time:
+			return x.Format("2006-01-02 15:04:05.999999")
+		}
+		return fmt.Sprint(v)
+	case sqltypes.Int2, sqltypes.Int4, sqltypes.Int8:
+		switch x := v.(type) {
+		case int64:
+			return x
+		case float64:
+			if x == float64(int64(x)) {
+				return int64(x)
+			}
+		case string:
+			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
+				return n
+			}
+		}
+	case sqltypes.Float4, sqltypes.Float8:
+		if f, ok := numberOf(v); ok {
+			return f
+		}
+	case sqltypes.Numeric:
+		switch x := v.(type) {
+		case sqltypes.Decimal:
+			return x
+		case int64:
+			return sqltypes.Decimal(strconv.FormatInt(x, 10))
+		case float64:
+			return sqltypes.Decimal(strconv.FormatFloat(x, 'f', -1, 64))
+		case string:
+			if _, err := strconv.ParseFloat(x, 64); err == nil {
+				return sqltypes.Decimal(x)
+			}
+		}
+	case sqltypes.Bool:
+		switch x := v.(type) {
+		case bool:
+			return x
+		case int64:
+			return x != 0
+		}
+	case sqltypes.Date, sqltypes.Timestamp, sqltypes.Timestamptz:
+		switch x := v.(type) {
+		case time.Time:
+			return x
+		case string:
+			for _, layout := range []string{"2006-01-02", "2006-01-02 15:04:05.999999", time.RFC3339Nano} {
+				if tm, err := time.Parse(layout, x); err == nil {
+					return tm
+				}
+			}
+		}
+	default:
+		return v
+	}
+	return nil
+}
+
+func numberOf(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	case sqltypes.Decimal:
+		f, err := strconv.ParseFloat(string(x), 64)
+		return f, err == nil
+	case string:
+		f, err := strconv.ParseFloat(x, 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// logText is what the analyst's query log records for one execution of a
+// prepared statement: the text and the values it ran with.
+func logText(sql string, params []any) string {
+	if len(params) == 0 {
+		return sql
+	}
+	var sb strings.Builder
+	sb.WriteString(sql)
+	sb.WriteString(" -- parameters:")
+	for i, v := range params {
+		if v == nil {
+			fmt.Fprintf(&sb, " $%d=NULL", i+1)
+		} else {
+			fmt.Fprintf(&sb, " $%d=%v", i+1, v)
+		}
+	}
+	return sb.String()
+}
