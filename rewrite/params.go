@@ -35,7 +35,9 @@ func ParamMarkers(stmt ast.StmtNode) []*test_driver.ParamMarkerExpr {
 	return c.markers
 }
 
-type markerCollector struct{ markers []*test_driver.ParamMarkerExpr }
+type markerCollector struct {
+	markers []*test_driver.ParamMarkerExpr
+}
 
 func (c *markerCollector) Enter(n ast.Node) (ast.Node, bool) {
 	if m, ok := n.(*test_driver.ParamMarkerExpr); ok {
