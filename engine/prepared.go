@@ -57,6 +57,24 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 		p.command = true
 		return p, s.describeCommand(ctx, p, cmd, sql)
 	}
+	if s.frontEnd == rewrite.PostgresFrontEnd {
+		guc, err := matchPostgresSetting(sql)
+		if err != nil {
+			return nil, err
+		}
+		if guc != nil {
+			p.command = true
+			switch guc.kind {
+			case cmdShow:
+				p.Columns = []Column{{Name: guc.name, Type: sqltypes.Text}}
+			case cmdReset:
+				p.Tag = "RESET"
+			default:
+				p.Tag = "SET"
+			}
+			return p, nil
+		}
+	}
 	stmt, markers, count, err := s.parseForBinding(sql)
 	if err != nil {
 		return nil, err
@@ -147,6 +165,9 @@ func (s *Session) describe(ctx context.Context, p *Prepared, prep *prepared) err
 	switch {
 	case prep.tag != "":
 		p.Tag = prep.tag
+		return nil
+	case prep.local != nil:
+		p.Columns = prep.local.Columns
 		return nil
 	case prep.virtual != nil:
 		// Reading a view is free and has no side effects.

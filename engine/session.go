@@ -19,7 +19,10 @@ func (e *Engine) NewSession(analyst string, fe rewrite.FrontEnd) (*Session, erro
 	if _, ok := e.policy.Analyst(analyst); !ok {
 		return nil, sqlerr.New(sqlerr.InvalidAuthorization, "analyst %q is not in the policy", analyst)
 	}
-	return &Session{engine: e, analyst: analyst, frontEnd: fe, epsilon: e.policy.Defaults.Epsilon}, nil
+	return &Session{
+		engine: e, analyst: analyst, frontEnd: fe, epsilon: e.policy.Defaults.Epsilon,
+		gucs: map[string]string{}, startupSettings: map[string]string{},
+	}, nil
 }
 
 // Session is one client connection's state. A session is used by one
@@ -44,6 +47,11 @@ type Session struct {
 	// epsilon is what the session's next query on protected data costs:
 	// always in [mechanisms.MinEpsilon, policy max_epsilon_per_query].
 	epsilon float64
+	// database is the database name the client connected to.
+	database string
+	// gucs are the run-time parameters the client set (see guc.go);
+	// startupSettings those it sent when connecting.
+	gucs, startupSettings map[string]string
 }
 
 // Analyst returns the session's analyst.
@@ -66,6 +74,19 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 			return nil, err
 		}
 		return []*Result{res}, nil
+	}
+	if s.frontEnd == rewrite.PostgresFrontEnd {
+		guc, err := matchPostgresSetting(sql)
+		if err != nil {
+			return nil, err
+		}
+		if guc != nil {
+			res, err := s.runSetting(guc)
+			if err != nil {
+				return nil, err
+			}
+			return []*Result{res}, nil
+		}
 	}
 	stmt, err := s.parseOne(sql)
 	if err != nil || stmt == nil {
@@ -100,10 +121,13 @@ func (s *Session) parseOne(sql string) (ast.StmtNode, error) {
 }
 
 // prepared is a statement checked and planned, ready to run or explain:
-// exactly one of tag, virtual and query is set.
+// exactly one of tag, local, virtual and query is set.
 type prepared struct {
 	// tag answers a session statement (SET, BEGIN, ...) that does nothing.
 	tag string
+	// local is the answer to a query about the session or server
+	// (SELECT version(), ...), computed without the backend.
+	local *Result
 	// virtual is a query on a dpproxy.* view.
 	virtual *virtualQuery
 	// query is a query for the backend, DP or passthrough.
@@ -139,6 +163,11 @@ func (s *Session) prepare(stmt ast.StmtNode) (*prepared, error) {
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "EXPLAIN statements are not supported by dpproxy").
 			WithHint("EXPLAIN DP <query> shows how dpproxy would answer a query, at no cost")
 	}
+	if sel, ok := stmt.(*ast.SelectStmt); ok {
+		if res, ok := s.evalLocal(sel); ok {
+			return &prepared{local: res}, nil
+		}
+	}
 	v, err := parseVirtual(stmt)
 	if err != nil {
 		return nil, err
@@ -170,6 +199,8 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*Result, er
 	switch {
 	case p.tag != "":
 		return &Result{Tag: p.tag}, nil
+	case p.local != nil:
+		return p.local, nil
 	case p.virtual != nil:
 		return s.answerVirtual(ctx, p.virtual)
 	case p.query.Passthrough != nil:

@@ -20,6 +20,11 @@ func (p PostgresSessions) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) 
 }
 
 // Open implements pgwire.Sessions.
-func (p PostgresSessions) Open(_ context.Context, user, _ string, _ map[string]string) (pgwire.Session, error) {
-	return p.Engine.NewSession(user, rewrite.PostgresFrontEnd)
+func (p PostgresSessions) Open(_ context.Context, user, database string, params map[string]string) (pgwire.Session, error) {
+	s, err := p.Engine.NewSession(user, rewrite.PostgresFrontEnd)
+	if err != nil {
+		return nil, err
+	}
+	s.SetStartupParameters(database, params)
+	return s, nil
 }

@@ -22,6 +22,7 @@ const (
 	UndefinedTable         Code = "42P01"
 	UndefinedColumn        Code = "42703"
 	UndefinedFunction      Code = "42883"
+	UndefinedObject        Code = "42704"
 	GroupingError          Code = "42803"
 	DatatypeMismatch       Code = "42804"
 	InvalidParameterValue  Code = "22023"

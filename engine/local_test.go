@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// What drivers and BI tools ask before their first query is answered by
+// the session itself, whatever the backend, at no cost.
+func TestSessionAnswersServerQuestions(t *testing.T) {
+	e, acct, be := engineFixture(t)
+	be.Close() // none of this may need the backend
+	ctx := context.Background()
+	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	s.SetStartupParameters("clinic", map[string]string{"application_name": "psql", "DateStyle": "ISO, DMY", "client_encoding": "LATIN1"})
+
+	for _, c := range []struct {
+		sql     string
+		name    string
+		typ     sqltypes.Type
+		want    any
+		wantTag string
+	}{
+		{"SELECT version()", "version", sqltypes.Text, "PostgreSQL 15.0 (dpproxy), a differential-privacy proxy", "SELECT 1"},
+		{"select current_schema()", "current_schema", sqltypes.Name, "public", "SELECT 1"},
+		{"SELECT current_database()", "current_database", sqltypes.Name, "clinic", "SELECT 1"},
+		{"SELECT session_user", "session_user", sqltypes.Name, "ana", "SELECT 1"},
+		{"SELECT current_setting('server_version_num')", "current_setting", sqltypes.Text, "150000", "SELECT 1"},
+		{"SELECT CAST(current_setting('server_version_num') AS SIGNED)/100 AS version", "version", sqltypes.Int4, int64(1500), "SELECT 1"},
+		{"SELECT 1", "?column?", sqltypes.Int4, int64(1), "SELECT 1"},
+		{"SELECT TRUE AS _ LIMIT 0", "_", sqltypes.Bool, nil, "SELECT 0"},
+		{"show timezone;", "timezone", sqltypes.Text, "UTC", "SHOW"},
+		{"SHOW TRANSACTION ISOLATION LEVEL", "transaction_isolation", sqltypes.Text, "read committed", "SHOW"},
+		{"show standard_conforming_strings", "standard_conforming_strings", sqltypes.Text, "on", "SHOW"},
+		{"SHOW DateStyle", "datestyle", sqltypes.Text, "ISO, DMY", "SHOW"},
+		{"SHOW application_name", "application_name", sqltypes.Text, "psql", "SHOW"},
+		{"SHOW client_encoding", "client_encoding", sqltypes.Text, "UTF8", "SHOW"},
+	} {
+		res, err := s.Execute(ctx, c.sql)
+		if err != nil {
+			t.Errorf("%s: %v", c.sql, err)
+			continue
+		}
+		r := res[0]
+		if r.Tag != c.wantTag || len(r.Columns) != 1 || r.Columns[0].Name != c.name || r.Columns[0].Type != c.typ {
+			t.Errorf("%s: tag %q columns %+v", c.sql, r.Tag, r.Columns)
+			continue
+		}
+		if c.want == nil {
+			if len(r.Rows) != 0 {
+				t.Errorf("%s: rows %v, want none", c.sql, r.Rows)
+			}
+		} else if len(r.Rows) != 1 || r.Rows[0][0] != c.want {
+			t.Errorf("%s: rows %v, want %v", c.sql, r.Rows, c.want)
+		}
+	}
+
+	// SET changes what SHOW and current_setting report; RESET restores.
+	for _, sql := range []string{"SET extra_float_digits = 3", "SET application_name = 'PostgreSQL JDBC Driver'", "SET SESSION TIMEZONE TO 'Europe/Oslo'", "SET TIME ZONE 'UTC'", "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", "SET search_path TO public, \"$user\""} {
+		if res, err := s.Execute(ctx, sql); err != nil || res[0].Tag != "SET" {
+			t.Errorf("%s: %v", sql, err)
+		}
+	}
+	if res, _ := s.Execute(ctx, "SELECT current_setting('application_name')"); res[0].Rows[0][0] != "PostgreSQL JDBC Driver" {
+		t.Errorf("application_name after SET: %v", res[0].Rows)
+	}
+	if res, _ := s.Execute(ctx, "RESET application_name"); res[0].Tag != "RESET" {
+		t.Error("RESET")
+	}
+	if res, _ := s.Execute(ctx, "SHOW application_name"); res[0].Rows[0][0] != "psql" {
+		t.Errorf("application_name after RESET: %v", res[0].Rows)
+	}
+
+	// Parameters dpproxy depends on cannot be changed; unknown ones are errors.
+	for _, c := range []struct {
+		sql  string
+		code sqlerr.Code
+	}{
+		{"SET standard_conforming_strings = off", sqlerr.FeatureNotSupported},
+		{"SET client_encoding = 'LATIN1'", sqlerr.FeatureNotSupported},
+		{"SHOW no_such_parameter", sqlerr.UndefinedObject},
+		{"SHOW ALL", sqlerr.FeatureNotSupported},
+		{"SELECT pg_sleep(1)", sqlerr.UndefinedFunction},
+	} {
+		if _, err := s.Execute(ctx, c.sql); sqlerr.As(err).Code != c.code {
+			t.Errorf("%s: got %v, want %s", c.sql, err, c.code)
+		}
+	}
+	if _, err := s.Execute(ctx, "SET standard_conforming_strings = on"); err != nil {
+		t.Errorf("setting a fixed parameter to its value: %v", err)
+	}
+	if st, _ := acct.Status("ana"); st.Spent.Epsilon != 0 {
+		t.Errorf("spent ε=%v", st.Spent.Epsilon)
+	}
+
+	// Prepared forms describe the same columns.
+	p, err := s.Prepare(ctx, "SHOW search_path", nil)
+	if err != nil || len(p.Columns) != 1 || p.Columns[0].Name != "search_path" {
+		t.Errorf("prepared SHOW: %+v %v", p, err)
+	}
+	p, err = s.Prepare(ctx, "select current_schema()", nil)
+	if err != nil || len(p.Columns) != 1 || p.Columns[0].Type != sqltypes.Name {
+		t.Errorf("prepared current_schema: %+v %v", p, err)
+	}
+}
