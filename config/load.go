@@ -443,7 +443,7 @@ func (d *decoder) bool(n *yaml.Node, path string, dst *bool) {
 var (
 	topKeys       = []string{"listen", "backend", "ledger", "defaults", "cache", "analysts", "protected_tables", "public_tables"}
 	listenKeys    = []string{"postgres", "mysql"}
-	backendKeys   = []string{"kind", "dsn", "path", "max_conns"}
+	backendKeys   = []string{"kind", "dsn", "catalog_dsn", "path", "max_conns"}
 	ledgerKeys    = []string{"path"}
 	cacheKeys     = []string{"size", "ttl"}
 	defaultsKeys  = []string{"epsilon", "delta", "max_epsilon_per_query", "max_groups_per_unit", "max_rows_per_unit", "neighbouring"}
@@ -474,6 +474,8 @@ func (d *decoder) policy(root *yaml.Node, p *Policy) {
 					d.str(v, path, (*string)(&p.Backend.Kind))
 				case "dsn":
 					d.str(v, path, &p.Backend.DSN)
+				case "catalog_dsn":
+					d.str(v, path, &p.Backend.CatalogDSN)
 				case "path":
 					d.str(v, path, &p.Backend.Path)
 				case "max_conns":

@@ -78,6 +78,8 @@ var badCases = []struct {
 	{"cache_size_negative", `cache_size_negative.yaml:5:9: cache.size: must be a whole number from 0 (cache off) to 1000000, got -1`},
 	{"cache_ttl_not_duration", `cache_ttl_not_duration.yaml:6:8: cache.ttl: expected a duration with a unit, such as 1h, 30m or 90s; got the string "forever"`},
 	{"cache_ttl_bare_number", `cache_ttl_bare_number.yaml:4:14: cache.ttl: expected a duration with a unit, such as 1h, 30m or 90s; got the number 3600`},
+	{"catalog_dsn_sqlite", `catalog_dsn_sqlite.yaml:4:16: backend.catalog_dsn: only used with kind postgres`},
+	{"catalog_dsn_same", `catalog_dsn_same.yaml:4:16: backend.catalog_dsn: is the same as backend.dsn`},
 	{"cache_ttl_zero", `cache_ttl_zero.yaml:5:8: cache.ttl: must be a duration greater than 0 and at most 168h, got 0s; to turn the cache off, set cache.size to 0`},
 
 	// analysts

@@ -28,6 +28,10 @@ type Engine struct {
 	// cache holds released answers for repetition at no cost (see
 	// cachedAnswer).
 	cache *resultCache
+	// catalog runs catalog queries and statements dpproxy cannot parse
+	// under a role that cannot read protected tables; nil when the policy
+	// configures none.
+	catalog CatalogBackend
 }
 
 // Options configure an Engine.
@@ -40,6 +44,10 @@ type Options struct {
 	// may pass a seeded source.
 	Rand   *mechanisms.Rand
 	Logger *slog.Logger
+	// Catalog, optional, is the backend connected as the catalog role
+	// (policy backend.catalog_dsn), already verified to be unable to read
+	// protected tables.
+	Catalog CatalogBackend
 }
 
 // New returns an Engine.
@@ -55,6 +63,7 @@ func New(opts Options) (*Engine, error) {
 		rand:       opts.Rand,
 		log:        opts.Logger,
 		cache:      newResultCache(opts.Policy.Cache.Size, opts.Policy.Cache.TTL),
+		catalog:    opts.Catalog,
 	}
 	if e.rand == nil {
 		e.rand = mechanisms.Secure()

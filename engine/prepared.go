@@ -37,6 +37,9 @@ type Prepared struct {
 	// command is set for statements the session answers itself
 	// (SET dpproxy.epsilon, EXPLAIN DP, ...), which take no parameters.
 	command bool
+	// catalog is set for statements that run as written under the catalog
+	// role, with their parameters bound by the database.
+	catalog bool
 	// markerParams maps each parameter marker, in text order, to its
 	// 1-based parameter number.
 	markerParams []int
@@ -76,6 +79,9 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 		}
 	}
 	stmt, markers, count, err := s.parseForBinding(sql)
+	if (err != nil && s.engine.toCatalog(err, nil)) || (err == nil && stmt != nil && s.engine.toCatalog(nil, stmt)) {
+		return s.engine.prepareCatalog(ctx, p)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +133,13 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []any
 	if len(params) != len(p.Params) {
 		return nil, sqlerr.New(sqlerr.ProtocolViolation, "the statement has %d parameter(s) but %d value(s) were supplied", len(p.Params), len(params))
 	}
+	if p.catalog {
+		res, err := s.engine.catalogQuery(ctx, p.SQL, params)
+		if err != nil {
+			return nil, err
+		}
+		return conform(res[0], p.Columns), nil
+	}
 	stmt, _, _, err := s.parseForBinding(p.SQL)
 	if err != nil {
 		return nil, err
@@ -143,6 +156,23 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []any
 		return nil, err
 	}
 	return conform(res, p.Columns), nil
+}
+
+// prepareCatalog describes a statement that runs under the catalog role.
+func (e *Engine) prepareCatalog(ctx context.Context, p *Prepared) (*Prepared, error) {
+	d, err := e.catalog.Describe(ctx, p.SQL)
+	if err != nil {
+		return nil, catalogError(err)
+	}
+	p.catalog = true
+	p.Params = d.Params
+	for _, c := range d.Columns {
+		p.Columns = append(p.Columns, Column{Name: c.Name, Type: c.Type})
+	}
+	if len(p.Columns) == 0 {
+		p.Tag = "SELECT 0"
+	}
+	return p, nil
 }
 
 // parseForBinding parses a statement that may hold parameter markers and

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -89,8 +90,17 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 		}
 	}
 	stmt, err := s.parseOne(sql)
-	if err != nil || stmt == nil {
+	if err != nil {
+		if s.engine.toCatalog(err, nil) {
+			return s.engine.catalogQuery(ctx, sql, nil)
+		}
 		return nil, err
+	}
+	if stmt == nil {
+		return nil, nil
+	}
+	if s.engine.toCatalog(nil, stmt) {
+		return s.engine.catalogQuery(ctx, sql, nil)
 	}
 	p, err := s.prepare(stmt)
 	if err != nil {
@@ -116,9 +126,15 @@ func (s *Session) parseOne(sql string) (ast.StmtNode, error) {
 	case 1:
 		return stmts[0], nil
 	}
-	return nil, sqlerr.New(sqlerr.FeatureNotSupported, "multiple statements in one query are not supported (got %d)", len(stmts)).
+	e := sqlerr.New(sqlerr.FeatureNotSupported, "multiple statements in one query are not supported (got %d)", len(stmts)).
 		WithHint("send one statement at a time")
+	e.Err = errMultipleStatements
+	return nil, e
 }
+
+// errMultipleStatements marks the refusal of a multi-statement string, which
+// never falls back to the catalog role.
+var errMultipleStatements = errors.New("multiple statements")
 
 // prepared is a statement checked and planned, ready to run or explain:
 // exactly one of tag, local, virtual and query is set.

@@ -58,12 +58,16 @@ func dialectFor(kind config.BackendKind) (rewrite.Dialect, error) {
 type runtime struct {
 	engine  *engine.Engine
 	backend backend.Backend
+	catalog *backend.Postgres
 	ledger  *budget.SQLiteStore
 }
 
 func (r *runtime) Close() {
 	if r.backend != nil {
 		r.backend.Close()
+	}
+	if r.catalog != nil {
+		r.catalog.Close()
 	}
 	if r.ledger != nil {
 		r.ledger.Close()
@@ -85,6 +89,12 @@ func open(ctx context.Context, pol *config.Policy) (*runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s backend: %w", pol.Backend.Kind, err)
 	}
+	if pol.Backend.CatalogDSN != "" {
+		if rt.catalog, err = openCatalog(ctx, pol); err != nil {
+			rt.Close()
+			return nil, err
+		}
+	}
 	rt.ledger, err = budget.OpenSQLite(ctx, pol.Ledger.Path)
 	if err != nil {
 		rt.Close()
@@ -99,12 +109,34 @@ func open(ctx context.Context, pol *config.Policy) (*runtime, error) {
 		rt.Close()
 		return nil, err
 	}
-	rt.engine, err = engine.New(engine.Options{Policy: pol, Backend: rt.backend, Dialect: dialect, Accountant: acct})
+	opts := engine.Options{Policy: pol, Backend: rt.backend, Dialect: dialect, Accountant: acct}
+	if rt.catalog != nil {
+		opts.Catalog = rt.catalog
+	}
+	rt.engine, err = engine.New(opts)
 	if err != nil {
 		rt.Close()
 		return nil, err
 	}
 	return rt, nil
+}
+
+// openCatalog connects as the catalog role and refuses a role that could
+// read a protected table.
+func openCatalog(ctx context.Context, pol *config.Policy) (*backend.Postgres, error) {
+	cat, err := backend.OpenPostgres(ctx, pol.Backend.CatalogDSN, pol.Backend.MaxConns)
+	if err != nil {
+		return nil, fmt.Errorf("opening the catalog role's connection (backend.catalog_dsn): %w", err)
+	}
+	var tables []backend.ProtectedTable
+	for _, t := range pol.ProtectedTables {
+		tables = append(tables, backend.ProtectedTable{Schema: t.Schema, Name: t.Name})
+	}
+	if err := backend.VerifyCatalogRole(ctx, cat, tables); err != nil {
+		cat.Close()
+		return nil, fmt.Errorf("backend.catalog_dsn: %w", err)
+	}
+	return cat, nil
 }
 
 // serve runs the proxy until ctx is cancelled. ready, when set, is called

@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dpproxy/dpproxy/proxy/backend"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// Catalog queries — what psql's \d commands, drivers and BI tools ask of
+// pg_catalog and information_schema — and statements dpproxy cannot parse
+// run, as the client wrote them, on the backend under the catalog role
+// (policy backend.catalog_dsn): a role that dpproxy verified at start
+// cannot read any protected table. What the proxy cannot analyze, the
+// database's own access control guards: the role sees public tables, the
+// catalogs, and (through REFERENCES grants) the names of the protected
+// columns the policy exposes, never a protected row. Such statements run in
+// a read-only transaction and cost no budget; since they cannot depend on
+// protected data, the database's errors are passed on as they are.
+
+// CatalogBackend is the backend connected as the catalog role.
+type CatalogBackend interface {
+	backend.Backend
+	// Describe reports a statement's parameter and result types without
+	// running it.
+	Describe(ctx context.Context, sql string) (*backend.Description, error)
+}
+
+// catalogSchemas are the schemas whose tables are catalogs.
+var catalogSchemas = map[string]bool{"pg_catalog": true, "information_schema": true}
+
+// toCatalog reports whether a statement goes to the catalog role: one that
+// failed to parse (parseErr), or one that reads a catalog table.
+func (e *Engine) toCatalog(parseErr error, stmt ast.StmtNode) bool {
+	if e.catalog == nil {
+		return false
+	}
+	if parseErr != nil {
+		return !errors.Is(parseErr, errMultipleStatements)
+	}
+	if _, ok := stmt.(*ast.SelectStmt); !ok {
+		if _, ok := stmt.(*ast.SetOprStmt); !ok {
+			return false
+		}
+	}
+	c := &tableNames{}
+	stmt.Accept(c)
+	for _, tn := range c.names {
+		schema := strings.ToLower(tn.Schema.O)
+		if catalogSchemas[schema] {
+			return true
+		}
+		if schema == "" && strings.HasPrefix(tn.Name.L, "pg_") {
+			if pt, pub := e.policy.LookupTable("", tn.Name.O); pt == nil && pub == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// catalogQuery runs sql as written under the catalog role.
+func (e *Engine) catalogQuery(ctx context.Context, sql string, args []any) ([]*Result, error) {
+	rows, err := e.catalog.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, catalogError(err)
+	}
+	res := &Result{Rows: rows.Values, Tag: fmt.Sprintf("SELECT %d", len(rows.Values))}
+	for _, c := range rows.Columns {
+		res.Columns = append(res.Columns, Column{Name: c.Name, Type: c.Type})
+	}
+	return []*Result{res}, nil
+}
+
+// catalogError passes on the database's own error: a statement run under
+// the catalog role cannot have read protected data, so its failure
+// reveals none.
+func catalogError(err error) error {
+	if dbErr, ok := backend.AsDatabaseError(err); ok {
+		e := &sqlerr.Error{Code: sqlerr.Code(dbErr.Code), Message: dbErr.Message, Detail: dbErr.Detail, Hint: dbErr.Hint, Position: dbErr.Position, Err: err}
+		if e.Code == sqlerr.InsufficientPrivilege && e.Hint == "" {
+			e.Hint = "this statement ran under dpproxy's catalog role, which cannot read protected tables; protected tables answer aggregate queries in the SQL dpproxy supports"
+		}
+		return e
+	}
+	return backendError(err)
+}
