@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/dpproxy/dpproxy/rewrite"
@@ -105,5 +106,52 @@ func TestSessionAnswersServerQuestions(t *testing.T) {
 	p, err = s.Prepare(ctx, "select current_schema()", nil)
 	if err != nil || len(p.Columns) != 1 || p.Columns[0].Type != sqltypes.Name {
 		t.Errorf("prepared current_schema: %+v %v", p, err)
+	}
+}
+
+// Probes that return no rows whatever the data are answered with their
+// columns only, even on protected tables, and explained without a panic.
+func TestEmptyProbesOnProtectedTables(t *testing.T) {
+	e, acct, be := engineFixture(t)
+	be.Close()
+	ctx := context.Background()
+	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	for _, c := range []struct {
+		sql   string
+		names string
+	}{
+		{`SELECT TRUE AS _ FROM "visits" WHERE 1 <> 1 LIMIT 0`, "_"},
+		{`SELECT * FROM visits LIMIT 0`, "patient_id,kind,cost,n"},
+		{`SELECT kind, cost FROM visits WHERE 1 = 0`, "kind,cost"},
+	} {
+		res, err := s.Execute(ctx, c.sql)
+		if err != nil {
+			t.Errorf("%s: %v", c.sql, err)
+			continue
+		}
+		var names []string
+		for _, col := range res[0].Columns {
+			names = append(names, col.Name)
+		}
+		if len(res[0].Rows) != 0 || strings.Join(names, ",") != c.names {
+			t.Errorf("%s: columns %v rows %v", c.sql, names, res[0].Rows)
+		}
+		if _, err := s.Execute(ctx, "EXPLAIN DP "+c.sql); err != nil {
+			t.Errorf("EXPLAIN DP %s: %v", c.sql, err)
+		}
+	}
+	for _, sql := range []string{"EXPLAIN DP SELECT version()", "EXPLAIN DP SELECT * FROM dpproxy.budget"} {
+		if _, err := s.Execute(ctx, sql); err != nil {
+			t.Errorf("%s: %v", sql, err)
+		}
+	}
+	// Anything that could return rows is still refused.
+	for _, sql := range []string{`SELECT * FROM visits LIMIT 1`, `SELECT * FROM visits WHERE 1 = 1`, `SELECT * FROM visits WHERE n <> n`} {
+		if _, err := s.Execute(ctx, sql); sqlerr.As(err).Code != sqlerr.InsufficientPrivilege {
+			t.Errorf("%s: %v", sql, err)
+		}
+	}
+	if st, _ := acct.Status("ana"); st.Spent.Epsilon != 0 {
+		t.Errorf("spent ε=%v", st.Spent.Epsilon)
 	}
 }

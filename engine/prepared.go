@@ -207,6 +207,9 @@ func (s *Session) describe(ctx context.Context, p *Prepared, prep *prepared) err
 		}
 		p.Columns = res.Columns
 		return nil
+	case prep.query.Empty != nil:
+		p.Columns = emptyResult(prep.query.Empty).Columns
+		return nil
 	case prep.query.Plan != nil:
 		for _, o := range prep.query.Plan.Output {
 			p.Columns = append(p.Columns, Column{Name: o.Name, Type: o.Type})

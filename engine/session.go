@@ -221,8 +221,19 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*Result, er
 		return s.answerVirtual(ctx, p.virtual)
 	case p.query.Passthrough != nil:
 		return s.engine.passthrough(ctx, p.query.Passthrough)
+	case p.query.Empty != nil:
+		return emptyResult(p.query.Empty), nil
 	}
 	return s.engine.cachedAnswer(ctx, s.analyst, p.query.Plan, p.canonical, normalizeQueryText(sql))
+}
+
+// emptyResult answers a query that returns no rows whatever the data.
+func emptyResult(e *rewrite.EmptyResult) *Result {
+	res := &Result{Tag: "SELECT 0"}
+	for _, c := range e.Columns {
+		res.Columns = append(res.Columns, Column{Name: c.Name, Type: c.Type})
+	}
+	return res
 }
 
 // runCommand runs a session command recognized before parsing.
@@ -302,6 +313,10 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 	switch {
 	case p.virtual != nil:
 		addExplainNote(res, "summary", fmt.Sprintf("%s is answered by dpproxy itself from the budget ledger: nothing runs on the backend and no budget is spent", p.virtual.view.qualified()))
+	case p.local != nil:
+		addExplainNote(res, "summary", "a question about the server or session, answered by dpproxy itself: nothing runs on the backend and no budget is spent")
+	case p.query.Empty != nil:
+		addExplainNote(res, "summary", "returns no rows whatever the data (LIMIT 0 or a constant-false WHERE): answered by dpproxy itself with the columns only; no budget is spent")
 	case p.query.Passthrough != nil:
 		addExplainNote(res, "summary", "public tables only: runs on the backend as re-emitted below; no budget is spent")
 		addExplainNote(res, backendLabel, p.query.Passthrough.SQL)

@@ -9,6 +9,8 @@ import (
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 )
 
@@ -28,10 +30,22 @@ type Options struct {
 }
 
 // Query is an analyzed SELECT: exactly one of Plan (protected data, answered
-// with differential privacy) and Passthrough (public tables only) is set.
+// with differential privacy), Passthrough (public tables only) and Empty
+// (a probe that returns no rows whatever the data) is set.
 type Query struct {
 	Plan        *Plan
 	Passthrough *Passthrough
+	Empty       *EmptyResult
+}
+
+// EmptyResult answers a query on a protected table that returns no rows
+// whatever the data (LIMIT 0, or a WHERE clause that is constant false):
+// BI tools send such probes (Metabase: SELECT TRUE AS _ FROM t WHERE 1 <> 1
+// LIMIT 0) to learn a table's columns or whether they may read it. Nothing
+// runs on the backend and nothing is charged: the answer does not depend
+// on the data.
+type EmptyResult struct {
+	Columns []OutputColumn
 }
 
 // Passthrough is a read-only query over public tables, re-emitted from the
@@ -90,6 +104,9 @@ func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Quer
 		return passthrough(sel, opts.Dialect)
 	}
 	a := &analyzer{pol: pol, table: protected, opts: opts}
+	if empty := a.emptyProbe(sel, len(tables)); empty != nil {
+		return &Query{Empty: empty}, nil
+	}
 	plan, err := a.plan(sel, len(tables))
 	if err != nil {
 		return nil, err
@@ -245,6 +262,91 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	}
 	p.BackendSQL = sql
 	return p, nil
+}
+
+// emptyProbe recognizes a SELECT on one protected table that returns no
+// rows whatever the data, and describes its columns; nil otherwise.
+func (a *analyzer) emptyProbe(sel *ast.SelectStmt, tableRefs int) *EmptyResult {
+	if tableRefs != 1 || sel.From == nil || sel.From.TableRefs == nil || sel.From.TableRefs.Right != nil ||
+		sel.GroupBy != nil || sel.Having != nil || sel.With != nil {
+		return nil
+	}
+	ts, ok := sel.From.TableRefs.Left.(*ast.TableSource)
+	if !ok {
+		return nil
+	}
+	if _, ok := ts.Source.(*ast.TableName); !ok {
+		return nil
+	}
+	limitZero := false
+	if sel.Limit != nil && sel.Limit.Offset == nil {
+		if n, err := constantInt(sel.Limit.Count, "LIMIT"); err == nil && n == 0 {
+			limitZero = true
+		}
+	}
+	if !limitZero && !constantFalse(sel.Where) {
+		return nil
+	}
+	a.alias = a.table.Name
+	if ts.AsName.O != "" {
+		a.alias = ts.AsName.O
+	}
+	empty := &EmptyResult{}
+	for _, f := range sel.Fields.Fields {
+		switch {
+		case f.WildCard != nil:
+			for i := range a.table.Columns {
+				c := &a.table.Columns[i]
+				empty.Columns = append(empty.Columns, OutputColumn{Name: c.Name, Type: columnType(c.Type)})
+			}
+			continue
+		}
+		switch x := unparen(f.Expr).(type) {
+		case *ast.ColumnNameExpr:
+			col, err := a.column(x.Name)
+			if err != nil {
+				return nil
+			}
+			empty.Columns = append(empty.Columns, OutputColumn{Name: fieldName(f, col.Name), Type: columnType(col.Type)})
+		case *test_driver.ValueExpr:
+			t := sqltypes.Text
+			switch {
+			case x.Type.GetFlag()&mysql.IsBooleanFlag != 0:
+				t = sqltypes.Bool
+			case x.Kind() == test_driver.KindInt64:
+				t = sqltypes.Int4
+			}
+			empty.Columns = append(empty.Columns, OutputColumn{Name: fieldName(f, "?column?"), Type: t})
+		default:
+			return nil
+		}
+	}
+	return empty
+}
+
+// constantFalse reports whether a WHERE clause is false for every row:
+// a comparison of two different integer constants (1 <> 1, 1 = 0) or FALSE.
+func constantFalse(where ast.ExprNode) bool {
+	switch x := unparen(where).(type) {
+	case *test_driver.ValueExpr:
+		return x.Kind() == test_driver.KindInt64 && x.GetInt64() == 0
+	case *ast.BinaryOperationExpr:
+		l, lok := unparen(x.L).(*test_driver.ValueExpr)
+		r, rok := unparen(x.R).(*test_driver.ValueExpr)
+		if !lok || !rok || l.Kind() != test_driver.KindInt64 || r.Kind() != test_driver.KindInt64 {
+			if x.Op == opcode.LogicAnd {
+				return constantFalse(x.L) || constantFalse(x.R)
+			}
+			return false
+		}
+		switch x.Op {
+		case opcode.EQ:
+			return l.GetInt64() != r.GetInt64()
+		case opcode.NE:
+			return l.GetInt64() == r.GetInt64()
+		}
+	}
+	return false
 }
 
 // checkShape rejects every construct beyond one protected table with
