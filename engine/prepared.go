@@ -78,7 +78,7 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 			return p, nil
 		}
 	}
-	stmt, markers, count, err := s.parseForBinding(sql)
+	stmt, parsed, err := s.parseForBinding(sql)
 	if (err != nil && s.engine.toCatalog(err, nil)) || (err == nil && stmt != nil && s.engine.toCatalog(nil, stmt)) {
 		return s.engine.prepareCatalog(ctx, p)
 	}
@@ -89,8 +89,9 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 		p.Empty = true
 		return p, nil
 	}
+	markers := parsed.Params
 	p.markerParams = markers
-	p.Params = rewrite.InferParamTypes(stmt, s.engine.policy, markers, max(count, len(paramTypes)))
+	p.Params = rewrite.InferParamTypes(stmt, s.engine.policy, markers, max(parsed.ParamCount, len(paramTypes)))
 	for i, t := range paramTypes {
 		if t != sqltypes.Unknown {
 			p.Params[i] = t
@@ -105,7 +106,7 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 	if err := rewrite.BindParams(stmt, markers, placeholders, p.Params); err != nil {
 		return nil, err
 	}
-	prep, err := s.prepare(stmt)
+	prep, err := s.prepare(stmt, castLookup(parsed))
 	if err != nil {
 		return nil, err
 	}
@@ -140,14 +141,14 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []any
 		}
 		return conform(res[0], p.Columns), nil
 	}
-	stmt, _, _, err := s.parseForBinding(p.SQL)
+	stmt, parsed, err := s.parseForBinding(p.SQL)
 	if err != nil {
 		return nil, err
 	}
 	if err := rewrite.BindParams(stmt, p.markerParams, params, p.Params); err != nil {
 		return nil, err
 	}
-	prep, err := s.prepare(stmt)
+	prep, err := s.prepare(stmt, castLookup(parsed))
 	if err != nil {
 		return nil, err
 	}
@@ -176,18 +177,10 @@ func (e *Engine) prepareCatalog(ctx context.Context, p *Prepared) (*Prepared, er
 }
 
 // parseForBinding parses a statement that may hold parameter markers and
-// returns the marker-to-parameter mapping and the parameter count.
-func (s *Session) parseForBinding(sql string) (ast.StmtNode, []int, int, error) {
-	stmt, err := s.parseOne(sql)
-	if err != nil || stmt == nil {
-		return nil, nil, 0, err
-	}
-	markers := rewrite.ParamMarkers(stmt)
-	mapping := make([]int, len(markers))
-	for i := range mapping {
-		mapping[i] = i + 1
-	}
-	return stmt, mapping, len(markers), nil
+// returns it with its parse (the marker-to-parameter mapping, the
+// parameter count, the client's cast types).
+func (s *Session) parseForBinding(sql string) (ast.StmtNode, *rewrite.Parsed, error) {
+	return s.parseOne(sql)
 }
 
 // describe fills in the result columns of a checked statement.

@@ -89,7 +89,7 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 			return []*Result{res}, nil
 		}
 	}
-	stmt, err := s.parseOne(sql)
+	stmt, parsed, err := s.parseOne(sql)
 	if err != nil {
 		if s.engine.toCatalog(err, nil) {
 			return s.engine.catalogQuery(ctx, sql, nil)
@@ -102,7 +102,10 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 	if s.engine.toCatalog(nil, stmt) {
 		return s.engine.catalogQuery(ctx, sql, nil)
 	}
-	p, err := s.prepare(stmt)
+	if len(parsed.Params) > 0 {
+		return nil, sqlerr.New(sqlerr.ProtocolViolation, "the query has parameters ($n) but no values: send it with the extended query protocol (Parse/Bind)")
+	}
+	p, err := s.prepare(stmt, castLookup(parsed))
 	if err != nil {
 		return nil, err
 	}
@@ -114,22 +117,32 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 }
 
 // parseOne parses sql, which must hold at most one statement; it returns
-// nil for none.
-func (s *Session) parseOne(sql string) (ast.StmtNode, error) {
-	stmts, err := rewrite.Parse(sql, s.frontEnd)
+// nil for none. Parsed carries the parameter mapping and the client's
+// cast types.
+func (s *Session) parseOne(sql string) (ast.StmtNode, *rewrite.Parsed, error) {
+	parsed, err := rewrite.ParseStatement(sql, s.frontEnd)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	switch len(stmts) {
+	switch len(parsed.Stmts) {
 	case 0:
-		return nil, nil
+		return nil, parsed, nil
 	case 1:
-		return stmts[0], nil
+		return parsed.Stmts[0], parsed, nil
 	}
-	e := sqlerr.New(sqlerr.FeatureNotSupported, "multiple statements in one query are not supported (got %d)", len(stmts)).
+	e := sqlerr.New(sqlerr.FeatureNotSupported, "multiple statements in one query are not supported (got %d)", len(parsed.Stmts)).
 		WithHint("send one statement at a time")
 	e.Err = errMultipleStatements
-	return nil, e
+	return nil, nil, e
+}
+
+// castLookup is the client's cast types of a parsed statement (nil for the
+// MySQL front end, whose casts are TiDB's own).
+func castLookup(p *rewrite.Parsed) rewrite.CastLookup {
+	if p == nil || p.Casts == nil {
+		return nil
+	}
+	return p.CastOf
 }
 
 // errMultipleStatements marks the refusal of a multi-statement string, which
@@ -156,7 +169,7 @@ type prepared struct {
 // prepare checks a statement against the policy and plans it, without
 // running anything. Running it and explaining it share this step, so a
 // query and EXPLAIN DP of it are refused with the same error.
-func (s *Session) prepare(stmt ast.StmtNode) (*prepared, error) {
+func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepared, error) {
 	switch x := stmt.(type) {
 	case *ast.SetStmt:
 		for _, v := range x.Variables {
@@ -201,7 +214,7 @@ func (s *Session) prepare(stmt ast.StmtNode) (*prepared, error) {
 			s.engine.log.Debug("query not cacheable", "err", err)
 		}
 	}
-	q, err := rewrite.Analyze(stmt, s.engine.policy, rewrite.Options{Dialect: s.engine.dialect, Epsilon: s.epsilon, FrontEnd: s.frontEnd})
+	q, err := rewrite.Analyze(stmt, s.engine.policy, rewrite.Options{Dialect: s.engine.dialect, Epsilon: s.epsilon, FrontEnd: s.frontEnd, Casts: casts})
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +295,7 @@ func (s *Session) parseEpsilon(text string) (float64, error) {
 // on the backend and nothing is charged. A query that would be refused is
 // refused with the same error.
 func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) (*Result, error) {
-	stmt, err := s.parseOne(cmd.query)
+	stmt, parsed, err := s.parseOne(cmd.query)
 	if err != nil {
 		// Positions are counted from the start of the whole text.
 		if e := sqlerr.As(err); e.Position > 0 {
@@ -293,7 +306,7 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 	if stmt == nil {
 		return nil, sqlerr.New(sqlerr.SyntaxError, "EXPLAIN DP needs a query to explain").WithHint("write EXPLAIN DP SELECT ...")
 	}
-	p, err := s.prepare(stmt)
+	p, err := s.prepare(stmt, castLookup(parsed))
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,9 @@ type Options struct {
 	// differs (VARIANCE and STDDEV are sample statistics in PostgreSQL,
 	// population statistics in MySQL).
 	FrontEnd FrontEnd
+	// Casts gives the client's type of each CAST node (Parsed.CastOf);
+	// nil when the statement's casts are TiDB's own (MySQL front end).
+	Casts CastLookup
 }
 
 // Query is an analyzed SELECT: exactly one of Plan (protected data, answered
@@ -66,7 +69,7 @@ func Analyze(stmt ast.StmtNode, pol *config.Policy, opts Options) (*Query, error
 		if err := checkTables(s, pol, false); err != nil {
 			return nil, err
 		}
-		return passthrough(s, opts.Dialect)
+		return passthrough(s, opts)
 	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.LoadDataStmt, *ast.CallStmt:
 		return nil, sqlerr.New(sqlerr.ReadOnlyTransaction, "dpproxy is read-only: %s statements are not allowed", statementName(stmt)).
 			WithHint("only SELECT statements can be run through dpproxy")
@@ -101,7 +104,7 @@ func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Quer
 		if err := checkPassthrough(sel); err != nil {
 			return nil, err
 		}
-		return passthrough(sel, opts.Dialect)
+		return passthrough(sel, opts)
 	}
 	a := &analyzer{pol: pol, table: protected, opts: opts}
 	if empty := a.emptyProbe(sel, len(tables)); empty != nil {
@@ -165,8 +168,8 @@ func checkTables(n ast.Node, pol *config.Policy, allowProtected bool) error {
 	return checkPassthrough(n)
 }
 
-func passthrough(n ast.Node, d Dialect) (*Query, error) {
-	sql, err := restore(n, d)
+func passthrough(n ast.Node, opts Options) (*Query, error) {
+	sql, err := restoreFor(n, opts.Dialect, opts.Casts)
 	if err != nil {
 		return nil, err
 	}

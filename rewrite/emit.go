@@ -10,6 +10,7 @@ import (
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/format"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 )
@@ -254,6 +255,8 @@ func (e *emitter) operand(expr ast.ExprNode) (string, valueKind, error) {
 		}
 	case *test_driver.ValueExpr:
 		return e.literal(x)
+	case *ast.FuncCastExpr:
+		return e.castConstant(x)
 	case *ast.FuncCallExpr:
 		return "", 0, sqlerr.New(sqlerr.FeatureNotSupported, "function %s() is not allowed on protected tables yet", x.FnName.O).
 			WithHint("compare columns with constants")
@@ -261,6 +264,63 @@ func (e *emitter) operand(expr ast.ExprNode) (string, valueKind, error) {
 		return "", 0, whereError("arithmetic (%s) is not allowed on protected tables: it could fail on one person's data", strings.ToUpper(x.Op.String()))
 	}
 	return "", 0, whereError("this expression is not supported on protected tables")
+}
+
+// castConstant writes a cast of a constant ('2024-01-01'::date, '10'::int)
+// as a constant of the cast's type. Casts of columns are refused: a cast
+// can fail on a value ('abc'::int), and so on one person's data.
+func (e *emitter) castConstant(x *ast.FuncCastExpr) (string, valueKind, error) {
+	v, ok := unparen(x.Expr).(*test_driver.ValueExpr)
+	if !ok {
+		return "", 0, whereError("casts are allowed on constants only in queries on protected tables: a cast of a column could fail on one person's value")
+	}
+	kind := kindNumber
+	if e.a.opts.Casts != nil {
+		info, ok := e.a.opts.Casts(x)
+		if !ok {
+			return "", 0, whereError("this cast syntax is not supported")
+		}
+		base, _, _ := strings.Cut(info.Type, "(")
+		switch base {
+		case "integer", "smallint", "bigint", "numeric", "real", "double precision":
+		case "date", "timestamp", "timestamp with time zone", "time":
+			kind = kindTemporal
+		default:
+			kind = kindText
+		}
+	} else {
+		switch x.Tp.GetType() {
+		case mysql.TypeDate, mysql.TypeDatetime, mysql.TypeTimestamp, mysql.TypeDuration:
+			kind = kindTemporal
+		case mysql.TypeVarString, mysql.TypeString, mysql.TypeVarchar:
+			kind = kindText
+		}
+	}
+	lit, litKind, err := e.literal(v)
+	if err != nil || litKind == kindNull {
+		return lit, litKind, err
+	}
+	switch kind {
+	case kindNumber:
+		if litKind == kindNumber {
+			return lit, kindNumber, nil
+		}
+		f, perr := strconv.ParseFloat(strings.TrimSpace(v.GetString()), 64)
+		if perr != nil {
+			return "", 0, sqlerr.New(sqlerr.InvalidTextRepresent, "invalid input syntax for a number: %q", v.GetString())
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64), kindNumber, nil
+	case kindTemporal:
+		if err := validDate(v); err != nil {
+			return "", 0, err
+		}
+		return lit, kindTemporal, nil
+	}
+	if litKind == kindText {
+		return lit, kindText, nil
+	}
+	q, qerr := e.d.QuoteString(lit)
+	return q, kindText, qerr
 }
 
 func (e *emitter) literal(v *test_driver.ValueExpr) (string, valueKind, error) {

@@ -54,11 +54,11 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "-- sql\n%s\n", sql)
 	for _, d := range []Dialect{Postgres, SQLite, MySQL} {
-		stmts, err := Parse(sql, PostgresFrontEnd)
+		parsed, err := ParseStatement(sql, PostgresFrontEnd)
 		if err != nil {
 			t.Fatalf("parse: %v", err)
 		}
-		q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1})
+		q, err := Analyze(parsed.Stmts[0], pol, Options{Dialect: d, Epsilon: 1, Casts: parsed.CastOf})
 		if err != nil {
 			t.Fatalf("analyze: %v", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,7 +13,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal values in the AST
+	"github.com/pingcap/tidb/pkg/parser/test_driver" // literal values in the AST
 )
 
 // FrontEnd selects the SQL flavour the client speaks, which decides how
@@ -43,32 +44,180 @@ var parsers = [...]sync.Pool{
 
 // Parse parses sql into statements. A syntax error becomes an
 // *sqlerr.Error with SQLSTATE 42601 and, where the parser reports it, the
-// 1-based character position.
+// 1-based character position. PostgreSQL text is normalized first (see
+// ParseStatement); $n parameters become ? markers.
+//
+// Parse returns no parameter mapping, so its callers can only take marker
+// i to be parameter i+1. Until they use ParseStatement's Params, Parse
+// refuses statements where that is wrong ($2 before $1, $1 twice, $2
+// without $1) rather than let values bind to the wrong markers.
 func Parse(sql string, fe FrontEnd) ([]ast.StmtNode, error) {
-	p := parsers[fe].Get().(*parser.Parser)
-	defer parsers[fe].Put(p)
-	stmts, _, err := p.Parse(sql, "", "")
+	p, err := ParseStatement(sql, fe)
 	if err != nil {
-		return nil, syntaxError(sql, err)
+		return nil, err
 	}
+	for i, n := range p.Params { // then ParamCount == len(Params)
+		if n != i+1 {
+			return nil, p.paramOrderError(i)
+		}
+	}
+	return p.Stmts, nil
+}
+
+// paramOrderError is Parse's refusal of the i-th marker.
+func (p *Parsed) paramOrderError(i int) error {
+	e := sqlerr.New(sqlerr.FeatureNotSupported, "parameters must be used in order ($1, $2, ...), each once")
+	if p.norm != nil {
+		e.Position = p.norm.OriginalPosition(p.norm.paramOffsets[i])
+	}
+	return e
+}
+
+// Parsed is the result of ParseStatement.
+type Parsed struct {
+	// Stmts are the parsed statements.
+	Stmts []ast.StmtNode
+	// SQL is the text the TiDB parser read: the normalized text for the
+	// PostgreSQL front end, the client's text for the MySQL front end.
+	SQL string
+	// Params holds, for each ? marker in SQL in text order, the number of
+	// the client parameter it stands for: PostgreSQL's $n for the
+	// PostgreSQL front end, 1, 2, 3, ... for the MySQL front end. Each
+	// marker's *test_driver.ParamMarkerExpr has Order set to its index
+	// here (as ParamMarkers numbers them), so its value is client parameter
+	// Params[Order]. Only a single statement may have parameters.
+	Params []int
+	// ParamCount is the number of parameters the statement declares: the
+	// highest $n for PostgreSQL ($3 alone declares three), the number of
+	// markers for MySQL.
+	ParamCount int
+	// Casts describes the casts of PostgreSQL text (see Normalized.Casts),
+	// in text order; nil for the MySQL front end.
+	Casts []CastInfo
+
+	norm *Normalized
+}
+
+// CastOf returns the PostgreSQL cast behind a CAST node of p.Stmts: the
+// type the client asked for, which backend SQL must use instead of the
+// node's TiDB type (a PostgreSQL backend reads CAST(x AS CHAR) as char(1)).
+// For the PostgreSQL front end every *ast.FuncCastExpr has one:
+// ParseStatement refuses statements where one would not.
+func (p *Parsed) CastOf(x *ast.FuncCastExpr) (CastInfo, bool) {
+	off := x.OriginTextPosition()
+	i := sort.Search(len(p.Casts), func(i int) bool { return p.Casts[i].Offset >= off })
+	if i < len(p.Casts) && p.Casts[i].Offset == off {
+		return p.Casts[i], true
+	}
+	return CastInfo{}, false
+}
+
+// ParseStatement parses sql like Parse and also returns the parameter
+// mapping and the casts. For the PostgreSQL front end the text first goes
+// through NormalizePostgres ($n parameters, :: casts, E'...' and dollar
+// strings, comments, LIMIT/OFFSET/FETCH forms); its errors are returned as
+// they are (42601 or 0A000, positioned in sql), and syntax errors from the
+// TiDB parser are positioned in sql, not in the normalized text.
+func ParseStatement(sql string, fe FrontEnd) (*Parsed, error) {
+	text := sql
+	var norm *Normalized
+	if fe == PostgresFrontEnd {
+		var err error
+		if norm, err = NormalizePostgres(sql); err != nil {
+			return nil, err
+		}
+		text = norm.SQL
+	}
+	p := parsers[fe].Get().(*parser.Parser)
+	stmts, _, err := p.Parse(text, "", "")
 	// The parser reuses its result slice on the next Parse, which another
 	// goroutine may start as soon as the parser is back in the pool.
-	return slices.Clone(stmts), nil
+	stmts = slices.Clone(stmts)
+	parsers[fe].Put(p)
+	if err != nil {
+		return nil, syntaxError(sql, text, norm, err)
+	}
+	out := &Parsed{Stmts: stmts, SQL: text, norm: norm}
+	var markers []*test_driver.ParamMarkerExpr
+	for _, s := range stmts {
+		markers = append(markers, ParamMarkers(s)...)
+	}
+	if len(markers) > 0 && len(stmts) > 1 {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "parameters are not supported in a query with several statements").
+			WithHint("send one statement at a time")
+	}
+	if norm == nil {
+		out.Params = make([]int, len(markers))
+		for i := range markers {
+			out.Params[i] = i + 1
+		}
+		out.ParamCount = len(markers)
+		return out, nil
+	}
+	out.Params, out.ParamCount, out.Casts = norm.Params, norm.ParamCount, norm.Casts
+	// Each marker must be one the normalizer wrote, and each one it wrote
+	// must be in the tree: otherwise values would bind to the wrong place.
+	if len(markers) != len(norm.paramOffsets) {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "parameters are not supported in this statement")
+	}
+	for i, m := range markers {
+		if m.Offset != norm.paramOffsets[i] {
+			e := sqlerr.New(sqlerr.FeatureNotSupported, "parameters are not supported in this position")
+			e.Position = norm.OriginalPosition(norm.paramOffsets[i])
+			return nil, e
+		}
+	}
+	// Every CAST must carry the client's PostgreSQL type; MySQL-only forms
+	// (BINARY x, CONVERT(x, type)) have none.
+	c := &castCollector{}
+	for _, s := range stmts {
+		s.Accept(c)
+	}
+	for _, x := range c.casts {
+		if _, ok := out.CastOf(x); !ok {
+			e := sqlerr.New(sqlerr.FeatureNotSupported, "this cast syntax is not supported")
+			e.Position = norm.OriginalPosition(x.OriginTextPosition())
+			return nil, e.WithHint("write CAST(x AS type) or x::type")
+		}
+	}
+	return out, nil
 }
+
+type castCollector struct{ casts []*ast.FuncCastExpr }
+
+func (c *castCollector) Enter(n ast.Node) (ast.Node, bool) {
+	if x, ok := n.(*ast.FuncCastExpr); ok {
+		c.casts = append(c.casts, x)
+	}
+	return n, false
+}
+
+func (c *castCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 var parserErrorLocation = regexp.MustCompile(`line (\d+) column (\d+) near "((?s).*)"`)
 
 // syntaxError turns the parser's message into a client error. The TiDB
-// parser reports `line L column C near "rest"`, where rest is the text from
-// the offending token on (possibly truncated).
-func syntaxError(sql string, err error) error {
+// parser reports `line L column C near "rest"` in the text it read
+// (parsed), where rest is the text from the offending token on (possibly
+// truncated). When parsed is the normalized form of sql (norm != nil), the
+// position is mapped back to sql and the token quoted is sql's.
+func syntaxError(sql, parsed string, norm *Normalized, err error) error {
 	msg := err.Error()
 	e := sqlerr.New(sqlerr.SyntaxError, "syntax error: %s", trimParserMessage(msg))
 	if m := parserErrorLocation.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		col, _ := strconv.Atoi(m[2])
-		e.Position = errorPosition(sql, line, col, m[3])
-		if token := strings.Fields(m[3]); len(token) > 0 {
+		near := m[3]
+		offset := errorOffset(parsed, msg, line, col, near)
+		if norm != nil {
+			offset = norm.OriginalOffset(offset)
+			near = ""
+			if offset < len(sql) {
+				near = tokenText(sql, offset)
+			}
+		}
+		e.Position = charPosition(sql, offset)
+		if token := strings.Fields(near); len(token) > 0 {
 			e.Message = fmt.Sprintf("syntax error at or near %q", token[0])
 		} else {
 			e.Message = "syntax error at end of input"
@@ -95,10 +244,22 @@ func trimParserMessage(msg string) string {
 	return msg
 }
 
-// errorPosition returns the 1-based character offset of the offending
-// token: where the parser's "near" text starts within line L, or the end of
-// the text when the parser ran out of input.
-func errorPosition(sql string, line, col int, near string) int {
+var parserErrorLength = regexp.MustCompile(`\(total length (\d+)\)\s*$`)
+
+// errorOffset returns the byte offset in sql of the offending token. The
+// parser's "near" text is sql from that token on, cut to 2048 bytes with
+// "(total length N)" after it when longer; failing that, the offset is
+// where near first occurs in line L, or the end of the text when the
+// parser ran out of input.
+func errorOffset(sql, msg string, line, col int, near string) int {
+	if strings.HasSuffix(sql, near) {
+		return len(sql) - len(near)
+	}
+	if m := parserErrorLength.FindStringSubmatch(msg); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil && n <= len(sql) && strings.HasPrefix(sql[len(sql)-n:], near) {
+			return len(sql) - n
+		}
+	}
 	lineStart, currentLine := 0, 1
 	for currentLine < line && lineStart < len(sql) {
 		if sql[lineStart] == '\n' {
@@ -114,5 +275,5 @@ func errorPosition(sql string, line, col int, near string) int {
 			offset = lineStart + col
 		}
 	}
-	return len([]rune(sql[:offset])) + 1
+	return offset
 }

@@ -37,3 +37,7 @@ SELECT diagnosis, COUNT(*), SUM(score), AVG(cost) FROM visits GROUP BY diagnosis
 -- name: replace_row_privacy
 -- neighbouring: replace
 SELECT sex, COUNT(*), SUM(income) FROM people GROUP BY sex
+-- name: casts_of_constants
+SELECT COUNT(*) FROM "public"."visits" WHERE visit_date >= '2024-06-01'::date AND cost > CAST('10.5' AS numeric) AND note <> 5::text
+-- name: public_casts_and_offset
+SELECT name::text AS n, CAST(city AS varchar(20)), '2024-01-01'::date AS d FROM clinics ORDER BY 1 LIMIT 5 OFFSET 2
