@@ -442,7 +442,7 @@ func (d *decoder) bool(n *yaml.Node, path string, dst *bool) {
 
 var (
 	topKeys       = []string{"listen", "backend", "ledger", "defaults", "cache", "analysts", "protected_tables", "public_tables"}
-	listenKeys    = []string{"postgres", "mysql"}
+	listenKeys    = []string{"postgres", "mysql", "tls_cert", "tls_key", "statement_timeout", "idle_timeout"}
 	backendKeys   = []string{"kind", "dsn", "catalog_dsn", "path", "max_conns"}
 	ledgerKeys    = []string{"path"}
 	cacheKeys     = []string{"size", "ttl"}
@@ -463,6 +463,14 @@ func (d *decoder) policy(root *yaml.Node, p *Policy) {
 				switch key {
 				case "postgres":
 					d.str(v, path, &p.Listen.Postgres)
+				case "tls_cert":
+					d.str(v, path, &p.Listen.TLSCert)
+				case "tls_key":
+					d.str(v, path, &p.Listen.TLSKey)
+				case "statement_timeout":
+					d.duration(v, path, &p.Listen.StatementTimeout)
+				case "idle_timeout":
+					d.duration(v, path, &p.Listen.IdleTimeout)
 				case "mysql":
 					d.str(v, path, &p.Listen.MySQL)
 				}

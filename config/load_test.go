@@ -39,7 +39,7 @@ var badCases = []struct {
 	{"unknown_column_key", `unknown_column_key.yaml:16:9: protected_tables[0].columns[0].groupby: unknown key "groupby" (did you mean "group_by"?); valid keys here are name, type, bounds, group_by, keys`},
 	{"duplicate_key", `duplicate_key.yaml:3:3: defaults.epsilon: key "epsilon" is repeated (first set at line 2)`},
 	{"not_a_mapping", `not_a_mapping.yaml:1:1: expected a mapping with keys listen, backend, ledger, defaults, cache, analysts, protected_tables, public_tables; got a list`},
-	{"listen_scalar", `listen_scalar.yaml:1:9: listen: expected a mapping with keys postgres, mysql; got the number 5433`},
+	{"listen_scalar", `listen_scalar.yaml:1:9: listen: expected a mapping with keys postgres, mysql, tls_cert, tls_key, statement_timeout, idle_timeout; got the number 5433`},
 	{"not_a_number", `not_a_number.yaml:2:12: defaults.epsilon: expected a number; got the string "lots"`},
 	{"not_whole_number", `not_whole_number.yaml:2:22: defaults.max_rows_per_unit: expected a whole number; got the number 2.5`},
 	{"not_a_bool", `not_a_bool.yaml:19:19: protected_tables[0].columns[1].group_by: expected true or false; got the string "yes"`},
@@ -78,6 +78,8 @@ var badCases = []struct {
 	{"cache_size_negative", `cache_size_negative.yaml:5:9: cache.size: must be a whole number from 0 (cache off) to 1000000, got -1`},
 	{"cache_ttl_not_duration", `cache_ttl_not_duration.yaml:6:8: cache.ttl: expected a duration with a unit, such as 1h, 30m or 90s; got the string "forever"`},
 	{"cache_ttl_bare_number", `cache_ttl_bare_number.yaml:4:14: cache.ttl: expected a duration with a unit, such as 1h, 30m or 90s; got the number 3600`},
+	{"tls_cert_without_key", `tls_cert_without_key.yaml:2:13: listen.tls_cert: tls_cert and tls_key go together`},
+	{"statement_timeout_negative", `statement_timeout_negative.yaml:2:22: listen.statement_timeout: must be a duration greater than 0`},
 	{"catalog_dsn_sqlite", `catalog_dsn_sqlite.yaml:4:16: backend.catalog_dsn: only used with kind postgres`},
 	{"catalog_dsn_same", `catalog_dsn_same.yaml:4:16: backend.catalog_dsn: is the same as backend.dsn`},
 	{"cache_ttl_zero", `cache_ttl_zero.yaml:5:8: cache.ttl: must be a duration greater than 0 and at most 168h, got 0s; to turn the cache off, set cache.size to 0`},
@@ -195,7 +197,7 @@ func TestLoadGood(t *testing.T) {
 // resolved against dir.
 func checkGood(t *testing.T, p *Policy, dir string) {
 	t.Helper()
-	if want := (Listen{Postgres: "0.0.0.0:5433", MySQL: "127.0.0.1:3307"}); p.Listen != want {
+	if want := (Listen{Postgres: "0.0.0.0:5433", MySQL: "127.0.0.1:3307", StatementTimeout: DefaultStatementTimeout, IdleTimeout: DefaultIdleTimeout}); p.Listen != want {
 		t.Errorf("Listen = %+v, want %+v", p.Listen, want)
 	}
 	wantBackend := Backend{Kind: BackendSQLite, Path: filepath.Join(dir, "data", "clinic.db"), MaxConns: 4}
@@ -329,7 +331,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Listen{Postgres: "127.0.0.1:5433"}); p.Listen != want {
+	if want := (Listen{Postgres: "127.0.0.1:5433", StatementTimeout: DefaultStatementTimeout, IdleTimeout: DefaultIdleTimeout}); p.Listen != want {
 		t.Errorf("Listen = %+v, want %+v", p.Listen, want)
 	}
 	wantBackend := Backend{Kind: BackendPostgres, DSN: "postgres://dpproxy@localhost:5432/clinic", MaxConns: 10}
@@ -391,7 +393,12 @@ func TestParse(t *testing.T) {
 			}
 		}},
 		{"postgres off, mysql on", "listen: {postgres: \"\", mysql: \":3307\"}", func(t *testing.T, p *Policy) {
-			if p.Listen != (Listen{MySQL: ":3307"}) {
+			if p.Listen != (Listen{MySQL: ":3307", StatementTimeout: DefaultStatementTimeout, IdleTimeout: DefaultIdleTimeout}) {
+				t.Errorf("Listen = %+v", p.Listen)
+			}
+		}},
+		{"tls and timeouts", "listen: {tls_cert: certs/server.crt, tls_key: certs/server.key, statement_timeout: 30s, idle_timeout: 10m}", func(t *testing.T, p *Policy) {
+			if p.Listen.StatementTimeout != 30*time.Second || p.Listen.IdleTimeout != 10*time.Minute || !strings.HasSuffix(p.Listen.TLSCert, "certs/server.crt") {
 				t.Errorf("Listen = %+v", p.Listen)
 			}
 		}},

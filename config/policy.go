@@ -39,6 +39,15 @@ type Listen struct {
 	// MySQL is host:port for the MySQL wire front end ("" = off, the
 	// default).
 	MySQL string `yaml:"mysql"`
+	// TLSCert and TLSKey are PEM files (both or neither; relative paths are
+	// resolved against the policy file's directory). With them, clients
+	// that ask for TLS get it; without them, TLS requests are declined.
+	TLSCert string `yaml:"tls_cert,omitempty"`
+	TLSKey  string `yaml:"tls_key,omitempty"`
+	// StatementTimeout cancels a statement that runs longer (default 5m).
+	StatementTimeout time.Duration `yaml:"statement_timeout,omitempty"`
+	// IdleTimeout closes a connection idle for longer (default 1h).
+	IdleTimeout time.Duration `yaml:"idle_timeout,omitempty"`
 }
 
 // BackendKind names a supported backend database.

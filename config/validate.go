@@ -24,6 +24,8 @@ const (
 	DefaultNeighbouring     = AddRemove
 	DefaultCacheSize        = 1000
 	DefaultCacheTTL         = time.Hour
+	DefaultStatementTimeout = 5 * time.Minute
+	DefaultIdleTimeout      = time.Hour
 )
 
 // Limits on numeric settings.
@@ -36,6 +38,8 @@ const (
 	MaxContribution = 1000
 	// MaxCacheSize is the largest cache.size accepted.
 	MaxCacheSize = 1000000
+	// MaxTimeout is the longest statement or idle timeout accepted.
+	MaxTimeout = 7 * 24 * time.Hour
 	// MaxCacheTTL is the longest cache.ttl accepted.
 	MaxCacheTTL = 7 * 24 * time.Hour
 )
@@ -68,7 +72,7 @@ var (
 // against the fields' positions. baseDir, when set, is the directory
 // relative paths are resolved against.
 func (d *decoder) validate(p *Policy, baseDir string) {
-	d.validateListen(p)
+	d.validateListen(p, baseDir)
 	d.validateBackend(p, baseDir)
 	d.validateLedger(p, baseDir)
 	d.validateDefaults(p)
@@ -77,10 +81,30 @@ func (d *decoder) validate(p *Policy, baseDir string) {
 	d.validateTables(p)
 }
 
-func (d *decoder) validateListen(p *Policy) {
+func (d *decoder) validateListen(p *Policy, baseDir string) {
 	l := &p.Listen
 	if !d.has("listen.postgres") {
 		l.Postgres = DefaultPostgresListen
+	}
+	if (l.TLSCert == "") != (l.TLSKey == "") {
+		d.errorf("listen.tls_cert", "tls_cert and tls_key go together; expected both PEM files, or neither to decline TLS")
+	}
+	if l.TLSCert != "" {
+		l.TLSCert, l.TLSKey = resolve(baseDir, l.TLSCert), resolve(baseDir, l.TLSKey)
+	}
+	for _, f := range []struct {
+		path string
+		dst  *time.Duration
+		def  time.Duration
+	}{
+		{"listen.statement_timeout", &l.StatementTimeout, DefaultStatementTimeout},
+		{"listen.idle_timeout", &l.IdleTimeout, DefaultIdleTimeout},
+	} {
+		if !d.has(f.path) {
+			*f.dst = f.def
+		} else if *f.dst <= 0 || *f.dst > MaxTimeout {
+			d.errorf(f.path, "must be a duration greater than 0 and at most %s, got %s", formatDuration(MaxTimeout), formatDuration(*f.dst))
+		}
 	}
 	for _, f := range []struct {
 		path, addr, example string
