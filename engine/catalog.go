@@ -76,16 +76,22 @@ func (e *Engine) catalogQuery(ctx context.Context, sql string, args []any) ([]*R
 	return []*Result{res}, nil
 }
 
-// catalogError passes on the database's own error: a statement run under
-// the catalog role cannot have read protected data, so its failure
-// reveals none.
+// catalogError passes on the database's error for a statement run under
+// the catalog role, explaining a refused protected read.
 func catalogError(err error) error {
+	e := databaseError(err)
+	if se, ok := e.(*sqlerr.Error); ok && se.Code == sqlerr.InsufficientPrivilege && se.Hint == "" {
+		se.Hint = "this statement ran under dpproxy's catalog role, which cannot read protected tables; protected tables answer aggregate queries in the SQL dpproxy supports"
+	}
+	return e
+}
+
+// databaseError passes on the database's own error for a statement that
+// cannot have read protected data (catalog role, public tables only), so
+// its failure reveals none. Other failures are mapped by backendError.
+func databaseError(err error) error {
 	if dbErr, ok := backend.AsDatabaseError(err); ok {
-		e := &sqlerr.Error{Code: sqlerr.Code(dbErr.Code), Message: dbErr.Message, Detail: dbErr.Detail, Hint: dbErr.Hint, Position: dbErr.Position, Err: err}
-		if e.Code == sqlerr.InsufficientPrivilege && e.Hint == "" {
-			e.Hint = "this statement ran under dpproxy's catalog role, which cannot read protected tables; protected tables answer aggregate queries in the SQL dpproxy supports"
-		}
-		return e
+		return &sqlerr.Error{Code: sqlerr.Code(dbErr.Code), Message: dbErr.Message, Detail: dbErr.Detail, Hint: dbErr.Hint, Position: dbErr.Position, Err: err}
 	}
 	return backendError(err)
 }

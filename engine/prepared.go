@@ -243,7 +243,7 @@ func (e *Engine) describePassthrough(ctx context.Context, q *rewrite.Passthrough
 	sql := "SELECT * FROM (" + q.SQL + ") AS " + e.dialect.QuoteIdent("dp_describe") + " LIMIT 0"
 	rows, err := e.backend.Query(ctx, sql)
 	if err != nil {
-		return nil, backendError(err)
+		return nil, databaseError(err) // public tables only, as in passthrough
 	}
 	cols := make([]Column, len(rows.Columns))
 	for i, c := range rows.Columns {

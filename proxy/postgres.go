@@ -14,6 +14,9 @@ type PostgresSessions struct{ Engine *engine.Engine }
 
 var _ pgwire.Sessions = PostgresSessions{}
 
+// The engine's sessions serve the simple and the extended query protocol.
+var _ pgwire.Session = (*engine.Session)(nil)
+
 // SCRAMVerifier implements pgwire.Sessions.
 func (p PostgresSessions) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
 	return p.Engine.SCRAMVerifier(user)

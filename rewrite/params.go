@@ -269,5 +269,5 @@ func PlaceholderValue(t sqltypes.Type) any {
 	case sqltypes.Bool:
 		return true
 	}
-	return "x"
+	return nil // unknown type: NULL compares with anything and fails on nothing
 }

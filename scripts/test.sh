@@ -56,6 +56,12 @@ run_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w \
   -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null
 export DPPROXY_TEST_PG_DSN="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 
+# node-postgres for the integration tests (npm registry).
+if command -v npm >/dev/null; then
+  log "installing node-postgres for the integration tests"
+  (cd integration/testdata/node && npm install --no-audit --no-fund --silent >/dev/null)
+fi
+
 log "go vet"
 go vet ./...
 log "go test ./..."

@@ -151,7 +151,19 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addr net.Addr)) e
 	if err != nil {
 		return fmt.Errorf("listening for PostgreSQL clients: %w", err)
 	}
-	srv := pgwire.NewServer(proxy.PostgresSessions{Engine: rt.engine}, pgwire.Options{Logger: slog.Default()})
+	opts := pgwire.Options{
+		Logger:           slog.Default(),
+		ServerVersion:    engine.ServerVersion,
+		StatementTimeout: pol.Listen.StatementTimeout,
+		IdleTimeout:      pol.Listen.IdleTimeout,
+	}
+	if pol.Listen.TLSCert != "" {
+		if opts.TLS, err = pgwire.LoadTLS(pol.Listen.TLSCert, pol.Listen.TLSKey); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen.tls_cert / tls_key: %w", err)
+		}
+	}
+	srv := pgwire.NewServer(proxy.PostgresSessions{Engine: rt.engine}, opts)
 	if ready != nil {
 		ready(ln.Addr())
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgproto3/v2"
 
+	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqlerr"
 )
 
@@ -42,8 +43,13 @@ const (
 // running serve, except those under mu, which Shutdown and CancelRequests
 // from other connections touch.
 type conn struct {
-	srv    *Server
+	srv *Server
+	// raw is the accepted connection; nc is what the protocol runs over:
+	// raw, or a TLS connection on top of it once SSLRequest upgraded it
+	// (during startup, before any other goroutine reads nc).
+	raw    net.Conn
 	nc     net.Conn
+	tls    bool
 	id     uint64
 	log    *slog.Logger
 	ctx    context.Context // cancelled when the connection ends
@@ -66,6 +72,10 @@ type conn struct {
 	// ignoreTillSync is set after an error in extended-protocol mode:
 	// messages are discarded until the next Sync.
 	ignoreTillSync bool
+	// stmts and portals are the extended protocol's prepared statements
+	// and portals by name ("" is the unnamed one).
+	stmts   map[string]*preparedStatement
+	portals map[string]*portal
 
 	mu          sync.Mutex
 	state       connState
@@ -81,14 +91,17 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &conn{
 		srv:      s,
+		raw:      nc,
 		nc:       nc,
 		id:       s.nextConnID.Add(1),
 		ctx:      ctx,
 		cancel:   cancel,
-		txStatus: 'I',
+		txStatus: txIdle,
+		stmts:    make(map[string]*preparedStatement),
+		portals:  make(map[string]*portal),
 	}
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
-	c.rd = &limitedReader{cr: pgproto3.NewChunkReader(nc), max: maxStartupPacketLen}
+	c.rd = newLimitedReader(nc, maxStartupPacketLen)
 	c.be = pgproto3.NewBackend(c.rd, nc)
 	// Cancelling the connection (forceClose, the end of serve) unblocks any
 	// read or write in progress by closing the socket.
@@ -100,7 +113,7 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 func (c *conn) serve() {
 	defer c.srv.unregister(c)
 	defer c.cancel()
-	defer c.nc.Close()
+	defer c.raw.Close()
 	defer c.recoverPanic()
 
 	err := c.run()
@@ -164,7 +177,7 @@ func (c *conn) run() error {
 	if err := c.flush(); err != nil {
 		return err
 	}
-	c.log.Debug("pgwire: session started", "application_name", params["application_name"])
+	c.log.Debug("pgwire: session started", "application_name", params["application_name"], "tls", c.tls)
 	return c.loop()
 }
 
@@ -235,9 +248,7 @@ func (c *conn) handleMessage(msg pgproto3.FrontendMessage) (done bool, err error
 	if c.ignoreTillSync {
 		switch msg.(type) {
 		case *pgproto3.Sync:
-			c.ignoreTillSync = false
-			c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
-			return false, c.flush()
+			return false, c.handleSync()
 		case *pgproto3.Terminate:
 			return true, nil
 		}
@@ -252,17 +263,19 @@ func (c *conn) handleMessage(msg pgproto3.FrontendMessage) (done bool, err error
 		return false, c.flush()
 	case *pgproto3.Terminate:
 		return true, nil
+	case *pgproto3.Parse:
+		return false, c.handleParse(m)
+	case *pgproto3.Bind:
+		return false, c.handleBind(m)
+	case *pgproto3.Describe:
+		return false, c.handleDescribe(m)
+	case *pgproto3.Execute:
+		return false, c.handleExecute(m)
+	case *pgproto3.Close:
+		return false, c.handleClose(m)
 	case *pgproto3.Sync:
-		c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
-		return false, c.flush()
+		return false, c.handleSync()
 	case *pgproto3.Flush:
-		return false, c.flush()
-	case *pgproto3.Parse, *pgproto3.Bind, *pgproto3.Describe, *pgproto3.Execute, *pgproto3.Close:
-		// The extended query protocol: not yet. Recover the way PostgreSQL
-		// does after an error in extended mode.
-		c.sendError(sqlerr.New(sqlerr.FeatureNotSupported, "extended query protocol is not supported yet").
-			WithHint("Use the simple query protocol (for pgx: default_query_exec_mode=simple_protocol; for pgjdbc: preferQueryMode=simple)."))
-		c.ignoreTillSync = true
 		return false, c.flush()
 	case *pgproto3.FunctionCall:
 		c.sendError(sqlerr.New(sqlerr.FeatureNotSupported, "fastpath function calls are not supported"))
@@ -280,15 +293,66 @@ func (c *conn) handleMessage(msg pgproto3.FrontendMessage) (done bool, err error
 
 // handleQuery runs a simple-protocol query and queues its responses, but
 // not the ReadyForQuery. Errors it returns are connection failures;
-// query errors go to the client.
+// query errors go to the client. Like PostgreSQL, a simple query replaces
+// the unnamed prepared statement and portal, and when it leaves no
+// transaction block open, the portals of the implicit transaction go.
 func (c *conn) handleQuery(sql string) error {
+	delete(c.stmts, "")
+	delete(c.portals, "")
+	defer func() {
+		if c.txStatus == txIdle {
+			clear(c.portals)
+		}
+	}()
+	if e := c.failedTransactionError(sql); e != nil {
+		c.sendError(e)
+		return nil
+	}
+	var results []*engine.Result
+	qerr, connErr := c.runSession(func(ctx context.Context) error {
+		var err error
+		results, err = c.session.Execute(ctx, sql)
+		return err
+	})
+	if connErr != nil {
+		return connErr
+	}
+	if qerr != nil {
+		c.sendError(qerr)
+		return nil
+	}
+	if len(results) == 0 {
+		c.send(&pgproto3.EmptyQueryResponse{})
+		return nil
+	}
+	return c.writeResults(results)
+}
+
+// errStatementTimeout is the cause of a statement context that
+// Options.StatementTimeout ended.
+var errStatementTimeout = errors.New("pgwire: statement timeout")
+
+// runSession calls f, one call into the session on the client's behalf,
+// with a context that a CancelRequest for this connection cancels and
+// that Options.StatementTimeout ends. qerr is f's error as the client
+// should see it: 57014 when the statement was canceled or timed out,
+// unless f explains its failure with its own *sqlerr.Error. connErr is set
+// (and the FATAL already sent) when Shutdown gave up waiting and the
+// connection must end, whatever f returned.
+func (c *conn) runSession(f func(ctx context.Context) error) (qerr, connErr error) {
 	qctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
+	ctx := qctx
+	if d := c.srv.opts.StatementTimeout; d > 0 {
+		var cancelTimeout context.CancelFunc
+		ctx, cancelTimeout = context.WithTimeoutCause(qctx, d, errStatementTimeout)
+		defer cancelTimeout()
+	}
 	c.mu.Lock()
 	c.cancelQuery, c.canceled = cancel, false
 	c.mu.Unlock()
 
-	results, err := c.session.Execute(qctx, sql)
+	err := f(ctx)
 
 	c.mu.Lock()
 	canceled := c.canceled
@@ -298,22 +362,24 @@ func (c *conn) handleQuery(sql string) error {
 	if c.ctx.Err() != nil {
 		// Shutdown gave up waiting: the connection is being torn down,
 		// whatever the query returned.
-		return c.fatal(sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command"))
+		return nil, c.fatal(sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command"))
 	}
-	if err != nil {
-		var e *sqlerr.Error
-		if canceled && !errors.As(err, &e) {
-			c.sendError(sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request"))
-			return nil
-		}
-		c.sendError(err)
-		return nil
+	if err == nil {
+		return nil, nil
 	}
-	if len(results) == 0 {
-		c.send(&pgproto3.EmptyQueryResponse{})
-		return nil
+	var e *sqlerr.Error
+	if errors.As(err, &e) && e.Code != sqlerr.InternalError {
+		return err, nil
 	}
-	return c.writeResults(results)
+	switch {
+	case canceled:
+		c.log.Debug("pgwire: statement canceled", "err", err)
+		return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request"), nil
+	case errors.Is(context.Cause(ctx), errStatementTimeout):
+		c.log.Debug("pgwire: statement timed out", "err", err)
+		return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to statement timeout"), nil
+	}
+	return err, nil
 }
 
 // cancelRunningQuery cancels the running query, if any, when secret
@@ -384,10 +450,10 @@ func (c *conn) shutdownIfIdle() {
 			_, _ = c.nc.Write(msg)
 		}
 		c.cancel()
-		c.nc.Close()
+		c.raw.Close()
 	case stateStartup:
 		c.cancel()
-		c.nc.Close()
+		c.raw.Close()
 	}
 }
 
@@ -397,7 +463,7 @@ func (c *conn) forceClose() {
 	c.closing = true
 	c.mu.Unlock()
 	c.cancel()
-	c.nc.Close()
+	c.raw.Close()
 }
 
 // clientError turns err into what the client may see. Errors that are not
@@ -415,9 +481,13 @@ func (c *conn) clientError(err error) *sqlerr.Error {
 	return &sqlerr.Error{Code: sqlerr.InternalError, Message: "internal error"}
 }
 
-// sendError queues an ErrorResponse (severity ERROR) for err.
+// sendError queues an ErrorResponse (severity ERROR) for err. An error
+// inside a transaction block fails the block, as in PostgreSQL.
 func (c *conn) sendError(err error) {
 	c.send(errorResponse("ERROR", c.clientError(err)))
+	if c.txStatus == txInBlock {
+		c.txStatus = txFailed
+	}
 }
 
 // fatal sends a FATAL ErrorResponse and returns the error that ends the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // panicRecorder is a slog.Handler that remembers connection panics, which
@@ -71,15 +72,57 @@ func (fuzzSession) Execute(_ context.Context, sql string) ([]*engine.Result, err
 	return []*engine.Result{cannedResult(), {Tag: "SET"}}, nil
 }
 
+func (fuzzSession) Prepare(_ context.Context, sql string, paramTypes []sqltypes.Type) (*engine.Prepared, error) {
+	p := &engine.Prepared{SQL: sql}
+	switch strings.TrimSpace(sql) {
+	case "":
+		return p, nil
+	case "bad":
+		return nil, sqlerr.New(sqlerr.SyntaxError, "bad")
+	case "set":
+		p.Tag = "SET"
+		return p, nil
+	case "begin", "commit", "rollback":
+		p.Tag = strings.ToUpper(strings.TrimSpace(sql))
+		return p, nil
+	}
+	// Parameters: the declared ones, then one of each type.
+	p.Params = append(p.Params, paramTypes...)
+	if len(p.Params) < 3 {
+		p.Params = append(p.Params, sqltypes.Int4, sqltypes.Numeric, sqltypes.Timestamptz)[:3]
+	}
+	p.Columns = cannedResult().Columns
+	return p, nil
+}
+
+func (fuzzSession) ExecutePrepared(_ context.Context, p *engine.Prepared, params []any) (*engine.Result, error) {
+	switch {
+	case strings.TrimSpace(p.SQL) == "":
+		return nil, nil
+	case p.Tag != "":
+		return &engine.Result{Tag: p.Tag}, nil
+	case len(params) > 0 && params[0] == int64(0):
+		return nil, sqlerr.New(sqlerr.DivisionByZero, "division by zero")
+	}
+	return cannedResult(), nil
+}
+
 func (fuzzSession) Close() {}
 
 func newFuzzServer(t testing.TB) (*Server, *panicRecorder) {
 	rec := &panicRecorder{}
+	certFile, keyFile := selfSignedCert(t, t.TempDir())
+	tlsConfig, err := LoadTLS(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := NewServer(fuzzSessions{newTestSessions(t, 1)}, Options{
-		Logger:         slog.New(rec),
-		AuthTimeout:    2 * time.Second,
-		IdleTimeout:    2 * time.Second,
-		MaxMessageSize: 4096,
+		Logger:           slog.New(rec),
+		AuthTimeout:      2 * time.Second,
+		IdleTimeout:      2 * time.Second,
+		MaxMessageSize:   4096,
+		StatementTimeout: time.Second,
+		TLS:              tlsConfig,
 	})
 	return s, rec
 }
@@ -183,6 +226,7 @@ func FuzzStartup(f *testing.F) {
 			&pgproto3.SASLResponse{Data: []byte("c=biws,r=abc,p=AAAA")})...))
 	f.Add(append(startupMessage(map[string]string{"user": "nobody"}), 'p', 0, 0, 0, 5, 0))
 	f.Add(append(startupMessage(map[string]string{"user": testUser}), msgBytes(&pgproto3.Terminate{})...))
+	f.Add(append(packet(sslRequestCode), "\x16\x03\x01\x00\x05hello"...)) // a ClientHello sent too early
 	s, rec := newFuzzServer(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		runPipeConn(t, s, rec, false, data)
@@ -204,6 +248,36 @@ func FuzzMessages(f *testing.F) {
 	f.Add(append(header('D', 5), 'S'))
 	f.Add([]byte{0x01, 0, 0, 0, 4})
 	f.Add(append(header('Q', 4096+4), make([]byte, 10)...))
+	// The extended protocol: node-postgres and pgx pipelines, row limits,
+	// errors, transactions.
+	int4 := func(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+	ts := binary.BigEndian.AppendUint64(nil, uint64(cannedTime.Sub(pgEpoch).Microseconds()))
+	num := numericBytes(2, 0, 0x4000, 2, 12, 5000)
+	good := [][]byte{[]byte("1"), []byte("-12.50"), []byte("2024-03-15 12:00:00+01")}
+	f.Add(msgBytes(&pgproto3.Parse{Query: "select"}, &pgproto3.Bind{Parameters: good},
+		&pgproto3.Describe{ObjectType: 'P'}, &pgproto3.Execute{}, &pgproto3.Sync{}))
+	f.Add(msgBytes(&pgproto3.Parse{Name: "s", Query: "select"}, &pgproto3.Describe{ObjectType: 'S', Name: "s"}, &pgproto3.Sync{},
+		&pgproto3.Bind{PreparedStatement: "s", ParameterFormatCodes: []int16{1}, Parameters: [][]byte{int4(1), num, ts}, ResultFormatCodes: []int16{1}},
+		&pgproto3.Execute{}, &pgproto3.Sync{}))
+	f.Add(msgBytes(&pgproto3.Parse{Name: "s", Query: "select", ParameterOIDs: []uint32{23, 1700, 1184}},
+		&pgproto3.Bind{PreparedStatement: "s", DestinationPortal: "p", ParameterFormatCodes: []int16{0, 1, 1}, Parameters: [][]byte{[]byte("5"), num, ts}, ResultFormatCodes: []int16{0, 1, 1, 0, 1, 1, 0, 1}},
+		&pgproto3.Describe{ObjectType: 'P', Name: "p"}, &pgproto3.Execute{Portal: "p", MaxRows: 1}, &pgproto3.Flush{},
+		&pgproto3.Execute{Portal: "p", MaxRows: 1}, &pgproto3.Execute{Portal: "p"}, &pgproto3.Close{ObjectType: 'P', Name: "p"},
+		&pgproto3.Close{ObjectType: 'S', Name: "s"}, &pgproto3.Sync{}))
+	f.Add(msgBytes(&pgproto3.Parse{Query: "bad"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Flush{}, &pgproto3.Sync{},
+		&pgproto3.Parse{Query: "select"}, &pgproto3.Bind{Parameters: [][]byte{[]byte("0"), nil, nil}}, &pgproto3.Execute{}, &pgproto3.Sync{},
+		&pgproto3.Bind{Parameters: [][]byte{[]byte("x")}}, &pgproto3.Sync{},
+		&pgproto3.Bind{ParameterFormatCodes: []int16{1, 1, 1}, Parameters: [][]byte{{1}, {0, 1}, {2}}}, &pgproto3.Sync{},
+		&pgproto3.Bind{ParameterFormatCodes: []int16{0, 1}, Parameters: good, ResultFormatCodes: []int16{2}}, &pgproto3.Sync{},
+		&pgproto3.Execute{Portal: "nope"}, &pgproto3.Describe{ObjectType: 'X'}, &pgproto3.Close{ObjectType: 'X'}, &pgproto3.Sync{}))
+	f.Add(msgBytes(&pgproto3.Parse{Query: "begin"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Sync{},
+		&pgproto3.Parse{Name: "c", Query: "select"}, &pgproto3.Bind{PreparedStatement: "c", DestinationPortal: "cur", Parameters: good},
+		&pgproto3.Execute{Portal: "cur", MaxRows: 1}, &pgproto3.Sync{}, &pgproto3.Query{String: "bad"},
+		&pgproto3.Execute{Portal: "cur"}, &pgproto3.Sync{}, &pgproto3.Parse{Query: "rollback"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Sync{}))
+	f.Add(msgBytes(&pgproto3.Parse{Query: ""}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Execute{}, &pgproto3.Parse{Name: "x", Query: "set"},
+		&pgproto3.Parse{Name: "x", Query: "set"}, &pgproto3.Sync{}, &pgproto3.Bind{PreparedStatement: "x"}, &pgproto3.Execute{}, &pgproto3.Execute{}, &pgproto3.Sync{}))
+	f.Add(append(header('B', 16), "\x00\x00\x00\x00\x00\x01\xff\xff\xff\xfe\x00\x00"...)) // a negative parameter length
+	f.Add(append(header('P', 12), "s\x00q\x00\xff\xff\x00\x00"...))                       // more parameter types than data
 	s, rec := newFuzzServer(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		runPipeConn(t, s, rec, true, data)

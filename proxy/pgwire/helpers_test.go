@@ -42,11 +42,23 @@ const secretInError = "backend said: salary of bob is 123456"
 type testSessions struct {
 	verifiers map[string]auth.SCRAMVerifier
 
-	mu      sync.Mutex
-	opened  []openCall
-	closed  int
-	release chan struct{} // "wait" queries block until this is closed
-	started chan string   // receives the text of "wait"/"sleep" queries when they start
+	mu       sync.Mutex
+	opened   []openCall
+	closed   int
+	prepared []prepareCall
+	executed []executeCall
+	release  chan struct{} // "wait" queries block until this is closed
+	started  chan string   // receives the text of "wait"/"sleep" queries when they start
+}
+
+type prepareCall struct {
+	sql        string
+	paramTypes []sqltypes.Type
+}
+
+type executeCall struct {
+	sql    string
+	params []any
 }
 
 type openCall struct {
@@ -108,6 +120,21 @@ func (s *testSessions) lastOpen() openCall {
 	return s.opened[len(s.opened)-1]
 }
 
+func (s *testSessions) lastExecuted() executeCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.executed) == 0 {
+		return executeCall{}
+	}
+	return s.executed[len(s.executed)-1]
+}
+
+func (s *testSessions) preparedCalls() []prepareCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]prepareCall(nil), s.prepared...)
+}
+
 func (s *testSessions) closedCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -156,6 +183,8 @@ func (t *testSession) Execute(ctx context.Context, sql string) ([]*engine.Result
 		return nil, nil
 	case q == "set x":
 		return []*engine.Result{{Tag: "SET"}}, nil
+	case txTags[strings.ToLower(q)] != "":
+		return []*engine.Result{{Tag: txTags[strings.ToLower(q)]}}, nil
 	case q == "multi":
 		return []*engine.Result{
 			{Columns: []engine.Column{{Name: "a", Type: sqltypes.Int4}}, Rows: [][]any{{int64(1)}}},
@@ -192,6 +221,113 @@ func (t *testSession) Execute(ctx context.Context, sql string) ([]*engine.Result
 		Columns: []engine.Column{{Name: "echo", Type: sqltypes.Text}},
 		Rows:    [][]any{{sql}},
 	}}, nil
+}
+
+// txTags are the tags the engine gives transaction statements.
+var txTags = map[string]string{
+	"begin": "BEGIN", "start transaction": "BEGIN", "commit": "COMMIT", "end": "COMMIT",
+	"rollback": "ROLLBACK", "abort": "ROLLBACK", "/* a comment */ commit": "COMMIT",
+}
+
+// testTypes names the sqltypes for "echo" statements.
+var testTypes = map[string]sqltypes.Type{
+	"unknown": sqltypes.Unknown, "bool": sqltypes.Bool, "int2": sqltypes.Int2, "int4": sqltypes.Int4,
+	"int8": sqltypes.Int8, "float4": sqltypes.Float4, "float8": sqltypes.Float8, "numeric": sqltypes.Numeric,
+	"text": sqltypes.Text, "varchar": sqltypes.Varchar, "bpchar": sqltypes.Bpchar, "date": sqltypes.Date,
+	"timestamp": sqltypes.Timestamp, "timestamptz": sqltypes.Timestamptz, "bytea": sqltypes.Bytea,
+	"name": sqltypes.Name, "oid": sqltypes.OID,
+}
+
+// Prepare describes the statements Execute answers, for the extended
+// protocol. Besides those:
+//
+//	echo T1,T2,...  takes one parameter per type name (a declared type
+//	                overrides it, as in the engine) and returns one row
+//	                with the parameters as columns c1, c2, ...
+//	fail            prepares, then fails with 22012 when executed
+//	mismatch        is described as int8 but returns text
+//	huge int4       returns 2^40 in an int4 column (no binary form)
+func (t *testSession) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*engine.Prepared, error) {
+	if t.closed {
+		panic("Prepare after Close")
+	}
+	t.s.mu.Lock()
+	t.s.prepared = append(t.s.prepared, prepareCall{sql, append([]sqltypes.Type(nil), paramTypes...)})
+	t.s.mu.Unlock()
+	q := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql), ";"))
+	p := &engine.Prepared{SQL: sql}
+	switch {
+	case q == "bad":
+		return nil, &sqlerr.Error{Code: sqlerr.SyntaxError, Message: `syntax error at or near "bad"`, Position: 1}
+	case q == "" || q == "-- ping":
+	case strings.HasPrefix(q, "echo "):
+		for i, name := range strings.Split(strings.TrimPrefix(q, "echo "), ",") {
+			typ, ok := testTypes[strings.TrimSpace(name)]
+			if !ok {
+				return nil, sqlerr.New(sqlerr.UndefinedFunction, "type %q does not exist", name)
+			}
+			if i < len(paramTypes) && paramTypes[i] != sqltypes.Unknown {
+				typ = paramTypes[i]
+			}
+			p.Params = append(p.Params, typ)
+			p.Columns = append(p.Columns, engine.Column{Name: fmt.Sprintf("c%d", i+1), Type: typ})
+		}
+	case q == "set x":
+		p.Tag = "SET"
+	case txTags[strings.ToLower(q)] != "":
+		p.Tag = txTags[strings.ToLower(q)]
+	case q == "mismatch":
+		p.Columns = []engine.Column{{Name: "a", Type: sqltypes.Int8}}
+	case q == "huge int4":
+		p.Columns = []engine.Column{{Name: "a", Type: sqltypes.Int4}}
+	case q == "wait" || q == "wait ignoring ctx" || q == "boom" || q == "fail" || q == "panic":
+		// Described without running them.
+		p.Columns = []engine.Column{{Name: "done", Type: sqltypes.Bool}}
+	default:
+		res, err := t.Execute(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		if len(res) != 1 {
+			return nil, sqlerr.New(sqlerr.SyntaxError, "cannot insert multiple commands into a prepared statement")
+		}
+		p.Columns, p.Tag = res[0].Columns, res[0].Tag
+		if len(p.Columns) > 0 {
+			p.Tag = ""
+		}
+	}
+	return p, nil
+}
+
+// ExecutePrepared runs what Prepare described.
+func (t *testSession) ExecutePrepared(ctx context.Context, p *engine.Prepared, params []any) (*engine.Result, error) {
+	if t.closed {
+		panic("ExecutePrepared after Close")
+	}
+	t.s.mu.Lock()
+	t.s.executed = append(t.s.executed, executeCall{p.SQL, append([]any(nil), params...)})
+	t.s.mu.Unlock()
+	if len(params) != len(p.Params) {
+		return nil, fmt.Errorf("%d params for %d", len(params), len(p.Params))
+	}
+	q := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(p.SQL), ";"))
+	switch {
+	case q == "" || q == "-- ping":
+		return nil, nil
+	case strings.HasPrefix(q, "echo "):
+		return &engine.Result{Columns: p.Columns, Rows: [][]any{append([]any(nil), params...)}}, nil
+	case q == "fail":
+		return nil, sqlerr.New(sqlerr.DivisionByZero, "division by zero")
+	case q == "mismatch":
+		return &engine.Result{Columns: []engine.Column{{Name: "a", Type: sqltypes.Text}}, Rows: [][]any{{"x"}}}, nil
+	case q == "huge int4":
+		return &engine.Result{Columns: p.Columns, Rows: [][]any{{int64(1)}, {int64(1) << 40}}}, nil
+	}
+	res, err := t.Execute(ctx, p.SQL)
+	if err != nil || len(res) == 0 {
+		return nil, err
+	}
+	return res[0], nil
 }
 
 func (t *testSession) Close() {
@@ -283,8 +419,17 @@ func startServer(t *testing.T, opts Options) *testServer {
 }
 
 func (ts *testServer) connString(user, password, extra string) string {
-	s := fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable&default_query_exec_mode=simple_protocol",
+	return ts.connStringMode(user, password, "simple_protocol", extra)
+}
+
+// connStringMode is connString with another default_query_exec_mode
+// ("" for pgx's default, cache_statement).
+func (ts *testServer) connStringMode(user, password, mode, extra string) string {
+	s := fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable",
 		user, strings.ReplaceAll(password, " ", "%20"), ts.addr, testDatabase)
+	if mode != "" {
+		s += "&default_query_exec_mode=" + mode
+	}
 	if extra != "" {
 		s += "&" + extra
 	}
@@ -464,4 +609,111 @@ func header(typ byte, length uint32) []byte {
 	b := []byte{typ, 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(b[1:], length)
 	return b
+}
+
+// sendAll writes messages in one write, the way pipelining drivers do.
+func (c *rawClient) sendAll(msgs ...pgproto3.FrontendMessage) {
+	c.t.Helper()
+	c.write(msgBytes(msgs...))
+}
+
+// record is what a raw client received, one letter per message in seq
+// (the protocol's type bytes, with '1' ParseComplete, '2' BindComplete,
+// '3' CloseComplete, 't' ParameterDescription, 'n' NoData, 's'
+// PortalSuspended, 'I' EmptyQueryResponse, 'N' NoticeResponse), with
+// copies of the contents tests look at.
+type record struct {
+	seq       string
+	rows      [][][]byte
+	tags      []string
+	errs      []*pgproto3.ErrorResponse
+	notices   []string // SQLSTATEs
+	fields    [][]pgproto3.FieldDescription
+	paramOIDs [][]uint32
+	status    byte // of the last ReadyForQuery
+}
+
+// add records msg and reports whether it was a ReadyForQuery.
+func (r *record) add(t testing.TB, msg pgproto3.BackendMessage) bool {
+	switch m := msg.(type) {
+	case *pgproto3.ParseComplete:
+		r.seq += "1"
+	case *pgproto3.BindComplete:
+		r.seq += "2"
+	case *pgproto3.CloseComplete:
+		r.seq += "3"
+	case *pgproto3.ParameterDescription:
+		r.seq += "t"
+		r.paramOIDs = append(r.paramOIDs, append([]uint32(nil), m.ParameterOIDs...))
+	case *pgproto3.RowDescription:
+		r.seq += "T"
+		fields := make([]pgproto3.FieldDescription, len(m.Fields))
+		for i, f := range m.Fields {
+			fields[i] = f
+			fields[i].Name = append([]byte(nil), f.Name...)
+		}
+		r.fields = append(r.fields, fields)
+	case *pgproto3.NoData:
+		r.seq += "n"
+	case *pgproto3.DataRow:
+		r.seq += "D"
+		row := make([][]byte, len(m.Values))
+		for i, v := range m.Values {
+			if v != nil {
+				row[i] = append([]byte{}, v...)
+			}
+		}
+		r.rows = append(r.rows, row)
+	case *pgproto3.CommandComplete:
+		r.seq += "C"
+		r.tags = append(r.tags, string(m.CommandTag))
+	case *pgproto3.PortalSuspended:
+		r.seq += "s"
+	case *pgproto3.EmptyQueryResponse:
+		r.seq += "I"
+	case *pgproto3.ErrorResponse:
+		r.seq += "E"
+		cp := *m
+		r.errs = append(r.errs, &cp)
+	case *pgproto3.NoticeResponse:
+		r.seq += "N"
+		r.notices = append(r.notices, m.Code)
+	case *pgproto3.ReadyForQuery:
+		r.seq += "Z"
+		r.status = m.TxStatus
+		return true
+	default:
+		t.Fatalf("unexpected %T", msg)
+	}
+	return false
+}
+
+// untilReady reads messages up to and including a ReadyForQuery.
+func (c *rawClient) untilReady() record {
+	c.t.Helper()
+	var r record
+	for !r.add(c.t, c.receive()) {
+	}
+	return r
+}
+
+// readN reads exactly n messages.
+func (c *rawClient) readN(n int) record {
+	c.t.Helper()
+	var r record
+	for range n {
+		r.add(c.t, c.receive())
+	}
+	return r
+}
+
+// expectNothing asserts that the server sends nothing for a while.
+func (c *rawClient) expectNothing(d time.Duration) {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(d))
+	defer c.nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	b := make([]byte, 1)
+	if n, err := c.nc.Read(b); err == nil {
+		c.t.Fatalf("expected nothing, read %d bytes: %q", n, b[:n])
+	}
 }

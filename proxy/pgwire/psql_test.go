@@ -13,6 +13,12 @@ import (
 // runPsql runs psql against ts with the given arguments and stdin.
 func runPsql(t *testing.T, ts *testServer, password, stdin string, args ...string) (stdout, stderr string, exitCode int) {
 	t.Helper()
+	return runPsqlEnv(t, ts, password, stdin, nil, args...)
+}
+
+// runPsqlEnv is runPsql with extra environment variables (later ones win).
+func runPsqlEnv(t *testing.T, ts *testServer, password, stdin string, env []string, args ...string) (stdout, stderr string, exitCode int) {
+	t.Helper()
 	psql, err := exec.LookPath("psql")
 	if err != nil {
 		t.Skip("psql not installed")
@@ -22,6 +28,7 @@ func runPsql(t *testing.T, ts *testServer, password, stdin string, args ...strin
 	base := []string{"-X", "-h", "127.0.0.1", "-p", ts.port, "-U", testUser, "-d", testDatabase}
 	cmd := exec.CommandContext(ctx, psql, append(base, args...)...)
 	cmd.Env = append(os.Environ(), "PGPASSWORD="+password, "PGCONNECT_TIMEOUT=10", "PGAPPNAME=psql-test", "PGSSLMODE=prefer")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -89,6 +96,23 @@ func TestPsqlSessionContinuesAfterError(t *testing.T) {
 	}
 	// The engine echoes unknown queries.
 	if !strings.Contains(out, "select 'hello'") || !strings.Contains(out, "SET") || !strings.HasSuffix(out, "done\n") {
+		t.Errorf("stdout:\n%s", out)
+	}
+}
+
+func TestPsqlTransactionAndErrors(t *testing.T) {
+	ts := startServer(t, Options{})
+	// An error fails the block; psql then sees 25P02 until COMMIT, which
+	// reports ROLLBACK.
+	script := "begin;\nbad;\nselect 'in failed block';\n\\echo :LAST_ERROR_SQLSTATE\ncommit;\nselect 'after';\n"
+	out, errOut, code := runPsql(t, ts, testPassword, script, "-A", "-t")
+	if code != 0 {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "current transaction is aborted, commands ignored until end of transaction block") {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+	if !strings.Contains(out, "25P02\nROLLBACK\n") || !strings.HasSuffix(out, "select 'after';\n") {
 		t.Errorf("stdout:\n%s", out)
 	}
 }

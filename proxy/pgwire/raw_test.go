@@ -305,47 +305,28 @@ func TestRawMalformedSASL(t *testing.T) {
 	assertServes(t, ts)
 }
 
-func TestRawExtendedProtocolSkipsToSync(t *testing.T) {
+func TestRawExtendedErrorSkipsToSync(t *testing.T) {
 	ts := startServer(t, Options{})
 	c := dialRaw(t, ts.addr)
 	c.loginReady()
-	// A node-postgres style pipeline, then a simple query.
-	for _, m := range []pgproto3.FrontendMessage{
-		&pgproto3.Parse{Query: "select 1"},
+	// A node-postgres style pipeline whose Parse fails, then a simple query.
+	c.sendAll(
+		&pgproto3.Parse{Query: "bad"},
 		&pgproto3.Bind{},
 		&pgproto3.Describe{ObjectType: 'P'},
 		&pgproto3.Execute{},
 		&pgproto3.Query{String: "ignored: before Sync"},
+		&pgproto3.Flush{},
 		&pgproto3.Sync{},
 		&pgproto3.Query{String: "after"},
-	} {
-		c.send(m)
+	)
+	r := c.untilReady()
+	if r.seq != "EZ" || r.errs[0].Code != "42601" || r.errs[0].Severity != "ERROR" {
+		t.Errorf("got %s %+v", r.seq, r.errs)
 	}
-	var got []string
-	for len(got) == 0 || got[len(got)-1] != "Z" || strings.Count(strings.Join(got, ""), "Z") < 2 {
-		switch m := c.receive().(type) {
-		case *pgproto3.ErrorResponse:
-			if m.Code != "0A000" || m.Severity != "ERROR" {
-				t.Errorf("got %s %q", m.Code, m.Message)
-			}
-			got = append(got, "E")
-		case *pgproto3.ReadyForQuery:
-			got = append(got, "Z")
-		case *pgproto3.DataRow:
-			if v := string(m.Values[0]); v != "after" {
-				t.Errorf("row %q", v)
-			}
-			got = append(got, "D")
-		case *pgproto3.RowDescription:
-			got = append(got, "T")
-		case *pgproto3.CommandComplete:
-			got = append(got, "C")
-		default:
-			t.Fatalf("unexpected %T", m)
-		}
-	}
-	if s := strings.Join(got, ""); s != "EZTDCZ" {
-		t.Errorf("message sequence %s, want EZTDCZ", s)
+	r = c.untilReady()
+	if r.seq != "TDCZ" || string(r.rows[0][0]) != "after" {
+		t.Errorf("got %s %q", r.seq, r.rows)
 	}
 }
 

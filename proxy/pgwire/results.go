@@ -18,7 +18,8 @@ import (
 const maxColumns = math.MaxInt16
 
 // writeResults queues RowDescription, DataRows and CommandComplete for each
-// result, flushing along the way for large results. The results are checked
+// result, flushing along the way for large results, and follows the
+// transaction status through the command tags. The results are checked
 // first, so that a bad value sends an error instead of half a result.
 func (c *conn) writeResults(results []*engine.Result) error {
 	if err := validateResults(results); err != nil {
@@ -28,7 +29,7 @@ func (c *conn) writeResults(results []*engine.Result) error {
 	}
 	for _, r := range results {
 		if len(r.Columns) == 0 {
-			c.send(&pgproto3.CommandComplete{CommandTag: []byte(commandTag(r))})
+			c.send(&pgproto3.CommandComplete{CommandTag: []byte(c.txAfterStatement(commandTag(r)))})
 			continue
 		}
 		c.send(rowDescription(r.Columns))
@@ -40,7 +41,7 @@ func (c *conn) writeResults(results []*engine.Result) error {
 				}
 			}
 		}
-		c.send(&pgproto3.CommandComplete{CommandTag: []byte(commandTag(r))})
+		c.send(&pgproto3.CommandComplete{CommandTag: []byte(c.txAfterStatement(commandTag(r)))})
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package pgwire
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,6 +50,18 @@ type Options struct {
 	// WriteTimeout bounds each write to a client, so that a client that
 	// stops reading cannot hold a connection forever. Zero means no limit.
 	WriteTimeout time.Duration
+	// StatementTimeout bounds each statement the engine runs for a client
+	// (a simple Query, the first Execute of a portal, and Parse, which
+	// may ask the backend to describe a statement), like PostgreSQL's
+	// statement_timeout: its context ends and the client gets 57014
+	// "canceling statement due to statement timeout"; the connection stays
+	// usable. Zero means no limit.
+	StatementTimeout time.Duration
+	// TLS, when set, makes the server accept SSLRequest ('S') and run TLS
+	// with this configuration (see LoadTLS); otherwise SSLRequest is
+	// answered 'N'. Clients may still connect without TLS. SCRAM does not
+	// offer channel binding either way.
+	TLS *tls.Config
 }
 
 // Server accepts PostgreSQL client connections and serves each in its own

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // Sessions creates per-connection sessions and checks credentials.
@@ -22,8 +23,8 @@ type Sessions interface {
 }
 
 // Session is one client connection's view of the engine. A Session is used
-// by one goroutine at a time: Execute is never called concurrently with
-// itself or with Close.
+// by one goroutine at a time: its methods are never called concurrently
+// with each other or with Close.
 type Session interface {
 	// Execute runs one SQL string, which may contain zero statements (e.g.
 	// "-- ping" or ";"), and returns one Result per statement; an empty slice
@@ -31,6 +32,23 @@ type Session interface {
 	// sent with their Code/Message/Detail/Hint/Position; other errors as
 	// XX000 "internal error" — their text is logged, never sent.
 	Execute(ctx context.Context, sql string) ([]*engine.Result, error)
+	// Prepare checks and describes one statement for the extended query
+	// protocol (Parse), without running it on protected data. paramTypes
+	// are the types the client declared, possibly fewer than the
+	// statement's parameters; Unknown means undeclared. The Prepared's
+	// Params fix how many parameter values Bind must supply and how they
+	// are decoded; Unknown params are reported to clients as text and
+	// decoded as strings. Columns (nil for statements without rows) are
+	// sent as the statement's RowDescription. A string with no statement
+	// in it ("", "-- ping") must prepare without error.
+	Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*engine.Prepared, error)
+	// ExecutePrepared runs a prepared statement with one value per
+	// p.Params entry, of the Go types package sqltypes lists (nil for
+	// NULL). The Result's Columns must have p.Columns' number and types:
+	// clients decode rows with the description they cached. A nil Result
+	// without error means the statement string was empty; the client gets
+	// EmptyQueryResponse. Errors are treated as for Execute.
+	ExecutePrepared(ctx context.Context, p *engine.Prepared, params []any) (*engine.Result, error)
 	// Close releases the session. It is called exactly once, when the
 	// connection ends.
 	Close()

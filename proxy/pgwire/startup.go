@@ -24,9 +24,10 @@ const (
 var errCancelRequest = errors.New("pgwire: cancel request handled")
 
 // startup reads packets until the StartupMessage and returns its
-// parameters. SSLRequest and GSSENCRequest are refused with 'N' (the
-// client then continues in plaintext or gives up); a CancelRequest is
-// served and ends the connection.
+// parameters. An SSLRequest is answered 'S' and the connection upgraded
+// when Options.TLS is set, and refused with 'N' otherwise, as is every
+// GSSENCRequest (the client then continues in plaintext or gives up); a
+// CancelRequest is served and ends the connection.
 func (c *conn) startup() (map[string]string, error) {
 	var sslSeen, gssSeen bool
 	for {
@@ -59,9 +60,25 @@ func (c *conn) startup() (map[string]string, error) {
 				return nil, c.fatal(sqlerr.New(sqlerr.ProtocolViolation, "duplicate %s", name))
 			}
 			*seen = true
-			// No TLS or GSS encryption yet. When TLS is added: refuse a
-			// client that pipelined data after the SSLRequest (c.rd may
-			// already hold it), as PostgreSQL does since CVE-2021-23214.
+			if code == sslRequestCode && c.srv.opts.TLS != nil {
+				// Bytes after the SSLRequest that arrived before the
+				// handshake were not encrypted and may have been injected
+				// by a man in the middle (CVE-2021-23214): refuse them.
+				if c.rd.buffered() > 0 {
+					c.log.Info("pgwire: unencrypted data after SSLRequest", "bytes", c.rd.buffered())
+					return nil, c.fatal(sqlerr.New(sqlerr.ProtocolViolation, "received unencrypted data after SSL request").
+						WithDetail("This could be either a client-software bug or evidence of an attempted man-in-the-middle attack."))
+				}
+				c.wbuf = append(c.wbuf, 'S')
+				if err := c.flush(); err != nil {
+					return nil, err
+				}
+				if err := c.startTLS(); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			// No GSS encryption, and no TLS unless configured.
 			c.wbuf = append(c.wbuf, 'N')
 			if err := c.flush(); err != nil {
 				return nil, err

@@ -1,0 +1,118 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/dpproxy/dpproxy/demo"
+	"github.com/lib/pq"
+)
+
+// servePostgresWithCatalog starts dpproxy serve on a fresh PostgreSQL
+// database holding the demo data, with a catalog role.
+func servePostgresWithCatalog(t *testing.T) *proxyProcess {
+	t.Helper()
+	dsn := pgDatabase(t)
+	backendYAML := "backend:\n  kind: postgres\n  dsn: " + strconv.Quote(dsn) + "\n"
+	catalogDSN := catalogRole(t, dsn, writePolicy(t, backendYAML, 100))
+	policy := writePolicy(t, backendYAML+"  catalog_dsn: "+strconv.Quote(catalogDSN)+"\n", 100)
+	return startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+}
+
+// countPatients counts the demo patients matching keep: the truth noisy
+// answers are compared with.
+func countPatients(keep func(demo.Patient) bool) int64 {
+	var n int64
+	for p := range demo.NewDataset(demo.GenerateOptions{}).Patients() {
+		if keep(p) {
+			n++
+		}
+	}
+	return n
+}
+
+// lib/pq through database/sql: prepared, parameterized DP aggregates,
+// catalog discovery, an error and a good query on the same connection.
+func TestLibPQ(t *testing.T) {
+	p := servePostgresWithCatalog(t)
+	db, err := sql.Open("postgres", "postgres://analyst:analyst@"+p.addr+"/clinic?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // one connection: the error must leave it usable
+	ctx := context.Background()
+
+	var tables int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1", "public").Scan(&tables); err != nil || tables != 3 {
+		t.Errorf("catalog discovery: %d tables, %v", tables, err)
+	}
+	var n int64
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM patients WHERE age >= $1 AND sex = $2", 18, "F").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	// ε = 0.1, sensitivity 1: Laplace scale 10.
+	if want := countPatients(func(p demo.Patient) bool { return p.Age >= 18 && p.Sex == "F" }); math.Abs(float64(n-want)) > 200 {
+		t.Errorf("adult women: %d, truth %d", n, want)
+	}
+	_, err = db.ExecContext(ctx, "SELECT * FROM patients WHERE age > $1", 40)
+	var pqErr *pq.Error
+	if !errors.As(err, &pqErr) || pqErr.Code != "42501" {
+		t.Errorf("raw read: %v", err)
+	}
+	var avg float64
+	if err := db.QueryRowContext(ctx, "SELECT AVG(cost) FROM visits WHERE diagnosis = $1", "J06").Scan(&avg); err != nil || avg < 0 || avg > 2000 {
+		t.Errorf("after the error: AVG %v, %v", avg, err)
+	}
+}
+
+// node-postgres (npm package pg) runs a script of its own against dpproxy.
+func TestNodePostgres(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	dir, _ := filepath.Abs("testdata/node")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "pg")); err != nil {
+		t.Skip("npm package pg not installed: run npm install --prefix integration/testdata/node (scripts/test.sh does)")
+	}
+	p := servePostgresWithCatalog(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, filepath.Join(dir, "client.js"), "postgres://analyst:analyst@"+p.addr+"/clinic").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("node client: %v\n%s\nproxy log:\n%s", err, ee.Stderr, p.stderr.String())
+		}
+		t.Fatal(err)
+	}
+	var report struct {
+		Tables     []string  `json:"tables"`
+		Adults     int64     `json:"adults"`
+		CountType  uint32    `json:"countType"`
+		Groups     []string  `json:"groups"`
+		AvgIncome  []float64 `json:"avgIncome"`
+		RawRead    string    `json:"rawRead"`
+		AfterError int64     `json:"afterError"`
+	}
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("report %q: %v", out, err)
+	}
+	if len(report.Tables) != 3 || report.CountType != 20 || report.RawRead != "42501" || report.AfterError != 5 {
+		t.Errorf("report %+v", report)
+	}
+	want := countPatients(func(p demo.Patient) bool { return p.Age >= 18 })
+	if math.Abs(float64(report.Adults-want)) > 200 || len(report.Groups) != 2 {
+		t.Errorf("DP answers %+v", report)
+	}
+}
