@@ -153,6 +153,12 @@ type psqlResult struct {
 // script (-f -), unaligned tuples-only output and verbose errors.
 func psql(t *testing.T, p *proxyProcess, user, password, script string) psqlResult {
 	t.Helper()
+	return psqlWithEnv(t, p, user, password, script)
+}
+
+// psqlWithEnv is psql with extra environment settings (PGSSLMODE=...).
+func psqlWithEnv(t *testing.T, p *proxyProcess, user, password, script string, env ...string) psqlResult {
+	t.Helper()
 	if _, err := exec.LookPath("psql"); err != nil {
 		t.Skip("psql not installed (scripts/test.sh installs it)")
 	}
@@ -161,6 +167,7 @@ func psql(t *testing.T, p *proxyProcess, user, password, script string) psqlResu
 	cmd := exec.CommandContext(ctx, "psql", "-X", "-A", "-t", "-h", "127.0.0.1", "-p", p.port(), "-U", user, "-d", "demo",
 		"-v", "VERBOSITY=verbose", "-f", "-")
 	cmd.Env = append(os.Environ(), "PGPASSWORD="+password, "PGCONNECT_TIMEOUT=10", "PGSSLMODE=prefer")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin = strings.NewReader(script)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

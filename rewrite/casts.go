@@ -6,6 +6,8 @@ import (
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/format"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
 )
 
 // Casts are parsed as TiDB casts (CAST(x AS SIGNED), CAST(x AS CHAR)), but
@@ -128,6 +130,7 @@ func restoreFor(n ast.Node, d Dialect, lookup CastLookup) (string, error) {
 	if d.Name() == "mysql" {
 		return restore(n, d)
 	}
+	n.Accept(joinFixer{})
 	// An OFFSET is only re-emitted on the outermost SELECT.
 	var limit *ast.Limit
 	if sel, ok := n.(*ast.SelectStmt); ok && sel.Limit != nil && sel.Limit.Offset != nil {
@@ -151,6 +154,33 @@ func restoreFor(n ast.Node, d Dialect, lookup CastLookup) (string, error) {
 	}
 	return sql + " LIMIT " + count + " OFFSET " + offset, nil
 }
+
+// joinFixer makes TiDB's join trees restore as standard SQL: a join
+// wrapping a single table is collapsed (TiDB writes it in parentheses,
+// which PostgreSQL rejects), and a cross join gets ON 1 = 1 (TiDB writes
+// "a JOIN b" with no condition).
+type joinFixer struct{}
+
+func (joinFixer) Enter(n ast.Node) (ast.Node, bool) {
+	j, ok := n.(*ast.Join)
+	if !ok {
+		return n, false
+	}
+	for {
+		inner, ok := j.Left.(*ast.Join)
+		if !ok || inner.Right != nil {
+			break
+		}
+		j.Left = inner.Left
+	}
+	if j.Right != nil && j.On == nil && j.Using == nil && !j.NaturalJoin && !j.StraightJoin {
+		one := func() ast.ExprNode { v := &test_driver.ValueExpr{}; v.SetInt64(1); return v }
+		j.On = &ast.OnCondition{Expr: &ast.BinaryOperationExpr{Op: opcode.EQ, L: one(), R: one()}}
+	}
+	return n, false
+}
+
+func (joinFixer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // checkNoOffset refuses OFFSET below the outermost SELECT, which the
 // restorer cannot write portably.

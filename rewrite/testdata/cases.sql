@@ -41,3 +41,5 @@ SELECT sex, COUNT(*), SUM(income) FROM people GROUP BY sex
 SELECT COUNT(*) FROM "public"."visits" WHERE visit_date >= '2024-06-01'::date AND cost > CAST('10.5' AS numeric) AND note <> 5::text
 -- name: public_casts_and_offset
 SELECT name::text AS n, CAST(city AS varchar(20)), '2024-01-01'::date AS d FROM clinics ORDER BY 1 LIMIT 5 OFFSET 2
+-- name: public_cross_join
+SELECT COUNT(*) FROM clinics a, clinics b, clinics c WHERE a.city = b.city

@@ -1,0 +1,143 @@
+package integration
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dpproxy/dpproxy/demo"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// selfSignedCert writes a fresh certificate and key for 127.0.0.1.
+func selfSignedCert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "dpproxy test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:     []string{"localhost"},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	return certFile, keyFile
+}
+
+// TLS from the policy: psql and pgx with sslmode=require get an encrypted
+// session and DP answers.
+func TestTLSFromPolicy(t *testing.T) {
+	ctx := context.Background()
+	certFile, keyFile := selfSignedCert(t)
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	policy := writePolicy(t, "listen:\n  tls_cert: "+strconv.Quote(certFile)+"\n  tls_key: "+strconv.Quote(keyFile)+"\nbackend:\n  kind: sqlite\n  path: "+strconv.Quote(dbPath)+"\n", 10)
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+
+	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/demo?sslmode=require")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, ok := conn.PgConn().Conn().(*tls.Conn); !ok {
+		t.Errorf("pgx connection is %T, not TLS", conn.PgConn().Conn())
+	}
+	var n int64
+	if err := conn.QueryRow(ctx, "SELECT COUNT(*) FROM patients").Scan(&n); err != nil || n < 9000 {
+		t.Errorf("count over TLS: %d %v", n, err)
+	}
+	r := psqlWithEnv(t, p, "analyst", "analyst", "\\conninfo\nSELECT COUNT(*) FROM clinics;\n", "PGSSLMODE=require")
+	if !strings.Contains(r.stdout, "SSL connection") || !strings.Contains(r.stdout, "25") {
+		t.Errorf("psql over TLS: %v\nstdout %s\nstderr %s", r.err, r.stdout, r.stderr)
+	}
+}
+
+// CancelRequest cancels the statement running on the backend: a heavy
+// public query is stopped within moments, and the connection is reusable.
+func TestCancelLongBackendQuery(t *testing.T) {
+	dsn := pgDatabase(t)
+	policy := writePolicy(t, "backend:\n  kind: postgres\n  dsn: "+strconv.Quote(dsn)+"\n", 10)
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/demo?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	qctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	var n int64
+	// 25^6 ≈ 244 million rows: many seconds of work on the backend.
+	err = conn.QueryRow(qctx, "SELECT COUNT(*) FROM clinics a, clinics b, clinics c, clinics d, clinics e, clinics f").Scan(&n)
+	elapsed := time.Since(start)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "57014" {
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("heavy query: %v (%d rows) after %v; want it cancelled (57014)", err, n, elapsed)
+		}
+	}
+	if elapsed > 8*time.Second {
+		t.Errorf("cancel took %v", elapsed)
+	}
+	// The backend is not still busy with it: a new connection answers at once.
+	conn2, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/demo?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close(ctx)
+	qctx2, cancel2 := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel2()
+	if err := conn2.QueryRow(qctx2, "SELECT COUNT(*) FROM clinics").Scan(&n); err != nil || n != 25 {
+		t.Errorf("after cancel: %d %v", n, err)
+	}
+	// Verify on PostgreSQL itself that the heavy statement is gone.
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var active int
+		admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%clinics a, clinics b%' AND state = 'active' AND pid <> pg_backend_pid()").Scan(&active)
+		if active == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the heavy statement still runs on the backend %v after the cancel", 5*time.Second)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
