@@ -204,7 +204,7 @@ func (s *Session) describe(ctx context.Context, p *Prepared, prep *prepared) err
 		p.Columns = emptyResult(prep.query.Empty).Columns
 		return nil
 	case prep.query.Plan != nil:
-		for _, o := range prep.query.Plan.Output {
+		for _, o := range prep.query.Plan.Columns() {
 			p.Columns = append(p.Columns, Column{Name: o.Name, Type: o.Type})
 		}
 		return nil

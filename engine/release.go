@@ -70,8 +70,36 @@ func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*Resul
 	if plan.Limit >= 0 && int64(len(res.Rows)) > plan.Limit {
 		res.Rows = res.Rows[:plan.Limit]
 	}
+	if plan.Outer != nil {
+		applyOuter(res, plan)
+	}
 	res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
 	return res, nil
+}
+
+// applyOuter post-processes released rows by an outer query: pick and
+// rename columns, order, offset, limit.
+func applyOuter(res *Result, plan *rewrite.Plan) {
+	o := plan.Outer
+	rows := make([][]any, len(res.Rows))
+	for r, row := range res.Rows {
+		rows[r] = make([]any, len(o.Columns))
+		for i, c := range o.Columns {
+			rows[r][i] = row[c.Inner]
+		}
+	}
+	orderRows(rows, o.OrderBy)
+	if o.Offset > 0 {
+		rows = rows[min(int64(len(rows)), o.Offset):]
+	}
+	if o.Limit >= 0 && int64(len(rows)) > o.Limit {
+		rows = rows[:o.Limit]
+	}
+	res.Rows = rows
+	res.Columns = res.Columns[:0]
+	for _, c := range plan.Columns() {
+		res.Columns = append(res.Columns, Column{Name: c.Name, Type: c.Type})
+	}
 }
 
 // groupResult is one group to release: its typed keys and the exact

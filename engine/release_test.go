@@ -157,3 +157,23 @@ func TestVarianceAndConstantsPostProcessing(t *testing.T) {
 		t.Errorf("VAR_POP = %v, want about 9", v)
 	}
 }
+
+// A BI tool's nested question: the outer query picks, renames, orders and
+// limits the released rows.
+func TestReleaseOuterQuery(t *testing.T) {
+	p := releasePlan(t, `SELECT "source"."kind" AS "k", "source"."n" AS "visits" FROM (SELECT "kind", COUNT(*) AS "n" FROM "t" GROUP BY "kind") AS "source" ORDER BY "source"."n" DESC LIMIT 1`)
+	rows := &backend.Rows{Values: [][]any{{"x", int64(10)}, {"y", int64(5000)}}}
+	res, err := release(p, rows, mechanisms.Seeded(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Columns) != 2 || res.Columns[0].Name != "k" || res.Columns[1].Name != "visits" || res.Columns[1].Type != sqltypes.Int8 {
+		t.Fatalf("columns %+v", res.Columns)
+	}
+	if len(res.Rows) != 1 || res.Rows[0][0] != "y" {
+		t.Fatalf("rows %v; want the largest group only", res.Rows)
+	}
+	if res.Tag != "SELECT 1" {
+		t.Errorf("tag %q", res.Tag)
+	}
+}

@@ -110,6 +110,9 @@ func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Quer
 	if empty := a.emptyProbe(sel, len(tables)); empty != nil {
 		return &Query{Empty: empty}, nil
 	}
+	if inner := derivedTable(sel); inner != nil {
+		return a.planOuter(sel, inner, len(tables))
+	}
 	plan, err := a.plan(sel, len(tables))
 	if err != nil {
 		return nil, err
@@ -265,6 +268,124 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	}
 	p.BackendSQL = sql
 	return p, nil
+}
+
+// derivedTable returns the SELECT of a FROM clause that is a single
+// derived table (SELECT ... FROM (SELECT ...) AS source), nil otherwise.
+func derivedTable(sel *ast.SelectStmt) *ast.SelectStmt {
+	if sel.From == nil || sel.From.TableRefs == nil || sel.From.TableRefs.Right != nil {
+		return nil
+	}
+	ts, ok := sel.From.TableRefs.Left.(*ast.TableSource)
+	if !ok {
+		return nil
+	}
+	inner, _ := ts.Source.(*ast.SelectStmt)
+	return inner
+}
+
+// planOuter plans a DP query wrapped by an outer SELECT that only picks,
+// renames, orders and limits its released rows: post-processing, which
+// costs nothing more. Anything that would compute on the released rows
+// (WHERE, GROUP BY, expressions) is refused for now.
+func (a *analyzer) planOuter(sel, inner *ast.SelectStmt, tableRefs int) (*Query, error) {
+	unsupported := func(what string) error {
+		return sqlerr.New(sqlerr.FeatureNotSupported, "%s over a derived table on protected data is not supported", what).
+			WithHint("the outer query may select, rename, order and limit the inner query's columns")
+	}
+	switch {
+	case sel.Where != nil:
+		return nil, unsupported("WHERE")
+	case sel.GroupBy != nil || sel.Having != nil:
+		return nil, unsupported("GROUP BY")
+	case sel.Distinct:
+		return nil, unsupported("DISTINCT")
+	case sel.With != nil || len(sel.WindowSpecs) > 0 || sel.SelectIntoOpt != nil:
+		return nil, unsupported("this clause")
+	}
+	if derivedTable(inner) != nil {
+		return nil, unsupported("a derived table")
+	}
+	plan, err := a.plan(inner, tableRefs)
+	if err != nil {
+		return nil, err
+	}
+	alias := sel.From.TableRefs.Left.(*ast.TableSource).AsName.O
+	outer := &OuterQuery{Limit: -1}
+	find := func(cn *ast.ColumnName) (int, error) {
+		if cn.Table.O != "" && !strings.EqualFold(cn.Table.O, alias) {
+			return 0, sqlerr.New(sqlerr.UndefinedTable, "missing FROM-clause entry for table %q", cn.Table.O)
+		}
+		for i, o := range plan.Output {
+			if strings.EqualFold(o.Name, cn.Name.O) {
+				return i, nil
+			}
+		}
+		return 0, sqlerr.New(sqlerr.UndefinedColumn, "column %q does not exist in the derived table", cn.Name.O)
+	}
+	for _, f := range sel.Fields.Fields {
+		if f.WildCard != nil {
+			for i, o := range plan.Output {
+				outer.Columns = append(outer.Columns, OuterColumn{Inner: i, Name: o.Name})
+			}
+			continue
+		}
+		cn, ok := unparen(f.Expr).(*ast.ColumnNameExpr)
+		if !ok {
+			return nil, unsupported("an expression")
+		}
+		i, err := find(cn.Name)
+		if err != nil {
+			return nil, err
+		}
+		outer.Columns = append(outer.Columns, OuterColumn{Inner: i, Name: fieldName(f, plan.Output[i].Name)})
+	}
+	if sel.OrderBy != nil {
+		for _, item := range sel.OrderBy.Items {
+			idx := -1
+			switch x := unparen(item.Expr).(type) {
+			case *ast.PositionExpr:
+				if x.P == nil && x.N >= 1 && x.N <= len(outer.Columns) {
+					idx = x.N - 1
+				}
+			case *ast.ColumnNameExpr:
+				for i, c := range outer.Columns {
+					if strings.EqualFold(c.Name, x.Name.Name.O) && (x.Name.Table.O == "" || strings.EqualFold(x.Name.Table.O, alias)) {
+						idx = i
+						break
+					}
+				}
+				if idx < 0 {
+					if inner, err := find(x.Name); err == nil {
+						for i, c := range outer.Columns {
+							if c.Inner == inner {
+								idx = i
+								break
+							}
+						}
+					}
+				}
+			}
+			if idx < 0 {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "ORDER BY must name a column of the outer select list")
+			}
+			outer.OrderBy = append(outer.OrderBy, OrderKey{Output: idx, Desc: item.Desc})
+		}
+	}
+	if sel.Limit != nil {
+		n, err := constantInt(sel.Limit.Count, "LIMIT")
+		if err != nil {
+			return nil, err
+		}
+		outer.Limit = n
+		if sel.Limit.Offset != nil {
+			if outer.Offset, err = constantInt(sel.Limit.Offset, "OFFSET"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	plan.Outer = outer
+	return &Query{Plan: plan}, nil
 }
 
 // emptyProbe recognizes a SELECT on one protected table that returns no

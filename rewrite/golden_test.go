@@ -96,6 +96,9 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 		for _, o := range p.OrderBy {
 			fmt.Fprintf(&sb, "order output=%d desc=%v\n", o.Output, o.Desc)
 		}
+		if o := p.Outer; o != nil {
+			fmt.Fprintf(&sb, "outer columns=%+v order=%+v limit=%d offset=%d\n", o.Columns, o.OrderBy, o.Limit, o.Offset)
+		}
 	}
 	return sb.String()
 }

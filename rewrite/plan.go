@@ -134,6 +134,39 @@ type Plan struct {
 	// DP partition selection; nil when every group column has a public key
 	// list (or there is no GROUP BY).
 	Selection *PartitionSelection
+	// Outer is set when the DP query is a derived table wrapped by an outer
+	// SELECT (BI tools' nested questions): the outer query only picks,
+	// renames, orders and limits the released rows — post-processing.
+	Outer *OuterQuery
+}
+
+// OuterQuery is a SELECT over the released rows of a DP query.
+type OuterQuery struct {
+	// Columns pick the inner query's output columns, renamed.
+	Columns []OuterColumn
+	// OrderBy indexes Columns.
+	OrderBy []OrderKey
+	// Limit (-1 = all) and Offset apply after OrderBy.
+	Limit, Offset int64
+}
+
+// OuterColumn is one column of an OuterQuery.
+type OuterColumn struct {
+	Inner int // index into Plan.Output
+	Name  string
+}
+
+// Columns returns the columns the client receives.
+func (p *Plan) Columns() []OutputColumn {
+	if p.Outer == nil {
+		return p.Output
+	}
+	out := make([]OutputColumn, len(p.Outer.Columns))
+	for i, c := range p.Outer.Columns {
+		out[i] = p.Output[c.Inner]
+		out[i].Name = c.Name
+	}
+	return out
 }
 
 // PartitionSelection is the DP test a group's key must pass to be

@@ -71,7 +71,11 @@ var rejections = []struct {
 	// Shapes beyond one protected table.
 	{`SELECT COUNT(*) FROM visits JOIN clinics ON visits.clinic_id = clinics.clinic_id`, sqlerr.FeatureNotSupported, `joins`},
 	{`SELECT COUNT(*) FROM visits, people`, sqlerr.FeatureNotSupported, `joins`},
-	{`SELECT COUNT(*) FROM (SELECT * FROM visits) AS v`, sqlerr.FeatureNotSupported, `derived table`},
+	{`SELECT COUNT(*) FROM (SELECT * FROM visits) AS v`, sqlerr.InsufficientPrivilege, `must aggregate`},
+	{`SELECT s.n FROM (SELECT COUNT(*) AS n FROM visits) AS s WHERE s.n > 5`, sqlerr.FeatureNotSupported, `WHERE over a derived table`},
+	{`SELECT s.n + 1 FROM (SELECT COUNT(*) AS n FROM visits) AS s`, sqlerr.FeatureNotSupported, `an expression over a derived table`},
+	{`SELECT s.x FROM (SELECT COUNT(*) AS n FROM visits) AS s`, sqlerr.UndefinedColumn, `column "x" does not exist in the derived table`},
+	{`SELECT COUNT(*) FROM (SELECT COUNT(*) AS n FROM visits) AS s`, sqlerr.FeatureNotSupported, `an expression over a derived table`},
 	{`SELECT COUNT(*) FROM visits WHERE cost > (SELECT AVG(cost) FROM visits)`, sqlerr.FeatureNotSupported, `subqueries`},
 	{`SELECT name FROM clinics WHERE name IN (SELECT note FROM visits)`, sqlerr.FeatureNotSupported, `protected table "visits"`},
 	{`SELECT name FROM clinics UNION SELECT note FROM visits`, sqlerr.InsufficientPrivilege, `set operation`},

@@ -43,3 +43,5 @@ SELECT COUNT(*) FROM "public"."visits" WHERE visit_date >= '2024-06-01'::date AN
 SELECT name::text AS n, CAST(city AS varchar(20)), '2024-01-01'::date AS d FROM clinics ORDER BY 1 LIMIT 5 OFFSET 2
 -- name: public_cross_join
 SELECT COUNT(*) FROM clinics a, clinics b, clinics c WHERE a.city = b.city
+-- name: derived_table_metabase
+SELECT "source"."diagnosis" AS "diagnosis", "source"."count" AS "count" FROM (SELECT "public"."visits"."diagnosis" AS "diagnosis", COUNT(*) AS "count" FROM "public"."visits" GROUP BY "public"."visits"."diagnosis" ORDER BY "public"."visits"."diagnosis" ASC) AS "source" ORDER BY "source"."count" DESC LIMIT 1048575
