@@ -78,9 +78,9 @@ func ExplainSummary(plan *rewrite.Plan) string {
 	fmt.Fprintf(&sb, "cost: ε = %g, δ = %g (split equally over %d measurement(s))\n", plan.Epsilon, plan.Delta, len(plan.Measurements))
 	for _, g := range plan.Groups {
 		if len(g.Keys) > 0 {
-			fmt.Fprintf(&sb, "group keys of %s: public list of %d key(s) from the policy\n", g.Column.Name, len(g.Keys))
+			fmt.Fprintf(&sb, "group keys of %s: public list of %d key(s) from the policy\n", g.Name(), len(g.Keys))
 		} else {
-			fmt.Fprintf(&sb, "group keys of %s: from the data, released only if they pass DP partition selection\n", g.Column.Name)
+			fmt.Fprintf(&sb, "group keys of %s: from the data, released only if they pass DP partition selection\n", g.Name())
 		}
 	}
 	if plan.Delta > 0 {

@@ -211,16 +211,17 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	// GROUP BY columns, in the order the query lists them.
 	if sel.GroupBy != nil {
 		for _, item := range sel.GroupBy.Items {
-			col, err := a.groupColumn(item.Expr, sel.Fields.Fields)
+			g, err := a.groupColumn(item.Expr, sel.Fields.Fields)
 			if err != nil {
 				return nil, err
 			}
-			for _, g := range p.Groups {
-				if g.Column == col {
-					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "column %q appears twice in GROUP BY", col.Name)
+			for _, have := range p.Groups {
+				if sameGroup(have, g) {
+					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s appears twice in GROUP BY", g.Name())
 				}
 			}
-			p.Groups = append(p.Groups, GroupColumn{Column: col, BackendColumn: len(p.Groups), Keys: col.Keys})
+			g.BackendColumn = len(p.Groups)
+			p.Groups = append(p.Groups, g)
 		}
 	}
 
@@ -567,43 +568,114 @@ func (a *analyzer) isUnit(col *config.Column) bool {
 
 // groupColumn resolves one GROUP BY item: a column, or a position in the
 // select list that names a column.
-func (a *analyzer) groupColumn(expr ast.ExprNode, fields []*ast.SelectField) (*config.Column, error) {
+func (a *analyzer) groupColumn(expr ast.ExprNode, fields []*ast.SelectField) (GroupColumn, error) {
 	expr = unparen(expr)
 	if pos, ok := expr.(*ast.PositionExpr); ok {
 		if pos.P == nil && pos.N >= 1 && pos.N <= len(fields) && fields[pos.N-1].Expr != nil {
 			expr = unparen(fields[pos.N-1].Expr)
 		} else {
-			return nil, sqlerr.New(sqlerr.GroupingError, "GROUP BY position %d is not in the select list", pos.N)
+			return GroupColumn{}, sqlerr.New(sqlerr.GroupingError, "GROUP BY position %d is not in the select list", pos.N)
 		}
 	}
-	cn, ok := expr.(*ast.ColumnNameExpr)
-	if !ok {
-		// GROUP BY alias: resolve to the aliased select field's column.
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY supports plain columns only").
-			WithHint("group by one of: %s", a.groupableList())
-	}
-	if cn.Name.Table.O == "" {
-		for _, f := range fields {
-			if f.AsName.O != "" && strings.EqualFold(f.AsName.O, cn.Name.Name.O) {
-				if inner, ok := unparen(f.Expr).(*ast.ColumnNameExpr); ok {
-					cn = inner
+	// GROUP BY an alias of the select list.
+	if cn, ok := expr.(*ast.ColumnNameExpr); ok && cn.Name.Table.O == "" {
+		if _, isColumn := a.table.Column(cn.Name.Name.O); !isColumn {
+			for _, f := range fields {
+				if f.AsName.O != "" && strings.EqualFold(f.AsName.O, cn.Name.Name.O) {
+					expr = unparen(f.Expr)
 				}
 			}
 		}
 	}
-	col, err := a.column(cn.Name)
-	if err != nil {
-		return nil, err
+	var g GroupColumn
+	switch x := expr.(type) {
+	case *ast.ColumnNameExpr:
+		col, err := a.column(x.Name)
+		if err != nil {
+			return g, err
+		}
+		g = GroupColumn{Column: col, Keys: col.Keys, Type: columnType(col.Type)}
+	case *ast.FuncCallExpr:
+		b, col, err := a.timeBucket(x)
+		if err != nil {
+			return g, err
+		}
+		g = GroupColumn{Column: col, Bucket: b, Type: sqltypes.Timestamp}
+		if b.Func == "extract" {
+			g.Type = sqltypes.Numeric
+		}
+	default:
+		return g, sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY supports columns and time buckets (date_trunc, EXTRACT) of columns only").
+			WithHint("group by one of: %s", a.groupableList())
 	}
+	col := g.Column
 	if a.isUnit(col) {
-		return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "cannot GROUP BY the privacy unit column %q: it would release one group per person", col.Name).
+		return g, sqlerr.New(sqlerr.InsufficientPrivilege, "cannot GROUP BY the privacy unit column %q: it would release one group per person", col.Name).
 			WithHint("group by one of: %s", a.groupableList())
 	}
 	if !col.GroupBy {
-		return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "the policy does not allow GROUP BY on column %q of %q", col.Name, a.table.Name).
+		return g, sqlerr.New(sqlerr.InsufficientPrivilege, "the policy does not allow GROUP BY on column %q of %q", col.Name, a.table.Name).
 			WithHint("group by one of: %s", a.groupableList())
 	}
-	return col, nil
+	return g, nil
+}
+
+// bucketUnits are the units of date_trunc and the fields of EXTRACT that
+// dpproxy can write for every backend.
+var bucketUnits = map[string]map[string]bool{
+	"date_trunc": {"year": true, "quarter": true, "month": true, "week": true, "day": true},
+	"extract":    {"year": true, "quarter": true, "month": true, "day": true, "dow": true},
+}
+
+// timeBucket reads date_trunc('unit', col) or EXTRACT(unit FROM col) over a
+// date or timestamp column: functions that cannot fail on any value.
+func (a *analyzer) timeBucket(x *ast.FuncCallExpr) (*TimeBucket, *config.Column, error) {
+	fn := x.FnName.L
+	hint := "group by date_trunc('year'|'quarter'|'month'|'week'|'day', column) or EXTRACT(YEAR|QUARTER|MONTH|DAY|DOW FROM column) of a date or timestamp column"
+	if len(x.Args) != 2 || bucketUnits[fn] == nil {
+		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY %s() is not supported", x.FnName.O).WithHint("%s", hint)
+	}
+	var unit string
+	var colExpr ast.ExprNode
+	switch fn {
+	case "date_trunc":
+		v, ok := unparen(x.Args[0]).(*test_driver.ValueExpr)
+		if !ok || v.Kind() != test_driver.KindString {
+			return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "date_trunc needs a constant unit").WithHint("%s", hint)
+		}
+		unit, colExpr = strings.ToLower(v.GetString()), x.Args[1]
+	case "extract":
+		tu, ok := x.Args[0].(*ast.TimeUnitExpr)
+		if !ok {
+			return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "EXTRACT needs a field name").WithHint("%s", hint)
+		}
+		unit, colExpr = strings.ToLower(tu.Unit.String()), x.Args[1]
+		if unit == "dayofweek" {
+			unit = "dow"
+		}
+	}
+	if !bucketUnits[fn][unit] {
+		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s with unit %q is not supported", fn, unit).WithHint("%s", hint)
+	}
+	cn, ok := unparen(colExpr).(*ast.ColumnNameExpr)
+	if !ok {
+		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s needs a plain column", fn).WithHint("%s", hint)
+	}
+	col, err := a.column(cn.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if col.Type != config.TypeDate && col.Type != config.TypeTimestamp {
+		return nil, nil, sqlerr.New(sqlerr.DatatypeMismatch, "%s needs a date or timestamp column; %q is %s", fn, col.Name, col.Type)
+	}
+	return &TimeBucket{Func: fn, Unit: unit}, col, nil
+}
+
+func sameGroup(a, b GroupColumn) bool {
+	if a.Column != b.Column || (a.Bucket == nil) != (b.Bucket == nil) {
+		return false
+	}
+	return a.Bucket == nil || *a.Bucket == *b.Bucket
 }
 
 // checkKeyLists decides how group keys are released. When every GROUP BY
@@ -627,7 +699,11 @@ func (a *analyzer) checkKeyLists(p *Plan) error {
 }
 
 func groupNames(p *Plan) string {
-	return strings.Join(groupColumnNames(p), ", ")
+	names := make([]string, len(p.Groups))
+	for i, g := range p.Groups {
+		names[i] = g.Name()
+	}
+	return strings.Join(names, ", ")
 }
 
 // maxReleasedGroups bounds the rows a public key list may produce.
@@ -646,7 +722,7 @@ func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, 
 			return OutputColumn{}, err
 		}
 		for gi, g := range p.Groups {
-			if g.Column == col {
+			if g.Column == col && g.Bucket == nil {
 				return OutputColumn{Name: fieldName(f, col.Name), Type: columnType(col.Type), Source: OutputSource{Group: gi, Aggregate: -1}}, nil
 			}
 		}
@@ -654,6 +730,20 @@ func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, 
 			return OutputColumn{}, a.rawRowsError()
 		}
 		return OutputColumn{}, sqlerr.New(sqlerr.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", col.Name)
+	case *ast.FuncCallExpr:
+		if bucketUnits[x.FnName.L] != nil {
+			bucket, col, err := a.timeBucket(x)
+			if err != nil {
+				return OutputColumn{}, err
+			}
+			want := GroupColumn{Column: col, Bucket: bucket}
+			for gi, g := range p.Groups {
+				if sameGroup(g, want) {
+					return OutputColumn{Name: fieldName(f, x.FnName.L), Type: g.Type, Source: OutputSource{Group: gi, Aggregate: -1}}, nil
+				}
+			}
+			return OutputColumn{}, sqlerr.New(sqlerr.GroupingError, "%s must appear in the GROUP BY clause", want.Name())
+		}
 	case *ast.AggregateFuncExpr:
 		agg, name, typ, err := a.aggregate(x, writtenName(f), p, b)
 		if err != nil {

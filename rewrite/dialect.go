@@ -23,6 +23,9 @@ type Dialect interface {
 	Random() string
 	// RestoreFlags are the TiDB restore flags for passthrough SQL.
 	RestoreFlags() format.RestoreFlags
+	// TimeBucket writes date_trunc or EXTRACT of a date/timestamp column
+	// (col is already quoted). The units are those of bucketUnits.
+	TimeBucket(b *TimeBucket, col string) string
 }
 
 // Postgres is the PostgreSQL dialect (standard_conforming_strings=on).
@@ -51,6 +54,34 @@ func (ansiDialect) QuoteString(s string) (string, error) {
 
 func (d ansiDialect) Random() string { return d.random }
 
+func (d ansiDialect) TimeBucket(b *TimeBucket, col string) string {
+	if d.name == "postgres" {
+		if b.Func == "extract" {
+			return "EXTRACT(" + strings.ToUpper(b.Unit) + " FROM " + col + ")"
+		}
+		return "date_trunc('" + b.Unit + "', " + col + ")"
+	}
+	// SQLite keeps dates as text: bucket with its date functions.
+	if b.Func == "extract" {
+		format := map[string]string{"year": "%Y", "month": "%m", "day": "%d", "dow": "%w"}[b.Unit]
+		if b.Unit == "quarter" {
+			return "((CAST(strftime('%m', " + col + ") AS INTEGER) + 2) / 3)"
+		}
+		return "CAST(strftime('" + format + "', " + col + ") AS INTEGER)"
+	}
+	switch b.Unit {
+	case "year":
+		return "date(" + col + ", 'start of year')"
+	case "quarter":
+		return "date(" + col + ", 'start of year', '+' || ((CAST(strftime('%m', " + col + ") AS INTEGER) - 1) / 3 * 3) || ' months')"
+	case "month":
+		return "date(" + col + ", 'start of month')"
+	case "week": // weeks start on Monday, as in PostgreSQL
+		return "date(" + col + ", '-6 days', 'weekday 1')"
+	}
+	return "date(" + col + ")"
+}
+
 func (ansiDialect) RestoreFlags() format.RestoreFlags {
 	return format.RestoreStringSingleQuotes | format.RestoreKeyWordUppercase |
 		format.RestoreNameDoubleQuotes | format.RestoreStringWithoutCharset
@@ -73,6 +104,26 @@ func (mysqlDialect) QuoteString(s string) (string, error) {
 }
 
 func (mysqlDialect) Random() string { return "RAND()" }
+
+func (mysqlDialect) TimeBucket(b *TimeBucket, col string) string {
+	if b.Func == "extract" {
+		if b.Unit == "dow" {
+			return "(DAYOFWEEK(" + col + ") - 1)"
+		}
+		return "EXTRACT(" + strings.ToUpper(b.Unit) + " FROM " + col + ")"
+	}
+	switch b.Unit {
+	case "year":
+		return "MAKEDATE(YEAR(" + col + "), 1)"
+	case "quarter":
+		return "(MAKEDATE(YEAR(" + col + "), 1) + INTERVAL (QUARTER(" + col + ") - 1) QUARTER)"
+	case "month":
+		return "(MAKEDATE(YEAR(" + col + "), 1) + INTERVAL (MONTH(" + col + ") - 1) MONTH)"
+	case "week":
+		return "(DATE(" + col + ") - INTERVAL WEEKDAY(" + col + ") DAY)"
+	}
+	return "DATE(" + col + ")"
+}
 
 func (mysqlDialect) RestoreFlags() format.RestoreFlags {
 	return format.RestoreStringSingleQuotes | format.RestoreKeyWordUppercase |

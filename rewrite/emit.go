@@ -393,9 +393,14 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		inner = append(inner, q(t.PrivacyUnit)+" AS "+q("dp_u"))
 	}
 	groupRefs := make([]string, len(p.Groups))
+	groupExprs := make([]string, len(p.Groups))
 	for i, g := range p.Groups {
 		groupRefs[i] = q(fmt.Sprintf("dp_g%d", i))
-		inner = append(inner, q(g.Column.Name)+" AS "+groupRefs[i])
+		groupExprs[i] = q(g.Column.Name)
+		if g.Bucket != nil {
+			groupExprs[i] = e.d.TimeBucket(g.Bucket, q(g.Column.Name))
+		}
+		inner = append(inner, groupExprs[i]+" AS "+groupRefs[i])
 	}
 	for j, v := range b.values {
 		inner = append(inner, e.clamp(v.col)+" AS "+q(fmt.Sprintf("dp_v%d", j)))
@@ -439,7 +444,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	}
 
 	// Inner: keep at most Linf random rows per (unit, group).
-	partition := append([]string{q(t.PrivacyUnit)}, quoteAll(q, groupColumnNames(p))...)
+	partition := append([]string{q(t.PrivacyUnit)}, groupExprs...)
 	inner = append(inner, "ROW_NUMBER() OVER (PARTITION BY "+strings.Join(partition, ", ")+" ORDER BY "+e.d.Random()+") AS "+q("dp_rn"))
 	innerSQL := "SELECT " + strings.Join(inner, ", ") + " FROM " + table + whereClause
 
@@ -497,22 +502,6 @@ func (e *emitter) clamp(col *config.Column) string {
 	}
 	lo, hi := formatNumber(col.Bounds.Lo), formatNumber(col.Bounds.Hi)
 	return "CASE WHEN " + ref + " < " + lo + " THEN " + lo + " WHEN " + ref + " > " + hi + " THEN " + hi + " ELSE " + ref + " END"
-}
-
-func groupColumnNames(p *Plan) []string {
-	names := make([]string, len(p.Groups))
-	for i, g := range p.Groups {
-		names[i] = g.Column.Name
-	}
-	return names
-}
-
-func quoteAll(q func(string) string, names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = q(n)
-	}
-	return out
 }
 
 // restore re-emits a checked AST for the backend dialect.

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
@@ -114,6 +116,29 @@ var executeCases = []executeCase{
 			want := map[string][2]float64{"n": {2, 1}, "s": {3, 2}}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				return fmt.Errorf("got %v, want %v", got, want)
+			}
+			return nil
+		},
+	},
+	{
+		// Time buckets (partition selection: visit_date has no key list).
+		// p1 has one visit in each of 5 months and keeps L0 = 3 of them;
+		// p2 one visit; p3 ten visits in January 2025, Linf = 2 kept.
+		// Totals: 3 + 1 + 2 = 6 rows over 3 + 1 + 1 = 5 (unit, month) pairs,
+		// and January 2025 is always there with 2 rows of 1 unit.
+		sql: `SELECT date_trunc('month', visit_date) AS m, COUNT(*) FROM visits GROUP BY 1`,
+		check: func(rows [][]float64, keys []string) error {
+			var total, units float64
+			jan := false
+			for i, r := range rows {
+				total += r[0]
+				units += r[1]
+				if strings.HasPrefix(keys[i], "2025-01-01") && r[0] == 2 && r[1] == 1 {
+					jan = true
+				}
+			}
+			if total != 6 || units != 5 || !jan {
+				return fmt.Errorf("keys %v rows %v: want 6 rows over 5 pairs and 2025-01 with 2 rows", keys, rows)
 			}
 			return nil
 		},
@@ -228,6 +253,9 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 					for i, v := range raw {
 						if i < len(p.Groups) {
 							key = fmt.Sprint(v)
+							if tm, ok := v.(time.Time); ok {
+								key = tm.Format("2006-01-02")
+							}
 							continue
 						}
 						nums = append(nums, number(t, v))

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/sqltypes"
@@ -80,13 +81,44 @@ type Aggregate struct {
 	Bounds       config.Bounds
 }
 
-// GroupColumn is one GROUP BY column.
+// GroupColumn is one GROUP BY column, or a time bucket of one
+// (date_trunc, EXTRACT).
 type GroupColumn struct {
 	Column *config.Column
+	// Bucket is set when the group is date_trunc(unit, column) or
+	// EXTRACT(unit FROM column); nil for the plain column.
+	Bucket *TimeBucket
+	// Type is the key's result type.
+	Type sqltypes.Type
 	// BackendColumn indexes the backend result column holding the key.
 	BackendColumn int
 	// Keys is the public key list the policy declares for the column.
 	Keys []string
+}
+
+// TimeBucket is a function of a date or timestamp column that cannot fail
+// on any value: date_trunc to a unit, or EXTRACT of a field.
+type TimeBucket struct {
+	Func string // "date_trunc" or "extract"
+	Unit string // lower case: year, quarter, month, week, day, hour; dow for extract
+}
+
+func (b *TimeBucket) String() string {
+	if b.Func == "extract" {
+		return "EXTRACT(" + strings.ToUpper(b.Unit) + ")"
+	}
+	return "date_trunc('" + b.Unit + "')"
+}
+
+// Name is how a group is shown by explain.
+func (g GroupColumn) Name() string {
+	if g.Bucket == nil {
+		return g.Column.Name
+	}
+	if g.Bucket.Func == "extract" {
+		return "EXTRACT(" + strings.ToUpper(g.Bucket.Unit) + " FROM " + g.Column.Name + ")"
+	}
+	return "date_trunc('" + g.Bucket.Unit + "', " + g.Column.Name + ")"
 }
 
 // OutputSource says where an output column's value comes from.

@@ -63,7 +63,10 @@ var rejections = []struct {
 	// GROUP BY restrictions.
 	{`SELECT patient_id, COUNT(*) FROM visits GROUP BY patient_id`, sqlerr.InsufficientPrivilege, `privacy unit column "patient_id"`},
 	{`SELECT note, COUNT(*) FROM visits GROUP BY note`, sqlerr.InsufficientPrivilege, `does not allow GROUP BY on column "note"`},
-	{`SELECT COUNT(*) FROM visits GROUP BY cost > 10`, sqlerr.FeatureNotSupported, `plain columns only`},
+	{`SELECT COUNT(*) FROM visits GROUP BY cost > 10`, sqlerr.FeatureNotSupported, `GROUP BY supports columns and time buckets`},
+	{`SELECT date_trunc('minute', visit_date), COUNT(*) FROM visits GROUP BY 1`, sqlerr.FeatureNotSupported, `unit "minute" is not supported`},
+	{`SELECT date_trunc('month', note), COUNT(*) FROM visits GROUP BY 1`, sqlerr.DatatypeMismatch, `needs a date or timestamp column`},
+	{`SELECT date_trunc('month', visit_date), COUNT(*) FROM visits GROUP BY visit_date`, sqlerr.GroupingError, `must appear in the GROUP BY`},
 	{`SELECT diagnosis, COUNT(*) FROM visits GROUP BY 5`, sqlerr.GroupingError, `position 5`},
 	{`SELECT clinic_id, COUNT(*) FROM visits GROUP BY diagnosis`, sqlerr.GroupingError, `must appear in the GROUP BY`},
 	{`SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis, diagnosis`, sqlerr.FeatureNotSupported, `twice`},

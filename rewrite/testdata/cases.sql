@@ -45,3 +45,5 @@ SELECT name::text AS n, CAST(city AS varchar(20)), '2024-01-01'::date AS d FROM 
 SELECT COUNT(*) FROM clinics a, clinics b, clinics c WHERE a.city = b.city
 -- name: derived_table_metabase
 SELECT "source"."diagnosis" AS "diagnosis", "source"."count" AS "count" FROM (SELECT "public"."visits"."diagnosis" AS "diagnosis", COUNT(*) AS "count" FROM "public"."visits" GROUP BY "public"."visits"."diagnosis" ORDER BY "public"."visits"."diagnosis" ASC) AS "source" ORDER BY "source"."count" DESC LIMIT 1048575
+-- name: time_buckets
+SELECT date_trunc('month', visit_date) AS month, EXTRACT(YEAR FROM visit_date), COUNT(*) FROM visits GROUP BY 1, EXTRACT(YEAR FROM visit_date) ORDER BY month
