@@ -76,6 +76,8 @@ Try:
   SELECT COUNT(*) FROM patients;                        -- noisy, close to 10000
   SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region;
   SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis ORDER BY 2 DESC;
+  SELECT date_trunc('month', visit_date) AS month, COUNT(*) FROM visits GROUP BY 1 ORDER BY 1;
+  EXPLAIN DP SELECT AVG(cost) FROM visits;              -- noise and cost, without spending
   SELECT * FROM clinics;                                -- public table, read in full
   SELECT * FROM patients;                               -- rejected: raw rows never leave
 
