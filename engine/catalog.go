@@ -63,6 +63,17 @@ func (e *Engine) toCatalog(parseErr error, stmt ast.StmtNode) bool {
 	return false
 }
 
+// noCatalogError explains a catalog query when no catalog role is
+// configured; nil when sql does not look like one.
+func (e *Engine) noCatalogError(sql string) error {
+	lower := strings.ToLower(sql)
+	if e.catalog != nil || !(strings.Contains(lower, "pg_catalog") || strings.Contains(lower, "information_schema") || strings.Contains(lower, "pg_")) {
+		return nil
+	}
+	return sqlerr.New(sqlerr.FeatureNotSupported, "catalog queries (pg_catalog, information_schema, psql's \\d commands) are not available: this dpproxy has no catalog role").
+		WithHint("with a PostgreSQL backend, create the role printed by `dpproxy catalog-role` and set backend.catalog_dsn; the embedded demo has no catalogs")
+}
+
 // catalogQuery runs sql as written under the catalog role.
 func (e *Engine) catalogQuery(ctx context.Context, sql string, args []any) ([]*Result, error) {
 	rows, err := e.catalog.Query(ctx, sql, args...)

@@ -155,3 +155,13 @@ func TestEmptyProbesOnProtectedTables(t *testing.T) {
 		t.Errorf("spent ε=%v", st.Spent.Epsilon)
 	}
 }
+
+// Without a catalog role, psql's \d queries get an error that says why.
+func TestCatalogQueriesWithoutCatalogRole(t *testing.T) {
+	e, _, _ := engineFixture(t)
+	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	_, err := s.Execute(context.Background(), `SELECT c.relname FROM pg_catalog.pg_class c WHERE c.relname OPERATOR(pg_catalog.~) '^(visits)$' COLLATE pg_catalog.default`)
+	if e := sqlerr.As(err); e.Code != sqlerr.FeatureNotSupported || !strings.Contains(e.Message, "no catalog role") || !strings.Contains(e.Hint, "catalog_dsn") {
+		t.Errorf("got %v (%s)", err, sqlerr.As(err).Hint)
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -83,6 +84,9 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 		return s.engine.prepareCatalog(ctx, p)
 	}
 	if err != nil {
+		if cerr := s.engine.noCatalogError(sql); cerr != nil && !errors.Is(err, errMultipleStatements) {
+			return nil, cerr
+		}
 		return nil, err
 	}
 	if stmt == nil {

@@ -94,6 +94,9 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 		if s.engine.toCatalog(err, nil) {
 			return s.engine.catalogQuery(ctx, sql, nil)
 		}
+		if cerr := s.engine.noCatalogError(sql); cerr != nil && !errors.Is(err, errMultipleStatements) {
+			return nil, cerr
+		}
 		return nil, err
 	}
 	if stmt == nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/dpproxy/dpproxy/demo"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/lib/pq"
 )
 
@@ -114,5 +116,66 @@ func TestNodePostgres(t *testing.T) {
 	want := countPatients(func(p demo.Patient) bool { return p.Age >= 18 })
 	if math.Abs(float64(report.Adults-want)) > 200 || len(report.Groups) != 2 {
 		t.Errorf("DP answers %+v", report)
+	}
+}
+
+// pgx in its default mode (cached prepared statements, binary formats)
+// and in batch mode, against dpproxy serve on PostgreSQL: parameterized DP
+// aggregates, catalog discovery, an error mid-pipeline then a good query.
+func TestPgxDefaultModeAndBatch(t *testing.T) {
+	p := servePostgresWithCatalog(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/clinic?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int64
+	var avg float64
+	if err := conn.QueryRow(ctx, "SELECT COUNT(*), AVG(income) FROM patients WHERE age BETWEEN $1 AND $2", 30, 50).Scan(&n, &avg); err != nil {
+		t.Fatal(err)
+	}
+	want := countPatients(func(p demo.Patient) bool { return p.Age >= 30 && p.Age <= 50 })
+	if math.Abs(float64(n-want)) > 200 || avg < 0 || avg > 200000 {
+		t.Errorf("COUNT %d (truth %d), AVG %v", n, want, avg)
+	}
+	var tables int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1", "public").Scan(&tables); err != nil || tables != 3 {
+		t.Errorf("catalog: %d %v", tables, err)
+	}
+
+	// A batch is one pipeline (one Sync). In the default mode pgx prepares
+	// every statement first, so a refused one fails the whole batch at
+	// prepare; in exec mode each runs in turn and the refusal comes mid-way.
+	b := &pgx.Batch{}
+	b.Queue("SELECT COUNT(*) FROM visits WHERE diagnosis = $1", "J06")
+	b.Queue("SELECT * FROM visits WHERE cost > $1", 10)
+	if err := conn.SendBatch(ctx, b).Close(); err == nil {
+		t.Error("a batch with a raw read was accepted")
+	}
+	execConn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/clinic?sslmode=disable&default_query_exec_mode=exec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer execConn.Close(ctx)
+	b = &pgx.Batch{}
+	b.Queue("SELECT COUNT(*) FROM visits WHERE diagnosis = $1", "J06")
+	b.Queue("SELECT * FROM visits WHERE cost > $1", 10)
+	b.Queue("SELECT name FROM clinics WHERE clinic_id = $1", 3)
+	br := execConn.SendBatch(ctx, b)
+	if err := br.QueryRow().Scan(&n); err != nil || n <= 0 {
+		t.Errorf("batch query 1: %d %v", n, err)
+	}
+	_, err = br.Exec()
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Errorf("batch query 2: %v, want 42501", err)
+	}
+	br.Close()
+	var name string
+	for _, c := range []*pgx.Conn{conn, execConn} {
+		if err := c.QueryRow(ctx, "SELECT name FROM clinics WHERE clinic_id = $1", 3).Scan(&name); err != nil || name == "" {
+			t.Errorf("after the failed batch: %q %v", name, err)
+		}
 	}
 }
