@@ -451,7 +451,9 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	// Middle: aggregate per (unit, group); number the unit's groups at random.
 	middle := []string{q("dp_u")}
 	middle = append(middle, groupRefs...)
-	middle = append(middle, "COUNT(*) AS "+q("dp_n"))
+	if b.assigned {
+		middle = append(middle, "COUNT(*) AS "+q("dp_n"))
+	}
 	for j, v := range b.values {
 		ref := q(fmt.Sprintf("dp_v%d", j))
 		middle = append(middle, "COUNT("+ref+") AS "+q(fmt.Sprintf("dp_c%d", j)), "SUM("+ref+") AS "+q(fmt.Sprintf("dp_s%d", j)))
