@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 )
@@ -210,6 +211,46 @@ func TestBackendSQLComputesBoundedAggregatesPostgres(t *testing.T) {
 	runExecuteCases(t, db, Postgres)
 }
 
+// TestBackendSQLComputesBoundedAggregatesMySQL runs the fixture and cases
+// on MySQL or MariaDB (scripts/test.sh starts a MariaDB 10.11), in a fresh
+// database, with the MySQL dialect.
+func TestBackendSQLComputesBoundedAggregatesMySQL(t *testing.T) {
+	dsn := os.Getenv("DPPROXY_TEST_MYSQL_DSN")
+	if dsn == "" {
+		t.Skip("DPPROXY_TEST_MYSQL_DSN not set: no MySQL/MariaDB to run against (scripts/test.sh sets it)")
+	}
+	ctx := context.Background()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	name := "rewrite_test_" + strconv.Itoa(os.Getpid())
+	if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.ExecContext(ctx, "DROP DATABASE "+name)
+	// The backend's session (proxy/backend.MySQL): default quoting and
+	// backslash escapes, which the dialect relies on, whatever the
+	// server's default sql_mode; dates as time.Time.
+	cfg.DBName = name
+	cfg.ParseTime = true
+	cfg.Params = map[string]string{"sql_mode": "'STRICT_TRANS_TABLES'"}
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runExecuteCases(t, db, MySQL)
+}
+
 func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 	t.Helper()
 	ctx := context.Background()
@@ -252,6 +293,9 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 					key := ""
 					for i, v := range raw {
 						if i < len(p.Groups) {
+							if b, ok := v.([]byte); ok {
+								v = string(b) // MySQL's strings
+							}
 							key = fmt.Sprint(v)
 							if tm, ok := v.(time.Time); ok {
 								key = tm.Format("2006-01-02")

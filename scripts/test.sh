@@ -4,9 +4,10 @@
 # clients.
 #
 # It installs what the tests need from Debian packages when missing
-# (PostgreSQL 15 server and client; needs root for apt-get), starts a
-# throwaway PostgreSQL cluster on a free local port, runs `go test ./...`
-# against it and removes the cluster afterwards.
+# (PostgreSQL 15 server and client, MariaDB server and client; needs root
+# for apt-get), starts a throwaway PostgreSQL cluster and a throwaway
+# MariaDB server on free local ports, runs `go test ./...` against them and
+# removes both afterwards.
 #
 #   bash scripts/test.sh            # everything
 #   bash scripts/test.sh -run Foo   # extra flags go to `go test`
@@ -30,6 +31,11 @@ if [ ! -x "$PG_BIN/initdb" ] || ! command -v psql >/dev/null; then
   log "installing PostgreSQL 15"
   apt_install postgresql-15 postgresql-client-15
 fi
+MARIADBD=${MARIADBD:-/usr/sbin/mariadbd}
+if [ ! -x "$MARIADBD" ] || ! command -v mariadb-install-db >/dev/null || ! command -v mariadb-admin >/dev/null; then
+  log "installing MariaDB"
+  apt_install mariadb-server mariadb-client
+fi
 
 # PostgreSQL refuses to run as root: run the cluster as an unprivileged user.
 PG_USER=$(id -un)
@@ -41,12 +47,33 @@ run_pg() { if [ "$(id -un)" = "$PG_USER" ]; then "$@"; else runuser -u "$PG_USER
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+# MariaDB, like PostgreSQL, is run as an unprivileged user (the package's
+# "mysql" user when we are root).
+MY_USER=$(id -un)
+if [ "$(id -u)" = 0 ]; then
+  MY_USER=mysql
+  id "$MY_USER" >/dev/null 2>&1 || useradd --system --no-create-home "$MY_USER"
+fi
+run_my() { if [ "$(id -un)" = "$MY_USER" ]; then "$@"; else runuser -u "$MY_USER" -- "$@"; fi; }
+
 PG_DIR=$(mktemp -d /tmp/dpproxy-pg.XXXXXX)
 chown "$PG_USER" "$PG_DIR" 2>/dev/null || true
 PG_PORT=$(free_port)
+MY_DIR=$(mktemp -d /tmp/dpproxy-my.XXXXXX)
+chown "$MY_USER" "$MY_DIR" 2>/dev/null || true
+MY_PORT=$(free_port)
+MY_PID=
 cleanup() {
   run_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate stop >/dev/null 2>&1 || true
-  rm -rf "$PG_DIR"
+  if [ -n "$MY_PID" ]; then
+    # The server's own pid (MY_PID may be runuser's); SIGTERM is a clean
+    # shutdown, SIGKILL if it takes more than 10 s.
+    my_server=$(cat "$MY_DIR/mysqld.pid" 2>/dev/null || echo "$MY_PID")
+    kill "$my_server" "$MY_PID" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$my_server" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$my_server" "$MY_PID" 2>/dev/null || true
+  fi
+  rm -rf "$PG_DIR" "$MY_DIR"
 }
 trap cleanup EXIT
 
@@ -55,6 +82,27 @@ run_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 --loc
 run_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w \
   -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null
 export DPPROXY_TEST_PG_DSN="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+
+log "starting MariaDB on 127.0.0.1:$MY_PORT"
+# root@localhost without a password (authentication method "normal", not
+# unix_socket), so the tests can connect over TCP and create databases.
+run_my mariadb-install-db --no-defaults --datadir="$MY_DIR/data" \
+  --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve >"$MY_DIR/install.log" 2>&1 ||
+  { cat "$MY_DIR/install.log" >&2; exit 1; }
+# --no-defaults: nothing from /etc/mysql (no system socket, port or datadir).
+run_my "$MARIADBD" --no-defaults --datadir="$MY_DIR/data" --socket="$MY_DIR/mysqld.sock" \
+  --port="$MY_PORT" --bind-address=127.0.0.1 --pid-file="$MY_DIR/mysqld.pid" \
+  --log-error="$MY_DIR/server.log" --skip-name-resolve --max-connections=200 \
+  --innodb-flush-log-at-trx-commit=0 --innodb-buffer-pool-size=64M >/dev/null 2>&1 &
+MY_PID=$!
+for _ in $(seq 1 300); do
+  mariadb-admin --no-defaults -uroot -h127.0.0.1 -P"$MY_PORT" ping >/dev/null 2>&1 && break
+  kill -0 "$MY_PID" 2>/dev/null || { cat "$MY_DIR/server.log" >&2; exit 1; }
+  sleep 0.1
+done
+mariadb-admin --no-defaults -uroot -h127.0.0.1 -P"$MY_PORT" ping >/dev/null ||
+  { log "MariaDB did not start"; cat "$MY_DIR/server.log" >&2; exit 1; }
+export DPPROXY_TEST_MYSQL_DSN="root@tcp(127.0.0.1:$MY_PORT)/"
 
 # node-postgres for the integration tests (npm registry).
 if command -v npm >/dev/null; then

@@ -31,7 +31,11 @@ func Open(ctx context.Context, kind config.BackendKind, dsnOrPath string, maxCon
 		}
 		return b, nil
 	case config.BackendMySQL:
-		return nil, fmt.Errorf("backend: %w: mysql backends are not yet supported", ErrNotSupported)
+		b, err := OpenMySQL(ctx, dsnOrPath, maxConns)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
 	default:
 		return nil, fmt.Errorf("backend: %w: unknown backend kind %q", ErrNotSupported, kind)
 	}
