@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -137,6 +138,12 @@ func (e *emitter) comparison(x *ast.BinaryOperationExpr) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if r, rk, err = coerceLiteral(r, rk, x.R, lk); err != nil {
+		return "", err
+	}
+	if l, lk, err = coerceLiteral(l, lk, x.L, rk); err != nil {
+		return "", err
+	}
 	if err := compatible(lk, rk, x.L, x.R); err != nil {
 		return "", err
 	}
@@ -156,6 +163,9 @@ func (e *emitter) in(x *ast.PatternInExpr) (string, error) {
 	for i, item := range x.List {
 		s, ik, err := e.operand(item)
 		if err != nil {
+			return "", err
+		}
+		if s, ik, err = coerceLiteral(s, ik, item, k); err != nil {
 			return "", err
 		}
 		if err := compatible(k, ik, x.Expr, item); err != nil {
@@ -181,6 +191,12 @@ func (e *emitter) between(x *ast.BetweenExpr) (string, error) {
 	}
 	hi, hk, err := e.operand(x.Right)
 	if err != nil {
+		return "", err
+	}
+	if lo, lk, err = coerceLiteral(lo, lk, x.Left, k); err != nil {
+		return "", err
+	}
+	if hi, hk, err = coerceLiteral(hi, hk, x.Right, k); err != nil {
 		return "", err
 	}
 	if err := compatible(k, lk, x.Expr, x.Left); err != nil {
@@ -343,6 +359,29 @@ func (e *emitter) literal(v *test_driver.ValueExpr) (string, valueKind, error) {
 		return s, kindText, nil
 	}
 	return "", 0, whereError("this kind of constant is not supported")
+}
+
+// coerceLiteral reads a quoted constant compared with a number as the
+// number it spells, as PostgreSQL reads an untyped literal ('18' = 18;
+// pgx's simple protocol sends every argument that way). A constant that is
+// not a number is refused before anything runs, as PostgreSQL refuses it.
+func coerceLiteral(sql string, k valueKind, expr ast.ExprNode, want valueKind) (string, valueKind, error) {
+	if k != kindText || want != kindNumber {
+		return sql, k, nil
+	}
+	v, ok := unparen(expr).(*test_driver.ValueExpr)
+	if !ok || v.Kind() != test_driver.KindString {
+		return sql, k, nil
+	}
+	text := strings.TrimSpace(v.GetString())
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return "", 0, sqlerr.New(sqlerr.InvalidTextRepresent, "invalid input syntax for a number: %q", v.GetString())
+	}
+	if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+		return strconv.FormatInt(n, 10), kindNumber, nil
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64), kindNumber, nil
 }
 
 // compatible checks that two operands may be compared. Text constants may

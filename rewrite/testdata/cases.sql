@@ -47,3 +47,5 @@ SELECT COUNT(*) FROM clinics a, clinics b, clinics c WHERE a.city = b.city
 SELECT "source"."diagnosis" AS "diagnosis", "source"."count" AS "count" FROM (SELECT "public"."visits"."diagnosis" AS "diagnosis", COUNT(*) AS "count" FROM "public"."visits" GROUP BY "public"."visits"."diagnosis" ORDER BY "public"."visits"."diagnosis" ASC) AS "source" ORDER BY "source"."count" DESC LIMIT 1048575
 -- name: time_buckets
 SELECT date_trunc('month', visit_date) AS month, EXTRACT(YEAR FROM visit_date), COUNT(*) FROM visits GROUP BY 1, EXTRACT(YEAR FROM visit_date) ORDER BY month
+-- name: quoted_numbers
+SELECT COUNT(*) FROM visits WHERE nights >= '2' AND cost BETWEEN '10' AND ' 99.5' AND clinic_id IN ('1', 2)
