@@ -7,7 +7,11 @@
 //     READ ONLY transaction that is always rolled back, on connections whose
 //     default_transaction_read_only is on. SQLite files are opened with
 //     mode=ro and PRAGMA query_only, and an authorizer refuses every action
-//     but reading (no ATTACH, no writes, no setting pragmas).
+//     but reading (no ATTACH, no writes, no setting pragmas). MySQL and
+//     MariaDB statements run inside START TRANSACTION READ ONLY … ROLLBACK
+//     on read-only sessions; SELECT … INTO OUTFILE is not stopped by that,
+//     so dpproxy's MySQL account must not hold the FILE privilege (and
+//     dpproxy never emits INTO).
 //   - Result values are normalized to the Go types listed in package
 //     sqltypes (nil, int64, float64, string, bool, time.Time,
 //     sqltypes.Decimal) and every non-nil value in a column has the Go type
