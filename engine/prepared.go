@@ -61,6 +61,21 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 		p.command = true
 		return p, s.describeCommand(ctx, p, cmd, sql)
 	}
+	// MySQL front end: session and catalog statements (engine/mysql.go),
+	// described without changing the session.
+	if s.frontEnd == rewrite.MySQLFrontEnd {
+		if res, ok, err := s.mysqlStatement(ctx, sql, false); err != nil {
+			return nil, err
+		} else if ok {
+			p.command = true
+			if len(res.Columns) > 0 {
+				p.Columns = res.Columns
+			} else {
+				p.Tag = res.Tag
+			}
+			return p, nil
+		}
+	}
 	if s.frontEnd == rewrite.PostgresFrontEnd {
 		guc, err := matchPostgresSetting(sql)
 		if err != nil {

@@ -76,6 +76,14 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 		}
 		return []*Result{res}, nil
 	}
+	// MySQL front end: session and catalog statements (engine/mysql.go).
+	if s.frontEnd == rewrite.MySQLFrontEnd {
+		if res, ok, err := s.mysqlStatement(ctx, sql, true); err != nil {
+			return nil, err
+		} else if ok {
+			return []*Result{res}, nil
+		}
+	}
 	if s.frontEnd == rewrite.PostgresFrontEnd {
 		guc, err := matchPostgresSetting(sql)
 		if err != nil {

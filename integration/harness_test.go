@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,10 @@ type proxyProcess struct {
 	// exit status.
 	exited  chan struct{}
 	waitErr error
+	// mysqlAddr is the MySQL front end's address, once logged; mysqlReady
+	// is closed then. See mysqlAddress.
+	mysqlAddr  string
+	mysqlReady chan struct{}
 }
 
 type syncBuffer struct {
@@ -68,11 +73,20 @@ func (b *syncBuffer) String() string {
 
 var listeningAddr = regexp.MustCompile(`msg="dpproxy listening".* addr=(127\.0\.0\.1:\d+)`)
 
-// startProxy runs `dpproxy args...` and waits until it listens. The
-// process is stopped with SIGTERM when the test ends.
+// mysqlListeningAddr matches the MySQL front end's listening line.
+var mysqlListeningAddr = regexp.MustCompile(`msg="dpproxy listening" protocol=mysql addr=(127\.0\.0\.1:\d+)`)
+
+// startProxy runs `dpproxy args...` and waits until it listens (p.addr is
+// the first address logged: PostgreSQL's when it listens). `dpproxy demo`
+// gets --mysql-addr 127.0.0.1:0 unless args set it, so that tests do not
+// compete for port 3307. The process is stopped with SIGTERM when the test
+// ends.
 func startProxy(t *testing.T, args ...string) *proxyProcess {
 	t.Helper()
-	p := &proxyProcess{cmd: exec.Command(binary, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	if len(args) > 0 && args[0] == "demo" && !slices.Contains(args, "--mysql-addr") {
+		args = append(args, "--mysql-addr", "127.0.0.1:0")
+	}
+	p := &proxyProcess{cmd: exec.Command(binary, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{}), mysqlReady: make(chan struct{})}
 	p.cmd.Stdout = p.stdout
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -85,6 +99,10 @@ func startProxy(t *testing.T, args ...string) *proxyProcess {
 	go func() {
 		sc := bufio.NewScanner(io.TeeReader(stderr, p.stderr))
 		for sc.Scan() {
+			if m := mysqlListeningAddr.FindStringSubmatch(sc.Text()); m != nil && p.mysqlAddr == "" {
+				p.mysqlAddr = m[1]
+				close(p.mysqlReady)
+			}
 			if m := listeningAddr.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case found <- m[1]:
@@ -142,6 +160,20 @@ func (p *proxyProcess) waitStdout(want string) bool {
 }
 
 func (p *proxyProcess) port() string { return p.addr[strings.LastIndex(p.addr, ":")+1:] }
+
+// mysqlAddress waits up to 10 s for the MySQL front end's address.
+func (p *proxyProcess) mysqlAddress(t *testing.T) string {
+	t.Helper()
+	select {
+	case <-p.mysqlReady:
+		return p.mysqlAddr
+	case <-p.exited:
+		t.Fatalf("dpproxy exited before the MySQL front end listened\nstderr:\n%s", p.stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatalf("dpproxy did not log a MySQL listening address\nstderr:\n%s", p.stderr.String())
+	}
+	return ""
+}
 
 // psqlResult is what one psql run printed.
 type psqlResult struct {

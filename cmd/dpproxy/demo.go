@@ -42,6 +42,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data-dir", defaultDataDir(), "directory for the demo database and its budget ledger")
 	pgAddr := fs.String("pg-addr", "127.0.0.1:5433", "PostgreSQL listen address")
+	mysqlAddr := fs.String("mysql-addr", "127.0.0.1:3307", "MySQL listen address (\"\" turns the MySQL front end off)")
 	resetBudget := fs.Bool("reset-budget", false, "delete the demo ledger first, restoring the analyst's full budget")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -54,6 +55,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	pol.Listen.Postgres = *pgAddr
+	pol.Listen.MySQL = *mysqlAddr
 	if *resetBudget {
 		for _, suffix := range []string{"", "-wal", "-shm"} {
 			if err := os.Remove(pol.Ledger.Path + suffix); err != nil && !os.IsNotExist(err) {
@@ -65,24 +67,26 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := demo.GenerateSQLite(ctx, pol.Backend.Path); err != nil {
 		return fmt.Errorf("preparing demo data: %w", err)
 	}
-	return serve(ctx, pol, func(addr net.Addr) {
-		port := addr.(*net.TCPAddr).Port
+	return serve(ctx, pol, func(addrs map[string]net.Addr) {
+		connect := ""
+		if a, ok := addrs["postgres"]; ok {
+			connect += fmt.Sprintf("Connect with psql:\n  psql \"postgres://analyst:analyst@127.0.0.1:%d/demo\"\n", a.(*net.TCPAddr).Port)
+		}
+		if a, ok := addrs["mysql"]; ok {
+			connect += fmt.Sprintf("Connect with the mysql (or mariadb) client:\n  mysql -h 127.0.0.1 -P %d -u analyst -panalyst demo\n", a.(*net.TCPAddr).Port)
+		}
 		fmt.Fprintf(stdout, `dpproxy demo is ready (%.1fs): data in %s
 
-Connect with psql:
-  psql "postgres://analyst:analyst@127.0.0.1:%d/demo"
-
+%s
 Try:
   SELECT COUNT(*) FROM patients;                        -- noisy, close to 10000
   SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region;
   SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis ORDER BY 2 DESC;
-  SELECT date_trunc('month', visit_date) AS month, COUNT(*) FROM visits GROUP BY 1 ORDER BY 1;
-  EXPLAIN DP SELECT AVG(cost) FROM visits;              -- noise and cost, without spending
   SELECT * FROM clinics;                                -- public table, read in full
   SELECT * FROM patients;                               -- rejected: raw rows never leave
 
 The analyst's budget (ε = 50) allows about 100 queries at ε = 0.5 each
 (restart with --reset-budget to restore it). Stop with Ctrl-C.
-`, time.Since(start).Seconds(), *dataDir, port)
+`, time.Since(start).Seconds(), *dataDir, connect)
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/proxy"
 	"github.com/dpproxy/dpproxy/proxy/backend"
+	"github.com/dpproxy/dpproxy/proxy/mysqlwire"
 	"github.com/dpproxy/dpproxy/proxy/pgwire"
 	"github.com/dpproxy/dpproxy/rewrite"
 )
@@ -24,6 +26,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "policy file (YAML)")
 	pgAddr := fs.String("pg-addr", "", "PostgreSQL listen address (overrides listen.postgres)")
+	mysqlAddr := fs.String("mysql-addr", "", "MySQL listen address (overrides listen.mysql)")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -37,6 +40,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if *pgAddr != "" {
 		pol.Listen.Postgres = *pgAddr
+	}
+	if *mysqlAddr != "" {
+		pol.Listen.MySQL = *mysqlAddr
 	}
 	return serve(ctx, pol, nil)
 }
@@ -139,51 +145,93 @@ func openCatalog(ctx context.Context, pol *config.Policy) (*backend.Postgres, er
 	return cat, nil
 }
 
+// frontEnd is one protocol's server as serve runs it.
+type frontEnd struct {
+	protocol string
+	ln       net.Listener
+	serve    func(context.Context, net.Listener) error
+	shutdown func(context.Context) error
+}
+
 // serve runs the proxy until ctx is cancelled. ready, when set, is called
-// with the listening address once clients can connect.
-func serve(ctx context.Context, pol *config.Policy, ready func(addr net.Addr)) error {
+// once clients can connect, with the listening address of each protocol
+// ("postgres", "mysql").
+func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]net.Addr)) error {
 	rt, err := open(ctx, pol)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	ln, err := net.Listen("tcp", pol.Listen.Postgres)
-	if err != nil {
-		return fmt.Errorf("listening for PostgreSQL clients: %w", err)
-	}
-	opts := pgwire.Options{
-		Logger:           slog.Default(),
-		ServerVersion:    engine.ServerVersion,
-		StatementTimeout: pol.Listen.StatementTimeout,
-		IdleTimeout:      pol.Listen.IdleTimeout,
-	}
+	var tlsConfig *tls.Config
 	if pol.Listen.TLSCert != "" {
-		if opts.TLS, err = pgwire.LoadTLS(pol.Listen.TLSCert, pol.Listen.TLSKey); err != nil {
-			ln.Close()
+		if tlsConfig, err = pgwire.LoadTLS(pol.Listen.TLSCert, pol.Listen.TLSKey); err != nil {
 			return fmt.Errorf("listen.tls_cert / tls_key: %w", err)
 		}
 	}
-	srv := pgwire.NewServer(proxy.PostgresSessions{Engine: rt.engine}, opts)
-	if ready != nil {
-		ready(ln.Addr())
+	var fronts []frontEnd
+	defer func() {
+		for _, f := range fronts {
+			f.ln.Close()
+		}
+	}()
+	if pol.Listen.Postgres != "" {
+		ln, err := net.Listen("tcp", pol.Listen.Postgres)
+		if err != nil {
+			return fmt.Errorf("listening for PostgreSQL clients: %w", err)
+		}
+		srv := pgwire.NewServer(proxy.PostgresSessions{Engine: rt.engine}, pgwire.Options{
+			Logger:           slog.Default(),
+			ServerVersion:    engine.ServerVersion,
+			StatementTimeout: pol.Listen.StatementTimeout,
+			IdleTimeout:      pol.Listen.IdleTimeout,
+			TLS:              tlsConfig,
+		})
+		fronts = append(fronts, frontEnd{"postgres", ln, srv.Serve, srv.Shutdown})
 	}
-	slog.Info("dpproxy listening", "protocol", "postgres", "addr", ln.Addr().String(), "backend", pol.Backend.Kind, "policy", pol.Path)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ctx, ln) }()
+	if pol.Listen.MySQL != "" {
+		ln, err := net.Listen("tcp", pol.Listen.MySQL)
+		if err != nil {
+			return fmt.Errorf("listening for MySQL clients: %w", err)
+		}
+		srv := mysqlwire.NewServer(proxy.MySQLSessions{Engine: rt.engine}, mysqlwire.Options{
+			Logger:           slog.Default(),
+			ServerVersion:    engine.MySQLServerVersion,
+			StatementTimeout: pol.Listen.StatementTimeout,
+			IdleTimeout:      pol.Listen.IdleTimeout,
+			TLS:              tlsConfig,
+		})
+		fronts = append(fronts, frontEnd{"mysql", ln, srv.Serve, srv.Shutdown})
+	}
+	if len(fronts) == 0 {
+		return errors.New("no front end to listen on: set listen.postgres or listen.mysql")
+	}
+	if ready != nil {
+		addrs := make(map[string]net.Addr, len(fronts))
+		for _, f := range fronts {
+			addrs[f.protocol] = f.ln.Addr()
+		}
+		ready(addrs)
+	}
+	errc := make(chan error, len(fronts))
+	for _, f := range fronts {
+		slog.Info("dpproxy listening", "protocol", f.protocol, "addr", f.ln.Addr().String(), "backend", pol.Backend.Kind, "policy", pol.Path)
+		go func() { errc <- f.serve(ctx, f.ln) }()
+	}
+	var serveErr error
 	select {
 	case err := <-errc:
-		if err != nil && !errors.Is(err, net.ErrClosed) {
-			return err
+		if err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, context.Canceled) {
+			serveErr = err
 		}
-		return nil
 	case <-ctx.Done():
 	}
 	slog.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		slog.Warn("shutdown", "err", err)
+	for _, f := range fronts {
+		if err := f.shutdown(shutdownCtx); err != nil {
+			slog.Warn("shutdown", "protocol", f.protocol, "err", err)
+		}
 	}
-	<-errc
-	return nil
+	return serveErr
 }

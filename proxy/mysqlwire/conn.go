@@ -1,0 +1,529 @@
+package mysqlwire
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/sqlerr"
+)
+
+// maxRetainedWriteBuf is the write buffer capacity kept between commands.
+const maxRetainedWriteBuf = 64 << 10
+
+// flushThreshold is how much result data is buffered before it is
+// written out in the middle of a result.
+const flushThreshold = 32 << 10
+
+type connState int
+
+const (
+	stateStartup connState = iota
+	stateIdle
+	stateActive
+)
+
+// conn is one client connection, owned by the goroutine running serve
+// except for the fields under mu.
+type conn struct {
+	srv    *Server
+	raw    net.Conn
+	nc     net.Conn
+	tls    bool
+	id     uint32
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	pr   packetReader
+	seq  uint8
+	wbuf []byte
+
+	caps    uint32 // capabilities both sides have
+	user    string
+	session Session
+	inTx    bool
+	stmts   map[uint32]*statement
+	nextID  uint32
+
+	mu      sync.Mutex
+	state   connState
+	closing bool
+}
+
+func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c := &conn{
+		srv:    s,
+		raw:    nc,
+		nc:     nc,
+		id:     s.nextConnID.Add(1),
+		ctx:    ctx,
+		cancel: cancel,
+		stmts:  make(map[uint32]*statement),
+	}
+	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
+	c.pr = packetReader{r: nc, max: s.opts.MaxPacketSize}
+	context.AfterFunc(ctx, func() { nc.Close() })
+	return c
+}
+
+// serve runs the connection to its end. It never panics.
+func (c *conn) serve() {
+	defer c.srv.unregister(c)
+	defer c.cancel()
+	defer c.raw.Close()
+	defer c.recoverPanic()
+	if err := c.run(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		c.log.Debug("mysqlwire: connection closed", "err", err)
+	} else {
+		c.log.Debug("mysqlwire: connection closed")
+	}
+}
+
+func (c *conn) recoverPanic() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	c.log.Error("mysqlwire: panic while serving connection", "panic", r, "stack", string(debug.Stack()))
+	c.wbuf = c.wbuf[:0]
+	c.writeErr(mysqlError{Code: ErrUnknown, SQLState: "HY000", Message: "internal error"})
+	_ = c.flushWithin(5 * time.Second)
+}
+
+func (c *conn) run() error {
+	if err := c.nc.SetDeadline(time.Now().Add(c.srv.opts.AuthTimeout)); err != nil {
+		return fmt.Errorf("mysqlwire: setting authentication deadline: %w", err)
+	}
+	database, err := c.handshake()
+	if err != nil {
+		return err
+	}
+	sess, err := c.srv.sessions.Open(c.ctx, c.user, database)
+	if err != nil {
+		c.writeErr(c.clientError(err))
+		_ = c.flush()
+		return fmt.Errorf("mysqlwire: opening session: %w", err)
+	}
+	c.session = sess
+	defer sess.Close()
+	if cs, ok := sess.(interface{ SetConnectionID(uint32) }); ok {
+		cs.SetConnectionID(c.id) // for CONNECTION_ID()
+	}
+	c.writeOK(0, "")
+	if err := c.flush(); err != nil {
+		return err
+	}
+	if err := c.nc.SetDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("mysqlwire: clearing authentication deadline: %w", err)
+	}
+	c.log = c.log.With("user", c.user)
+	c.log.Debug("mysqlwire: session started", "database", database, "tls", c.tls)
+	return c.loop()
+}
+
+// handshake sends Protocol::HandshakeV10, reads the client's response
+// (upgrading to TLS on an SSLRequest) and authenticates. It returns the
+// database the client asked for.
+func (c *conn) handshake() (string, error) {
+	nonce := newNonce()
+	caps := serverCapabilities
+	if c.srv.opts.TLS != nil {
+		caps |= clientSSL
+	}
+	p := []byte{10}
+	p = append(p, c.srv.opts.ServerVersion...)
+	p = append(p, 0)
+	p = binary.LittleEndian.AppendUint32(p, c.id)
+	p = append(p, nonce[:8]...)
+	p = append(p, 0)
+	p = binary.LittleEndian.AppendUint16(p, uint16(caps))
+	p = append(p, byte(charsetUTF8MB4))
+	p = binary.LittleEndian.AppendUint16(p, statusAutocommit)
+	p = binary.LittleEndian.AppendUint16(p, uint16(caps>>16))
+	p = append(p, byte(len(nonce)+1))
+	p = append(p, make([]byte, 10)...)
+	p = append(p, nonce[8:]...)
+	p = append(p, 0)
+	p = append(p, c.srv.opts.AuthPlugin...)
+	p = append(p, 0)
+	c.seq = 0
+	c.writePacket(p)
+	if err := c.flush(); err != nil {
+		return "", err
+	}
+
+	pkt, err := c.readPacket()
+	if err != nil {
+		return "", c.readError(err)
+	}
+	d := &decoder{b: pkt}
+	clientCaps := d.uint32()
+	if d.err == nil && clientCaps&clientSSL != 0 && len(pkt) == 32 {
+		if c.srv.opts.TLS == nil {
+			return "", c.fail(mysqlError{ErrUnknown, "08S01", "TLS is not configured on this server"})
+		}
+		tc := tls.Server(c.raw, c.srv.opts.TLS)
+		hctx, cancel := context.WithTimeout(c.ctx, c.srv.opts.AuthTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("mysqlwire: TLS handshake: %w", err)
+		}
+		c.nc, c.tls = tc, true
+		c.pr.r = tc
+		if pkt, err = c.readPacket(); err != nil {
+			return "", c.readError(err)
+		}
+		d = &decoder{b: pkt}
+		clientCaps = d.uint32()
+	}
+	resp, err := parseHandshakeResponse(d, clientCaps)
+	if err != nil {
+		return "", c.fail(mysqlError{ErrUnknown, "08S01", "Bad handshake"})
+	}
+	if clientCaps&clientProtocol41 == 0 {
+		return "", c.fail(mysqlError{ErrNotSupported, "08004", "dpproxy needs a client that speaks protocol 4.1 (CLIENT_PROTOCOL_41)"})
+	}
+	c.caps = clientCaps & caps
+	c.user = resp.user
+	if err := c.authenticate(resp, nonce); err != nil {
+		return "", err
+	}
+	return resp.database, nil
+}
+
+// handshakeResponse is Protocol::HandshakeResponse41.
+type handshakeResponse struct {
+	user, database, plugin string
+	authData               []byte
+}
+
+func parseHandshakeResponse(d *decoder, caps uint32) (*handshakeResponse, error) {
+	r := &handshakeResponse{}
+	d.uint32() // max packet size
+	d.uint8()  // character set
+	d.bytes(23)
+	r.user = d.nulString()
+	switch {
+	case caps&clientPluginAuthLenenc != 0:
+		r.authData = d.lenEncBytes()
+	case caps&clientSecureConnection != 0:
+		r.authData = d.bytes(int(d.uint8()))
+	default:
+		r.authData = []byte(d.nulString())
+	}
+	if caps&clientConnectWithDB != 0 && d.remaining() > 0 {
+		r.database = d.nulString()
+	}
+	if caps&clientPluginAuth != 0 && d.remaining() > 0 {
+		// Some clients omit the terminating NUL of the last field.
+		rest := d.b[d.pos:]
+		if i := strings.IndexByte(string(rest), 0); i >= 0 {
+			r.plugin = d.nulString()
+		} else {
+			r.plugin = string(d.rest())
+		}
+	}
+	// Connection attributes, if any, are ignored.
+	if d.err != nil {
+		return nil, d.err
+	}
+	return r, nil
+}
+
+// authenticate checks the client's scramble against the analyst's
+// verifiers, switching plugins when the client used one the analyst has
+// no verifier for. Unknown users are checked against random verifiers of
+// both kinds, and fail exactly like a wrong password.
+func (c *conn) authenticate(resp *handshakeResponse, nonce []byte) error {
+	native, sha2, known := c.srv.sessions.MySQLVerifiers(resp.user)
+	if !known {
+		native, sha2 = randomBytes(20), randomBytes(32)
+	}
+	plugin := resp.plugin
+	if c.caps&clientPluginAuth == 0 {
+		plugin = pluginNative
+	}
+	data := resp.authData
+	usable := (plugin == pluginSHA2 && sha2 != nil) || (plugin == pluginNative && native != nil)
+	if !usable {
+		if c.caps&clientPluginAuth == 0 {
+			return c.denied(len(data) > 0)
+		}
+		plugin = pluginSHA2
+		if sha2 == nil {
+			plugin = pluginNative
+		}
+		nonce = newNonce()
+		p := []byte{0xfe}
+		p = append(p, plugin...)
+		p = append(p, 0)
+		p = append(p, nonce...)
+		p = append(p, 0)
+		c.writePacket(p)
+		if err := c.flush(); err != nil {
+			return err
+		}
+		pkt, err := c.readPacket()
+		if err != nil {
+			return c.readError(err)
+		}
+		data = pkt
+	}
+	ok := false
+	switch plugin {
+	case pluginSHA2:
+		ok = auth.VerifyCachingSHA2Fast(sha2, nonce, data)
+	case pluginNative:
+		ok = auth.VerifyMySQLNative(native, nonce, data)
+	}
+	if !ok || !known {
+		return c.denied(len(data) > 0)
+	}
+	if plugin == pluginSHA2 {
+		// dpproxy's verifier is the fast-path cache itself, so the fast
+		// path always decides: full authentication is never needed.
+		c.writePacket([]byte{0x01, sha2FastAuthSuccess})
+	}
+	return nil
+}
+
+// denied sends ER_ACCESS_DENIED_ERROR, the same for unknown users and
+// wrong passwords, and ends the connection.
+func (c *conn) denied(withPassword bool) error {
+	host := c.raw.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	yes := "YES"
+	if !withPassword {
+		yes = "NO"
+	}
+	c.log.Info("mysqlwire: authentication failed", "user", c.user)
+	return c.fail(mysqlError{ErrAccessDenied, "28000", fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", c.user, host, yes)})
+}
+
+// loop reads and runs commands until the client quits or the connection
+// must close.
+func (c *conn) loop() error {
+	for {
+		if !c.setState(stateIdle) {
+			return nil
+		}
+		if t := c.srv.opts.IdleTimeout; t > 0 {
+			if err := c.nc.SetReadDeadline(time.Now().Add(t)); err != nil {
+				return fmt.Errorf("mysqlwire: setting idle deadline: %w", err)
+			}
+		}
+		c.seq = 0
+		pkt, err := c.readPacket()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				c.log.Debug("mysqlwire: closing idle connection")
+				return nil
+			}
+			return c.readError(err)
+		}
+		if !c.setState(stateActive) {
+			return nil
+		}
+		if t := c.srv.opts.IdleTimeout; t > 0 {
+			if err := c.nc.SetReadDeadline(time.Time{}); err != nil {
+				return fmt.Errorf("mysqlwire: clearing idle deadline: %w", err)
+			}
+		}
+		quit, err := c.dispatch(pkt)
+		if err != nil {
+			return err
+		}
+		if err := c.flush(); err != nil {
+			return err
+		}
+		if quit {
+			return nil
+		}
+	}
+}
+
+// setState moves between idle and active; it returns false when the
+// connection is to close (Shutdown took it over).
+func (c *conn) setState(s connState) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.state = s
+	return true
+}
+
+// shutdownIfIdle closes the connection now if it waits for a command;
+// otherwise it closes once the running command has answered.
+func (c *conn) shutdownIfIdle() {
+	c.mu.Lock()
+	c.closing = true
+	idle := c.state != stateActive
+	c.mu.Unlock()
+	if idle {
+		c.cancel()
+	}
+}
+
+// readPacket reads one logical packet at the expected sequence id.
+func (c *conn) readPacket() ([]byte, error) {
+	return c.pr.readPacket(&c.seq)
+}
+
+// readError turns a read failure into the connection's end, telling the
+// client why when the protocol allows it.
+func (c *conn) readError(err error) error {
+	switch {
+	case errors.Is(err, errPacketTooLarge):
+		return c.fail(mysqlError{ErrNetPacketTooLarge, "08S01", fmt.Sprintf("Got a packet bigger than 'max_allowed_packet' bytes (%d)", c.srv.opts.MaxPacketSize)})
+	case errors.Is(err, errSequence):
+		return c.fail(mysqlError{ErrNetPacketsOutOfOrder, "08S01", "Got packets out of order"})
+	}
+	return err
+}
+
+// fail sends an ERR packet and returns an error that ends the connection.
+func (c *conn) fail(e mysqlError) error {
+	c.writeErr(e)
+	_ = c.flushWithin(5 * time.Second)
+	return fmt.Errorf("mysqlwire: %d %s", e.Code, e.Message)
+}
+
+// clientError maps an error for the client, logging internal ones.
+func (c *conn) clientError(err error) mysqlError {
+	var se *sqlerr.Error
+	if !errors.As(err, &se) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return mysqlError{ErrQueryTimeout, "HY000", "Query execution was interrupted, maximum statement execution time exceeded"}
+		}
+		if errors.Is(err, context.Canceled) {
+			return mysqlError{ErrQueryInterrupted, "70100", "Query execution was interrupted"}
+		}
+		c.log.Error("mysqlwire: internal error", "err", err)
+	}
+	return toMySQLError(err)
+}
+
+// Writing.
+
+func (c *conn) writePacket(payload []byte) {
+	c.wbuf = appendPacket(c.wbuf, payload, &c.seq)
+}
+
+func (c *conn) flush() error {
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	if t := c.srv.opts.WriteTimeout; t > 0 {
+		if err := c.nc.SetWriteDeadline(time.Now().Add(t)); err != nil {
+			return fmt.Errorf("mysqlwire: setting write deadline: %w", err)
+		}
+	}
+	_, err := c.nc.Write(c.wbuf)
+	if cap(c.wbuf) > maxRetainedWriteBuf {
+		c.wbuf = nil
+	} else {
+		c.wbuf = c.wbuf[:0]
+	}
+	if err != nil {
+		return fmt.Errorf("mysqlwire: writing: %w", err)
+	}
+	return nil
+}
+
+func (c *conn) flushWithin(d time.Duration) error {
+	if err := c.nc.SetWriteDeadline(time.Now().Add(d)); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("mysqlwire: setting write deadline: %w", err)
+	}
+	return c.flush()
+}
+
+// status is the server status flags sent in OK and EOF packets.
+func (c *conn) status() uint16 {
+	var st uint16
+	if c.session == nil || c.session.Autocommit() {
+		st |= statusAutocommit
+	}
+	if c.inTx {
+		st |= statusInTrans
+	}
+	return st
+}
+
+func (c *conn) writeOK(affected uint64, info string) {
+	c.writeOKHeader(0x00, affected, info)
+}
+
+func (c *conn) writeOKHeader(header byte, affected uint64, info string) {
+	p := []byte{header}
+	p = appendLenEncInt(p, affected)
+	p = appendLenEncInt(p, 0) // last insert id
+	p = binary.LittleEndian.AppendUint16(p, c.status())
+	p = append(p, 0, 0) // warnings
+	p = append(p, info...)
+	c.writePacket(p)
+}
+
+// writeEOF ends a row or column list: an EOF packet, or with
+// CLIENT_DEPRECATE_EOF an OK packet with the 0xfe header.
+func (c *conn) writeEOF() {
+	if c.caps&clientDeprecateEOF != 0 {
+		c.writeOKHeader(0xfe, 0, "")
+		return
+	}
+	c.writeEOFPacket()
+}
+
+// writeEOFPacket writes a real EOF packet (between column definitions and
+// rows, only sent without CLIENT_DEPRECATE_EOF).
+func (c *conn) writeEOFPacket() {
+	p := []byte{0xfe, 0, 0}
+	p = binary.LittleEndian.AppendUint16(p, c.status())
+	c.writePacket(p)
+}
+
+func (c *conn) writeErr(e mysqlError) {
+	c.writePacket(appendErr(nil, e))
+}
+
+// Helpers.
+
+// newNonce returns 20 random bytes without NUL (the handshake sends the
+// second part NUL-terminated), in 1..127 like MySQL's scramble.
+func newNonce() []byte {
+	b := randomBytes(20)
+	for i := range b {
+		b[i] = b[i]&0x7f | 1
+		if b[i] == '$' { // MySQL avoids '$' too
+			b[i] = '#'
+		}
+	}
+	return b
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("mysqlwire: reading random bytes: %v", err))
+	}
+	return b
+}

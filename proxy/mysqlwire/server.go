@@ -1,0 +1,294 @@
+package mysqlwire
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// Defaults for the zero fields of Options.
+const (
+	DefaultMaxPacketSize = 16 << 20
+	DefaultServerVersion = "8.0.36-dpproxy"
+	DefaultAuthTimeout   = 30 * time.Second
+	// DefaultMaxStatements bounds the prepared statements one connection
+	// may hold (MySQL's max_prepared_stmt_count is global; this is per
+	// connection).
+	DefaultMaxStatements = 1024
+)
+
+// ErrServerClosed is returned by Serve after Shutdown has been called.
+var ErrServerClosed = errors.New("mysqlwire: server closed")
+
+// Options configures a Server. The zero value gives the defaults.
+type Options struct {
+	// MaxPacketSize is the largest logical packet (command) accepted from
+	// a client, like max_allowed_packet. A longer one is refused with ERR
+	// 1153 before any buffer for it is allocated, and the connection is
+	// closed. Default 16 MiB.
+	MaxPacketSize int
+	// ServerVersion is sent in the handshake and returned by VERSION().
+	// Default "8.0.36-dpproxy".
+	ServerVersion string
+	// AuthPlugin is the authentication method announced in the handshake:
+	// "caching_sha2_password" (the default) or "mysql_native_password".
+	// Clients may answer with another; see doc.go.
+	AuthPlugin string
+	// Logger receives connection-level events. Default slog.Default().
+	Logger *slog.Logger
+	// IdleTimeout closes a connection that sends no command for this long.
+	// Zero means no limit.
+	IdleTimeout time.Duration
+	// AuthTimeout bounds the handshake and authentication. Default 30 s.
+	AuthTimeout time.Duration
+	// WriteTimeout bounds each write to a client. Zero means no limit.
+	WriteTimeout time.Duration
+	// StatementTimeout bounds each command the engine runs; the client
+	// gets ERR 3024 and the connection stays usable. Zero means no limit.
+	StatementTimeout time.Duration
+	// TLS, when set, makes the server offer CLIENT_SSL; clients may still
+	// connect without TLS.
+	TLS *tls.Config
+	// MaxStatements bounds the prepared statements per connection.
+	// Default DefaultMaxStatements.
+	MaxStatements int
+}
+
+// Sessions checks credentials and opens per-connection sessions. It must
+// be safe for concurrent use.
+type Sessions interface {
+	// MySQLVerifiers returns the analyst's stored verifiers: the 20-byte
+	// SHA1(SHA1(password)) of mysql_native_password and the 32-byte
+	// SHA256(SHA256(password)) of caching_sha2_password, nil when the
+	// analyst has none of that kind; ok is false for an unknown user.
+	// The slices are not modified.
+	MySQLVerifiers(user string) (native, sha2 []byte, ok bool)
+	// Open starts a session for an authenticated user. database is the
+	// one the client asked for ("" for none); an *sqlerr.Error is sent to
+	// the client as an ERR packet (e.g. 3D000 → 1049 Unknown database)
+	// and the connection is closed.
+	Open(ctx context.Context, user, database string) (Session, error)
+}
+
+// Session is one client connection's view of the engine. Its methods are
+// never called concurrently.
+type Session interface {
+	// Execute runs one COM_QUERY string. Errors that are *sqlerr.Error are
+	// sent mapped to MySQL error numbers (see doc.go); any other error as
+	// 1105 "internal error", its text only logged.
+	Execute(ctx context.Context, sql string) ([]*engine.Result, error)
+	// Prepare checks and describes a statement with ? markers
+	// (COM_STMT_PREPARE); paramTypes is nil (MySQL clients declare types
+	// only when executing).
+	Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*engine.Prepared, error)
+	// ExecutePrepared runs a prepared statement with one value per
+	// parameter, of the Go types package sqltypes lists (nil for NULL).
+	ExecutePrepared(ctx context.Context, p *engine.Prepared, params []any) (*engine.Result, error)
+	// UseDatabase changes the current database (COM_INIT_DB).
+	UseDatabase(name string) error
+	// FieldList lists a table's columns (COM_FIELD_LIST); an unknown
+	// table gives an error.
+	FieldList(ctx context.Context, table string) ([]engine.Column, error)
+	// Autocommit reports the session's autocommit setting, sent in every
+	// status flag.
+	Autocommit() bool
+	// Close releases the session; called exactly once.
+	Close()
+}
+
+// Server accepts MySQL client connections and serves each in its own
+// goroutine. Create it with NewServer.
+type Server struct {
+	sessions Sessions
+	opts     Options
+	log      *slog.Logger
+	started  time.Time
+
+	shuttingDown atomic.Bool
+	nextConnID   atomic.Uint32
+	queries      atomic.Uint64
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	drained   chan struct{}
+	isDrained bool
+}
+
+// NewServer returns a server that authenticates clients and opens
+// sessions through sessions.
+func NewServer(sessions Sessions, opts Options) *Server {
+	if opts.MaxPacketSize <= 0 {
+		opts.MaxPacketSize = DefaultMaxPacketSize
+	}
+	if opts.ServerVersion == "" {
+		opts.ServerVersion = DefaultServerVersion
+	}
+	if opts.AuthPlugin != pluginNative {
+		opts.AuthPlugin = pluginSHA2
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.AuthTimeout <= 0 {
+		opts.AuthTimeout = DefaultAuthTimeout
+	}
+	if opts.MaxStatements <= 0 {
+		opts.MaxStatements = DefaultMaxStatements
+	}
+	return &Server{
+		sessions:  sessions,
+		opts:      opts,
+		log:       opts.Logger,
+		started:   time.Now(),
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+		drained:   make(chan struct{}),
+	}
+}
+
+// Serve accepts connections on ln until ctx is cancelled, ln is closed or
+// Shutdown is called. It returns ctx.Err() once ctx is cancelled,
+// ErrServerClosed after Shutdown, and the wrapped Accept error when ln
+// fails. Established connections outlive Serve; Shutdown drains them.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if !s.trackListener(ln) {
+		ln.Close()
+		return ErrServerClosed
+	}
+	defer s.untrackListener(ln)
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			switch {
+			case s.shuttingDown.Load():
+				return ErrServerClosed
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case isTemporaryAcceptError(err):
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("mysqlwire: accept failed; retrying", "err", err, "retry_in", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-ctx.Done():
+				}
+				continue
+			}
+			return fmt.Errorf("mysqlwire: accept: %w", err)
+		}
+		backoff = 0
+		c := s.newConn(ctx, nc)
+		if !s.register(c) {
+			c.cancel()
+			nc.Close()
+			continue
+		}
+		go c.serve()
+	}
+}
+
+// Shutdown stops accepting connections, closes idle connections at once
+// and lets running commands finish and deliver their results before
+// closing their connections. If ctx ends first, the remaining connections
+// are closed and ctx's error is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shuttingDown.Store(true)
+	s.mu.Lock()
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.checkDrainedLocked()
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.shutdownIfIdle()
+	}
+	select {
+	case <-s.drained:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	conns = conns[:0]
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.cancel()
+	}
+	return fmt.Errorf("mysqlwire: shutdown: %w", ctx.Err())
+}
+
+func (s *Server) trackListener(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuttingDown.Load() {
+		return false
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) untrackListener(ln net.Listener) {
+	s.mu.Lock()
+	delete(s.listeners, ln)
+	s.mu.Unlock()
+}
+
+func (s *Server) register(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuttingDown.Load() {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) unregister(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	s.checkDrainedLocked()
+}
+
+func (s *Server) checkDrainedLocked() {
+	if s.shuttingDown.Load() && len(s.conns) == 0 && !s.isDrained {
+		s.isDrained = true
+		close(s.drained)
+	}
+}
+
+func (s *Server) numConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+func isTemporaryAcceptError(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ENOBUFS) ||
+		errors.Is(err, syscall.ENOMEM)
+}
