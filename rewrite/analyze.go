@@ -739,7 +739,7 @@ func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, 
 			want := GroupColumn{Column: col, Bucket: bucket}
 			for gi, g := range p.Groups {
 				if sameGroup(g, want) {
-					return OutputColumn{Name: fieldName(f, x.FnName.L), Type: g.Type, Source: OutputSource{Group: gi, Aggregate: -1}}, nil
+					return OutputColumn{Name: a.exprName(f, x.FnName.L), Type: g.Type, Source: OutputSource{Group: gi, Aggregate: -1}}, nil
 				}
 			}
 			return OutputColumn{}, sqlerr.New(sqlerr.GroupingError, "%s must appear in the GROUP BY clause", want.Name())
@@ -750,7 +750,7 @@ func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, 
 			return OutputColumn{}, err
 		}
 		p.Aggregates = append(p.Aggregates, agg)
-		return OutputColumn{Name: fieldName(f, name), Type: typ, Source: OutputSource{Group: -1, Aggregate: len(p.Aggregates) - 1}}, nil
+		return OutputColumn{Name: a.exprName(f, name), Type: typ, Source: OutputSource{Group: -1, Aggregate: len(p.Aggregates) - 1}}, nil
 	case *ast.WindowFuncExpr:
 		return OutputColumn{}, sqlerr.New(sqlerr.FeatureNotSupported, "window functions are not allowed on protected table %q", a.table.Name).
 			WithHint("use aggregates: %s", supportedAggregates)
@@ -998,6 +998,18 @@ func unparen(expr ast.ExprNode) ast.ExprNode {
 		}
 		expr = p.Expr
 	}
+}
+
+// exprName names an expression's output column the way the client's
+// database would: PostgreSQL by the function name ("count"), MySQL by the
+// expression as written ("COUNT(*)"); an alias always wins.
+func (a *analyzer) exprName(f *ast.SelectField, pgName string) string {
+	if f.AsName.O == "" && a.opts.FrontEnd == MySQLFrontEnd {
+		if text := strings.TrimSpace(f.Text()); text != "" {
+			return text
+		}
+	}
+	return fieldName(f, pgName)
 }
 
 func fieldName(f *ast.SelectField, def string) string {

@@ -125,3 +125,34 @@ func TestGoldenRewrites(t *testing.T) {
 		})
 	}
 }
+
+// MySQL clients see expression columns named as written, PostgreSQL
+// clients by the function's name.
+func TestOutputNamesPerFrontEnd(t *testing.T) {
+	pol := testPolicy(t)
+	sql := "SELECT diagnosis, COUNT(*), avg(cost) AS a, SUM( nights ) FROM visits GROUP BY diagnosis"
+	for fe, want := range map[FrontEnd]string{PostgresFrontEnd: "diagnosis,count,a,sum", MySQLFrontEnd: "diagnosis,COUNT(*),a,SUM( nights )"} {
+		parsed, err := ParseStatement(sql, fe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Analyze(parsed.Stmts[0], pol, Options{Dialect: Postgres, Epsilon: 1, FrontEnd: fe, Casts: castLookupOf(parsed)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, o := range q.Plan.Columns() {
+			names = append(names, o.Name)
+		}
+		if got := strings.Join(names, ","); got != want {
+			t.Errorf("front end %d: %s, want %s", fe, got, want)
+		}
+	}
+}
+
+func castLookupOf(p *Parsed) CastLookup {
+	if p.Casts == nil {
+		return nil
+	}
+	return p.CastOf
+}
