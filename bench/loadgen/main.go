@@ -1,0 +1,389 @@
+// Command loadgen is the load generator and helper of bench/run.sh.
+//
+//	loadgen load   --dsn DSN --patients N
+//	    load the demo dataset, scaled, into PostgreSQL (demo.LoadPostgresWith)
+//	loadgen run    --dsn DSN --query SQL [--query SQL ...] [--clients C]
+//	               [--duration D] [--count N] [--mode simple|extended]
+//	               [--param-max K] [--ledger FILE]
+//	    run a query mix with C clients (one connection each) for D or until
+//	    each client has run N queries; print one JSON object: queries/s and
+//	    latency percentiles. In a query, {i} is replaced by a number unique
+//	    to each execution (distinct query text) and $1 by a random integer
+//	    in [1, K] (bound by pgx: a parameter in extended mode, a literal in
+//	    simple mode). With --ledger, the dpproxy ledger is read before and
+//	    after: charges and transactions (group commits) of the run.
+//	loadgen idle   --dsn DSN --conns N --hold D --pid PID
+//	    open N connections, keep them idle for D and report PID's VmRSS
+//	    before and while they are open.
+//
+// Every connection is opened before the clock starts (SCRAM is not
+// measured). Only loopback servers are expected; everything stops by
+// itself after --duration (plus a bounded grace period).
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dpproxy/dpproxy/demo"
+	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: loadgen load|run|idle [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "load":
+		err = cmdLoad(os.Args[2:])
+	case "run":
+		err = cmdRun(os.Args[2:])
+	case "idle":
+		err = cmdIdle(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+func cmdLoad(args []string) error {
+	fs := flag.NewFlagSet("load", flag.ExitOnError)
+	dsn := fs.String("dsn", "", "PostgreSQL DSN")
+	patients := fs.Int("patients", 100000, "number of patients")
+	fs.Parse(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	return demo.LoadPostgresWith(ctx, *dsn, "public", demo.GenerateOptions{Patients: *patients})
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, "; ") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+// Result is what `run` prints.
+type Result struct {
+	Clients   int     `json:"clients"`
+	Mode      string  `json:"mode"`
+	Queries   int64   `json:"queries"`
+	Errors    int64   `json:"errors"`
+	FirstErr  string  `json:"first_error,omitempty"`
+	Seconds   float64 `json:"seconds"`
+	QPS       float64 `json:"qps"`
+	MeanUS    float64 `json:"mean_us"`
+	P50US     float64 `json:"p50_us"`
+	P90US     float64 `json:"p90_us"`
+	P99US     float64 `json:"p99_us"`
+	MaxUS     float64 `json:"max_us"`
+	Rows      int64   `json:"rows"`
+	LedgerTx  int64   `json:"ledger_transactions,omitempty"`
+	LedgerChg int64   `json:"ledger_charges,omitempty"`
+}
+
+func connect(ctx context.Context, dsn, mode string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	switch mode {
+	case "simple":
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	case "extended":
+		// Unnamed statements, Parse/Bind/Describe/Execute per query: what
+		// pgbench -M extended sends, and what works through PgBouncer's
+		// transaction pooling.
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	default:
+		return nil, fmt.Errorf("unknown mode %q", mode)
+	}
+	cfg.ConnectTimeout = 30 * time.Second
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+func cmdRun(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	dsn := fs.String("dsn", "", "DSN")
+	var queries multiFlag
+	fs.Var(&queries, "query", "query (repeatable: a mix, chosen at random)")
+	clients := fs.Int("clients", 1, "concurrent clients")
+	duration := fs.Duration("duration", 10*time.Second, "how long to run")
+	count := fs.Int64("count", 0, "queries per client (0: until --duration)")
+	warmup := fs.Int("warmup", 3, "unmeasured queries per client first")
+	mode := fs.String("mode", "simple", "simple or extended protocol")
+	paramMax := fs.Int("param-max", 25, "$1 is a random integer in [1, param-max]")
+	ledger := fs.String("ledger", "", "dpproxy ledger file to read before and after")
+	fs.Parse(args)
+	if len(queries) == 0 || *clients < 1 {
+		return errors.New("run: --query and --clients ≥ 1 are required")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *duration+2*time.Minute)
+	defer cancel()
+
+	conns := make([]*pgx.Conn, *clients)
+	var wg sync.WaitGroup
+	var connErr atomic.Value
+	sem := make(chan struct{}, 8)
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			c, err := connect(ctx, *dsn, *mode)
+			if err != nil {
+				connErr.Store(err)
+				return
+			}
+			conns[i] = c
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close(context.Background())
+			}
+		}
+	}()
+	if err, _ := connErr.Load().(error); err != nil {
+		return fmt.Errorf("connecting: %w", err)
+	}
+
+	var seq atomic.Int64
+	seq.Store(time.Now().UnixNano() % 1e12) // distinct across runs too
+	exec := func(c *pgx.Conn, r *rand.Rand) (int64, error) {
+		q := queries[r.IntN(len(queries))]
+		if strings.Contains(q, "{i}") {
+			q = strings.ReplaceAll(q, "{i}", strconv.FormatInt(seq.Add(1), 10))
+		}
+		var rows pgx.Rows
+		var err error
+		if strings.Contains(q, "$1") {
+			rows, err = c.Query(ctx, q, int32(1+r.IntN(*paramMax)))
+		} else {
+			rows, err = c.Query(ctx, q)
+		}
+		if err != nil {
+			return 0, err
+		}
+		var n int64
+		for rows.Next() {
+			n++
+		}
+		rows.Close()
+		return n, rows.Err()
+	}
+
+	var warm sync.WaitGroup
+	warm.Add(len(conns))
+	var (
+		total, nerr, nrows atomic.Int64
+		firstErr           atomic.Value
+		lat                = make([][]time.Duration, *clients)
+		start              = make(chan struct{})
+		deadline           time.Time
+	)
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
+			for range *warmup {
+				exec(c, r)
+			}
+			warm.Done()
+			<-start
+			l := make([]time.Duration, 0, 4096)
+			for n := int64(0); *count == 0 || n < *count; n++ {
+				if time.Now().After(deadline) {
+					break
+				}
+				t0 := time.Now()
+				k, err := exec(c, r)
+				d := time.Since(t0)
+				if err != nil {
+					if nerr.Add(1) == 1 {
+						firstErr.Store(err.Error())
+					}
+					if ctx.Err() != nil {
+						break
+					}
+					continue
+				}
+				nrows.Add(k)
+				l = append(l, d)
+			}
+			total.Add(int64(len(l)))
+			lat[i] = l
+		}()
+	}
+	// Warm-up runs before the clock starts (and before the ledger is
+	// read); the deadline is set just before the start signal.
+	warm.Wait()
+	before := ledgerCounts(*ledger)
+	t0 := time.Now()
+	deadline = t0.Add(*duration)
+	close(start)
+	wg.Wait()
+	elapsed := time.Since(t0)
+	after := ledgerCounts(*ledger)
+
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	res := Result{Clients: *clients, Mode: *mode, Queries: total.Load(), Errors: nerr.Load(),
+		Seconds: elapsed.Seconds(), Rows: nrows.Load()}
+	if s, ok := firstErr.Load().(string); ok {
+		res.FirstErr = s
+	}
+	res.QPS = float64(res.Queries) / elapsed.Seconds()
+	if len(all) > 0 {
+		var sum time.Duration
+		for _, d := range all {
+			sum += d
+		}
+		res.MeanUS = us(sum / time.Duration(len(all)))
+		res.P50US = us(pct(all, 0.50))
+		res.P90US = us(pct(all, 0.90))
+		res.P99US = us(pct(all, 0.99))
+		res.MaxUS = us(all[len(all)-1])
+	}
+	if *ledger != "" && before != nil && after != nil {
+		res.LedgerChg = after[0] - before[0]
+		res.LedgerTx = after[1] - before[1]
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+// ledgerCounts returns the ledger's number of charges and of distinct
+// commit timestamps. The ledger writes each group commit as one
+// transaction with one timestamp for all its charges, so distinct at_ns
+// values are transactions (each one WAL sync with synchronous=FULL).
+func ledgerCounts(path string) []int64 {
+	if path == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro&_pragma=busy_timeout(10000)"}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen: ledger:", err)
+		return nil
+	}
+	defer db.Close()
+	var n, tx int64
+	if err := db.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT at_ns) FROM charges`).Scan(&n, &tx); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen: ledger:", err)
+		return nil
+	}
+	return []int64{n, tx}
+}
+
+func cmdIdle(args []string) error {
+	fs := flag.NewFlagSet("idle", flag.ExitOnError)
+	dsn := fs.String("dsn", "", "DSN")
+	n := fs.Int("conns", 1000, "connections to open")
+	hold := fs.Duration("hold", 5*time.Second, "how long to keep them open")
+	pid := fs.Int("pid", 0, "process whose VmRSS to report")
+	fs.Parse(args)
+	ctx, cancel := context.WithTimeout(context.Background(), *hold+5*time.Minute)
+	defer cancel()
+	base := vmRSS(*pid)
+	conns := make([]*pgx.Conn, *n)
+	var wg sync.WaitGroup
+	var opened, failed atomic.Int64
+	var firstErr atomic.Value
+	sem := make(chan struct{}, 16)
+	t0 := time.Now()
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			c, err := connect(ctx, *dsn, "simple")
+			if err == nil {
+				// One round trip: the session is fully set up.
+				_, err = c.Exec(ctx, "SELECT 1")
+			}
+			if err != nil {
+				if failed.Add(1) == 1 {
+					firstErr.Store(err.Error())
+				}
+				if c != nil {
+					c.Close(ctx)
+				}
+				return
+			}
+			conns[i] = c
+			opened.Add(1)
+		}()
+	}
+	wg.Wait()
+	connectSecs := time.Since(t0).Seconds()
+	time.Sleep(*hold / 2)
+	mid := vmRSS(*pid)
+	time.Sleep(*hold / 2)
+	peak := vmRSS(*pid)
+	for _, c := range conns {
+		if c != nil {
+			c.Close(context.Background())
+		}
+	}
+	out := map[string]any{"conns": opened.Load(), "failed": failed.Load(), "connect_seconds": connectSecs,
+		"rss_base_kb": base, "rss_idle_kb": max(mid, peak)}
+	if s, ok := firstErr.Load().(string); ok {
+		out["first_error"] = s
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// vmRSS reads VmRSS (kB) from /proc/PID/status.
+func vmRSS(pid int) int64 {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				v, _ := strconv.ParseInt(f[0], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# dpproxy benchmarks (issue 6): dpproxy's cost against direct PostgreSQL
+# access and PgBouncer, measured as ratios in one run, plus the Go
+# micro-benchmarks and the accuracy report. Writes bench/results/ and
+# regenerates BENCHMARKS.md.
+#
+#   bash bench/run.sh                 # default: 100,000 patients (~1.3M visits), 5 runs
+#   bash bench/run.sh --quick         # 10,000 patients, 3 short runs (CI-like)
+#   bash bench/run.sh --scale 50000 --runs 5
+#   (--accuracy-runs N: fresh runs per query and ε in the accuracy report, default 200)
+#
+# Installs what it needs from Debian packages when missing (postgresql-15,
+# postgresql-client-15, pgbouncer; needs root or sudo for apt-get), starts a
+# throwaway PostgreSQL cluster, PgBouncer and two dpproxy instances on free
+# loopback ports, and stops and removes all of them on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+SCALE=
+ACC_OVERRIDE=
+QUICK=
+RUNS=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --scale) SCALE=$2; shift 2 ;;
+    --scale=*) SCALE=${1#*=}; shift ;;
+    --quick) QUICK=1; shift ;;
+    --runs) RUNS=$2; shift 2 ;;
+    --runs=*) RUNS=${1#*=}; shift ;;
+    --accuracy-runs) ACC_OVERRIDE=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+if [ -n "$QUICK" ]; then
+  SCALE=${SCALE:-10000}; RUNS=${RUNS:-3}
+  D_CACHE=3; D_CACHE1=2; D_PASS=3; D_LEDGER=4; W1_COUNT=5; IDLE_HOLD=2; BENCHTIME=0.2s; ACC_RUNS=200
+else
+  SCALE=${SCALE:-100000}; RUNS=${RUNS:-5}
+  D_CACHE=8; D_CACHE1=4; D_PASS=5; D_LEDGER=8; W1_COUNT=3; IDLE_HOLD=3; BENCHTIME=0.5s; ACC_RUNS=200
+fi
+ACC_RUNS=${ACC_OVERRIDE:-$ACC_RUNS}
+case "$SCALE$RUNS$ACC_RUNS" in *[!0-9]*) echo "--scale and --runs take integers" >&2; exit 2 ;; esac
+
+log() { printf '==> [%4ds] %s\n' "$SECONDS" "$*" >&2; }
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    log "need root for: $*"; return 1; fi
+}
+apt_updated=
+apt_install() {
+  if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+if [ ! -x "$PG_BIN/initdb" ] || ! command -v psql >/dev/null; then
+  log "installing PostgreSQL 15"
+  apt_install postgresql-15 postgresql-client-15
+fi
+PGBOUNCER=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
+if [ ! -x "$PGBOUNCER" ]; then
+  log "installing PgBouncer"
+  apt_install pgbouncer
+fi
+# MySQL workloads (issue 6 #9 and MariaDB in #2) need dpproxy's MySQL front
+# end wired into `dpproxy serve`; without it MariaDB is not installed.
+MYSQL_NOTE=
+if [ ! -d proxy/mysqlwire ]; then
+  MYSQL_NOTE="no MySQL front end (proxy/mysqlwire) in this tree: workload 9 and MariaDB in workload 2 skipped"
+elif ! grep -q mysqlwire cmd/dpproxy/*.go; then
+  MYSQL_NOTE="proxy/mysqlwire exists but dpproxy serve does not start it yet: workload 9 and MariaDB in workload 2 skipped"
+else
+  MYSQL_NOTE="MySQL front end present, but the MySQL workloads are not implemented in this harness yet: workload 9 and MariaDB in workload 2 skipped"
+fi
+log "$MYSQL_NOTE"
+
+# PostgreSQL and PgBouncer refuse to run as root: run them as an
+# unprivileged user (as scripts/test.sh does).
+PG_USER=$(id -un)
+if [ "$(id -u)" = 0 ]; then
+  PG_USER=postgres
+  id "$PG_USER" >/dev/null 2>&1 || useradd --system --no-create-home "$PG_USER"
+fi
+run_pg() { if [ "$(id -un)" = "$PG_USER" ]; then "$@"; else runuser -u "$PG_USER" -- "$@"; fi; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+WORK=$(mktemp -d /tmp/dpproxy-bench.XXXXXX)
+BIN=$(mktemp -d /tmp/dpproxy-bench-bin.XXXXXX)
+chmod 755 "$WORK"
+PG_DIR=$WORK/pg
+PGB_DIR=$WORK/pgbouncer
+mkdir -p "$PG_DIR" "$PGB_DIR"
+chown "$PG_USER" "$PG_DIR" "$PGB_DIR" 2>/dev/null || true
+PROXY_PIDS=()
+cleanup() {
+  set +e
+  for p in "${PROXY_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${PROXY_PIDS[@]}"; do
+    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null
+  done
+  if [ -f "$PGB_DIR/pgbouncer.pid" ]; then
+    pgb=$(cat "$PGB_DIR/pgbouncer.pid")
+    kill "$pgb" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$pgb" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pgb" 2>/dev/null
+  fi
+  run_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate stop >/dev/null 2>&1
+  rm -rf "$WORK"
+}
+trap 'cleanup; rm -rf "$BIN"' EXIT
+trap 'exit 130' INT TERM
+
+OUT=$ROOT/bench/results
+mkdir -p "$OUT"
+RAW=$OUT/raw.jsonl
+: >"$RAW"
+record() { # record SERIES RUN JSON
+  printf '{"series":"%s","run":%s,"data":%s}\n' "$1" "$2" "$3" >>"$RAW"
+}
+
+log "building dpproxy and the benchmark tools"
+go build -o "$BIN/dpproxy" ./cmd/dpproxy
+go build -o "$BIN/loadgen" ./bench/loadgen
+go build -o "$BIN/report" ./bench/report
+go build -o "$BIN/accuracy" ./bench/accuracy
+LG=$BIN/loadgen
+
+PG_PORT=$(free_port)
+log "starting PostgreSQL 15 on 127.0.0.1:$PG_PORT"
+run_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 --locale=C >/dev/null
+# Durable settings (fsync on) as a production server would run; shared
+# buffers large enough to hold the dataset.
+run_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w \
+  -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=512MB -c max_parallel_workers_per_gather=0" start >/dev/null
+PG_DSN="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+
+PGB_PORT=$(free_port)
+log "starting PgBouncer on 127.0.0.1:$PGB_PORT (transaction pooling, pool 16)"
+cat >"$PGB_DIR/pgbouncer.ini" <<EOF
+[databases]
+postgres = host=127.0.0.1 port=$PG_PORT dbname=postgres user=postgres
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $PGB_PORT
+unix_socket_dir =
+auth_type = trust
+auth_file = $PGB_DIR/userlist.txt
+pool_mode = transaction
+default_pool_size = 16
+max_client_conn = 2000
+logfile = $PGB_DIR/pgbouncer.log
+pidfile = $PGB_DIR/pgbouncer.pid
+EOF
+echo '"postgres" ""' >"$PGB_DIR/userlist.txt"
+chown "$PG_USER" "$PGB_DIR"/* 2>/dev/null || true
+run_pg "$PGBOUNCER" -d "$PGB_DIR/pgbouncer.ini"
+PGB_DSN="postgres://postgres@127.0.0.1:$PGB_PORT/postgres?sslmode=disable"
+
+log "loading the demo dataset: $SCALE patients"
+t0=$SECONDS
+"$LG" load --dsn "$PG_DSN" --patients "$SCALE"
+LOAD_SECS=$((SECONDS - t0))
+VISITS=$(psql -X -A -t "$PG_DSN" -c "SELECT count(*) FROM visits")
+log "loaded $SCALE patients, $VISITS visits in ${LOAD_SECS}s"
+
+# Policies: the demo policy's tables and defaults, a PostgreSQL backend, an
+# analyst "bench" (password "bench") with a budget that never runs out.
+VERIFIERS=$(printf 'bench\n' | "$BIN/dpproxy" passwd --password-stdin 2>/dev/null)
+write_policy() { # write_policy FILE PORT CACHE_SIZE LEDGER
+  {
+    cat <<EOF
+listen:
+  postgres: 127.0.0.1:$2
+  idle_timeout: 1h
+backend:
+  kind: postgres
+  dsn: "$PG_DSN"
+  max_conns: 16
+ledger:
+  path: $4
+cache:
+  size: $3
+defaults:
+  epsilon: 0.5
+  delta: 1e-6
+  max_epsilon_per_query: 2.0
+  max_groups_per_unit: 1
+  max_rows_per_unit: 1
+analysts:
+  - name: bench
+$VERIFIERS
+    budget:
+      epsilon: 1e12
+      delta: 0.5
+EOF
+    sed -n '/^protected_tables:/,$p' cmd/dpproxy/demo_policy.yaml
+  } >"$1"
+}
+start_proxy() { # start_proxy NAME CACHE_SIZE → sets PROXY_PORT, PROXY_PID
+  local name=$1 port
+  port=$(free_port)
+  write_policy "$WORK/$name.yaml" "$port" "$2" "$WORK/$name-ledger.db"
+  "$BIN/dpproxy" serve --config "$WORK/$name.yaml" >"$WORK/$name.log" 2>&1 &
+  PROXY_PID=$!
+  PROXY_PIDS+=("$PROXY_PID")
+  for _ in $(seq 1 300); do
+    grep -q 'dpproxy listening' "$WORK/$name.log" && break
+    kill -0 "$PROXY_PID" 2>/dev/null || { cat "$WORK/$name.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  grep -q 'dpproxy listening' "$WORK/$name.log" || { log "dpproxy $name did not start"; cat "$WORK/$name.log" >&2; exit 1; }
+  PROXY_PORT=$port
+}
+ulimit -n 8192 2>/dev/null || true
+start_proxy nocache 0
+NOCACHE_PORT=$PROXY_PORT NOCACHE_PID=$PROXY_PID
+start_proxy cache 1000
+CACHE_PORT=$PROXY_PORT CACHE_PID=$PROXY_PID
+P_NOCACHE="postgres://bench:bench@127.0.0.1:$NOCACHE_PORT/bench?sslmode=disable"
+P_CACHE="postgres://bench:bench@127.0.0.1:$CACHE_PORT/bench?sslmode=disable"
+log "dpproxy: cache off on :$NOCACHE_PORT, cache on on :$CACHE_PORT"
+
+# Workloads 1 and 2: one DP aggregate over visits.
+DPQ="SELECT diagnosis, COUNT(*), AVG(cost) FROM visits GROUP BY diagnosis"
+REWRITTEN=$("$BIN/dpproxy" explain --config "$WORK/nocache.yaml" "$DPQ" | awk '/^backend SQL/{getline; sub(/^  /, ""); print; exit}')
+[ -n "$REWRITTEN" ] || { log "could not get the rewritten SQL from dpproxy explain"; exit 1; }
+printf '%s\n' "$REWRITTEN" >"$OUT/rewritten.sql"
+log "workloads 1-2: $DPQ ($RUNS runs × $W1_COUNT queries per target, sequential, cache off)"
+for r in $(seq 1 "$RUNS"); do
+  record w1.proxy "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
+  record w1.direct_rewritten "$r" "$("$LG" run --dsn "$PG_DSN" --query "$REWRITTEN" --count "$W1_COUNT" --warmup 1 --duration 10m)"
+  record w2.direct_original "$r" "$("$LG" run --dsn "$PG_DSN" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
+done
+
+# Workload 3: the same DP query repeated, answered from the cache.
+log "workload 3: cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $RUNS runs"
+CQ="SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region"
+for r in $(seq 1 "$RUNS"); do
+  record w3.c1 "$r" "$("$LG" run --dsn "$P_CACHE" --query "$CQ" --clients 1 --duration "${D_CACHE1}s")"
+  record w3.c16 "$r" "$("$LG" run --dsn "$P_CACHE" --query "$CQ" --clients 16 --duration "${D_CACHE}s")"
+done
+
+# Workload 4: passthrough on a public table, pgbench -S style.
+PQ='SELECT clinic_id, name, city FROM clinics WHERE clinic_id = $1'
+log "workload 4: passthrough, 16 clients, ${D_PASS}s per target and protocol, $RUNS runs"
+for r in $(seq 1 "$RUNS"); do
+  for mode in simple extended; do
+    record "w4.$mode.proxy" "$r" "$("$LG" run --dsn "$P_CACHE" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
+    record "w4.$mode.pgbouncer" "$r" "$("$LG" run --dsn "$PGB_DSN" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
+    record "w4.$mode.direct" "$r" "$("$LG" run --dsn "$PG_DSN" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
+  done
+done
+
+# Workload 5: many small DP queries with distinct text (no cache hit
+# possible), each charged to the durable ledger.
+LQ='SELECT COUNT(*) FROM patients WHERE patient_id = {i}'
+log "workload 5: small DP queries, distinct text, 32 clients, ${D_LEDGER}s, $RUNS runs"
+for r in $(seq 1 "$RUNS"); do
+  record w5 "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients 32 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db")"
+done
+
+# Workload 6: 1,000 idle connections (each authenticated with SCRAM and
+# one query), on a freshly started dpproxy.
+log "workload 6: 1000 idle connections, $RUNS runs"
+for r in $(seq 1 "$RUNS"); do
+  start_proxy "idle$r" 1000
+  record w6 "$r" "$("$LG" idle --dsn "postgres://bench:bench@127.0.0.1:$PROXY_PORT/bench?sslmode=disable" --conns 1000 --hold "${IDLE_HOLD}s" --pid "$PROXY_PID")"
+  kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
+done
+
+PG_VERSION=$(psql -X -A -t "$PG_DSN" -c "SHOW server_version")
+PGB_VERSION=$("$PGBOUNCER" --version 2>&1 | head -1)
+log "stopping the servers"
+cleanup
+PROXY_PIDS=()
+trap 'rm -rf "$BIN"' EXIT
+
+# Workloads 7 and 8 and the other micro-benchmarks, with the servers gone.
+log "Go micro-benchmarks (-count $RUNS, -benchtime $BENCHTIME)"
+go test -run '^$' -benchmem -count "$RUNS" -benchtime "$BENCHTIME" \
+  -bench 'ParseAnalyzeRewrite|Laplace|Gaussian|Exponential10|PartitionSelection|CommitParallel|CommitSerial|CacheHit|DPQueryNoCache|Passthrough|DataRow' \
+  ./rewrite/ ./mechanisms/ ./budget/ ./engine/ ./proxy/pgwire/ >"$OUT/gobench.txt" 2>&1 ||
+  { log "go test -bench failed"; tail -20 "$OUT/gobench.txt" >&2; exit 1; }
+
+log "accuracy report ($ACC_RUNS fresh runs per query and ε)"
+"$BIN/accuracy" --runs "$ACC_RUNS" --out "$OUT"
+
+log "writing bench/results and BENCHMARKS.md"
+{
+  echo "scale_patients=$SCALE"
+  echo "visits=$VISITS"
+  echo "runs=$RUNS"
+  echo "quick=${QUICK:-0}"
+  echo "load_seconds=$LOAD_SECS"
+  echo "postgresql=$PG_VERSION"
+  echo "pgbouncer=$PGB_VERSION"
+  echo "go=$(go version | awk '{print $3}')"
+  echo "dpproxy_commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+  echo "mysql_note=$MYSQL_NOTE"
+  echo "durations=w1 $W1_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s; w5 ${D_LEDGER}s; w6 hold ${IDLE_HOLD}s; go bench $BENCHTIME"
+  echo "total_seconds=$SECONDS"
+} >"$OUT/run.txt"
+"$BIN/report" --results "$OUT" --benchmarks-md BENCHMARKS.md
+log "done in ${SECONDS}s: bench/results/results.md, results.json, BENCHMARKS.md"
