@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
 
 // Policy is a loaded and validated policy file. Every field has been
 // checked by Load (or Parse) and defaults have been filled in; code that
@@ -223,6 +227,27 @@ func (t ColumnType) Numeric() bool {
 		return true
 	}
 	return false
+}
+
+// SQLType is the result type of a column of this type.
+func (t ColumnType) SQLType() sqltypes.Type {
+	switch t {
+	case TypeInt:
+		return sqltypes.Int4
+	case TypeBigint:
+		return sqltypes.Int8
+	case TypeFloat:
+		return sqltypes.Float8
+	case TypeNumeric:
+		return sqltypes.Numeric
+	case TypeDate:
+		return sqltypes.Date
+	case TypeTimestamp:
+		return sqltypes.Timestamp
+	case TypeBool:
+		return sqltypes.Bool
+	}
+	return sqltypes.Text
 }
 
 // Integer reports whether the type holds whole numbers only.

@@ -1020,25 +1020,7 @@ func fieldName(f *ast.SelectField, def string) string {
 }
 
 // columnType is the result type of a column as the policy declares it.
-func columnType(t config.ColumnType) sqltypes.Type {
-	switch t {
-	case config.TypeInt:
-		return sqltypes.Int4
-	case config.TypeBigint:
-		return sqltypes.Int8
-	case config.TypeFloat:
-		return sqltypes.Float8
-	case config.TypeNumeric:
-		return sqltypes.Numeric
-	case config.TypeDate:
-		return sqltypes.Date
-	case config.TypeTimestamp:
-		return sqltypes.Timestamp
-	case config.TypeBool:
-		return sqltypes.Bool
-	}
-	return sqltypes.Text
-}
+func columnType(t config.ColumnType) sqltypes.Type { return t.SQLType() }
 
 // sumType and avgType follow PostgreSQL: sum(integer) is bigint,
 // sum(bigint) and sum(numeric) are numeric, sum(float8) is float8; avg of
