@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dpproxy/dpproxy/proxy/backend"
+	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
@@ -105,4 +106,23 @@ func databaseError(err error) error {
 		return &sqlerr.Error{Code: sqlerr.Code(dbErr.Code), Message: dbErr.Message, Detail: dbErr.Detail, Hint: dbErr.Hint, Position: dbErr.Position, Err: err}
 	}
 	return backendError(err)
+}
+
+// toCatalog is Engine.toCatalog for the session's front end: MySQL
+// clients' catalog questions (SHOW, information_schema) are answered by
+// the session from the policy (mysql.go), never by PostgreSQL's catalogs.
+func (s *Session) toCatalog(parseErr error, stmt ast.StmtNode) bool {
+	if s.frontEnd == rewrite.MySQLFrontEnd {
+		return false
+	}
+	return s.engine.toCatalog(parseErr, stmt)
+}
+
+// noCatalogError is Engine.noCatalogError for the PostgreSQL front end;
+// nil for MySQL clients, whose statements keep their own error.
+func (s *Session) noCatalogError(sql string) error {
+	if s.frontEnd == rewrite.MySQLFrontEnd {
+		return nil
+	}
+	return s.engine.noCatalogError(sql)
 }

@@ -203,7 +203,7 @@ func (s *Session) FieldList(ctx context.Context, table string) ([]Column, error)
 	case prot != nil:
 		cols := make([]Column, len(prot.Columns))
 		for i, c := range prot.Columns {
-			cols[i] = Column{Name: c.Name, Type: policyColumnType(c.Type)}
+			cols[i] = Column{Name: c.Name, Type: c.Type.SQLType()}
 		}
 		return cols, nil
 	case pub != nil:
@@ -221,27 +221,6 @@ func (s *Session) FieldList(ctx context.Context, table string) ([]Column, error)
 
 func quoteMySQLIdent(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
-}
-
-// policyColumnType is the result type of a policy column.
-func policyColumnType(t config.ColumnType) sqltypes.Type {
-	switch t {
-	case config.TypeInt:
-		return sqltypes.Int4
-	case config.TypeBigint:
-		return sqltypes.Int8
-	case config.TypeFloat:
-		return sqltypes.Float8
-	case config.TypeNumeric:
-		return sqltypes.Numeric
-	case config.TypeDate:
-		return sqltypes.Date
-	case config.TypeTimestamp:
-		return sqltypes.Timestamp
-	case config.TypeBool:
-		return sqltypes.Bool
-	}
-	return sqltypes.Text
 }
 
 // mysqlTypeName is how SHOW COLUMNS names a type.
@@ -316,7 +295,7 @@ func (s *Session) mysqlSet(x *ast.SetStmt, apply bool) (*Result, bool, error) {
 			return nil, true, sqlerr.New(sqlerr.InsufficientPrivilege, "Access denied; you need (at least one of) the SUPER or SYSTEM_VARIABLES_ADMIN privilege(s) for this operation").
 				WithHint("only SESSION variables can be set through dpproxy")
 		}
-		value, ok := setValue(v.Value)
+		value, ok := s.setExprValue(v.Value)
 		if !ok {
 			return nil, true, sqlerr.New(sqlerr.FeatureNotSupported, "SET %s: only constant values are supported", v.Name)
 		}
@@ -365,6 +344,49 @@ func (s *Session) mysqlSet(x *ast.SetStmt, apply bool) (*Result, bool, error) {
 	return &Result{Tag: "SET"}, true, nil
 }
 
+// setExprValue is the text of a SET value: a constant (setValue), a
+// variable, or CONCAT of those — MariaDB Connector/J connects with
+// SET autocommit=1, sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES').
+func (s *Session) setExprValue(e ast.ExprNode) (string, bool) {
+	if v, ok := setValue(e); ok {
+		return v, true
+	}
+	switch x := e.(type) {
+	case *ast.VariableExpr:
+		lv, ok := s.mysqlEval(x)
+		if !ok {
+			return "", false
+		}
+		switch v := lv.v.(type) {
+		case nil:
+			return mysqlNull, true
+		case string:
+			return v, true
+		case int64:
+			return strconv.FormatInt(v, 10), true
+		}
+	case *ast.FuncCallExpr:
+		if x.FnName.L != "concat" || len(x.Args) == 0 {
+			return "", false
+		}
+		var sb strings.Builder
+		for _, a := range x.Args {
+			v, ok := s.setExprValue(a)
+			if !ok {
+				return "", false
+			}
+			if v == mysqlNull {
+				return mysqlNull, true
+			}
+			sb.WriteString(v)
+		}
+		return sb.String(), true
+	case *ast.ParenthesesExpr:
+		return s.setExprValue(x.Expr)
+	}
+	return "", false
+}
+
 // setValue is the text of a SET value: a constant, an identifier (ON,
 // utf8mb4), NULL (mysqlNull) or DEFAULT ("").
 func setValue(e ast.ExprNode) (string, bool) {
@@ -401,7 +423,7 @@ func setValue(e ast.ExprNode) (string, bool) {
 // the alias or the expression's text.
 func (s *Session) mysqlSelect(sel *ast.SelectStmt) (*Result, bool) {
 	if sel.From != nil {
-		return s.informationSchema(sel)
+		return nil, false // information_schema: see mysql_infoschema.go
 	}
 	if sel.Where != nil || sel.GroupBy != nil || sel.Having != nil || sel.With != nil ||
 		sel.OrderBy != nil || sel.Fields == nil || sel.Kind != ast.SelectStmtKindSelect {
@@ -501,10 +523,6 @@ func (s *Session) connectionID() int64 {
 func (s *Session) SetConnectionID(id uint32) {
 	s.gucs["\x00connection_id"] = strconv.FormatUint(uint64(id), 10)
 }
-
-// informationSchema answers listings of information_schema tables; not
-// supported yet (the statement takes the normal path).
-func (s *Session) informationSchema(*ast.SelectStmt) (*Result, bool) { return nil, false }
 
 // tableNames lists the policy's tables, sorted.
 func (s *Session) tableNames() []string {

@@ -36,6 +36,12 @@ func TestMySQLSessionStatements(t *testing.T) {
 	if s.Autocommit() {
 		t.Error("autocommit still on")
 	}
+	// MariaDB Connector/J's connection setup.
+	one("SET autocommit=1, sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES')")
+	if r := one("SELECT @@sql_mode"); r.Rows[0][0] != "TRADITIONAL,STRICT_TRANS_TABLES" || !s.Autocommit() {
+		t.Errorf("SET ... concat(@@sql_mode, ...): %v, autocommit %v", r.Rows, s.Autocommit())
+	}
+	one("SET autocommit=0, sql_mode = 'TRADITIONAL'")
 	r := one("SELECT @@version_comment limit 1")
 	if r.Columns[0].Name != "@@version_comment" || r.Rows[0][0] != mysqlVersionComment {
 		t.Errorf("version_comment: %+v", r)
@@ -82,7 +88,9 @@ func TestMySQLSessionStatements(t *testing.T) {
 		"USE other":                             sqlerr.InvalidCatalogName,
 		"SET GLOBAL wait_timeout = 1":           sqlerr.InsufficientPrivilege,
 		"SET sql_mode = 'NO_BACKSLASH_ESCAPES'": sqlerr.FeatureNotSupported,
-		"SHOW COLUMNS FROM nosuch":              sqlerr.UndefinedTable,
+		"SET sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')": sqlerr.FeatureNotSupported,
+		"SET sql_mode = LOWER('ANSI')":                               sqlerr.FeatureNotSupported,
+		"SHOW COLUMNS FROM nosuch":                                   sqlerr.UndefinedTable,
 	} {
 		if _, err := s.Execute(ctx, sql); err == nil || sqlerr.As(err).Code != code {
 			t.Errorf("%s: %v, want %s", sql, err, code)

@@ -95,11 +95,11 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 		}
 	}
 	stmt, parsed, err := s.parseForBinding(sql)
-	if (err != nil && s.engine.toCatalog(err, nil)) || (err == nil && stmt != nil && s.engine.toCatalog(nil, stmt)) {
+	if (err != nil && s.toCatalog(err, nil)) || (err == nil && stmt != nil && s.toCatalog(nil, stmt)) {
 		return s.engine.prepareCatalog(ctx, p)
 	}
 	if err != nil {
-		if cerr := s.engine.noCatalogError(sql); cerr != nil && !errors.Is(err, errMultipleStatements) {
+		if cerr := s.noCatalogError(sql); cerr != nil && !errors.Is(err, errMultipleStatements) {
 			return nil, cerr
 		}
 		return nil, err
@@ -210,6 +210,9 @@ func (s *Session) describe(ctx context.Context, p *Prepared, prep *prepared) err
 		return nil
 	case prep.local != nil:
 		p.Columns = prep.local.Columns
+		return nil
+	case prep.info != nil:
+		p.Columns = prep.info.resultColumns()
 		return nil
 	case prep.virtual != nil:
 		// Reading a view is free and has no side effects.

@@ -99,10 +99,10 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 	}
 	stmt, parsed, err := s.parseOne(sql)
 	if err != nil {
-		if s.engine.toCatalog(err, nil) {
+		if s.toCatalog(err, nil) {
 			return s.engine.catalogQuery(ctx, sql, nil)
 		}
-		if cerr := s.engine.noCatalogError(sql); cerr != nil && !errors.Is(err, errMultipleStatements) {
+		if cerr := s.noCatalogError(sql); cerr != nil && !errors.Is(err, errMultipleStatements) {
 			return nil, cerr
 		}
 		return nil, err
@@ -110,7 +110,7 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 	if stmt == nil {
 		return nil, nil
 	}
-	if s.engine.toCatalog(nil, stmt) {
+	if s.toCatalog(nil, stmt) {
 		return s.engine.catalogQuery(ctx, sql, nil)
 	}
 	if len(parsed.Params) > 0 {
@@ -161,7 +161,7 @@ func castLookup(p *rewrite.Parsed) rewrite.CastLookup {
 var errMultipleStatements = errors.New("multiple statements")
 
 // prepared is a statement checked and planned, ready to run or explain:
-// exactly one of tag, local, virtual and query is set.
+// exactly one of tag, local, virtual, info and query is set.
 type prepared struct {
 	// tag answers a session statement (SET, BEGIN, ...) that does nothing.
 	tag string
@@ -170,6 +170,8 @@ type prepared struct {
 	local *Result
 	// virtual is a query on a dpproxy.* view.
 	virtual *virtualQuery
+	// info is a MySQL client's query on information_schema (mysql.go).
+	info *infoQuery
 	// query is a query for the backend, DP or passthrough.
 	query *rewrite.Query
 	// canonical is the statement's canonical text (rewrite.Canonical),
@@ -208,6 +210,15 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 			return &prepared{local: res}, nil
 		}
 	}
+	if s.frontEnd == rewrite.MySQLFrontEnd {
+		q, err := s.parseInformationSchema(stmt)
+		if err != nil {
+			return nil, err
+		}
+		if q != nil {
+			return &prepared{info: q}, nil
+		}
+	}
 	v, err := parseVirtual(stmt)
 	if err != nil {
 		return nil, err
@@ -243,6 +254,8 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*Result, er
 		return p.local, nil
 	case p.virtual != nil:
 		return s.answerVirtual(ctx, p.virtual)
+	case p.info != nil:
+		return s.answerInformationSchema(ctx, p.info)
 	case p.query.Passthrough != nil:
 		return s.engine.passthrough(ctx, p.query.Passthrough)
 	case p.query.Empty != nil:
@@ -337,6 +350,8 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 	switch {
 	case p.virtual != nil:
 		addExplainNote(res, "summary", fmt.Sprintf("%s is answered by dpproxy itself from the budget ledger: nothing runs on the backend and no budget is spent", p.virtual.view.qualified()))
+	case p.info != nil:
+		addExplainNote(res, "summary", "information_schema is answered by dpproxy itself from the policy: nothing protected is read and no budget is spent")
 	case p.local != nil:
 		addExplainNote(res, "summary", "a question about the server or session, answered by dpproxy itself: nothing runs on the backend and no budget is spent")
 	case p.query.Empty != nil:

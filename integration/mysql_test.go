@@ -4,14 +4,22 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"math"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/dpproxy/dpproxy/demo"
 )
 
 // The demo serves MySQL clients too: go-sql-driver (both protocols) and
@@ -68,6 +76,142 @@ func TestDemoMySQLFrontEnd(t *testing.T) {
 	for _, want := range []string{"dpproxy", "clinics", "patients", "visits", "F\t", "M\t"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("%s output lacks %q:\n%s", cli, want, out.String())
+		}
+	}
+}
+
+// node mysql2 (npm) runs a script of its own against the demo's MySQL
+// listener: information_schema and SHOW discovery, DP aggregates as
+// server-side prepared statements with parameters, a refused raw read
+// (1142) and an unsupported information_schema view (1235) on the same
+// connection, then good queries again.
+func TestNodeMySQL2(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	dir, _ := filepath.Abs("testdata/node")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "mysql2")); err != nil {
+		t.Skip("npm package mysql2 not installed: run npm install --prefix integration/testdata/node (scripts/test.sh does)")
+	}
+	p := startProxy(t, "demo", "--data-dir", t.TempDir(), "--pg-addr", "127.0.0.1:0")
+	addr := p.mysqlAddress(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, filepath.Join(dir, "mysql_client.js"), "mysql://analyst:analyst@"+addr+"/demo").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("node mysql2 client: %v\n%s\nproxy log:\n%s", err, ee.Stderr, p.stderr.String())
+		}
+		t.Fatal(err)
+	}
+	type mysqlErr struct {
+		Errno    int    `json:"errno"`
+		SQLState string `json:"sqlState"`
+	}
+	var report struct {
+		Tables         []string  `json:"tables"`
+		PatientColumns []string  `json:"patientColumns"`
+		ShowTables     []string  `json:"showTables"`
+		Adults         int64     `json:"adults"`
+		CountType      int       `json:"countType"`
+		Groups         []string  `json:"groups"`
+		AvgIncome      []float64 `json:"avgIncome"`
+		RawRead        mysqlErr  `json:"rawRead"`
+		Routines       mysqlErr  `json:"routines"`
+		AfterError     int64     `json:"afterError"`
+		Seniors        int64     `json:"seniors"`
+	}
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("report %q: %v", out, err)
+	}
+	tables := []string{"clinics", "patients", "visits"}
+	if !slices.Equal(report.Tables, tables) || !slices.Equal(report.ShowTables, tables) {
+		t.Errorf("tables %v, SHOW TABLES %v", report.Tables, report.ShowTables)
+	}
+	// The demo policy's columns of patients, in its order.
+	if want := []string{"patient_id:int", "age:int", "sex:text", "region:text", "income:int"}; !slices.Equal(report.PatientColumns, want) {
+		t.Errorf("patients columns %v, want %v", report.PatientColumns, want)
+	}
+	// COUNT is a BIGINT (MYSQL_TYPE_LONGLONG = 8).
+	if report.CountType != 8 || report.RawRead != (mysqlErr{1142, "42000"}) || report.Routines != (mysqlErr{1235, "42000"}) || report.AfterError != 5 {
+		t.Errorf("report %+v", report)
+	}
+	facts := demo.DefaultFacts()
+	if math.Abs(float64(report.Adults)-float64(facts.Patients)*0.8) > 1000 || report.Seniors <= 0 || report.Seniors >= report.Adults {
+		t.Errorf("DP counts: adults %d, seniors %d (patients %d)", report.Adults, report.Seniors, facts.Patients)
+	}
+	if !slices.Equal(report.Groups, []string{"F", "M"}) || len(report.AvgIncome) != 2 || report.AvgIncome[0] < 0 || report.AvgIncome[0] > 200000 {
+		t.Errorf("grouped AVG: %v %v", report.Groups, report.AvgIncome)
+	}
+}
+
+// jdbcJar is the JDBC driver the Java test uses: $DPPROXY_TEST_JDBC_JAR, or
+// MariaDB Connector/J from Debian's libmariadb-java.
+func jdbcJar() string {
+	if jar := os.Getenv("DPPROXY_TEST_JDBC_JAR"); jar != "" {
+		return jar
+	}
+	return "/usr/share/java/mariadb-java-client.jar"
+}
+
+// A JDBC client (MariaDB Connector/J) against the demo's MySQL listener,
+// with client-side and server-side prepared statements: its own connection
+// setup (SET autocommit=1, sql_mode = concat(@@sql_mode, ...)), MySQL
+// Connector/J's startup probe, DP aggregates through PreparedStatement, a
+// refused raw read, information_schema, and a good query after the error.
+func TestJDBC(t *testing.T) {
+	javac, err := exec.LookPath("javac")
+	if err != nil {
+		t.Skip("javac not installed (apt-get install default-jdk-headless)")
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		t.Skip("java not installed")
+	}
+	jar := jdbcJar()
+	if _, err := os.Stat(jar); err != nil {
+		t.Skipf("no JDBC driver at %s (apt-get install libmariadb-java, or set DPPROXY_TEST_JDBC_JAR)", jar)
+	}
+	classes := t.TempDir()
+	if out, err := exec.Command(javac, "-d", classes, filepath.Join("testdata", "java", "DpproxyJdbc.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	p := startProxy(t, "demo", "--data-dir", t.TempDir(), "--pg-addr", "127.0.0.1:0")
+	addr := p.mysqlAddress(t)
+	want := countPatients(func(p demo.Patient) bool { return p.Age >= 18 && p.Sex == "F" })
+	for _, params := range []string{"useServerPrepStmts=false", "useServerPrepStmts=true"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		out, err := exec.CommandContext(ctx, java, "-cp", jar+string(os.PathListSeparator)+classes, "DpproxyJdbc",
+			"jdbc:mariadb://"+addr+"/demo?connectTimeout=10000&"+params, "analyst", "analyst").CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: java: %v\n%s\nproxy log:\n%s", params, err, out, p.stderr.String())
+		}
+		got := map[string]string{}
+		for _, line := range strings.Split(string(out), "\n") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+				got[k] = v
+			}
+		}
+		for k, v := range map[string]string{
+			"server":                         "8.0.36-dpproxy",
+			"probe.auto_increment_increment": "1",
+			"probe.max_allowed_packet":       "16777216",
+			"probe.columns":                  "19",
+			"groups":                         "F:positive M:positive",
+			"rawRead":                        "1142/42000",
+			"tables":                         "clinics patients visits",
+			"afterError":                     "5",
+		} {
+			if got[k] != v {
+				t.Errorf("%s: %s = %q, want %q\n%s", params, k, got[k], v, out)
+			}
+		}
+		n, err := strconv.ParseInt(got["adultWomen"], 10, 64)
+		if err != nil || math.Abs(float64(n-want)) > 200 {
+			t.Errorf("%s: adult women %q, truth %d", params, got["adultWomen"], want)
 		}
 	}
 }

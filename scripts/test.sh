@@ -37,6 +37,14 @@ if [ ! -x "$MARIADBD" ] || ! command -v mariadb-install-db >/dev/null || ! comma
   apt_install mariadb-server mariadb-client
 fi
 
+# MariaDB Connector/J for the JDBC test (Debian's libmariadb-java: 0.6 MB,
+# about 2 s to install). Only when a JDK is already there: a JDK is ~110 MB
+# of packages, so without javac the JDBC test skips instead.
+if command -v javac >/dev/null && [ ! -f /usr/share/java/mariadb-java-client.jar ] && [ -z "${DPPROXY_TEST_JDBC_JAR:-}" ]; then
+  log "installing MariaDB Connector/J (libmariadb-java)"
+  apt_install libmariadb-java || log "libmariadb-java not installed: the JDBC test will skip"
+fi
+
 # PostgreSQL refuses to run as root: run the cluster as an unprivileged user.
 PG_USER=$(id -un)
 if [ "$(id -u)" = 0 ]; then
@@ -104,9 +112,9 @@ mariadb-admin --no-defaults -uroot -h127.0.0.1 -P"$MY_PORT" ping >/dev/null ||
   { log "MariaDB did not start"; cat "$MY_DIR/server.log" >&2; exit 1; }
 export DPPROXY_TEST_MYSQL_DSN="root@tcp(127.0.0.1:$MY_PORT)/"
 
-# node-postgres for the integration tests (npm registry).
+# node-postgres and mysql2 for the integration tests (npm registry).
 if command -v npm >/dev/null; then
-  log "installing node-postgres for the integration tests"
+  log "installing node-postgres and mysql2 for the integration tests"
   (cd integration/testdata/node && npm install --no-audit --no-fund --silent >/dev/null)
 fi
 
