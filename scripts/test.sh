@@ -122,5 +122,5 @@ log "go vet"
 go vet ./...
 log "go test ./..."
 go test -count=1 -timeout 20m "$@" ./...
-log "go test -race (budget, engine, rewrite, pgwire: the concurrent paths)"
-go test -race -count=1 -timeout 20m "$@" ./budget/ ./engine/ ./rewrite/ ./proxy/pgwire/
+log "go test -race (budget, engine, rewrite, pgwire, mysqlwire: the concurrent paths)"
+go test -race -count=1 -timeout 20m "$@" ./budget/ ./engine/ ./rewrite/ ./proxy/pgwire/ ./proxy/mysqlwire/
