@@ -273,13 +273,115 @@ func (e *emitter) operand(expr ast.ExprNode) (string, valueKind, error) {
 		return e.literal(x)
 	case *ast.FuncCastExpr:
 		return e.castConstant(x)
+	case *ast.CaseExpr:
+		return e.caseOperand(x)
 	case *ast.FuncCallExpr:
+		if x.FnName.L == "coalesce" && x.Schema.L == "" {
+			return e.coalesce(x)
+		}
 		return "", 0, sqlerr.New(sqlerr.FeatureNotSupported, "function %s() is not allowed on protected tables yet", x.FnName.O).
-			WithHint("compare columns with constants")
+			WithHint("compare columns with constants; CASE and COALESCE are allowed")
 	case *ast.BinaryOperationExpr:
 		return "", 0, whereError("arithmetic (%s) is not allowed on protected tables: it could fail on one person's data", strings.ToUpper(x.Op.String()))
 	}
 	return "", 0, whereError("this expression is not supported on protected tables")
+}
+
+// caseOperand writes CASE [value] WHEN ... THEN ... [ELSE ...] END whose
+// conditions are WHERE conditions (or constants compared with value) and
+// whose results are columns or constants of one type: it cannot fail on
+// any row.
+func (e *emitter) caseOperand(x *ast.CaseExpr) (string, valueKind, error) {
+	var sb strings.Builder
+	sb.WriteString("CASE")
+	valueKind := kindNull
+	if x.Value != nil {
+		v, k, err := e.operand(x.Value)
+		if err != nil {
+			return "", 0, err
+		}
+		sb.WriteString(" " + v)
+		valueKind = k
+	}
+	kind := kindNull
+	result := func(expr ast.ExprNode) (string, error) {
+		r, rk, err := e.operand(expr)
+		if err != nil {
+			return "", err
+		}
+		if r, rk, err = coerceLiteral(r, rk, expr, kind); err != nil {
+			return "", err
+		}
+		if kind != kindNull && rk != kindNull && rk != kind {
+			return "", sqlerr.New(sqlerr.DatatypeMismatch, "CASE results must have one type, not %s and %s", kind, rk)
+		}
+		if rk != kindNull {
+			kind = rk
+		}
+		return r, nil
+	}
+	for _, w := range x.WhenClauses {
+		var cond string
+		if x.Value != nil {
+			c, ck, err := e.operand(w.Expr)
+			if err != nil {
+				return "", 0, err
+			}
+			if c, ck, err = coerceLiteral(c, ck, w.Expr, valueKind); err != nil {
+				return "", 0, err
+			}
+			if err := compatible(valueKind, ck, x.Value, w.Expr); err != nil {
+				return "", 0, err
+			}
+			cond = c
+		} else {
+			c, err := e.boolExpr(w.Expr)
+			if err != nil {
+				return "", 0, err
+			}
+			cond = c
+		}
+		r, err := result(w.Result)
+		if err != nil {
+			return "", 0, err
+		}
+		sb.WriteString(" WHEN " + cond + " THEN " + r)
+	}
+	if x.ElseClause != nil {
+		r, err := result(x.ElseClause)
+		if err != nil {
+			return "", 0, err
+		}
+		sb.WriteString(" ELSE " + r)
+	}
+	sb.WriteString(" END")
+	return "(" + sb.String() + ")", kind, nil
+}
+
+// coalesce writes COALESCE over columns and constants of one type.
+func (e *emitter) coalesce(x *ast.FuncCallExpr) (string, valueKind, error) {
+	if len(x.Args) == 0 {
+		return "", 0, whereError("COALESCE needs arguments")
+	}
+	kind := kindNull
+	args := make([]string, len(x.Args))
+	for i, arg := range x.Args {
+		a, k, err := e.operand(arg)
+		if err != nil {
+			return "", 0, err
+		}
+		if a, k, err = coerceLiteral(a, k, arg, kind); err != nil {
+			return "", 0, err
+		}
+		if kind != kindNull && k != kindNull && k != kind {
+			return "", 0, sqlerr.New(sqlerr.DatatypeMismatch, "COALESCE arguments must have one type, not %s and %s", kind, k)
+		}
+		if k != kindNull {
+			kind = k
+		}
+		args[i] = a
+	}
+	return "COALESCE(" + strings.Join(args, ", ") + ")", kind, nil
 }
 
 // castConstant writes a cast of a constant ('2024-01-01'::date, '10'::int)

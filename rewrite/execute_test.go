@@ -74,6 +74,16 @@ var executeCases = []executeCase{
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 1+2) },
 	},
 	{
+		// COALESCE and CASE: p1's two rows with a note (x1, x2) and p2's;
+		// diagnosis A with cost over 50 is p1 only (5 rows, Linf 2).
+		sql:   `SELECT COUNT(*) FROM visits WHERE COALESCE(note, 'none') <> 'none'`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3) },
+	},
+	{
+		sql:   `SELECT COUNT(*) FROM visits WHERE CASE diagnosis WHEN 'A' THEN cost ELSE 0 END > 50`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 2) },
+	},
+	{
 		sql:   `SELECT SUM(score) FROM visits WHERE NOT (region LIKE 'n%')`,
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3, -5) },
 	},

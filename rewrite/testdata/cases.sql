@@ -49,3 +49,5 @@ SELECT "source"."diagnosis" AS "diagnosis", "source"."count" AS "count" FROM (SE
 SELECT date_trunc('month', visit_date) AS month, EXTRACT(YEAR FROM visit_date), COUNT(*) FROM visits GROUP BY 1, EXTRACT(YEAR FROM visit_date) ORDER BY month
 -- name: quoted_numbers
 SELECT COUNT(*) FROM visits WHERE nights >= '2' AND cost BETWEEN '10' AND ' 99.5' AND clinic_id IN ('1', 2)
+-- name: case_and_coalesce
+SELECT COUNT(*) FROM visits WHERE COALESCE(note, 'none') <> 'none' AND CASE WHEN nights > 3 THEN 'long' WHEN nights IS NULL THEN 'unknown' ELSE 'short' END = 'long' AND CASE diagnosis WHEN 'A' THEN cost ELSE 0 END > 100
