@@ -249,19 +249,9 @@ func runMySQLReadOnly(ctx context.Context, conn *sql.Conn, query string, args []
 	return res, nil
 }
 
+// mysqlArgs binds time.Time arguments as DATETIME in UTC (see bindArgs).
 func mysqlArgs(args []any) []any {
-	out := make([]any, len(args))
-	for i, a := range args {
-		switch v := a.(type) {
-		case time.Time:
-			out[i] = v.UTC()
-		case sqltypes.Decimal:
-			out[i] = string(v)
-		default:
-			out[i] = a
-		}
-	}
-	return out
+	return bindArgs(args, func(t time.Time) any { return t.UTC() })
 }
 
 // mysqlDecoder turns a value as the driver returns it (nil, int64,
@@ -275,30 +265,20 @@ func readMySQLRows(rows *sql.Rows) (*Rows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("column types: %w", err)
 	}
-	res := &Rows{Columns: make([]Column, len(cts)), Values: [][]any{}}
+	res := &Rows{Columns: make([]Column, len(cts))}
 	decoders := make([]mysqlDecoder, len(cts))
 	for i, ct := range cts {
 		t, dec := mysqlColumnDecoder(ct.DatabaseTypeName())
 		res.Columns[i] = Column{Name: ct.Name(), Type: t}
 		decoders[i] = dec
 	}
-	for rows.Next() {
-		row := make([]any, len(cts))
-		ptrs := make([]any, len(cts))
-		for i := range row {
-			ptrs[i] = &row[i]
+	res.Values, err = scanRows(rows, len(cts), func(j int, v any) any {
+		if v == nil {
+			return nil
 		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, fmt.Errorf("scan: %w", err)
-		}
-		for i, v := range row {
-			if v != nil {
-				row[i] = decoders[i](v)
-			}
-		}
-		res.Values = append(res.Values, row)
-	}
-	if err := rows.Err(); err != nil {
+		return decoders[j](v)
+	})
+	if err != nil {
 		return nil, err
 	}
 	conform(res.Columns, res.Values)

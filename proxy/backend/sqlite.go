@@ -191,24 +191,16 @@ func (s *SQLite) Query(ctx context.Context, query string, args ...any) (*Rows, e
 	return res, nil
 }
 
+// sqliteArgs binds time.Time arguments as text in SQLite's date formats
+// (see bindArgs and Query).
 func sqliteArgs(args []any) []any {
-	out := make([]any, len(args))
-	for i, a := range args {
-		switch v := a.(type) {
-		case time.Time:
-			u := v.UTC()
-			if u.Hour() == 0 && u.Minute() == 0 && u.Second() == 0 && u.Nanosecond() == 0 {
-				out[i] = u.Format(time.DateOnly)
-			} else {
-				out[i] = u.Format("2006-01-02 15:04:05.999999999")
-			}
-		case sqltypes.Decimal:
-			out[i] = string(v)
-		default:
-			out[i] = a
+	return bindArgs(args, func(t time.Time) any {
+		u := t.UTC()
+		if u.Hour() == 0 && u.Minute() == 0 && u.Second() == 0 && u.Nanosecond() == 0 {
+			return u.Format(time.DateOnly)
 		}
-	}
-	return out
+		return u.Format("2006-01-02 15:04:05.999999999")
+	})
 }
 
 func readSQLiteRows(rows *sql.Rows) (*Rows, error) {
@@ -216,24 +208,14 @@ func readSQLiteRows(rows *sql.Rows) (*Rows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("column types: %w", err)
 	}
-	res := &Rows{Columns: make([]Column, len(cts)), Values: [][]any{}}
-	for rows.Next() {
-		row := make([]any, len(cts))
-		ptrs := make([]any, len(cts))
-		for i := range row {
-			ptrs[i] = &row[i]
+	res := &Rows{Columns: make([]Column, len(cts))}
+	res.Values, err = scanRows(rows, len(cts), func(_ int, v any) any {
+		if b, ok := v.([]byte); ok {
+			return string(b)
 		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, fmt.Errorf("scan: %w", err)
-		}
-		for i, v := range row {
-			if b, ok := v.([]byte); ok {
-				row[i] = string(b)
-			}
-		}
-		res.Values = append(res.Values, row)
-	}
-	if err := rows.Err(); err != nil {
+		return v
+	})
+	if err != nil {
 		return nil, err
 	}
 	for j, ct := range cts {

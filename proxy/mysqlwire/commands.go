@@ -39,7 +39,7 @@ func (c *conn) dispatch(pkt []byte) (quit bool, err error) {
 		c.fieldList(body)
 	case comStatistics:
 		c.writePacket([]byte(fmt.Sprintf("Uptime: %d  Threads: %d  Questions: %d  Slow queries: 0  Opens: 0  Open tables: 0  Queries per second avg: 0.000",
-			int(time.Since(c.srv.started).Seconds()), c.srv.numConns(), c.srv.queries.Load())))
+			int(time.Since(c.srv.started).Seconds()), c.srv.ns.Len(), c.srv.queries.Load())))
 	case comSetOption:
 		if len(body) != 2 || binary.LittleEndian.Uint16(body) > 1 {
 			c.writeErr(mysqlError{ErrUnknownCom, "08S01", "Unknown command"})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/sqlerr"
 )
 
@@ -35,7 +36,7 @@ const (
 	stateActive
 )
 
-// conn is one client connection, owned by the goroutine running serve
+// conn is one client connection, owned by the goroutine running Serve
 // except for the fields under mu.
 type conn struct {
 	srv    *Server
@@ -63,8 +64,11 @@ type conn struct {
 	closing bool
 }
 
+// newConn prepares a connection accepted by Serve. Its context keeps the
+// values of Serve's ctx but not its cancellation (see
+// netserver.ConnContext); cancelling it closes the socket.
 func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ctx, cancel := netserver.ConnContext(ctx, nc)
 	c := &conn{
 		srv:    s,
 		raw:    nc,
@@ -76,13 +80,12 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 	}
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
 	c.pr = packetReader{r: nc, max: s.opts.MaxPacketSize}
-	context.AfterFunc(ctx, func() { nc.Close() })
 	return c
 }
 
-// serve runs the connection to its end. It never panics.
-func (c *conn) serve() {
-	defer c.srv.unregister(c)
+// Serve runs the connection to its end. It never panics. The server's
+// registry drops the connection when Serve returns.
+func (c *conn) Serve() {
 	defer c.cancel()
 	defer c.raw.Close()
 	defer c.recoverPanic()
@@ -372,9 +375,9 @@ func (c *conn) setState(s connState) bool {
 	return true
 }
 
-// shutdownIfIdle closes the connection now if it waits for a command;
+// ShutdownIfIdle closes the connection now if it waits for a command;
 // otherwise it closes once the running command has answered.
-func (c *conn) shutdownIfIdle() {
+func (c *conn) ShutdownIfIdle() {
 	c.mu.Lock()
 	c.closing = true
 	idle := c.state != stateActive
@@ -382,6 +385,12 @@ func (c *conn) shutdownIfIdle() {
 	if idle {
 		c.cancel()
 	}
+}
+
+// ForceClose closes the connection whatever it is doing: cancelling its
+// context closes the socket.
+func (c *conn) ForceClose() {
+	c.cancel()
 }
 
 // readPacket reads one logical packet at the expected sequence id.

@@ -4,15 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
@@ -114,15 +112,10 @@ type Server struct {
 	log      *slog.Logger
 	started  time.Time
 
-	shuttingDown atomic.Bool
-	nextConnID   atomic.Uint32
-	queries      atomic.Uint64
-
-	mu        sync.Mutex
-	listeners map[net.Listener]struct{}
-	conns     map[*conn]struct{}
-	drained   chan struct{}
-	isDrained bool
+	nextConnID atomic.Uint32
+	queries    atomic.Uint64
+	// ns accepts connections and drains them on Shutdown.
+	ns *netserver.Server[*conn]
 }
 
 // NewServer returns a server that authenticates clients and opens
@@ -146,15 +139,19 @@ func NewServer(sessions Sessions, opts Options) *Server {
 	if opts.MaxStatements <= 0 {
 		opts.MaxStatements = DefaultMaxStatements
 	}
-	return &Server{
-		sessions:  sessions,
-		opts:      opts,
-		log:       opts.Logger,
-		started:   time.Now(),
-		listeners: make(map[net.Listener]struct{}),
-		conns:     make(map[*conn]struct{}),
-		drained:   make(chan struct{}),
+	s := &Server{
+		sessions: sessions,
+		opts:     opts,
+		log:      opts.Logger,
+		started:  time.Now(),
 	}
+	s.ns = netserver.New(netserver.Config[*conn]{
+		Name:            "mysqlwire",
+		Logger:          s.log,
+		ErrServerClosed: ErrServerClosed,
+		NewConn:         s.newConn,
+	})
+	return s
 }
 
 // Serve accepts connections on ln until ctx is cancelled, ln is closed or
@@ -162,43 +159,7 @@ func NewServer(sessions Sessions, opts Options) *Server {
 // ErrServerClosed after Shutdown, and the wrapped Accept error when ln
 // fails. Established connections outlive Serve; Shutdown drains them.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if !s.trackListener(ln) {
-		ln.Close()
-		return ErrServerClosed
-	}
-	defer s.untrackListener(ln)
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-
-	var backoff time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			switch {
-			case s.shuttingDown.Load():
-				return ErrServerClosed
-			case ctx.Err() != nil:
-				return ctx.Err()
-			case isTemporaryAcceptError(err):
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.log.Warn("mysqlwire: accept failed; retrying", "err", err, "retry_in", backoff)
-				select {
-				case <-time.After(backoff):
-				case <-ctx.Done():
-				}
-				continue
-			}
-			return fmt.Errorf("mysqlwire: accept: %w", err)
-		}
-		backoff = 0
-		c := s.newConn(ctx, nc)
-		if !s.register(c) {
-			c.cancel()
-			nc.Close()
-			continue
-		}
-		go c.serve()
-	}
+	return s.ns.Serve(ctx, ln)
 }
 
 // Shutdown stops accepting connections, closes idle connections at once
@@ -206,89 +167,5 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // closing their connections. If ctx ends first, the remaining connections
 // are closed and ctx's error is returned.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.shuttingDown.Store(true)
-	s.mu.Lock()
-	for ln := range s.listeners {
-		ln.Close()
-	}
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.checkDrainedLocked()
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.shutdownIfIdle()
-	}
-	select {
-	case <-s.drained:
-		return nil
-	case <-ctx.Done():
-	}
-	s.mu.Lock()
-	conns = conns[:0]
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.cancel()
-	}
-	return fmt.Errorf("mysqlwire: shutdown: %w", ctx.Err())
-}
-
-func (s *Server) trackListener(ln net.Listener) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shuttingDown.Load() {
-		return false
-	}
-	s.listeners[ln] = struct{}{}
-	return true
-}
-
-func (s *Server) untrackListener(ln net.Listener) {
-	s.mu.Lock()
-	delete(s.listeners, ln)
-	s.mu.Unlock()
-}
-
-func (s *Server) register(c *conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shuttingDown.Load() {
-		return false
-	}
-	s.conns[c] = struct{}{}
-	return true
-}
-
-func (s *Server) unregister(c *conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.conns, c)
-	s.checkDrainedLocked()
-}
-
-func (s *Server) checkDrainedLocked() {
-	if s.shuttingDown.Load() && len(s.conns) == 0 && !s.isDrained {
-		s.isDrained = true
-		close(s.drained)
-	}
-}
-
-func (s *Server) numConns() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns)
-}
-
-func isTemporaryAcceptError(err error) bool {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return true
-	}
-	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
-		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ENOBUFS) ||
-		errors.Is(err, syscall.ENOMEM)
+	return s.ns.Shutdown(ctx)
 }

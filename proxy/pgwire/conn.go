@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgproto3/v2"
 
 	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/sqlerr"
 )
 
@@ -40,7 +41,7 @@ const (
 )
 
 // conn is one client connection. Its fields are owned by the goroutine
-// running serve, except those under mu, which Shutdown and CancelRequests
+// running Serve, except those under mu, which Shutdown and CancelRequests
 // from other connections touch.
 type conn struct {
 	srv *Server
@@ -60,8 +61,8 @@ type conn struct {
 	wbuf []byte
 	werr error // sticky encoding error, reported by the next flush
 
-	// pid and secret are the BackendKeyData; set by Server.register before
-	// serve starts and read-only afterwards.
+	// pid and secret are the BackendKeyData; set by Server.addPID before
+	// Serve starts and read-only afterwards.
 	pid, secret uint32
 
 	user, database string
@@ -79,16 +80,16 @@ type conn struct {
 
 	mu          sync.Mutex
 	state       connState
-	closing     bool               // Shutdown or forceClose has taken over the connection
+	closing     bool               // Shutdown or ForceClose has taken over the connection
 	cancelQuery context.CancelFunc // non-nil while a query runs
 	canceled    bool               // a CancelRequest hit the running query
 }
 
 // newConn prepares a connection accepted by Serve. Its context keeps the
-// values of Serve's ctx but not its cancellation: connections outlive
-// Serve and end through their clients, Shutdown or forceClose.
+// values of Serve's ctx but not its cancellation (see
+// netserver.ConnContext); cancelling it closes the socket.
 func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ctx, cancel := netserver.ConnContext(ctx, nc)
 	c := &conn{
 		srv:      s,
 		raw:      nc,
@@ -103,15 +104,12 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
 	c.rd = newLimitedReader(nc, maxStartupPacketLen)
 	c.be = pgproto3.NewBackend(c.rd, nc)
-	// Cancelling the connection (forceClose, the end of serve) unblocks any
-	// read or write in progress by closing the socket.
-	context.AfterFunc(ctx, func() { nc.Close() })
 	return c
 }
 
-// serve runs the connection to its end. It never panics.
-func (c *conn) serve() {
-	defer c.srv.unregister(c)
+// Serve runs the connection to its end. It never panics. The server's
+// registry drops the connection when Serve returns.
+func (c *conn) Serve() {
 	defer c.cancel()
 	defer c.raw.Close()
 	defer c.recoverPanic()
@@ -167,6 +165,12 @@ func (c *conn) run() error {
 	c.session = sess
 	defer sess.Close()
 
+	// From the first ReadyForQuery on, a Shutdown must tell the client
+	// (FATAL 57P01) rather than drop it: the connection counts as busy
+	// until loop marks it idle, and enterIdle then does the telling.
+	if !c.enterActive() {
+		return errClosedByServer
+	}
 	c.sendParameterStatus(params)
 	c.send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret})
 	c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
@@ -407,7 +411,7 @@ func (c *conn) enterIdle() (ok, notify bool) {
 	if c.closing {
 		return false, false
 	}
-	if c.srv.shuttingDown.Load() {
+	if c.srv.ns.ShuttingDown() {
 		c.closing = true
 		return false, true
 	}
@@ -427,10 +431,10 @@ func (c *conn) enterActive() bool {
 	return true
 }
 
-// shutdownIfIdle is Shutdown's part: an idle session is told and closed,
+// ShutdownIfIdle is Shutdown's part: an idle session is told and closed,
 // a connection still authenticating is closed, a busy one is left to
 // finish its query (it closes itself in enterIdle).
-func (c *conn) shutdownIfIdle() {
+func (c *conn) ShutdownIfIdle() {
 	c.mu.Lock()
 	state, closing := c.state, c.closing
 	if state != stateActive {
@@ -457,8 +461,8 @@ func (c *conn) shutdownIfIdle() {
 	}
 }
 
-// forceClose closes the connection whatever it is doing.
-func (c *conn) forceClose() {
+// ForceClose closes the connection whatever it is doing.
+func (c *conn) ForceClose() {
 	c.mu.Lock()
 	c.closing = true
 	c.mu.Unlock()
@@ -603,7 +607,7 @@ func messageTypeName(msg pgproto3.FrontendMessage) string {
 	return strings.TrimPrefix(fmt.Sprintf("%T", msg), "*pgproto3.")
 }
 
-// errClosedByServer ends a connection that Shutdown or forceClose closed.
+// errClosedByServer ends a connection that Shutdown or ForceClose closed.
 var errClosedByServer = errors.New("pgwire: connection closed by server")
 
 // fatalError ends a connection after a FATAL ErrorResponse was sent.

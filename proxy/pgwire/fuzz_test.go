@@ -133,13 +133,14 @@ func newFuzzServer(t testing.TB) (*Server, *panicRecorder) {
 func runPipeConn(t *testing.T, s *Server, rec *panicRecorder, login bool, data []byte) {
 	srvEnd, cliEnd := net.Pipe()
 	c := s.newConn(context.Background(), srvEnd)
-	if !s.register(c) {
+	if !s.ns.Add(c) {
 		t.Fatal("register refused")
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.serve()
+		defer s.ns.Remove(c)
+		c.Serve()
 	}()
 
 	clientDone := make(chan struct{})

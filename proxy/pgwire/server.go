@@ -12,8 +12,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/dpproxy/dpproxy/proxy/netserver"
 )
 
 // Defaults for the zero fields of Options.
@@ -75,15 +76,14 @@ type Server struct {
 	// an unknown user sees the same salt on every attempt, as a real one does.
 	mockSecret [32]byte
 
-	shuttingDown atomic.Bool
-	nextConnID   atomic.Uint64
+	nextConnID atomic.Uint64
+	// ns accepts connections and drains them on Shutdown.
+	ns *netserver.Server[*conn]
 
-	mu        sync.Mutex
-	listeners map[net.Listener]struct{}
-	conns     map[*conn]struct{}
-	byPID     map[uint32]*conn // for CancelRequest
-	drained   chan struct{}    // closed once shutting down with no connections left
-	isDrained bool
+	// byPID finds live connections by process ID, for CancelRequest. The
+	// registry hooks of ns keep it in step with ns's connections.
+	pidMu sync.Mutex
+	byPID map[uint32]*conn
 }
 
 // NewServer returns a server that authenticates clients and opens sessions
@@ -102,14 +102,19 @@ func NewServer(sessions Sessions, opts Options) *Server {
 		opts.AuthTimeout = DefaultAuthTimeout
 	}
 	s := &Server{
-		sessions:  sessions,
-		opts:      opts,
-		log:       opts.Logger,
-		listeners: make(map[net.Listener]struct{}),
-		conns:     make(map[*conn]struct{}),
-		byPID:     make(map[uint32]*conn),
-		drained:   make(chan struct{}),
+		sessions: sessions,
+		opts:     opts,
+		log:      opts.Logger,
+		byPID:    make(map[uint32]*conn),
 	}
+	s.ns = netserver.New(netserver.Config[*conn]{
+		Name:            "pgwire",
+		Logger:          s.log,
+		ErrServerClosed: ErrServerClosed,
+		NewConn:         s.newConn,
+		OnAdd:           s.addPID,
+		OnRemove:        s.removePID,
+	})
 	if n, ok := versionNum(opts.ServerVersion); ok {
 		s.versionNum = n
 	} else {
@@ -135,43 +140,7 @@ func NewServer(sessions Sessions, opts Options) *Server {
 // leave or Shutdown drains them, so the usual pattern works —
 // cancel Serve's ctx on a signal, then call Shutdown with a deadline.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if !s.trackListener(ln) {
-		ln.Close()
-		return ErrServerClosed
-	}
-	defer s.untrackListener(ln)
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-
-	var backoff time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			switch {
-			case s.shuttingDown.Load():
-				return ErrServerClosed
-			case ctx.Err() != nil:
-				return ctx.Err()
-			case isTemporaryAcceptError(err):
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.log.Warn("pgwire: accept failed; retrying", "err", err, "retry_in", backoff)
-				select {
-				case <-time.After(backoff):
-				case <-ctx.Done():
-				}
-				continue
-			}
-			return fmt.Errorf("pgwire: accept: %w", err)
-		}
-		backoff = 0
-		c := s.newConn(ctx, nc)
-		if !s.register(c) {
-			c.cancel()
-			nc.Close()
-			continue
-		}
-		go c.serve()
-	}
+	return s.ns.Serve(ctx, ln)
 }
 
 // Shutdown stops accepting connections, closes idle sessions (they get
@@ -179,62 +148,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // closing each connection as its query ends. If ctx ends first, the
 // remaining connections are closed at once and ctx's error is returned.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.shuttingDown.Store(true)
-	s.mu.Lock()
-	for ln := range s.listeners {
-		ln.Close()
-	}
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.checkDrainedLocked()
-	s.mu.Unlock()
-
-	for _, c := range conns {
-		c.shutdownIfIdle()
-	}
-	select {
-	case <-s.drained:
-		return nil
-	case <-ctx.Done():
-	}
-	s.mu.Lock()
-	conns = conns[:0]
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.forceClose()
-	}
-	return fmt.Errorf("pgwire: shutdown: %w", ctx.Err())
+	return s.ns.Shutdown(ctx)
 }
 
-func (s *Server) trackListener(ln net.Listener) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shuttingDown.Load() {
-		return false
-	}
-	s.listeners[ln] = struct{}{}
-	return true
-}
-
-func (s *Server) untrackListener(ln net.Listener) {
-	s.mu.Lock()
-	delete(s.listeners, ln)
-	s.mu.Unlock()
-}
-
-// register adds c to the live connections and gives it a process ID that
-// no other live connection has. It refuses once Shutdown has begun.
-func (s *Server) register(c *conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shuttingDown.Load() {
-		return false
-	}
+// addPID gives a connection that is being registered a process ID that no
+// other live connection has, and its secret key. It is ns's OnAdd hook.
+func (s *Server) addPID(c *conn) {
+	s.pidMu.Lock()
+	defer s.pidMu.Unlock()
 	for {
 		c.pid = randUint32() & 0x7fffffff // positive, like a real PID
 		if _, taken := s.byPID[c.pid]; !taken && c.pid != 0 {
@@ -242,43 +163,24 @@ func (s *Server) register(c *conn) bool {
 		}
 	}
 	c.secret = randUint32()
-	s.conns[c] = struct{}{}
 	s.byPID[c.pid] = c
-	return true
 }
 
-func (s *Server) unregister(c *conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.conns, c)
+// removePID forgets the process ID of a connection that ended. It is ns's
+// OnRemove hook.
+func (s *Server) removePID(c *conn) {
+	s.pidMu.Lock()
+	defer s.pidMu.Unlock()
 	if s.byPID[c.pid] == c {
 		delete(s.byPID, c.pid)
-	}
-	s.checkDrainedLocked()
-}
-
-func (s *Server) checkDrainedLocked() {
-	if s.shuttingDown.Load() && len(s.conns) == 0 && !s.isDrained {
-		s.isDrained = true
-		close(s.drained)
 	}
 }
 
 // connByPID returns the live connection with process ID pid, if any.
 func (s *Server) connByPID(pid uint32) *conn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.pidMu.Lock()
+	defer s.pidMu.Unlock()
 	return s.byPID[pid]
-}
-
-func isTemporaryAcceptError(err error) bool {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return true
-	}
-	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
-		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ENOBUFS) ||
-		errors.Is(err, syscall.ENOMEM)
 }
 
 // versionNum derives server_version_num from a version string the way
