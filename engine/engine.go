@@ -14,6 +14,7 @@ import (
 	"github.com/dpproxy/dpproxy/proxy/backend"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // Engine answers SQL for analysts: it is shared by every front end and
@@ -28,11 +29,17 @@ type Engine struct {
 	// cache holds released answers for repetition at no cost (see
 	// cachedAnswer).
 	cache *resultCache
+	// passthroughs memoizes the analysis of public-table queries by text,
+	// so a repeated one skips parsing (BI dashboards repeat them).
+	passthroughs *lru.Cache[string, *rewrite.Passthrough]
 	// catalog runs catalog queries and statements dpproxy cannot parse
 	// under a role that cannot read protected tables; nil when the policy
 	// configures none.
 	catalog CatalogBackend
 }
+
+// passthroughMemoSize bounds the memo of analyzed public-table queries.
+const passthroughMemoSize = 4096
 
 // Options configure an Engine.
 type Options struct {
@@ -65,6 +72,10 @@ func New(opts Options) (*Engine, error) {
 		cache:      newResultCache(opts.Policy.Cache.Size, opts.Policy.Cache.TTL),
 		catalog:    opts.Catalog,
 	}
+	var err error
+	if e.passthroughs, err = lru.New[string, *rewrite.Passthrough](passthroughMemoSize); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	if e.rand == nil {
 		e.rand = mechanisms.Secure()
 	}
@@ -87,8 +98,8 @@ func (e *Engine) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
 }
 
 // passthrough runs a public-table query unchanged in meaning.
-func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough) (*Result, error) {
-	rows, err := e.backend.Query(ctx, p.SQL)
+func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, args ...any) (*Result, error) {
+	rows, err := e.backend.Query(ctx, p.SQL, args...)
 	if err != nil {
 		// Only public tables are read: the database's error reveals no
 		// protected data, and tells the analyst what is wrong.

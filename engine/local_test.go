@@ -165,3 +165,35 @@ func TestCatalogQueriesWithoutCatalogRole(t *testing.T) {
 		t.Errorf("got %v (%s)", err, sqlerr.As(err).Hint)
 	}
 }
+
+// A repeated public-table query is analyzed once and answered the same.
+func TestPassthroughMemo(t *testing.T) {
+	e, acct, _ := engineFixture(t)
+	ctx := context.Background()
+	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	var first []*Result
+	for i := 0; i < 3; i++ {
+		res, err := s.Execute(ctx, "SELECT body FROM notes WHERE body = 'hello'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = res
+		} else if len(res[0].Rows) != len(first[0].Rows) || res[0].Rows[0][0] != "hello" {
+			t.Fatalf("memoized answer %v differs from %v", res[0].Rows, first[0].Rows)
+		}
+	}
+	if e.passthroughs.Len() != 1 {
+		t.Errorf("memo holds %d entries, want 1", e.passthroughs.Len())
+	}
+	// DP queries are never memoized this way (they are charged or cached).
+	if _, err := s.Execute(ctx, "SELECT COUNT(*) FROM visits"); err != nil {
+		t.Fatal(err)
+	}
+	if e.passthroughs.Len() != 1 {
+		t.Error("a DP query entered the passthrough memo")
+	}
+	if st, _ := acct.Status("ana"); st.Spent.Epsilon == 0 {
+		t.Error("the DP query was not charged")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,11 @@ type Prepared struct {
 	// markerParams maps each parameter marker, in text order, to its
 	// 1-based parameter number.
 	markerParams []int
+	// passthrough, for a query on public tables, is its backend SQL with
+	// the parameters left as markers ($n for PostgreSQL, ? otherwise), in
+	// marker order: executions bind them in the database, without parsing
+	// the statement again.
+	passthrough string
 }
 
 // Prepare checks and describes a statement without running it on
@@ -129,7 +135,22 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 	if err != nil {
 		return nil, err
 	}
-	return p, s.describe(ctx, p, prep)
+	if err := s.describe(ctx, p, prep); err != nil {
+		return nil, err
+	}
+	if prep.query != nil && prep.query.Passthrough != nil && len(markers) > 0 {
+		// Analyze a fresh tree with its markers intact: the checks do not
+		// depend on the values, and the database binds them.
+		fresh, freshParsed, err := s.parseForBinding(sql)
+		if err != nil {
+			return nil, err
+		}
+		q, err := rewrite.Analyze(fresh, s.engine.policy, rewrite.Options{Dialect: s.engine.dialect, Epsilon: s.epsilon, FrontEnd: s.frontEnd, Casts: castLookup(freshParsed)})
+		if err == nil && q.Passthrough != nil {
+			p.passthrough = q.Passthrough.SQL
+		}
+	}
+	return p, nil
 }
 
 // ExecutePrepared runs a prepared statement with parameter values of the
@@ -160,6 +181,20 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []any
 		}
 		return conform(res[0], p.Columns), nil
 	}
+	if p.passthrough != "" {
+		args := make([]any, len(p.markerParams))
+		for i, n := range p.markerParams {
+			if err := checkParam(params[n-1], n); err != nil {
+				return nil, err
+			}
+			args[i] = params[n-1]
+		}
+		res, err := s.engine.passthrough(ctx, &rewrite.Passthrough{SQL: p.passthrough}, args...)
+		if err != nil {
+			return nil, err
+		}
+		return conform(res, p.Columns), nil
+	}
 	stmt, parsed, err := s.parseForBinding(p.SQL)
 	if err != nil {
 		return nil, err
@@ -176,6 +211,15 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []any
 		return nil, err
 	}
 	return conform(res, p.Columns), nil
+}
+
+// checkParam refuses values no statement should receive: non-finite
+// numbers (as BindParams does for bound constants).
+func checkParam(v any, n int) error {
+	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return sqlerr.New(sqlerr.InvalidParameterValue, "parameter $%d: NaN and infinite numbers are not allowed", n)
+	}
+	return nil
 }
 
 // prepareCatalog describes a statement that runs under the catalog role.

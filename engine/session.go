@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -97,6 +98,13 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 			return []*Result{res}, nil
 		}
 	}
+	if pt, ok := s.engine.passthroughs.Get(s.passthroughKey(sql)); ok {
+		res, err := s.engine.passthrough(ctx, pt)
+		if err != nil {
+			return nil, err
+		}
+		return []*Result{res}, nil
+	}
 	stmt, parsed, err := s.parseOne(sql)
 	if err != nil {
 		if s.toCatalog(err, nil) {
@@ -120,11 +128,21 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.query != nil && p.query.Passthrough != nil {
+		s.engine.passthroughs.Add(s.passthroughKey(sql), p.query.Passthrough)
+	}
 	res, err := s.run(ctx, p, sql)
 	if err != nil {
 		return nil, err
 	}
 	return []*Result{res}, nil
+}
+
+// passthroughKey keys the engine's memo of analyzed public-table queries:
+// the analysis depends only on the text, the front end's SQL flavour, the
+// policy and the backend dialect (the last two are the engine's own).
+func (s *Session) passthroughKey(sql string) string {
+	return strconv.Itoa(int(s.frontEnd)) + "\x00" + sql
 }
 
 // parseOne parses sql, which must hold at most one statement; it returns
@@ -227,20 +245,21 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 		return &prepared{virtual: v}, nil
 	}
 	p := &prepared{}
-	if _, ok := stmt.(*ast.SelectStmt); ok {
-		// Before Analyze, so that the key is the statement as the analyst
-		// wrote it. Without a canonical text the query is not cached.
+	q, err := rewrite.Analyze(stmt, s.engine.policy, rewrite.Options{Dialect: s.engine.dialect, Epsilon: s.epsilon, FrontEnd: s.frontEnd, Casts: casts})
+	if err != nil {
+		return nil, err
+	}
+	p.query = q
+	if q.Plan != nil {
+		// The result cache's key: the statement as the analyst wrote it
+		// (analysis of a DP query reads the tree, never changes it).
+		// Without a canonical text the query is not cached.
 		if c, err := rewrite.Canonical(stmt); err == nil {
 			p.canonical = c
 		} else {
 			s.engine.log.Debug("query not cacheable", "err", err)
 		}
 	}
-	q, err := rewrite.Analyze(stmt, s.engine.policy, rewrite.Options{Dialect: s.engine.dialect, Epsilon: s.epsilon, FrontEnd: s.frontEnd, Casts: casts})
-	if err != nil {
-		return nil, err
-	}
-	p.query = q
 	return p, nil
 }
 

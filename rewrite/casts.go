@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/sqlerr"
@@ -116,6 +117,37 @@ func (r *castRestorer) Leave(n ast.Node) (ast.Node, bool) {
 	return &castNode{FuncCastExpr: x, typ: typ, keep: keep}, true
 }
 
+// paramNode restores a parameter marker as PostgreSQL's $n (n its position
+// among the markers), for statements run with the parameters bound by the
+// database (prepared public-table queries).
+type paramNode struct{ *test_driver.ParamMarkerExpr }
+
+// Restore implements ast.Node.
+func (p *paramNode) Restore(ctx *format.RestoreCtx) error {
+	ctx.WritePlain("$" + strconv.Itoa(p.Order+1))
+	return nil
+}
+
+// Accept implements ast.Node, keeping the wrapper in the tree.
+func (p *paramNode) Accept(v ast.Visitor) (ast.Node, bool) {
+	n, skip := v.Enter(p)
+	if skip {
+		return v.Leave(n)
+	}
+	return v.Leave(p)
+}
+
+type paramRestorer struct{}
+
+func (paramRestorer) Enter(n ast.Node) (ast.Node, bool) { return n, false }
+
+func (paramRestorer) Leave(n ast.Node) (ast.Node, bool) {
+	if m, ok := n.(*test_driver.ParamMarkerExpr); ok {
+		return &paramNode{m}, true
+	}
+	return n, true
+}
+
 // restoreFor re-emits a checked statement for a dialect: casts with the
 // client's types, and LIMIT/OFFSET in the form PostgreSQL and SQLite read
 // (TiDB writes LIMIT m,n).
@@ -129,6 +161,10 @@ func restoreFor(n ast.Node, d Dialect, lookup CastLookup) (string, error) {
 	}
 	if d.Name() == "mysql" {
 		return restore(n, d)
+	}
+	if st, ok := n.(ast.StmtNode); ok && d.Name() == "postgres" {
+		ParamMarkers(st) // number them in text order
+		n.Accept(paramRestorer{})
 	}
 	n.Accept(joinFixer{})
 	// An OFFSET is only re-emitted on the outermost SELECT.
