@@ -44,12 +44,19 @@ func (s *Session) evalLocal(sel *ast.SelectStmt) (res *Result, ok bool) {
 		res.Columns = append(res.Columns, Column{Name: localName(f), Type: lv.t})
 		row = append(row, lv.v)
 	}
+	return oneRowResult(res, row, sel.Limit)
+}
+
+// oneRowResult finishes a locally computed one-row answer: LIMIT 0 (the
+// only LIMIT such a query can meaningfully carry) drops the row; any other
+// LIMIT or an OFFSET sends the query down the normal path (ok false).
+func oneRowResult(res *Result, row []any, limit *ast.Limit) (*Result, bool) {
 	res.Rows = [][]any{row}
-	if sel.Limit != nil {
-		if sel.Limit.Offset != nil {
+	if limit != nil {
+		if limit.Offset != nil {
 			return nil, false
 		}
-		n, ok := sel.Limit.Count.(*test_driver.ValueExpr)
+		n, ok := limit.Count.(*test_driver.ValueExpr)
 		if !ok {
 			return nil, false
 		}

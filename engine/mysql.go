@@ -446,26 +446,7 @@ func (s *Session) mysqlSelect(sel *ast.SelectStmt) (*Result, bool) {
 		res.Columns = append(res.Columns, Column{Name: name, Type: lv.t})
 		row = append(row, lv.v)
 	}
-	res.Rows = [][]any{row}
-	if sel.Limit != nil {
-		if sel.Limit.Offset != nil {
-			return nil, false
-		}
-		n, ok := sel.Limit.Count.(*test_driver.ValueExpr)
-		if !ok {
-			return nil, false
-		}
-		switch n.Kind() {
-		case test_driver.KindInt64, test_driver.KindUint64:
-			if n.GetValue() == int64(0) || n.GetValue() == uint64(0) {
-				res.Rows = nil
-			}
-		default:
-			return nil, false
-		}
-	}
-	res.Tag = "SELECT " + strconv.Itoa(len(res.Rows))
-	return res, true
+	return oneRowResult(res, row, sel.Limit)
 }
 
 func (s *Session) mysqlEval(expr ast.ExprNode) (localValue, bool) {
