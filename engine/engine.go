@@ -32,6 +32,9 @@ type Engine struct {
 	// passthroughs memoizes the analysis of public-table queries by text,
 	// so a repeated one skips parsing (BI dashboards repeat them).
 	passthroughs *lru.Cache[string, *rewrite.Passthrough]
+	// prepared memoizes prepared public-table queries with parameters
+	// (see Session.Prepare); their Prepared values are read-only.
+	prepared *lru.Cache[string, *Prepared]
 	// catalog runs catalog queries and statements dpproxy cannot parse
 	// under a role that cannot read protected tables; nil when the policy
 	// configures none.
@@ -74,6 +77,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	var err error
 	if e.passthroughs, err = lru.New[string, *rewrite.Passthrough](passthroughMemoSize); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if e.prepared, err = lru.New[string, *Prepared](passthroughMemoSize); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if e.rand == nil {

@@ -58,6 +58,35 @@ type Prepared struct {
 // declared). A statement that would be refused is refused here, with the
 // error executing it would give.
 func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*Prepared, error) {
+	key := s.prepareKey(sql, paramTypes)
+	if p, ok := s.engine.prepared.Get(key); ok {
+		return p, nil
+	}
+	p, err := s.prepareNew(ctx, sql, paramTypes)
+	if err == nil && p.passthrough != "" {
+		// A public-table query with parameters: its description depends
+		// only on the text and the declared types, and executing it only
+		// reads p. Drivers that Parse before every Execute (pgx's exec
+		// mode, pgbench -M extended) then skip parsing and describing.
+		s.engine.prepared.Add(key, p)
+	}
+	return p, err
+}
+
+// prepareKey keys the engine's memo of prepared public-table queries.
+func (s *Session) prepareKey(sql string, paramTypes []sqltypes.Type) string {
+	var sb strings.Builder
+	sb.WriteString(strconv.Itoa(int(s.frontEnd)))
+	for _, t := range paramTypes {
+		sb.WriteByte(',')
+		sb.WriteString(strconv.Itoa(int(t)))
+	}
+	sb.WriteByte(0)
+	sb.WriteString(sql)
+	return sb.String()
+}
+
+func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*Prepared, error) {
 	p := &Prepared{SQL: sql}
 	cmd, err := matchSessionCommand(sql)
 	if err != nil {

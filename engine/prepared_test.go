@@ -125,3 +125,38 @@ func TestPrepareRefusesWhatExecuteWould(t *testing.T) {
 		t.Errorf("view: %+v, %v", p, err)
 	}
 }
+
+// Prepared public-table queries are described once and shared; each
+// execution still binds its own values in the database. DP statements are
+// never shared this way.
+func TestPreparedPassthroughMemo(t *testing.T) {
+	e, _, _ := engineFixture(t)
+	ctx := context.Background()
+	s1, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	s2, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	p1, err := s1.Prepare(ctx, "SELECT body FROM notes WHERE body = ?", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := s2.Prepare(ctx, "SELECT body FROM notes WHERE body = ?", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p1 != p2 {
+		t.Error("the second Prepare described the statement again")
+	}
+	for v, want := range map[string]int{"hello": 1, "world": 1, "nope": 0} {
+		res, err := s2.ExecutePrepared(ctx, p2, []any{v})
+		if err != nil || len(res.Rows) != want {
+			t.Errorf("%q: %v rows, %v", v, res, err)
+		}
+	}
+	d1, err := s1.Prepare(ctx, "SELECT COUNT(*) FROM visits WHERE n > ?", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, _ := s2.Prepare(ctx, "SELECT COUNT(*) FROM visits WHERE n > ?", nil)
+	if d1 == d2 {
+		t.Error("a DP statement was shared between sessions")
+	}
+}

@@ -946,10 +946,20 @@ func (a *analyzer) orderTarget(p *Plan, sel *ast.SelectStmt, expr ast.ExprNode) 
 		}
 		return 0, sqlerr.New(sqlerr.InvalidParameterValue, "ORDER BY position %d is not in select list", pos.N)
 	}
-	if cn, ok := expr.(*ast.ColumnNameExpr); ok && cn.Name.Table.O == "" {
-		for i, out := range p.Output {
-			if strings.EqualFold(out.Name, cn.Name.Name.O) {
-				return i, nil
+	if cn, ok := expr.(*ast.ColumnNameExpr); ok {
+		if cn.Name.Table.O == "" {
+			for i, out := range p.Output {
+				if strings.EqualFold(out.Name, cn.Name.Name.O) {
+					return i, nil
+				}
+			}
+		}
+		// A (qualified) group column: the output showing it.
+		if col, err := a.column(cn.Name); err == nil {
+			for i, out := range p.Output {
+				if g := out.Source.Group; g >= 0 && p.Groups[g].Column == col && p.Groups[g].Bucket == nil {
+					return i, nil
+				}
 			}
 		}
 	}
