@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -137,13 +136,4 @@ func mustReserve(t *testing.T, a *Accountant, analyst string, c Cost) *Reservati
 		t.Fatalf("Reserve(%q, %v): %v", analyst, c, err)
 	}
 	return r
-}
-
-func sortedIDs(cs []Charge) []int64 {
-	ids := make([]int64, len(cs))
-	for i, c := range cs {
-		ids[i] = c.ID
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
 }

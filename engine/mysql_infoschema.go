@@ -76,11 +76,6 @@ var (
 	infoViews = []*infoView{infoSchemata, infoTables, infoColumnsView}
 )
 
-// infoTableLevel is the number of leading COLUMNS columns that depend on
-// the table only (catalog, schema, name): a WHERE on them decides whether
-// a public table's columns need to be asked of the backend at all.
-const infoTableLevel = 3
-
 func (v *infoView) column(name string) int {
 	for i, c := range v.columns {
 		if strings.EqualFold(c.Name, name) {

@@ -24,10 +24,6 @@ import (
 // maxRetainedWriteBuf is the write buffer capacity kept between commands.
 const maxRetainedWriteBuf = 64 << 10
 
-// flushThreshold is how much result data is buffered before it is
-// written out in the middle of a result.
-const flushThreshold = 32 << 10
-
 type connState int
 
 const (
