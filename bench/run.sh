@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # dpproxy benchmarks (issue 6): dpproxy's cost against direct PostgreSQL
-# access and PgBouncer, measured as ratios in one run, plus the Go
-# micro-benchmarks and the accuracy report. Writes bench/results/ and
-# regenerates BENCHMARKS.md.
+# access and PgBouncer, and through its MySQL front end against direct
+# MariaDB, measured as ratios in one run, plus the Go micro-benchmarks and
+# the accuracy report. Writes bench/results/ and regenerates BENCHMARKS.md.
 #
 #   bash bench/run.sh                 # default: 100,000 patients (~1.3M visits), 5 runs
 #   bash bench/run.sh --quick         # 10,000 patients, 3 short runs (CI-like)
 #   bash bench/run.sh --scale 50000 --runs 5
-#   (--accuracy-runs N: fresh runs per query and ε in the accuracy report, default 200)
+#   (--accuracy-runs N: fresh runs per query and ε in the accuracy report, default 200;
+#    --mysql-runs N: runs of the MariaDB workloads, default 3; --no-mysql skips them)
 #
 # Installs what it needs from Debian packages when missing (postgresql-15,
-# postgresql-client-15, pgbouncer; needs root or sudo for apt-get), starts a
-# throwaway PostgreSQL cluster, PgBouncer and two dpproxy instances on free
-# loopback ports, and stops and removes all of them on exit.
+# postgresql-client-15, pgbouncer, mariadb-server, mariadb-client; needs
+# root or sudo for apt-get), starts a throwaway PostgreSQL cluster,
+# PgBouncer, MariaDB and four dpproxy instances on free loopback ports, and
+# stops and removes all of them on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -21,6 +23,8 @@ SCALE=
 ACC_OVERRIDE=
 QUICK=
 RUNS=
+MY_RUNS=
+NO_MYSQL=
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -29,7 +33,9 @@ while [ $# -gt 0 ]; do
     --runs) RUNS=$2; shift 2 ;;
     --runs=*) RUNS=${1#*=}; shift ;;
     --accuracy-runs) ACC_OVERRIDE=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --mysql-runs) MY_RUNS=$2; shift 2 ;;
+    --no-mysql) NO_MYSQL=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -41,7 +47,10 @@ else
   D_CACHE=8; D_CACHE1=4; D_PASS=5; D_LEDGER=8; W1_COUNT=3; IDLE_HOLD=3; BENCHTIME=0.5s; ACC_RUNS=200
 fi
 ACC_RUNS=${ACC_OVERRIDE:-$ACC_RUNS}
-case "$SCALE$RUNS$ACC_RUNS" in *[!0-9]*) echo "--scale and --runs take integers" >&2; exit 2 ;; esac
+# The MariaDB workloads (9, and MariaDB in 2) run 3 times by default even in
+# the full run, to keep the whole run within 20 minutes.
+MY_RUNS=${MY_RUNS:-$(( RUNS < 3 ? RUNS : 3 ))}
+case "$SCALE$RUNS$ACC_RUNS$MY_RUNS" in *[!0-9]*) echo "--scale, --runs, --accuracy-runs and --mysql-runs take integers" >&2; exit 2 ;; esac
 
 log() { printf '==> [%4ds] %s\n' "$SECONDS" "$*" >&2; }
 as_root() {
@@ -67,14 +76,21 @@ fi
 # MySQL workloads (issue 6 #9 and MariaDB in #2) need dpproxy's MySQL front
 # end wired into `dpproxy serve`; without it MariaDB is not installed.
 MYSQL_NOTE=
-if [ ! -d proxy/mysqlwire ]; then
+if [ -n "$NO_MYSQL" ]; then
+  MYSQL_NOTE="--no-mysql: workload 9 and MariaDB in workload 2 skipped"
+elif [ ! -d proxy/mysqlwire ]; then
   MYSQL_NOTE="no MySQL front end (proxy/mysqlwire) in this tree: workload 9 and MariaDB in workload 2 skipped"
 elif ! grep -q mysqlwire cmd/dpproxy/*.go; then
   MYSQL_NOTE="proxy/mysqlwire exists but dpproxy serve does not start it yet: workload 9 and MariaDB in workload 2 skipped"
-else
-  MYSQL_NOTE="MySQL front end present, but the MySQL workloads are not implemented in this harness yet: workload 9 and MariaDB in workload 2 skipped"
 fi
-log "$MYSQL_NOTE"
+MARIADBD=${MARIADBD:-/usr/sbin/mariadbd}
+if [ -n "$MYSQL_NOTE" ]; then
+  log "$MYSQL_NOTE"
+elif [ ! -x "$MARIADBD" ] || ! command -v mariadb-install-db >/dev/null || ! command -v mariadb-admin >/dev/null ||
+  ! command -v mariadb >/dev/null; then
+  log "installing MariaDB"
+  apt_install mariadb-server mariadb-client
+fi
 
 # PostgreSQL and PgBouncer refuse to run as root: run them as an
 # unprivileged user (as scripts/test.sh does).
@@ -84,6 +100,13 @@ if [ "$(id -u)" = 0 ]; then
   id "$PG_USER" >/dev/null 2>&1 || useradd --system --no-create-home "$PG_USER"
 fi
 run_pg() { if [ "$(id -un)" = "$PG_USER" ]; then "$@"; else runuser -u "$PG_USER" -- "$@"; fi; }
+# MariaDB too, as the package's "mysql" user when we are root.
+MY_USER=$(id -un)
+if [ "$(id -u)" = 0 ]; then
+  MY_USER=mysql
+  id "$MY_USER" >/dev/null 2>&1 || useradd --system --no-create-home "$MY_USER"
+fi
+run_my() { if [ "$(id -un)" = "$MY_USER" ]; then "$@"; else runuser -u "$MY_USER" -- "$@"; fi; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 WORK=$(mktemp -d /tmp/dpproxy-bench.XXXXXX)
@@ -91,9 +114,12 @@ BIN=$(mktemp -d /tmp/dpproxy-bench-bin.XXXXXX)
 chmod 755 "$WORK"
 PG_DIR=$WORK/pg
 PGB_DIR=$WORK/pgbouncer
-mkdir -p "$PG_DIR" "$PGB_DIR"
+MY_DIR=$WORK/mariadb
+mkdir -p "$PG_DIR" "$PGB_DIR" "$MY_DIR"
 chown "$PG_USER" "$PG_DIR" "$PGB_DIR" 2>/dev/null || true
+chown "$MY_USER" "$MY_DIR" 2>/dev/null || true
 PROXY_PIDS=()
+MY_PID=
 cleanup() {
   set +e
   for p in "${PROXY_PIDS[@]}"; do kill "$p" 2>/dev/null; done
@@ -108,6 +134,15 @@ cleanup() {
     kill -9 "$pgb" 2>/dev/null
   fi
   run_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate stop >/dev/null 2>&1
+  if [ -n "$MY_PID" ]; then
+    # The server's own pid (MY_PID may be runuser's): SIGTERM, then
+    # SIGKILL after 10 s.
+    my_server=$(cat "$MY_DIR/mysqld.pid" 2>/dev/null || echo "$MY_PID")
+    kill "$my_server" "$MY_PID" 2>/dev/null
+    for _ in $(seq 1 100); do kill -0 "$my_server" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$my_server" "$MY_PID" 2>/dev/null
+    MY_PID=
+  fi
   rm -rf "$WORK"
 }
 trap 'cleanup; rm -rf "$BIN"' EXIT
@@ -166,18 +201,63 @@ LOAD_SECS=$((SECONDS - t0))
 VISITS=$(psql -X -A -t "$PG_DSN" -c "SELECT count(*) FROM visits")
 log "loaded $SCALE patients, $VISITS visits in ${LOAD_SECS}s"
 
+MY_LOAD_SECS= MY_VISITS= MY_DSN=
+if [ -z "$MYSQL_NOTE" ]; then
+  MY_PORT=$(free_port)
+  log "starting MariaDB on 127.0.0.1:$MY_PORT"
+  # root@localhost without a password over TCP (as in scripts/test.sh).
+  run_my mariadb-install-db --no-defaults --datadir="$MY_DIR/data" \
+    --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve >"$MY_DIR/install.log" 2>&1 ||
+    { cat "$MY_DIR/install.log" >&2; exit 1; }
+  # --no-defaults: nothing from /etc/mysql. Durable settings (InnoDB's
+  # default flush at each commit), a buffer pool that holds the dataset
+  # (like PostgreSQL's shared_buffers), no query cache, and in-memory
+  # temporary tables up to 256 MB: with the default 16 MB the window
+  # functions of the rewritten SQL spill to disk (100,000 patients: ~17 s
+  # instead of ~2.7 s per query).
+  run_my "$MARIADBD" --no-defaults --datadir="$MY_DIR/data" --socket="$MY_DIR/mysqld.sock" \
+    --port="$MY_PORT" --bind-address=127.0.0.1 --pid-file="$MY_DIR/mysqld.pid" \
+    --log-error="$MY_DIR/server.log" --skip-name-resolve --max-connections=300 \
+    --innodb-buffer-pool-size=512M --query-cache-type=0 --query-cache-size=0 \
+    --tmp-table-size=256M --max-heap-table-size=256M >/dev/null 2>&1 &
+  MY_PID=$!
+  for _ in $(seq 1 300); do
+    mariadb-admin --no-defaults -uroot -h127.0.0.1 -P"$MY_PORT" ping >/dev/null 2>&1 && break
+    kill -0 "$MY_PID" 2>/dev/null || { cat "$MY_DIR/server.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  mariadb-admin --no-defaults -uroot -h127.0.0.1 -P"$MY_PORT" ping >/dev/null ||
+    { log "MariaDB did not start"; cat "$MY_DIR/server.log" >&2; exit 1; }
+  MY_DSN="root@tcp(127.0.0.1:$MY_PORT)/bench"
+  my_sql() { mariadb --no-defaults -uroot -h127.0.0.1 -P"$MY_PORT" -N -B -e "$1" bench; }
+  log "loading the demo dataset into MariaDB: $SCALE patients"
+  t0=$SECONDS
+  "$LG" load-mysql --dsn "$MY_DSN" --patients "$SCALE"
+  MY_LOAD_SECS=$((SECONDS - t0))
+  MY_VISITS=$(my_sql "SELECT COUNT(*) FROM visits")
+  log "loaded $SCALE patients, $MY_VISITS visits into MariaDB in ${MY_LOAD_SECS}s"
+fi
+
 # Policies: the demo policy's tables and defaults, a PostgreSQL backend, an
 # analyst "bench" (password "bench") with a budget that never runs out.
 VERIFIERS=$(printf 'bench\n' | "$BIN/dpproxy" passwd --password-stdin 2>/dev/null)
-write_policy() { # write_policy FILE PORT CACHE_SIZE LEDGER
+write_policy() { # write_policy FILE PORT CACHE_SIZE LEDGER [mysql]
+  local listen="  postgres: 127.0.0.1:$2" backend="  kind: postgres
+  dsn: \"$PG_DSN\""
+  if [ "${5:-}" = mysql ]; then
+    # MySQL front end only, MariaDB backend.
+    listen="  postgres: \"\"
+  mysql: 127.0.0.1:$2"
+    backend="  kind: mysql
+  dsn: \"$MY_DSN\""
+  fi
   {
     cat <<EOF
 listen:
-  postgres: 127.0.0.1:$2
+$listen
   idle_timeout: 1h
 backend:
-  kind: postgres
-  dsn: "$PG_DSN"
+$backend
   max_conns: 16
 ledger:
   path: $4
@@ -199,10 +279,10 @@ EOF
     sed -n '/^protected_tables:/,$p' cmd/dpproxy/demo_policy.yaml
   } >"$1"
 }
-start_proxy() { # start_proxy NAME CACHE_SIZE → sets PROXY_PORT, PROXY_PID
+start_proxy() { # start_proxy NAME CACHE_SIZE [mysql] → sets PROXY_PORT, PROXY_PID
   local name=$1 port
   port=$(free_port)
-  write_policy "$WORK/$name.yaml" "$port" "$2" "$WORK/$name-ledger.db"
+  write_policy "$WORK/$name.yaml" "$port" "$2" "$WORK/$name-ledger.db" "${3:-}"
   "$BIN/dpproxy" serve --config "$WORK/$name.yaml" >"$WORK/$name.log" 2>&1 &
   PROXY_PID=$!
   PROXY_PIDS+=("$PROXY_PID")
@@ -271,6 +351,45 @@ for r in $(seq 1 "$RUNS"); do
   kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
 done
 
+# Workload 9 (and MariaDB in workload 2): the MySQL front end with a
+# MariaDB backend against direct MariaDB, with go-sql-driver. simple = text
+# protocol (COM_QUERY), extended = binary protocol (COM_STMT_PREPARE,
+# EXECUTE and CLOSE per query).
+MY_VERSION=
+if [ -z "$MYSQL_NOTE" ]; then
+  MY_VERSION=$(my_sql "SELECT VERSION()")
+  start_proxy my-nocache 0 mysql
+  MY_NOCACHE_PORT=$PROXY_PORT
+  start_proxy my-cache 1000 mysql
+  MY_CACHE_PORT=$PROXY_PORT
+  M_NOCACHE="bench:bench@tcp(127.0.0.1:$MY_NOCACHE_PORT)/bench"
+  M_CACHE="bench:bench@tcp(127.0.0.1:$MY_CACHE_PORT)/bench"
+  log "dpproxy (MySQL front end, MariaDB backend): cache off on :$MY_NOCACHE_PORT, cache on on :$MY_CACHE_PORT"
+  MY_REWRITTEN=$("$BIN/dpproxy" explain --config "$WORK/my-nocache.yaml" "$DPQ" | awk '/^backend SQL/{getline; sub(/^  /, ""); print; exit}')
+  [ -n "$MY_REWRITTEN" ] || { log "could not get the rewritten MySQL SQL from dpproxy explain"; exit 1; }
+  printf '%s\n' "$MY_REWRITTEN" >"$OUT/rewritten-mysql.sql"
+  MLG=("$LG" run --driver mysql)
+  log "workload 9 (1) and 2 on MariaDB: $MY_RUNS runs × $W1_COUNT queries per target"
+  for r in $(seq 1 "$MY_RUNS"); do
+    record w9.w1.proxy "$r" "$("${MLG[@]}" --dsn "$M_NOCACHE" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
+    record w9.w1.direct_rewritten "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$MY_REWRITTEN" --count "$W1_COUNT" --warmup 1 --duration 10m)"
+    record w2.mariadb.direct_original "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
+  done
+  log "workload 9 (3): cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $MY_RUNS runs"
+  for r in $(seq 1 "$MY_RUNS"); do
+    record w9.w3.c1 "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$CQ" --clients 1 --duration "${D_CACHE1}s")"
+    record w9.w3.c16 "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$CQ" --clients 16 --duration "${D_CACHE}s")"
+  done
+  MPQ='SELECT clinic_id, name, city FROM clinics WHERE clinic_id = ?'
+  log "workload 9 (4): passthrough, 16 clients, ${D_PASS}s per target and protocol, $MY_RUNS runs"
+  for r in $(seq 1 "$MY_RUNS"); do
+    for mode in simple extended; do
+      record "w9.w4.$mode.proxy" "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$MPQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
+      record "w9.w4.$mode.direct" "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$MPQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
+    done
+  done
+fi
+
 PG_VERSION=$(psql -X -A -t "$PG_DSN" -c "SHOW server_version")
 PGB_VERSION=$("$PGBOUNCER" --version 2>&1 | head -1)
 log "stopping the servers"
@@ -300,7 +419,11 @@ log "writing bench/results and BENCHMARKS.md"
   echo "go=$(go version | awk '{print $3}')"
   echo "dpproxy_commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
   echo "mysql_note=$MYSQL_NOTE"
-  echo "durations=w1 $W1_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s; w5 ${D_LEDGER}s; w6 hold ${IDLE_HOLD}s; go bench $BENCHTIME"
+  echo "mariadb=$MY_VERSION"
+  echo "mariadb_runs=$MY_RUNS"
+  echo "mariadb_visits=$MY_VISITS"
+  echo "mariadb_load_seconds=$MY_LOAD_SECS"
+  echo "durations=w1 $W1_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s; w5 ${D_LEDGER}s; w6 hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); go bench $BENCHTIME"
   echo "total_seconds=$SECONDS"
 } >"$OUT/run.txt"
 "$BIN/report" --results "$OUT" --benchmarks-md BENCHMARKS.md

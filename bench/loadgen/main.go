@@ -2,16 +2,24 @@
 //
 //	loadgen load   --dsn DSN --patients N
 //	    load the demo dataset, scaled, into PostgreSQL (demo.LoadPostgresWith)
+//	loadgen load-mysql --dsn USER@tcp(HOST:PORT)/DB --patients N
+//	    create database DB if missing and load the same dataset into it
+//	    (MySQL or MariaDB, demo.LoadMySQLWith)
 //	loadgen run    --dsn DSN --query SQL [--query SQL ...] [--clients C]
 //	               [--duration D] [--count N] [--mode simple|extended]
-//	               [--param-max K] [--ledger FILE]
+//	               [--param-max K] [--ledger FILE] [--driver pgx|mysql]
 //	    run a query mix with C clients (one connection each) for D or until
 //	    each client has run N queries; print one JSON object: queries/s and
 //	    latency percentiles. In a query, {i} is replaced by a number unique
-//	    to each execution (distinct query text) and $1 by a random integer
-//	    in [1, K] (bound by pgx: a parameter in extended mode, a literal in
-//	    simple mode). With --ledger, the dpproxy ledger is read before and
-//	    after: charges and transactions (group commits) of the run.
+//	    to each execution (distinct query text) and the parameter ($1 with
+//	    pgx, ? with mysql) by a random integer in [1, K]. With pgx: a
+//	    parameter in extended mode (unnamed statement), a literal in simple
+//	    mode. With --driver mysql (go-sql-driver, DSN in its form): simple
+//	    is the text protocol (COM_QUERY, the value interpolated by the
+//	    driver), extended the binary protocol (COM_STMT_PREPARE, EXECUTE and
+//	    CLOSE for each query). With --ledger, the dpproxy ledger is read
+//	    before and after: charges and transactions (group commits) of the
+//	    run.
 //	loadgen idle   --dsn DSN --conns N --hold D --pid PID
 //	    open N connections, keep them idle for D and report PID's VmRSS
 //	    before and while they are open.
@@ -40,19 +48,22 @@ import (
 	"time"
 
 	"github.com/dpproxy/dpproxy/demo"
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen load|run|idle [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen load|load-mysql|run|idle [flags]")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
 	case "load":
 		err = cmdLoad(os.Args[2:])
+	case "load-mysql":
+		err = cmdLoadMySQL(os.Args[2:])
 	case "run":
 		err = cmdRun(os.Args[2:])
 	case "idle":
@@ -76,6 +87,34 @@ func cmdLoad(args []string) error {
 	return demo.LoadPostgresWith(ctx, *dsn, "public", demo.GenerateOptions{Patients: *patients})
 }
 
+func cmdLoadMySQL(args []string) error {
+	fs := flag.NewFlagSet("load-mysql", flag.ExitOnError)
+	dsn := fs.String("dsn", "", "MySQL DSN (go-sql-driver form) naming the database")
+	patients := fs.Int("patients", 100000, "number of patients")
+	fs.Parse(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cfg, err := mysql.ParseDSN(*dsn)
+	if err != nil {
+		return err
+	}
+	if cfg.DBName == "" {
+		return errors.New("load-mysql: the DSN names no database")
+	}
+	admin := cfg.Clone()
+	admin.DBName = ""
+	db, err := sql.Open("mysql", admin.FormatDSN())
+	if err != nil {
+		return err
+	}
+	_, err = db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+strings.ReplaceAll(cfg.DBName, "`", "``")+"`")
+	db.Close()
+	if err != nil {
+		return fmt.Errorf("create database: %w", err)
+	}
+	return demo.LoadMySQLWith(ctx, *dsn, demo.GenerateOptions{Patients: *patients})
+}
+
 type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, "; ") }
@@ -84,6 +123,7 @@ func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 // Result is what `run` prints.
 type Result struct {
 	Clients   int     `json:"clients"`
+	Driver    string  `json:"driver"`
 	Mode      string  `json:"mode"`
 	Queries   int64   `json:"queries"`
 	Errors    int64   `json:"errors"`
@@ -98,6 +138,116 @@ type Result struct {
 	Rows      int64   `json:"rows"`
 	LedgerTx  int64   `json:"ledger_transactions,omitempty"`
 	LedgerChg int64   `json:"ledger_charges,omitempty"`
+}
+
+// client is one connection of the load generator.
+type client interface {
+	// query runs q (with param bound when it is not nil) and reads every
+	// row; it returns the number of rows.
+	query(ctx context.Context, q string, param any) (int64, error)
+	close()
+}
+
+type pgClient struct{ c *pgx.Conn }
+
+func (p pgClient) query(ctx context.Context, q string, param any) (int64, error) {
+	var rows pgx.Rows
+	var err error
+	if param != nil {
+		rows, err = p.c.Query(ctx, q, param)
+	} else {
+		rows, err = p.c.Query(ctx, q)
+	}
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for rows.Next() {
+		n++
+	}
+	rows.Close()
+	return n, rows.Err()
+}
+
+func (p pgClient) close() { p.c.Close(context.Background()) }
+
+// myClient is one go-sql-driver connection (its own sql.DB of one
+// connection, held by c).
+type myClient struct {
+	db *sql.DB
+	c  *sql.Conn
+}
+
+func (m myClient) query(ctx context.Context, q string, param any) (int64, error) {
+	var rows *sql.Rows
+	var err error
+	if param != nil {
+		rows, err = m.c.QueryContext(ctx, q, param)
+	} else {
+		rows, err = m.c.QueryContext(ctx, q)
+	}
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for rows.Next() {
+		n++
+	}
+	rows.Close()
+	return n, rows.Err()
+}
+
+func (m myClient) close() { m.c.Close(); m.db.Close() }
+
+func connectMySQL(ctx context.Context, dsn, mode string) (client, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	switch mode {
+	case "simple":
+		// Text protocol: the driver interpolates the parameter and sends
+		// one COM_QUERY.
+		cfg.InterpolateParams = true
+	case "extended":
+		// Binary protocol: COM_STMT_PREPARE, COM_STMT_EXECUTE and
+		// COM_STMT_CLOSE for each query with a parameter.
+		cfg.InterpolateParams = false
+	default:
+		return nil, fmt.Errorf("unknown mode %q", mode)
+	}
+	cfg.Timeout = 30 * time.Second
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	c, err := db.Conn(ctx)
+	if err == nil {
+		err = c.PingContext(ctx)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return myClient{db, c}, nil
+}
+
+func connectClient(ctx context.Context, driver, dsn, mode string) (client, error) {
+	switch driver {
+	case "pgx":
+		c, err := connect(ctx, dsn, mode)
+		if err != nil {
+			return nil, err
+		}
+		return pgClient{c}, nil
+	case "mysql":
+		return connectMySQL(ctx, dsn, mode)
+	}
+	return nil, fmt.Errorf("unknown driver %q (pgx or mysql)", driver)
 }
 
 func connect(ctx context.Context, dsn, mode string) (*pgx.Conn, error) {
@@ -132,14 +282,23 @@ func cmdRun(args []string) error {
 	mode := fs.String("mode", "simple", "simple or extended protocol")
 	paramMax := fs.Int("param-max", 25, "$1 is a random integer in [1, param-max]")
 	ledger := fs.String("ledger", "", "dpproxy ledger file to read before and after")
+	driver := fs.String("driver", "pgx", "pgx (PostgreSQL protocol) or mysql (go-sql-driver, MySQL protocol)")
 	fs.Parse(args)
 	if len(queries) == 0 || *clients < 1 {
 		return errors.New("run: --query and --clients ≥ 1 are required")
 	}
+	placeholder := "$1"
+	switch *driver {
+	case "pgx":
+	case "mysql":
+		placeholder = "?"
+	default:
+		return fmt.Errorf("run: unknown --driver %q (pgx or mysql)", *driver)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *duration+2*time.Minute)
 	defer cancel()
 
-	conns := make([]*pgx.Conn, *clients)
+	conns := make([]client, *clients)
 	var wg sync.WaitGroup
 	var connErr atomic.Value
 	sem := make(chan struct{}, 8)
@@ -149,7 +308,7 @@ func cmdRun(args []string) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			c, err := connect(ctx, *dsn, *mode)
+			c, err := connectClient(ctx, *driver, *dsn, *mode)
 			if err != nil {
 				connErr.Store(err)
 				return
@@ -161,7 +320,7 @@ func cmdRun(args []string) error {
 	defer func() {
 		for _, c := range conns {
 			if c != nil {
-				c.Close(context.Background())
+				c.close()
 			}
 		}
 	}()
@@ -171,27 +330,16 @@ func cmdRun(args []string) error {
 
 	var seq atomic.Int64
 	seq.Store(time.Now().UnixNano() % 1e12) // distinct across runs too
-	exec := func(c *pgx.Conn, r *rand.Rand) (int64, error) {
+	exec := func(c client, r *rand.Rand) (int64, error) {
 		q := queries[r.IntN(len(queries))]
 		if strings.Contains(q, "{i}") {
 			q = strings.ReplaceAll(q, "{i}", strconv.FormatInt(seq.Add(1), 10))
 		}
-		var rows pgx.Rows
-		var err error
-		if strings.Contains(q, "$1") {
-			rows, err = c.Query(ctx, q, int32(1+r.IntN(*paramMax)))
-		} else {
-			rows, err = c.Query(ctx, q)
+		var param any
+		if strings.Contains(q, placeholder) {
+			param = int32(1 + r.IntN(*paramMax))
 		}
-		if err != nil {
-			return 0, err
-		}
-		var n int64
-		for rows.Next() {
-			n++
-		}
-		rows.Close()
-		return n, rows.Err()
+		return c.query(ctx, q, param)
 	}
 
 	var warm sync.WaitGroup
@@ -250,7 +398,7 @@ func cmdRun(args []string) error {
 
 	all := slices.Concat(lat...)
 	slices.Sort(all)
-	res := Result{Clients: *clients, Mode: *mode, Queries: total.Load(), Errors: nerr.Load(),
+	res := Result{Clients: *clients, Driver: *driver, Mode: *mode, Queries: total.Load(), Errors: nerr.Load(),
 		Seconds: elapsed.Seconds(), Rows: nrows.Load()}
 	if s, ok := firstErr.Load().(string); ok {
 		res.FirstErr = s

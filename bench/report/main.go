@@ -120,6 +120,24 @@ func run(dir, mdPath string) error {
 		mk("2 cost of contribution bounding", "rewritten ÷ original SQL, both directly on PostgreSQL (p50)", "×", ratio(direct, orig), "≤ 2.0", le(2.0)),
 		mk("2 cost of contribution bounding", "original SQL directly on PostgreSQL (p50)", "ms", scale(orig, 1e-3), "", nil),
 	)
+	myMeasured := len(series["w9.w1.proxy"]) > 0
+	notMeasured := func(workload, figure, target string) Row {
+		note := info["mysql_note"]
+		if note == "" {
+			note = "no data"
+		}
+		return Row{Workload: workload, Figure: figure, Target: target, Note: "not measured: " + note,
+			Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
+	}
+	myDirect, myOrig := per("w9.w1.direct_rewritten", p50), per("w2.mariadb.direct_original", p50)
+	if myMeasured {
+		rows = append(rows,
+			mk("2 cost of contribution bounding, MariaDB", "rewritten ÷ original SQL, both directly on MariaDB (p50)", "×", ratio(myDirect, myOrig), "≤ 2.0", le(2.0)),
+			mk("2 cost of contribution bounding, MariaDB", "original SQL directly on MariaDB (p50)", "ms", scale(myOrig, 1e-3), "", nil),
+		)
+	} else {
+		rows = append(rows, notMeasured("2 cost of contribution bounding, MariaDB", "rewritten ÷ original SQL, both directly on MariaDB (p50)", "≤ 2.0"))
+	}
 	// 3.
 	rows = append(rows,
 		mk("3 cache hit, 1 client", "p50 latency", "µs", per("w3.c1", p50), "≤ 200 µs", le(200)),
@@ -183,8 +201,35 @@ func run(dir, mdPath string) error {
 		}
 		rows = append(rows, mk("8 secure noise sampling, one core", name+" samples/s", "/s", sps, "≥ 1,000,000/s", ge(1e6)))
 	}
-	rows = append(rows, Row{Workload: "9 MySQL protocol", Figure: "workloads 1, 3, 4 against MariaDB", Target: "same targets",
-		Note: "not measured: " + info["mysql_note"], Median: math.NaN()})
+	// 9: workloads 1, 3 and 4 through the MySQL front end, MariaDB backend.
+	if myMeasured {
+		myProxy := per("w9.w1.proxy", p50)
+		rows = append(rows,
+			mk("9 MySQL front end: 1 DP aggregate, cache off", "latency through dpproxy ÷ rewritten SQL directly on MariaDB (p50)", "×", ratio(myProxy, myDirect), "≤ 1.10", le(1.10)),
+			mk("9 MySQL front end: 1 DP aggregate, cache off", "latency through dpproxy (p50)", "ms", scale(myProxy, 1e-3), "", nil),
+			mk("9 MySQL front end: 1 DP aggregate, cache off", "rewritten SQL directly on MariaDB (p50)", "ms", scale(myDirect, 1e-3), "", nil),
+			mk("9 MySQL front end: 3 cache hit, 1 client", "p50 latency", "µs", per("w9.w3.c1", p50), "≤ 200 µs", le(200)),
+			mk("9 MySQL front end: 3 cache hit, 1 client", "p99 latency", "µs", per("w9.w3.c1", p99), "", nil),
+			mk("9 MySQL front end: 3 cache hit, 16 clients", "queries/s", "q/s", per("w9.w3.c16", qps), "", nil),
+			mk("9 MySQL front end: 3 cache hit, 16 clients", "p50 latency (includes queueing: 16 clients on the cores)", "µs", per("w9.w3.c16", p50), "", nil),
+			mk("9 MySQL front end: 3 cache hit, 16 clients", "p99 latency", "µs", per("w9.w3.c16", p99), "", nil),
+		)
+		for _, m := range []struct{ mode, name, pg string }{
+			{"simple", "text protocol (COM_QUERY)", "simple"},
+			{"extended", "binary protocol (prepare, execute, close per query)", "extended"},
+		} {
+			px, dr := per("w9.w4."+m.mode+".proxy", qps), per("w9.w4."+m.mode+".direct", qps)
+			w := "9 MySQL front end: 4 passthrough, public table, 16 clients, " + m.name
+			r := mk(w, "dpproxy TPS ÷ direct MariaDB TPS", "×", ratio(px, dr), "none (≥ 0.7 is against PgBouncer; no MySQL equivalent here)", nil)
+			if pgr := ratio(per("w4."+m.pg+".proxy", qps), per("w4."+m.pg+".direct", qps)); len(pgr) > 0 {
+				r.Note = fmt.Sprintf("PostgreSQL %s protocol in this run: dpproxy ÷ direct %s", m.pg, fmtNum(median(pgr)))
+			}
+			rows = append(rows, r, mk(w, "TPS dpproxy / direct", "q/s", px, "", nil))
+			rows[len(rows)-1].Note = fmt.Sprintf("direct median %.0f", median(dr))
+		}
+	} else {
+		rows = append(rows, notMeasured("9 MySQL front end", "workloads 1, 3, 4 against MariaDB", "same targets"))
+	}
 
 	machine := machineInfo(info)
 	out := map[string]any{"machine": machine, "run": info, "results": rows, "go_benchmarks": bench, "errors": errs}
@@ -380,17 +425,22 @@ func machineInfo(info map[string]string) map[string]string {
 	if b, err := os.ReadFile("/etc/debian_version"); err == nil {
 		m["debian"] = strings.TrimSpace(string(b))
 	}
-	for _, k := range []string{"go", "postgresql", "pgbouncer", "dpproxy_commit"} {
+	for _, k := range []string{"go", "postgresql", "pgbouncer", "mariadb", "dpproxy_commit"} {
 		m[k] = info[k]
 	}
 	return m
 }
 
 func machineMD(m, info map[string]string) string {
-	return fmt.Sprintf("Machine: %s CPU(s), %s, %s RAM, Linux %s (Debian %s). Go %s, PostgreSQL %s, %s, dpproxy %s.\n\n"+
-		"Run: %s patients (%s visits), %s runs per workload (quick mode: %s), dataset loaded in %ss, whole run %ss. Durations: %s.\n",
-		m["nproc"], m["cpu"], m["memory"], m["kernel"], m["debian"], m["go"], m["postgresql"], m["pgbouncer"], m["dpproxy_commit"],
-		info["scale_patients"], info["visits"], info["runs"], info["quick"], info["load_seconds"], info["total_seconds"], info["durations"])
+	maria, myRun := "", ""
+	if m["mariadb"] != "" {
+		maria = ", MariaDB " + m["mariadb"]
+		myRun = fmt.Sprintf(" (MariaDB: %s visits loaded in %ss, %s runs per workload)", info["mariadb_visits"], info["mariadb_load_seconds"], info["mariadb_runs"])
+	}
+	return fmt.Sprintf("Machine: %s CPU(s), %s, %s RAM, Linux %s (Debian %s). Go %s, PostgreSQL %s, %s%s, dpproxy %s.\n\n"+
+		"Run: %s patients (%s visits), %s runs per workload (quick mode: %s), dataset loaded in %ss%s, whole run %ss. Durations: %s.\n",
+		m["nproc"], m["cpu"], m["memory"], m["kernel"], m["debian"], m["go"], m["postgresql"], m["pgbouncer"], maria, m["dpproxy_commit"],
+		info["scale_patients"], info["visits"], info["runs"], info["quick"], info["load_seconds"], myRun, info["total_seconds"], info["durations"])
 }
 
 // sanitize replaces NaN figures (not valid JSON) with null.
@@ -422,27 +472,33 @@ func benchmarksMD(machine, info map[string]string, table string, errs []string, 
 
 <!-- Generated by bench/run.sh (bench/report): edit bench/report/main.go, not this file. -->
 
-dpproxy's own cost, measured against direct PostgreSQL access and PgBouncer
-in one run, with the targets of issue 6. Reproduce on a fresh Debian
-machine with one command (needs root or sudo for apt-get; installs
-PostgreSQL 15 and PgBouncer if missing):
+dpproxy's own cost, measured against direct PostgreSQL access and PgBouncer,
+and through its MySQL front end against direct MariaDB, in one run, with
+the targets of issue 6. Reproduce on a fresh Debian machine with one
+command (needs root or sudo for apt-get; installs PostgreSQL 15, PgBouncer
+and MariaDB if missing):
 
 ` + "```sh" + `
 bash bench/run.sh            # 100,000 patients (~1.3M visits), 5 runs per workload
 bash bench/run.sh --quick    # 10,000 patients, 3 short runs
 bash bench/run.sh --scale 50000 --runs 5
+bash bench/run.sh --no-mysql # PostgreSQL workloads only (--mysql-runs N: MariaDB runs, default 3)
 ` + "```" + `
 
 It builds dpproxy, starts a throwaway PostgreSQL 15 (fsync on), PgBouncer
-(transaction pooling, pool of 16) and dpproxy (backend pool of 16) on free
-loopback ports, loads the demo dataset scaled with ` + "`--scale`" + `, runs the
+(transaction pooling, pool of 16), MariaDB (InnoDB, durable defaults, no
+query cache, in-memory temporary tables up to 256 MB) and dpproxy
+(backend pool of 16; PostgreSQL front end with a PostgreSQL backend,
+MySQL front end with a MariaDB backend) on free loopback ports, loads
+the demo dataset scaled with ` + "`--scale`" + ` into both databases, runs the
 workloads below, then the Go micro-benchmarks and the accuracy report,
 and stops everything. Results: ` + "`bench/results/results.md`" + `,
 ` + "`results.json`" + ` (medians, min–max over the runs, every run's value,
 the machine), the raw per-run output (` + "`raw.jsonl`" + `, ` + "`gobench.txt`" + `) and
-this file. The load generator (` + "`bench/loadgen`" + `, pgx) is the same tool for
-dpproxy, PgBouncer and direct PostgreSQL; each client has its own
-connection, opened (and authenticated) before the clock starts.
+this file. The load generator (` + "`bench/loadgen`" + `, pgx, or go-sql-driver
+with ` + "`--driver mysql`" + `) is the same tool for dpproxy, PgBouncer and the
+direct databases; each client has its own connection, opened (and
+authenticated) before the clock starts.
 
 ## What each workload measures
 
@@ -450,7 +506,8 @@ connection, opened (and authenticated) before the clock starts.
    one client, sequential: p50 latency through dpproxy ÷ p50 latency of the
    same rewritten SQL (from ` + "`dpproxy explain`" + `) sent directly to PostgreSQL.
 2. **Cost of contribution bounding** — the rewritten SQL ÷ the original SQL,
-   both directly on PostgreSQL.
+   both directly on PostgreSQL; and on MariaDB (the MySQL-dialect rewritten
+   SQL from ` + "`dpproxy explain`" + ` with a ` + "`kind: mysql`" + ` policy).
 3. **Cache hits** — ` + "`SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region`" + `
    repeated (cache on): p50/p99 with one client (the target applies here),
    and queries/s, p50/p99 with 16 clients.
@@ -473,7 +530,15 @@ connection, opened (and authenticated) before the clock starts.
    an extended-protocol execution with two parameters (parse, bind, analyze).
 8. **Secure noise sampling** — the mechanisms benchmarks (crypto/rand
    source), samples/s = 10⁹ ÷ ns/op on one core.
-9. **MySQL protocol** — not measured yet (see the table).
+9. **MySQL protocol** — workloads 1, 3 and 4 through dpproxy's MySQL front
+   end (` + "`listen.mysql`" + `) with a MariaDB backend (` + "`kind: mysql`" + `), go-sql-driver
+   clients, against the same queries sent directly to MariaDB: 1 compares
+   with the MySQL-dialect rewritten SQL directly on MariaDB; 3 is the same
+   cache-hit query; 4 uses ` + "`WHERE clinic_id = ?`" + ` with the text protocol
+   (COM_QUERY, the id interpolated by the driver) and the binary protocol
+   (COM_STMT_PREPARE, EXECUTE and CLOSE for each query, what go-sql-driver
+   does without ` + "`interpolateParams`" + `). There is no PgBouncer equivalent in
+   the run, so 4 reports dpproxy ÷ direct MariaDB without a target.
 
 `)
 	sb.WriteString("## Results\n\n" + machineMD(machine, info) + "\n")
