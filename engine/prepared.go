@@ -77,6 +77,8 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 func (s *Session) prepareKey(sql string, paramTypes []sqltypes.Type) string {
 	var sb strings.Builder
 	sb.WriteString(strconv.Itoa(int(s.frontEnd)))
+	sb.WriteByte(0)
+	sb.WriteString(s.database) // see passthroughKey
 	for _, t := range paramTypes {
 		sb.WriteByte(',')
 		sb.WriteString(strconv.Itoa(int(t)))

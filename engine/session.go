@@ -140,9 +140,11 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 
 // passthroughKey keys the engine's memo of analyzed public-table queries:
 // the analysis depends only on the text, the front end's SQL flavour, the
-// policy and the backend dialect (the last two are the engine's own).
+// policy and the backend dialect (the last two are the engine's own). The
+// session's database is part of the key too: for MySQL clients it decides
+// whether a name means an information_schema view.
 func (s *Session) passthroughKey(sql string) string {
-	return strconv.Itoa(int(s.frontEnd)) + "\x00" + sql
+	return strconv.Itoa(int(s.frontEnd)) + "\x00" + s.database + "\x00" + sql
 }
 
 // parseOne parses sql, which must hold at most one statement; it returns
