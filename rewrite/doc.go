@@ -15,10 +15,11 @@
 //     with their L1 sensitivity from the table's contribution bounds (L0
 //     groups per unit, Linf rows per unit per group, clamp bounds) and the
 //     neighbouring definition, and splits the query's ε across them.
-//   - Emit writes backend SQL for a Dialect: the inner query clamps values
-//     and keeps at most Linf random rows per (unit, group), the middle one
-//     aggregates per (unit, group) and keeps at most L0 random groups per
-//     unit, the outer one aggregates per group across units.
+//   - Emit writes backend SQL for a Dialect: the inner query clamps values,
+//     the middle one aggregates per (unit, group) and numbers each unit's
+//     groups at random, the outer one keeps at most L0 groups per unit,
+//     caps each unit's counts at Linf and scales its sums down to Linf
+//     values, and aggregates per group across units.
 //
 // The package never runs SQL and never adds noise: that is the engine's job.
 package rewrite

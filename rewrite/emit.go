@@ -584,9 +584,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 			groupBy, nil
 	}
 
-	// Inner: keep at most Linf random rows per (unit, group).
-	partition := append([]string{q(t.PrivacyUnit)}, groupExprs...)
-	inner = append(inner, "ROW_NUMBER() OVER (PARTITION BY "+strings.Join(partition, ", ")+" ORDER BY "+e.d.Random()+") AS "+q("dp_rn"))
+	// Inner: the unit, the group keys and the clamped values of each row.
 	innerSQL := "SELECT " + strings.Join(inner, ", ") + " FROM " + table + whereClause
 
 	// Middle: aggregate per (unit, group); number the unit's groups at random.
@@ -607,18 +605,21 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	}
 	middleSQL := "SELECT " + strings.Join(middle, ", ") +
 		" FROM (" + innerSQL + ") AS " + q("dp_rows") +
-		" WHERE " + q("dp_rn") + " <= " + strconv.Itoa(p.MaxRowsPerUnit) +
 		" GROUP BY " + strings.Join(append([]string{q("dp_u")}, groupRefs...), ", ")
 
-	// Outer: aggregate per group across units, keeping at most L0 groups per unit.
+	// Outer: aggregate per group across units, keeping at most L0 groups
+	// per unit, each unit's counts capped at Linf and its sums scaled to
+	// Linf values (see capped and scaled).
+	linf := p.MaxRowsPerUnit
 	if b.assigned {
-		outerCols[b.rowCnt] = "SUM(" + q("dp_n") + ")"
+		outerCols[b.rowCnt] = "SUM(" + capped(q("dp_n"), linf) + ")"
 	}
 	for j, v := range b.values {
-		outerCols[v.count] = "SUM(" + q(fmt.Sprintf("dp_c%d", j)) + ")"
-		outerCols[v.sum] = "SUM(" + q(fmt.Sprintf("dp_s%d", j)) + ")"
+		c := q(fmt.Sprintf("dp_c%d", j))
+		outerCols[v.count] = "SUM(" + capped(c, linf) + ")"
+		outerCols[v.sum] = "SUM(" + scaled(q(fmt.Sprintf("dp_s%d", j)), c, linf) + ")"
 		if v.sq >= 0 {
-			outerCols[v.sq] = "SUM(" + q(fmt.Sprintf("dp_q%d", j)) + ")"
+			outerCols[v.sq] = "SUM(" + scaled(q(fmt.Sprintf("dp_q%d", j)), c, linf) + ")"
 		}
 	}
 	if p.UnitsColumn >= 0 {
@@ -630,6 +631,28 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	}
 	return "SELECT " + strings.Join(outerCols, ", ") +
 		" FROM (" + middleSQL + ") AS " + q("dp_units") + outerWhere + groupBy, nil
+}
+
+// capped writes min(n, Linf): one unit's count in one group, capped at Linf.
+func capped(n string, linf int) string {
+	l := strconv.Itoa(linf)
+	return "CASE WHEN " + n + " <= " + l + " THEN " + n + " ELSE " + l + " END"
+}
+
+// scaled writes one unit's sum in one group scaled down to Linf values:
+// s when the unit has at most Linf values there, else s·Linf/n. That is
+// the expected sum of Linf values drawn at random from the unit's n, so it
+// carries the same bound as keeping Linf rows (at most Linf·max(|lo|, |hi|)
+// from a unit in a group) with less variance, and it keeps the unit's mean
+// for AVG. The factor is a decimal with nine places, so that integer sums
+// never divide as integers and MySQL's DECIMAL division (which adds only
+// div_precision_increment = 4 places to the dividend's scale) keeps at
+// least 13. Linf·hi, the largest value, is reached only when every value
+// is hi, where the division is exact, and rounding is monotone: the
+// result never exceeds the bound.
+func scaled(s, n string, linf int) string {
+	l := strconv.Itoa(linf)
+	return "CASE WHEN " + n + " <= " + l + " THEN " + s + " ELSE " + s + " * " + l + ".000000000 / " + n + " END"
 }
 
 // square writes x² in exact or floating arithmetic (1.0 * x * x), so that an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,6 +35,13 @@ var fixture = []string{
 	`INSERT INTO visits VALUES (2, '2024-06-15', 'B', 2, 5000, 3, -9, 'it''s', 's')`,
 	// Patient 3: two rows in each of A, B, C, D, E; cost 10, nights NULL.
 	`INSERT INTO visits VALUES (3, '2025-01-01', 'A', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-02', 'A', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-03', 'B', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-04', 'B', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-05', 'C', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-06', 'C', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-07', 'D', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-08', 'D', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-09', 'E', 2, 10, NULL, 0, NULL, 's'), (3, '2025-01-10', 'E', 2, 10, NULL, 0, NULL, 's')`,
+	// stays: values that differ within a (unit, group), where the bounding
+	// scales a unit's sum to Linf = 2 values. p1: 4 rows in W (cost 100,
+	// 200, 300, 5000 → 1000; nights 1, 2 and two NULLs); p2: one row in W;
+	// p3: 3 rows in W, nights 1, 1, 2, no cost; p4: 3 rows in V, every
+	// cost at the upper bound after clamping.
+	`CREATE TABLE stays (patient_id INTEGER, ward TEXT, cost NUMERIC, nights INTEGER)`,
+	`INSERT INTO stays VALUES (1, 'W', 100, 1), (1, 'W', 200, 2), (1, 'W', 300, NULL), (1, 'W', 5000, NULL), (2, 'W', 50, 9), (3, 'W', NULL, 1), (3, 'W', NULL, 1), (3, 'W', NULL, 2), (4, 'V', 1000, NULL), (4, 'V', 7000, NULL), (4, 'V', 1000, NULL)`,
 	`INSERT INTO people VALUES (-5, 'F', 1000), (50, 'M', 300000), (150, 'F', NULL), (30, 'X', 50000)`,
 	`INSERT INTO clinics VALUES ('North', 'Oslo'), ('South', 'Bergen')`,
 }
@@ -155,6 +163,33 @@ var executeCases = []executeCase{
 		},
 	},
 	{
+		// Scaling to Linf = 2 values per unit: rows 2 + 1 + 2 + 2 = 7;
+		// cost: p1 has 4 values summing to 1600 → 1600·2/4 = 800 over 2,
+		// p2 50 over 1, p4 3000·2/3 = 2000 over 2 (exactly the bound
+		// Linf·hi) → 2850 over 5; nights: p1 1 + 2 (2 values, kept whole),
+		// p2 9, p3 4·2/3 → 38/3 over 5.
+		sql: `SELECT COUNT(*), SUM(cost), AVG(nights) FROM stays`,
+		check: func(rows [][]float64, _ []string) error {
+			return expectRowNear(rows, 7, 5, 2850, 5, 3+9+8.0/3)
+		},
+	},
+	{
+		// Grouped, one group per unit: W 800 + 50 over 3 values, V 2000
+		// over 2.
+		sql: `SELECT ward, SUM(cost) FROM stays GROUP BY ward`,
+		check: func(rows [][]float64, keys []string) error {
+			got := map[string][2]float64{}
+			for i, r := range rows {
+				got[keys[i]] = [2]float64{r[0], r[1]}
+			}
+			want := map[string][2]float64{"V": {2, 2000}, "W": {3, 850}}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("got %v, want %v", got, want)
+			}
+			return nil
+		},
+	},
+	{
 		// Row privacy: no bounding; clamping only. age: 0 + 50 + 100 + 30 = 180 over 4;
 		// income: 1000 + 200000 + 50000 over 3 non-NULL.
 		sql: `SELECT COUNT(*), SUM(income), AVG(age) FROM people`,
@@ -184,6 +219,20 @@ func expectRow(rows [][]float64, want ...float64) error {
 	}
 	if fmt.Sprint(rows[0]) != fmt.Sprint(want) {
 		return fmt.Errorf("got %v, want %v", rows[0], want)
+	}
+	return nil
+}
+
+// expectRowNear is expectRow within 1e-9 relative: scaled sums are
+// computed in each backend's numeric or floating-point arithmetic.
+func expectRowNear(rows [][]float64, want ...float64) error {
+	if len(rows) != 1 || len(rows[0]) != len(want) {
+		return fmt.Errorf("got %v, want one row %v", rows, want)
+	}
+	for i, w := range want {
+		if math.Abs(rows[0][i]-w) > 1e-9*math.Max(1, math.Abs(w)) {
+			return fmt.Errorf("got %v, want %v", rows[0], want)
+		}
 	}
 	return nil
 }

@@ -237,8 +237,12 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 			m.Sensitivity = p.sensitivity(m.Kind, a.Bounds)
 			// A zero sensitivity (degenerate bounds, lo = hi) means the
 			// value is the same on every database: it is released as is.
+			// Sums are whole only under row privacy: elsewhere a unit's sum
+			// in a group is scaled to Linf values (see the emitter) and may
+			// be fractional, and rounding the total could move it by more
+			// than the sensitivity.
 			m.Integer = m.Kind == MeasureCount || m.Kind == MeasureUnits ||
-				(m.Kind == MeasureSum && a.Column.Type.Integer() && isWhole(a.Bounds.Lo) && isWhole(a.Bounds.Hi))
+				(m.Kind == MeasureSum && p.Table.IsRowPrivacy() && a.Column.Type.Integer() && isWhole(a.Bounds.Lo) && isWhole(a.Bounds.Hi))
 		}
 	}
 	p.Epsilon = epsilon
@@ -247,9 +251,9 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 
 // sensitivity is the L1 sensitivity of one measurement over all groups.
 //
-// Add/remove neighbours: one unit adds at most Linf rows to each of at most
-// L0 groups (L0 = 1 without GROUP BY), each row's value clamped to
-// [lo, hi]: counts move by L0·Linf, sums by L0·Linf·max(|lo|, |hi|),
+// Add/remove neighbours: one unit adds at most Linf rows (or Linf values'
+// worth: its sums are scaled down to Linf values) to each of at most L0
+// groups (L0 = 1 without GROUP BY), each value clamped to [lo, hi]: counts move by L0·Linf, sums by L0·Linf·max(|lo|, |hi|),
 // centred sums by L0·Linf·(hi−lo)/2, centred squares by
 // L0·Linf·((hi−lo)/2)², distinct-unit counts by L0.
 //
