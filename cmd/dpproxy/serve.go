@@ -130,7 +130,7 @@ func open(ctx context.Context, pol *config.Policy) (*runtime, error) {
 // openCatalog connects as the catalog role and refuses a role that could
 // read a protected table.
 func openCatalog(ctx context.Context, pol *config.Policy) (*backend.Postgres, error) {
-	cat, err := backend.OpenPostgres(ctx, pol.Backend.CatalogDSN, pol.Backend.MaxConns)
+	cat, err := backend.OpenPostgresIsolated(ctx, pol.Backend.CatalogDSN, pol.Backend.MaxConns)
 	if err != nil {
 		return nil, fmt.Errorf("opening the catalog role's connection (backend.catalog_dsn): %w", err)
 	}

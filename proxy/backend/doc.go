@@ -3,15 +3,19 @@
 //
 // Three things hold for every implementation:
 //
-//   - Connections never write. PostgreSQL statements run inside a
-//     READ ONLY transaction that is always rolled back, on connections whose
-//     default_transaction_read_only is on. SQLite files are opened with
-//     mode=ro and PRAGMA query_only, and an authorizer refuses every action
-//     but reading (no ATTACH, no writes, no setting pragmas). MySQL and
-//     MariaDB statements run inside START TRANSACTION READ ONLY … ROLLBACK
-//     on read-only sessions; SELECT … INTO OUTFILE is not stopped by that,
-//     so dpproxy's MySQL account must not hold the FILE privilege (and
-//     dpproxy never emits INTO).
+//   - Connections never write. PostgreSQL connections open with
+//     default_transaction_read_only = on, so each statement is a read-only
+//     transaction of its own; the catalog role's pool, which runs
+//     client-written SQL, also wraps each statement in a READ ONLY
+//     transaction that is always rolled back, so that no session change
+//     survives it. SQLite files are opened with mode=ro and PRAGMA
+//     query_only, and an authorizer refuses every action but reading (no
+//     ATTACH, no writes, no setting pragmas). MySQL and MariaDB sessions are
+//     set to READ ONLY transactions and statements run alone in autocommit
+//     mode; a connection on which a statement returned no result set (SET,
+//     ...) or failed is discarded. SELECT … INTO OUTFILE is not stopped by
+//     that, so dpproxy's MySQL account must not hold the FILE privilege
+//     (and dpproxy never emits INTO).
 //   - Result values are normalized to the Go types listed in package
 //     sqltypes (nil, int64, float64, string, bool, time.Time,
 //     sqltypes.Decimal) and every non-nil value in a column has the Go type

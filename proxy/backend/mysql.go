@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -30,8 +31,7 @@ const mysqlSQLMode = "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_S
 var mysqlSessionSetup = []string{
 	// Every transaction, including single statements in autocommit mode,
 	// is read-only unless a statement changes it back, which dpproxy
-	// never sends. Statements also run in their own READ ONLY
-	// transaction (see Query).
+	// never sends.
 	"SET SESSION TRANSACTION READ ONLY",
 	"SET SESSION sql_mode = '" + mysqlSQLMode + "'",
 	// TIMESTAMP values are converted to the session time zone; read them
@@ -44,9 +44,10 @@ var mysqlSessionSetup = []string{
 //
 // Connections are made with dpproxy's own credentials from the DSN. Every
 // new connection's session is set to READ ONLY transactions, a fixed
-// sql_mode (mysqlSQLMode) and time zone UTC; every statement runs as the
-// only statement of a START TRANSACTION READ ONLY transaction that is
-// always rolled back. Session variables are not transactional, so a
+// sql_mode (mysqlSQLMode) and time zone UTC; every statement runs alone in
+// autocommit mode, so it is a read-only transaction of its own (dpproxy
+// sends only SQL it wrote, never a statement that changes the session's
+// transaction characteristics). Session variables are not transactional, so a
 // connection on which a statement failed or returned no result set (SET,
 // DO, ...) is discarded rather than reused. Writes and DDL fail with MySQL error 1792
 // (ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION).
@@ -185,8 +186,8 @@ func (m *MySQL) Close() error {
 	return nil
 }
 
-// Query runs sql, with args bound to its ? parameters by the server, in a
-// read-only transaction and returns the whole result.
+// Query runs sql, with args bound to its ? parameters by the server, as a
+// read-only transaction of its own and returns the whole result.
 //
 // Column types come from the result metadata: TINYINT, SMALLINT and YEAR →
 // Int2, MEDIUMINT and INT → Int4, BIGINT → Int8 (unsigned types one size
@@ -206,7 +207,7 @@ func (m *MySQL) Query(ctx context.Context, query string, args ...any) (*Rows, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: mysql %s: %w", ErrUnavailable, m.desc, err)
 	}
-	res, err := runMySQLReadOnly(ctx, conn, query, mysqlArgs(args))
+	res, err := runMySQL(ctx, conn, query, mysqlArgs(args))
 	if err != nil || len(res.Columns) == 0 {
 		// Session state is not transactional in MySQL: a statement that
 		// returned no result set may have been a SET, and a failed one
@@ -222,18 +223,16 @@ func (m *MySQL) Query(ctx context.Context, query string, args ...any) (*Rows, er
 	return res, nil
 }
 
-// runMySQLReadOnly runs the statement between START TRANSACTION READ ONLY
-// and ROLLBACK on conn.
-func runMySQLReadOnly(ctx context.Context, conn *sql.Conn, query string, args []any) (*Rows, error) {
-	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+// runMySQL runs one statement on conn, in autocommit mode: the session's
+// READ ONLY characteristic makes it a read-only transaction of its own.
+func runMySQL(ctx context.Context, conn *sql.Conn, query string, args []any) (*Rows, error) {
+	rows, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {
-		// Nothing has touched the data yet: a failure to start the
-		// transaction is a failure to reach the database.
-		return nil, fmt.Errorf("%w: mysql: begin read-only transaction: %w", ErrUnavailable, err)
-	}
-	defer func() { _ = tx.Rollback() }() // no-op once rolled back below
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
+		if errors.Is(err, driver.ErrBadConn) {
+			// The driver's contract: ErrBadConn means the statement was
+			// not sent.
+			return nil, fmt.Errorf("%w: mysql: %w", ErrUnavailable, err)
+		}
 		return nil, fmt.Errorf("backend: mysql: %w", err)
 	}
 	res, err := readMySQLRows(rows)
@@ -242,9 +241,6 @@ func runMySQLReadOnly(ctx context.Context, conn *sql.Conn, query string, args []
 	}
 	if err != nil {
 		return nil, fmt.Errorf("backend: mysql: %w", err)
-	}
-	if err := tx.Rollback(); err != nil {
-		return nil, fmt.Errorf("backend: mysql: rollback: %w", err)
 	}
 	return res, nil
 }

@@ -29,17 +29,22 @@ const cleanupTimeout = 5 * time.Second
 // Postgres is a Backend on a PostgreSQL server, reached through a pool of
 // pgx connections.
 //
-// Every statement runs as the only statement of a READ ONLY transaction
-// that is always rolled back, so neither data changes nor session changes
-// (SET) survive it. The pool's connections are also opened with
-// default_transaction_read_only = on. Statements use the extended protocol
+// The pool's connections are opened with default_transaction_read_only =
+// on, so every statement runs in a read-only transaction of its own. That
+// is enough for the SQL dpproxy writes itself (rewritten DP queries and
+// public-table queries re-emitted from an allowlisted AST, which cannot
+// change session state). A pool opened with OpenPostgresIsolated (the
+// catalog role, which runs client-written SQL) also wraps each statement
+// in BEGIN READ ONLY … ROLLBACK, so that no session change (set_config,
+// SET) survives it. Statements use the extended protocol
 // with the unnamed statement (pgx.QueryExecModeExec): a single statement
 // per call, parameter types inferred by the server from the statement,
 // results in text format, which the backend decodes itself so that numeric
 // values keep their exact canonical text.
 type Postgres struct {
-	pool *pgPool
-	desc string // host:port/database, for logs
+	pool    *pgPool
+	desc    string // host:port/database, for logs
+	isolate bool   // each statement in its own rolled-back transaction
 }
 
 var _ Backend = (*Postgres)(nil)
@@ -49,10 +54,22 @@ var _ Backend = (*Postgres)(nil)
 // keyword/value connection string), and checks that a connection can be
 // made. A failure to connect wraps ErrUnavailable.
 func OpenPostgres(ctx context.Context, dsn string, maxConns int) (*Postgres, error) {
+	return openPostgres(ctx, dsn, maxConns, false)
+}
+
+// OpenPostgresIsolated is OpenPostgres for a pool that runs SQL dpproxy
+// did not write (the catalog role's): each statement also runs inside
+// BEGIN READ ONLY … ROLLBACK, which costs the server two more statements.
+func OpenPostgresIsolated(ctx context.Context, dsn string, maxConns int) (*Postgres, error) {
+	return openPostgres(ctx, dsn, maxConns, true)
+}
+
+func openPostgres(ctx context.Context, dsn string, maxConns int, isolate bool) (*Postgres, error) {
 	p, err := newPostgres(dsn, maxConns)
 	if err != nil {
 		return nil, err
 	}
+	p.isolate = isolate
 	if err := p.Ping(ctx); err != nil {
 		p.pool.close()
 		return nil, err
@@ -135,7 +152,11 @@ func (p *Postgres) Query(ctx context.Context, sql string, args ...any) (*Rows, e
 	}
 	defer p.pool.release(pc)
 
-	res, err := runReadOnly(ctx, pc.conn, sql, args)
+	run := runStatement
+	if p.isolate {
+		run = runReadOnly
+	}
+	res, err := run(ctx, pc.conn, sql, args)
 	if err != nil {
 		cleanupConn(ctx, pc.conn)
 		slog.DebugContext(ctx, "backend: postgres query failed", "err", err, "elapsed", time.Since(start))
@@ -143,6 +164,27 @@ func (p *Postgres) Query(ctx context.Context, sql string, args ...any) (*Rows, e
 	}
 	slog.DebugContext(ctx, "backend: postgres query", "rows", len(res.Values), "elapsed", time.Since(start))
 	return res, nil
+}
+
+// runStatement runs one statement in the implicit transaction the
+// connection's default_transaction_read_only makes read-only.
+func runStatement(ctx context.Context, c *pgx.Conn, sql string, args []any) (*Rows, error) {
+	rows, err := c.Query(ctx, sql, args...)
+	if err == nil {
+		var res *Rows
+		res, err = readPostgresRows(rows, c.TypeMap())
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+		if err == nil {
+			return res, nil
+		}
+	}
+	if pgconn.SafeToRetry(err) {
+		return nil, fmt.Errorf("%w: postgres: %w", ErrUnavailable, err)
+	}
+	return nil, fmt.Errorf("backend: postgres: %w", err)
 }
 
 // runReadOnly sends BEGIN READ ONLY, the statement and ROLLBACK in one

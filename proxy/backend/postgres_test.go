@@ -202,13 +202,29 @@ func TestPostgresArgs(t *testing.T) {
 	}
 }
 
+// TestPostgresReadOnly checks that no statement can write, on a plain pool
+// (dpproxy's own SQL: the read-only session default) and on an isolated
+// one (the catalog role: also a rolled-back transaction per statement).
 func TestPostgresReadOnly(t *testing.T) {
 	dsn := pgDSN(t)
-	schema := pgSchema(t, dsn)
-	p := openPostgresT(t, dsn, 1) // one connection: every statement below shares it
-	ctx := context.Background()
+	for _, isolate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("isolate=%v", isolate), func(t *testing.T) {
+			schema := pgSchema(t, dsn)
+			p := openPostgresT(t, dsn, 1) // one connection: every statement below shares it
+			p.isolate = isolate
+			if isolate {
+				checkSessionChangesRolledBack(t, p)
+			}
+			checkWritesRefused(t, p, schema)
+		})
+	}
+}
 
-	// Session changes do not survive the statement's transaction.
+// checkSessionChangesRolledBack: on an isolated pool, session changes do
+// not survive the statement's transaction.
+func checkSessionChangesRolledBack(t *testing.T, p *Postgres) {
+	t.Helper()
+	ctx := context.Background()
 	for _, q := range []string{
 		`SET default_transaction_read_only = off`,
 		`SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE`,
@@ -223,7 +239,15 @@ func TestPostgresReadOnly(t *testing.T) {
 	if !reflect.DeepEqual(rows.Values, [][]any{{"on", `"$user", public`, "on"}}) {
 		t.Errorf("settings after SETs: %#v", rows.Values)
 	}
+}
 
+func checkWritesRefused(t *testing.T, p *Postgres, schema string) {
+	t.Helper()
+	ctx := context.Background()
+	rows := mustQuery(t, p, `SELECT current_setting('transaction_read_only')`)
+	if !reflect.DeepEqual(rows.Values, [][]any{{"on"}}) {
+		t.Errorf("transaction_read_only: %#v, want on", rows.Values)
+	}
 	for _, q := range []string{
 		`INSERT INTO ` + schema + `.t VALUES (9, 'z')`,
 		`UPDATE ` + schema + `.t SET v = 'q'`,
@@ -466,6 +490,7 @@ func TestPostgresReadOnlyTransactionAlone(t *testing.T) {
 	defer p.Close()
 	delete(p.pool.cfg.RuntimeParams, "default_transaction_read_only")
 	p.pool.afterConnect = nil
+	p.isolate = true
 
 	rows := mustQuery(t, p, `SELECT current_setting('default_transaction_read_only'), current_setting('transaction_read_only')`)
 	if !reflect.DeepEqual(rows.Values, [][]any{{"off", "on"}}) {
