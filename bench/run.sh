@@ -4,7 +4,7 @@
 # MariaDB, measured as ratios in one run, plus the Go micro-benchmarks and
 # the accuracy report. Writes bench/results/ and regenerates BENCHMARKS.md.
 #
-#   bash bench/run.sh                 # default: 100,000 patients (~1.3M visits), 5 runs
+#   bash bench/run.sh                 # default: 100,000 patients (~2.1M visits), 5 runs
 #   bash bench/run.sh --quick         # 10,000 patients, 3 short runs (CI-like)
 #   bash bench/run.sh --scale 50000 --runs 5
 #   (--accuracy-runs N: fresh runs per query and ε in the accuracy report, default 200;
@@ -47,6 +47,9 @@ else
   D_CACHE=8; D_CACHE1=4; D_PASS=5; D_LEDGER=8; W1_COUNT=3; IDLE_HOLD=3; BENCHTIME=0.5s; ACC_RUNS=200
 fi
 ACC_RUNS=${ACC_OVERRIDE:-$ACC_RUNS}
+# Visits per patient: twice the demo's mean (capped at 40), about 21 per
+# patient (100,000 patients: 2,075,070 visits).
+VISIT_RATE=2
 # The MariaDB workloads (9, and MariaDB in 2) run 3 times by default even in
 # the full run, to keep the whole run within 20 minutes.
 MY_RUNS=${MY_RUNS:-$(( RUNS < 3 ? RUNS : 3 ))}
@@ -196,7 +199,7 @@ PGB_DSN="postgres://postgres@127.0.0.1:$PGB_PORT/postgres?sslmode=disable"
 
 log "loading the demo dataset: $SCALE patients"
 t0=$SECONDS
-"$LG" load --dsn "$PG_DSN" --patients "$SCALE"
+"$LG" load --dsn "$PG_DSN" --patients "$SCALE" --visit-rate "$VISIT_RATE"
 LOAD_SECS=$((SECONDS - t0))
 VISITS=$(psql -X -A -t "$PG_DSN" -c "SELECT count(*) FROM visits")
 log "loaded $SCALE patients, $VISITS visits in ${LOAD_SECS}s"
@@ -232,7 +235,7 @@ if [ -z "$MYSQL_NOTE" ]; then
   my_sql() { mariadb --no-defaults -uroot -h127.0.0.1 -P"$MY_PORT" -N -B -e "$1" bench; }
   log "loading the demo dataset into MariaDB: $SCALE patients"
   t0=$SECONDS
-  "$LG" load-mysql --dsn "$MY_DSN" --patients "$SCALE"
+  "$LG" load-mysql --dsn "$MY_DSN" --patients "$SCALE" --visit-rate "$VISIT_RATE"
   MY_LOAD_SECS=$((SECONDS - t0))
   MY_VISITS=$(my_sql "SELECT COUNT(*) FROM visits")
   log "loaded $SCALE patients, $MY_VISITS visits into MariaDB in ${MY_LOAD_SECS}s"
@@ -305,6 +308,10 @@ log "dpproxy: cache off on :$NOCACHE_PORT, cache on on :$CACHE_PORT"
 
 # Workloads 1 and 2: one DP aggregate over visits.
 DPQ="SELECT diagnosis, COUNT(*), AVG(cost) FROM visits GROUP BY diagnosis"
+# The floor of workload 2: one row per (patient, diagnosis) and nothing
+# else, the least work any bounding of each patient's contribution per
+# group must do.
+FLOORQ="SELECT COUNT(*) FROM (SELECT patient_id, diagnosis FROM visits GROUP BY patient_id, diagnosis) AS t"
 REWRITTEN=$("$BIN/dpproxy" explain --config "$WORK/nocache.yaml" "$DPQ" | awk '/^backend SQL/{getline; sub(/^  /, ""); print; exit}')
 [ -n "$REWRITTEN" ] || { log "could not get the rewritten SQL from dpproxy explain"; exit 1; }
 printf '%s\n' "$REWRITTEN" >"$OUT/rewritten.sql"
@@ -313,6 +320,7 @@ for r in $(seq 1 "$RUNS"); do
   record w1.proxy "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
   record w1.direct_rewritten "$r" "$("$LG" run --dsn "$PG_DSN" --query "$REWRITTEN" --count "$W1_COUNT" --warmup 1 --duration 10m)"
   record w2.direct_original "$r" "$("$LG" run --dsn "$PG_DSN" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
+  record w2.direct_floor "$r" "$("$LG" run --dsn "$PG_DSN" --query "$FLOORQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
 done
 
 # Workload 3: the same DP query repeated, answered from the cache.
@@ -328,8 +336,8 @@ PQ='SELECT clinic_id, name, city FROM clinics WHERE clinic_id = $1'
 log "workload 4: passthrough, 16 clients, ${D_PASS}s per target and protocol, $RUNS runs"
 for r in $(seq 1 "$RUNS"); do
   for mode in simple extended; do
-    record "w4.$mode.proxy" "$r" "$("$LG" run --dsn "$P_CACHE" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
-    record "w4.$mode.pgbouncer" "$r" "$("$LG" run --dsn "$PGB_DSN" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
+    record "w4.$mode.proxy" "$r" "$("$LG" run --dsn "$P_CACHE" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s" --pid "$CACHE_PID")"
+    record "w4.$mode.pgbouncer" "$r" "$("$LG" run --dsn "$PGB_DSN" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s" --pid "$(cat "$PGB_DIR/pgbouncer.pid")")"
     record "w4.$mode.direct" "$r" "$("$LG" run --dsn "$PG_DSN" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
   done
 done
@@ -361,7 +369,7 @@ if [ -z "$MYSQL_NOTE" ]; then
   start_proxy my-nocache 0 mysql
   MY_NOCACHE_PORT=$PROXY_PORT
   start_proxy my-cache 1000 mysql
-  MY_CACHE_PORT=$PROXY_PORT
+  MY_CACHE_PORT=$PROXY_PORT MY_CACHE_PID=$PROXY_PID
   M_NOCACHE="bench:bench@tcp(127.0.0.1:$MY_NOCACHE_PORT)/bench"
   M_CACHE="bench:bench@tcp(127.0.0.1:$MY_CACHE_PORT)/bench"
   log "dpproxy (MySQL front end, MariaDB backend): cache off on :$MY_NOCACHE_PORT, cache on on :$MY_CACHE_PORT"
@@ -374,6 +382,7 @@ if [ -z "$MYSQL_NOTE" ]; then
     record w9.w1.proxy "$r" "$("${MLG[@]}" --dsn "$M_NOCACHE" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
     record w9.w1.direct_rewritten "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$MY_REWRITTEN" --count "$W1_COUNT" --warmup 1 --duration 10m)"
     record w2.mariadb.direct_original "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
+    record w2.mariadb.direct_floor "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$FLOORQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
   done
   log "workload 9 (3): cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $MY_RUNS runs"
   for r in $(seq 1 "$MY_RUNS"); do
@@ -384,7 +393,7 @@ if [ -z "$MYSQL_NOTE" ]; then
   log "workload 9 (4): passthrough, 16 clients, ${D_PASS}s per target and protocol, $MY_RUNS runs"
   for r in $(seq 1 "$MY_RUNS"); do
     for mode in simple extended; do
-      record "w9.w4.$mode.proxy" "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$MPQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
+      record "w9.w4.$mode.proxy" "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$MPQ" --clients 16 --mode "$mode" --duration "${D_PASS}s" --pid "$MY_CACHE_PID")"
       record "w9.w4.$mode.direct" "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$MPQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
     done
   done
@@ -413,6 +422,7 @@ log "writing bench/results and BENCHMARKS.md"
   echo "visits=$VISITS"
   echo "runs=$RUNS"
   echo "quick=${QUICK:-0}"
+  echo "visit_rate=$VISIT_RATE"
   echo "load_seconds=$LOAD_SECS"
   echo "postgresql=$PG_VERSION"
   echo "pgbouncer=$PGB_VERSION"

@@ -534,3 +534,23 @@ func TestVisitCost(t *testing.T) {
 		}
 	}
 }
+
+// TestVisitRate: the benchmarks' VisitRate 2 gives the same patients and
+// more visits, though not twice as many: the 40-visit cap bites.
+func TestVisitRate(t *testing.T) {
+	base := ComputeFacts(GenerateOptions{Patients: 3000})
+	more := ComputeFacts(GenerateOptions{Patients: 3000, VisitRate: 2})
+	if base.Patients != more.Patients {
+		t.Errorf("patients %d and %d, want the same", base.Patients, more.Patients)
+	}
+	ratio := float64(more.Visits) / float64(base.Visits)
+	if ratio < 1.45 || ratio > 1.7 {
+		t.Errorf("visits %d → %d (×%.2f), want about ×1.57", base.Visits, more.Visits, ratio)
+	}
+	if more.MaxVisitsPerPatient > MaxVisitsPerPatient {
+		t.Errorf("a patient has %d visits, more than the cap %d", more.MaxVisitsPerPatient, MaxVisitsPerPatient)
+	}
+	if unit := ComputeFacts(GenerateOptions{Patients: 3000, VisitRate: 1}); unit.Visits != base.Visits {
+		t.Errorf("VisitRate 1 gives %d visits, the default %d", unit.Visits, base.Visits)
+	}
+}

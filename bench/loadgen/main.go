@@ -1,13 +1,13 @@
 // Command loadgen is the load generator and helper of bench/run.sh.
 //
-//	loadgen load   --dsn DSN --patients N
+//	loadgen load   --dsn DSN --patients N [--visit-rate R]
 //	    load the demo dataset, scaled, into PostgreSQL (demo.LoadPostgresWith)
-//	loadgen load-mysql --dsn USER@tcp(HOST:PORT)/DB --patients N
+//	loadgen load-mysql --dsn USER@tcp(HOST:PORT)/DB --patients N [--visit-rate R]
 //	    create database DB if missing and load the same dataset into it
 //	    (MySQL or MariaDB, demo.LoadMySQLWith)
 //	loadgen run    --dsn DSN --query SQL [--query SQL ...] [--clients C]
 //	               [--duration D] [--count N] [--mode simple|extended]
-//	               [--param-max K] [--ledger FILE] [--driver pgx|mysql]
+//	               [--param-max K] [--ledger FILE] [--driver pgx|mysql] [--pid PID]
 //	    run a query mix with C clients (one connection each) for D or until
 //	    each client has run N queries; print one JSON object: queries/s and
 //	    latency percentiles. In a query, {i} is replaced by a number unique
@@ -19,7 +19,7 @@
 //	    driver), extended the binary protocol (COM_STMT_PREPARE, EXECUTE and
 //	    CLOSE for each query). With --ledger, the dpproxy ledger is read
 //	    before and after: charges and transactions (group commits) of the
-//	    run.
+//	    run. With --pid, the CPU time that process spent per query.
 //	loadgen idle   --dsn DSN --conns N --hold D --pid PID
 //	    open N connections, keep them idle for D and report PID's VmRSS
 //	    before and while they are open.
@@ -81,16 +81,18 @@ func cmdLoad(args []string) error {
 	fs := flag.NewFlagSet("load", flag.ExitOnError)
 	dsn := fs.String("dsn", "", "PostgreSQL DSN")
 	patients := fs.Int("patients", 100000, "number of patients")
+	visitRate := fs.Float64("visit-rate", 1, "multiplier of each patient's mean number of visits (1: about 13 per patient)")
 	fs.Parse(args)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	return demo.LoadPostgresWith(ctx, *dsn, "public", demo.GenerateOptions{Patients: *patients})
+	return demo.LoadPostgresWith(ctx, *dsn, "public", demo.GenerateOptions{Patients: *patients, VisitRate: *visitRate})
 }
 
 func cmdLoadMySQL(args []string) error {
 	fs := flag.NewFlagSet("load-mysql", flag.ExitOnError)
 	dsn := fs.String("dsn", "", "MySQL DSN (go-sql-driver form) naming the database")
 	patients := fs.Int("patients", 100000, "number of patients")
+	visitRate := fs.Float64("visit-rate", 1, "multiplier of each patient's mean number of visits (1: about 13 per patient)")
 	fs.Parse(args)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -112,7 +114,7 @@ func cmdLoadMySQL(args []string) error {
 	if err != nil {
 		return fmt.Errorf("create database: %w", err)
 	}
-	return demo.LoadMySQLWith(ctx, *dsn, demo.GenerateOptions{Patients: *patients})
+	return demo.LoadMySQLWith(ctx, *dsn, demo.GenerateOptions{Patients: *patients, VisitRate: *visitRate})
 }
 
 type multiFlag []string
@@ -138,6 +140,9 @@ type Result struct {
 	Rows      int64   `json:"rows"`
 	LedgerTx  int64   `json:"ledger_transactions,omitempty"`
 	LedgerChg int64   `json:"ledger_charges,omitempty"`
+	// ProcCPUUS is the CPU time (user + system) the --pid process spent
+	// per measured query.
+	ProcCPUUS float64 `json:"proc_cpu_us_per_query,omitempty"`
 }
 
 // client is one connection of the load generator.
@@ -283,6 +288,7 @@ func cmdRun(args []string) error {
 	paramMax := fs.Int("param-max", 25, "$1 is a random integer in [1, param-max]")
 	ledger := fs.String("ledger", "", "dpproxy ledger file to read before and after")
 	driver := fs.String("driver", "pgx", "pgx (PostgreSQL protocol) or mysql (go-sql-driver, MySQL protocol)")
+	pid := fs.Int("pid", 0, "process (the proxy under test) whose CPU time per query to report")
 	fs.Parse(args)
 	if len(queries) == 0 || *clients < 1 {
 		return errors.New("run: --query and --clients ≥ 1 are required")
@@ -389,11 +395,13 @@ func cmdRun(args []string) error {
 	// read); the deadline is set just before the start signal.
 	warm.Wait()
 	before := ledgerCounts(*ledger)
+	cpu0 := procCPU(*pid)
 	t0 := time.Now()
 	deadline = t0.Add(*duration)
 	close(start)
 	wg.Wait()
 	elapsed := time.Since(t0)
+	cpu1 := procCPU(*pid)
 	after := ledgerCounts(*ledger)
 
 	all := slices.Concat(lat...)
@@ -404,6 +412,9 @@ func cmdRun(args []string) error {
 		res.FirstErr = s
 	}
 	res.QPS = float64(res.Queries) / elapsed.Seconds()
+	if *pid > 0 && cpu0 >= 0 && cpu1 >= 0 && res.Queries > 0 {
+		res.ProcCPUUS = us(cpu1-cpu0) / float64(res.Queries)
+	}
 	if len(all) > 0 {
 		var sum time.Duration
 		for _, d := range all {
@@ -513,6 +524,31 @@ func cmdIdle(args []string) error {
 		out["first_error"] = s
 	}
 	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// procCPU reads a process's CPU time (utime + stime) from /proc/PID/stat;
+// -1 when it cannot.
+func procCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return -1
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	// The command name (field 2) may hold spaces: fields after its ')'.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return -1
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	// USER_HZ is 100 on Linux for every architecture Go supports.
+	return time.Duration(utime+stime) * (time.Second / 100)
 }
 
 // vmRSS reads VmRSS (kB) from /proc/PID/status.
