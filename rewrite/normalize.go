@@ -210,7 +210,8 @@ func NormalizePostgres(sql string) (*Normalized, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &normalizer{sql: sql, toks: toks, stmtStart: true}
+	n := &normalizer{sql: sql, toks: toks, stmtStart: true,
+		items: make([]item, 0, len(toks)/2+1), arena: make([]segment, 0, len(toks)+4)}
 	if err := n.run(); err != nil {
 		return nil, err
 	}
@@ -277,6 +278,9 @@ func peek(s string, i int) byte {
 
 // asciiLower folds A-Z only, as PostgreSQL does for UTF-8 identifiers.
 func asciiLower(s string) string {
+	if lower, ok := upperKeywords[s]; ok {
+		return lower
+	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= 'A' && c <= 'Z' {
 			b := []byte(s)
@@ -289,6 +293,19 @@ func asciiLower(s string) string {
 		}
 	}
 	return s
+}
+
+// upperKeywords maps the keywords clients most often write in upper case
+// to lower case, so that lexing them allocates nothing.
+var upperKeywords = map[string]string{}
+
+func init() {
+	for _, k := range strings.Fields(`SELECT FROM WHERE GROUP BY ORDER HAVING LIMIT OFFSET AS AND OR NOT NULL IS IN
+		BETWEEN LIKE ILIKE CASE WHEN THEN ELSE END DISTINCT ON JOIN LEFT RIGHT INNER OUTER ASC DESC CAST TRUE FALSE
+		WITH UNION ALL COUNT SUM AVG MIN MAX EXTRACT DATE_TRUNC COALESCE INTERVAL DATE TIMESTAMP TEXT INTEGER BIGINT
+		NUMERIC VARCHAR SHOW SET BEGIN COMMIT ROLLBACK`) {
+		upperKeywords[k] = strings.ToLower(k)
+	}
 }
 
 // posError returns an error at byte offset off of sql.
@@ -774,6 +791,12 @@ func (l *lexer) number(i int) (int, error) {
 // quotedIdent lexes "identifier" ("" is a quote).
 func (l *lexer) quotedIdent(i int) (int, error) {
 	s := l.sql
+	// Most identifiers hold no doubled quote: their name is a substring.
+	if k := strings.IndexByte(s[i+1:], '"'); k > 0 && peek(s, i+1+k+1) != '"' {
+		j := i + 1 + k + 1
+		l.add(token{kind: tkQIdent, pos: i, end: j, val: s[i+1 : j-1]})
+		return j, nil
+	}
 	var b strings.Builder
 	j := i + 1
 	for {
@@ -852,7 +875,8 @@ type normalizer struct {
 	items     []item
 	parens    []int // indices of the items of unclosed (
 	gap       []segment
-	stmtStart bool // no item yet in the current statement
+	arena     []segment // backing store of the items' segs (see push)
+	stmtStart bool      // no item yet in the current statement
 	// plainLimitEnd is the index of the token after LIMIT/OFFSET clauses
 	// that limitClause left as written.
 	plainLimitEnd int
@@ -899,8 +923,13 @@ func (n *normalizer) errAt(i int) *sqlerr.Error {
 // push appends an item, giving it the pending whitespace.
 func (n *normalizer) push(it item, segs ...segment) {
 	it.lead = len(n.gap)
-	it.segs = append(n.gap, segs...)
-	n.gap = nil
+	// The segments of every item are carved out of one arena (capacity
+	// capped, so that appending to an item's segs copies).
+	start := len(n.arena)
+	n.arena = append(n.arena, n.gap...)
+	n.arena = append(n.arena, segs...)
+	it.segs = n.arena[start:len(n.arena):len(n.arena)]
+	n.gap = n.gap[:0]
 	n.items = append(n.items, it)
 	n.stmtStart = false
 }
