@@ -256,6 +256,9 @@ func mysqlTypeName(t sqltypes.Type) string {
 // changes in the session: Prepare uses it to describe the statement.
 func (s *Session) mysqlStatement(ctx context.Context, sql string, apply bool) (res *Result, handled bool, err error) {
 	parsed, perr := rewrite.ParseStatement(sql, rewrite.MySQLFrontEnd)
+	// The normal path (parseOne) takes this parse when the statement is
+	// not answered here; nothing below changes the AST.
+	s.pendingParse = &pendingParse{sql: sql, parsed: parsed, err: perr}
 	if perr != nil || len(parsed.Stmts) != 1 || parsed.ParamCount > 0 {
 		return nil, false, nil
 	}

@@ -54,6 +54,15 @@ type Session struct {
 	// gucs are the run-time parameters the client set (see guc.go);
 	// startupSettings those it sent when connecting.
 	gucs, startupSettings map[string]string
+	// pendingParse is the parse mysqlStatement just made, for parseOne to
+	// take instead of parsing the same text again.
+	pendingParse *pendingParse
+}
+
+type pendingParse struct {
+	sql    string
+	parsed *rewrite.Parsed
+	err    error
 }
 
 // Analyst returns the session's analyst.
@@ -72,6 +81,16 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 	}
 	if cmd != nil {
 		res, err := s.runCommand(ctx, cmd, sql)
+		if err != nil {
+			return nil, err
+		}
+		return []*Result{res}, nil
+	}
+	// A public-table query analyzed before (for this front end and
+	// database) skips parsing. Session statements are never memoized, so
+	// this may come before them.
+	if pt, ok := s.engine.passthroughs.Get(s.passthroughKey(sql)); ok {
+		res, err := s.engine.passthrough(ctx, pt)
 		if err != nil {
 			return nil, err
 		}
@@ -97,13 +116,6 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 			}
 			return []*Result{res}, nil
 		}
-	}
-	if pt, ok := s.engine.passthroughs.Get(s.passthroughKey(sql)); ok {
-		res, err := s.engine.passthrough(ctx, pt)
-		if err != nil {
-			return nil, err
-		}
-		return []*Result{res}, nil
 	}
 	stmt, parsed, err := s.parseOne(sql)
 	if err != nil {
@@ -151,7 +163,15 @@ func (s *Session) passthroughKey(sql string) string {
 // nil for none. Parsed carries the parameter mapping and the client's
 // cast types.
 func (s *Session) parseOne(sql string) (ast.StmtNode, *rewrite.Parsed, error) {
-	parsed, err := rewrite.ParseStatement(sql, s.frontEnd)
+	var parsed *rewrite.Parsed
+	var err error
+	if pp := s.pendingParse; pp != nil && pp.sql == sql {
+		// Taken once: whoever gets the AST may change it.
+		parsed, err = pp.parsed, pp.err
+	} else {
+		parsed, err = rewrite.ParseStatement(sql, s.frontEnd)
+	}
+	s.pendingParse = nil
 	if err != nil {
 		return nil, nil, err
 	}
