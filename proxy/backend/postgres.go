@@ -2,11 +2,14 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
@@ -36,16 +39,27 @@ const cleanupTimeout = 5 * time.Second
 // change session state). A pool opened with OpenPostgresIsolated (the
 // catalog role, which runs client-written SQL) also wraps each statement
 // in BEGIN READ ONLY … ROLLBACK, so that no session change (set_config,
-// SET) survives it. Statements use the extended protocol
-// with the unnamed statement (pgx.QueryExecModeExec): a single statement
-// per call, parameter types inferred by the server from the statement,
-// results in text format, which the backend decodes itself so that numeric
-// values keep their exact canonical text.
+// SET) survives it. Statements use the extended protocol, a single
+// statement per call, parameter types inferred by the server from the
+// statement, results in text format, which the backend decodes itself so
+// that numeric values keep their exact canonical text. A statement text
+// runs first as the unnamed statement; once it has been seen before
+// (dpproxy's repeated public-table queries and rewritten DP queries), each
+// connection prepares it once and afterwards only binds and executes it,
+// which spares the server a parse and a plan per query. One-off texts are
+// never prepared. The catalog role's pool always uses the unnamed
+// statement.
 type Postgres struct {
 	pool    *pgPool
 	desc    string // host:port/database, for logs
 	isolate bool   // each statement in its own rolled-back transaction
+	// seen holds the statement texts run recently (nil when isolate).
+	seen *lru.Cache[string, struct{}]
 }
+
+// seenStatements bounds the texts Postgres remembers to decide which to
+// prepare (pgx's statement cache per connection holds 512).
+const seenStatements = 2048
 
 var _ Backend = (*Postgres)(nil)
 
@@ -65,11 +79,10 @@ func OpenPostgresIsolated(ctx context.Context, dsn string, maxConns int) (*Postg
 }
 
 func openPostgres(ctx context.Context, dsn string, maxConns int, isolate bool) (*Postgres, error) {
-	p, err := newPostgres(dsn, maxConns)
+	p, err := newPostgres(dsn, maxConns, isolate)
 	if err != nil {
 		return nil, err
 	}
-	p.isolate = isolate
 	if err := p.Ping(ctx); err != nil {
 		p.pool.close()
 		return nil, err
@@ -79,7 +92,7 @@ func openPostgres(ctx context.Context, dsn string, maxConns int, isolate bool) (
 }
 
 // newPostgres builds the pool without connecting.
-func newPostgres(dsn string, maxConns int) (*Postgres, error) {
+func newPostgres(dsn string, maxConns int, isolate bool) (*Postgres, error) {
 	cc, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("backend: parse postgres dsn: %w", err)
@@ -118,7 +131,11 @@ func newPostgres(dsn string, maxConns int) (*Postgres, error) {
 		return nil
 	}
 	desc := fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
-	return &Postgres{pool: newPgPool(cc, maxConns, afterConnect), desc: desc}, nil
+	p := &Postgres{pool: newPgPool(cc, maxConns, afterConnect), desc: desc, isolate: isolate}
+	if !isolate {
+		p.seen, _ = lru.New[string, struct{}](seenStatements)
+	}
+	return p, nil
 }
 
 // Ping checks that a connection to the server can be had and used. Its
@@ -152,11 +169,16 @@ func (p *Postgres) Query(ctx context.Context, sql string, args ...any) (*Rows, e
 	}
 	defer p.pool.release(pc)
 
-	run := runStatement
+	var res *Rows
 	if p.isolate {
-		run = runReadOnly
+		res, err = runReadOnly(ctx, pc.conn, sql, args)
+	} else {
+		mode := pgx.QueryExecModeExec
+		if seen, _ := p.seen.ContainsOrAdd(sql, struct{}{}); seen {
+			mode = pgx.QueryExecModeCacheStatement
+		}
+		res, err = runStatement(ctx, pc.conn, sql, args, mode)
 	}
-	res, err := run(ctx, pc.conn, sql, args)
 	if err != nil {
 		cleanupConn(ctx, pc.conn)
 		slog.DebugContext(ctx, "backend: postgres query failed", "err", err, "elapsed", time.Since(start))
@@ -166,10 +188,38 @@ func (p *Postgres) Query(ctx context.Context, sql string, args ...any) (*Rows, e
 	return res, nil
 }
 
+var textResults = pgx.QueryResultFormats{pgx.TextFormatCode}
+
 // runStatement runs one statement in the implicit transaction the
-// connection's default_transaction_read_only makes read-only.
-func runStatement(ctx context.Context, c *pgx.Conn, sql string, args []any) (*Rows, error) {
-	rows, err := c.Query(ctx, sql, args...)
+// connection's default_transaction_read_only makes read-only, as the
+// unnamed statement (pgx.QueryExecModeExec) or prepared once per
+// connection (pgx.QueryExecModeCacheStatement).
+func runStatement(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pgx.QueryExecMode) (*Rows, error) {
+	res, err := queryText(ctx, c, sql, args, mode)
+	if err != nil && mode == pgx.QueryExecModeCacheStatement && planChanged(err) {
+		// A table changed under a prepared statement: pgx dropped the
+		// statement on the error, and the statement did not run.
+		res, err = queryText(ctx, c, sql, args, mode)
+	}
+	if err == nil {
+		return res, nil
+	}
+	if pgconn.SafeToRetry(err) {
+		return nil, fmt.Errorf("%w: postgres: %w", ErrUnavailable, err)
+	}
+	return nil, fmt.Errorf("backend: postgres: %w", err)
+}
+
+// planChanged reports PostgreSQL's refusal to run a prepared statement
+// whose result columns changed since it was prepared.
+func planChanged(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "0A000" && strings.Contains(pgErr.Message, "cached plan must not change result type")
+}
+
+// queryText runs the statement with text-format results and reads them.
+func queryText(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pgx.QueryExecMode) (*Rows, error) {
+	rows, err := c.Query(ctx, sql, append([]any{mode, textResults}, args...)...)
 	if err == nil {
 		var res *Rows
 		res, err = readPostgresRows(rows, c.TypeMap())
@@ -181,10 +231,7 @@ func runStatement(ctx context.Context, c *pgx.Conn, sql string, args []any) (*Ro
 			return res, nil
 		}
 	}
-	if pgconn.SafeToRetry(err) {
-		return nil, fmt.Errorf("%w: postgres: %w", ErrUnavailable, err)
-	}
-	return nil, fmt.Errorf("backend: postgres: %w", err)
+	return nil, err
 }
 
 // runReadOnly sends BEGIN READ ONLY, the statement and ROLLBACK in one

@@ -210,8 +210,15 @@ func TestPostgresReadOnly(t *testing.T) {
 	for _, isolate := range []bool{false, true} {
 		t.Run(fmt.Sprintf("isolate=%v", isolate), func(t *testing.T) {
 			schema := pgSchema(t, dsn)
-			p := openPostgresT(t, dsn, 1) // one connection: every statement below shares it
-			p.isolate = isolate
+			open := OpenPostgres
+			if isolate {
+				open = OpenPostgresIsolated
+			}
+			p, err := open(context.Background(), dsn, 1) // one connection: every statement below shares it
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
 			if isolate {
 				checkSessionChangesRolledBack(t, p)
 			}
@@ -324,7 +331,7 @@ func TestPostgresUnavailable(t *testing.T) {
 	if _, err := OpenPostgres(ctx, closed, 1); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("OpenPostgres(closed port): err = %v, want ErrUnavailable", err)
 	}
-	p, err := newPostgres(closed, 1)
+	p, err := newPostgres(closed, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,14 +490,13 @@ func TestPostgresConcurrent(t *testing.T) {
 func TestPostgresReadOnlyTransactionAlone(t *testing.T) {
 	dsn := pgDSN(t)
 	schema := pgSchema(t, dsn)
-	p, err := newPostgres(dsn, 1)
+	p, err := newPostgres(dsn, 1, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	delete(p.pool.cfg.RuntimeParams, "default_transaction_read_only")
 	p.pool.afterConnect = nil
-	p.isolate = true
 
 	rows := mustQuery(t, p, `SELECT current_setting('default_transaction_read_only'), current_setting('transaction_read_only')`)
 	if !reflect.DeepEqual(rows.Values, [][]any{{"off", "on"}}) {
@@ -499,5 +505,74 @@ func TestPostgresReadOnlyTransactionAlone(t *testing.T) {
 	var pgErr *pgconn.PgError
 	if _, err := p.Query(context.Background(), `INSERT INTO `+schema+`.t VALUES (9, 'z')`); !errors.As(err, &pgErr) || pgErr.Code != "25006" {
 		t.Errorf("INSERT: err = %v, want SQLSTATE 25006", err)
+	}
+}
+
+// TestPostgresPreparesRepeatedStatements: a text runs as the unnamed
+// statement the first time and is prepared on its connection from the
+// second; one-off texts are never prepared; the isolated pool never
+// prepares.
+func TestPostgresPreparesRepeatedStatements(t *testing.T) {
+	dsn := pgDSN(t)
+	schema := pgSchema(t, dsn)
+	p := openPostgresT(t, dsn, 1) // one connection: pg_prepared_statements is its own
+	prepared := func(p *Postgres) []any {
+		t.Helper()
+		rows := mustQuery(t, p, `SELECT statement FROM pg_prepared_statements ORDER BY statement /* `+t.Name()+` */`)
+		var out []any
+		for _, r := range rows.Values {
+			out = append(out, r[0])
+		}
+		return out
+	}
+	repeated := `SELECT v FROM ` + schema + `.t WHERE id = $1`
+	once := `SELECT v FROM ` + schema + `.t WHERE id = 3`
+	for i, want := range []string{"a", "b"} {
+		rows := mustQuery(t, p, repeated, int64(i+1))
+		if !reflect.DeepEqual(rows.Values, [][]any{{want}}) {
+			t.Fatalf("run %d: %#v", i, rows.Values)
+		}
+	}
+	mustQuery(t, p, once)
+	if got := prepared(p); !reflect.DeepEqual(got, []any{repeated}) {
+		t.Errorf("prepared statements %#v, want only the repeated text", got)
+	}
+
+	iso, err := OpenPostgresIsolated(context.Background(), dsn, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer iso.Close()
+	mustQuery(t, iso, repeated, int64(1))
+	mustQuery(t, iso, repeated, int64(1))
+	if got := prepared(iso); len(got) != 0 {
+		t.Errorf("isolated pool prepared %#v, want nothing", got)
+	}
+}
+
+// TestPostgresPreparedStatementSurvivesTableChange: when a table changes
+// under a prepared statement, PostgreSQL refuses the statement once
+// ("cached plan must not change result type"); the backend prepares it
+// again and the query succeeds.
+func TestPostgresPreparedStatementSurvivesTableChange(t *testing.T) {
+	dsn := pgDSN(t)
+	schema := pgSchema(t, dsn)
+	p := openPostgresT(t, dsn, 1)
+	q := `SELECT * FROM ` + schema + `.t WHERE id = 1`
+	mustQuery(t, p, q)
+	if rows := mustQuery(t, p, q); len(rows.Columns) != 4 {
+		t.Fatalf("columns %#v", rows.Columns)
+	}
+	admin, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	if _, err := admin.Exec(context.Background(), `ALTER TABLE `+schema+`.t ADD COLUMN w int DEFAULT 7`); err != nil {
+		t.Fatal(err)
+	}
+	rows := mustQuery(t, p, q)
+	if len(rows.Columns) != 5 || rows.Values[0][4] != int64(7) {
+		t.Errorf("after ALTER TABLE: %#v %#v", rows.Columns, rows.Values)
 	}
 }
