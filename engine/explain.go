@@ -74,7 +74,16 @@ func ExplainSummary(plan *rewrite.Plan) string {
 	if len(plan.Groups) == 0 {
 		l0 = 1
 	}
-	fmt.Fprintf(&sb, "contribution bounds: at most %d group(s) per unit, at most %d row(s) per unit per group\n", l0, plan.MaxRowsPerUnit)
+	switch {
+	case plan.Table.IsRowPrivacy():
+		fmt.Fprintf(&sb, "contribution bounds: one row per unit\n")
+	case plan.WeightsGroups():
+		fmt.Fprintf(&sb, "contribution bounds: at most %d groups' worth per unit (a unit in k > %d groups counts %d/k in each), "+
+			"at most %d row(s) per unit per group (a unit's larger sum is scaled down to %d values)\n", l0, l0, l0, plan.MaxRowsPerUnit, plan.MaxRowsPerUnit)
+	default:
+		fmt.Fprintf(&sb, "contribution bounds: at most %d group(s) per unit (chosen at random), "+
+			"at most %d row(s) per unit per group (a unit's larger sum is scaled down to %d values)\n", l0, plan.MaxRowsPerUnit, plan.MaxRowsPerUnit)
+	}
 	fmt.Fprintf(&sb, "cost: ε = %g, δ = %g (split equally over %d measurement(s))\n", plan.Epsilon, plan.Delta, len(plan.Measurements))
 	for _, g := range plan.Groups {
 		if len(g.Keys) > 0 {

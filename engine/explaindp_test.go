@@ -59,7 +59,7 @@ func TestExplainDP(t *testing.T) {
 	if len(notes["summary"]) < 3 || !strings.Contains(strings.Join(notes["summary"], "\n"), "cost: ε = 0.5") {
 		t.Errorf("summary %q", notes["summary"])
 	}
-	if sql := notes["backend SQL (sqlite)"]; len(sql) != 1 || !strings.Contains(sql[0], "ROW_NUMBER()") {
+	if sql := notes["backend SQL (sqlite)"]; len(sql) != 1 || !strings.Contains(sql[0], "COUNT(*) OVER (PARTITION BY") {
 		t.Errorf("backend SQL %q", sql)
 	}
 	if _, ok := notes["cache"]; ok {

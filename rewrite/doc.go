@@ -16,10 +16,11 @@
 //     groups per unit, Linf rows per unit per group, clamp bounds) and the
 //     neighbouring definition, and splits the query's ε across them.
 //   - Emit writes backend SQL for a Dialect: the inner query clamps values,
-//     the middle one aggregates per (unit, group) and numbers each unit's
-//     groups at random, the outer one keeps at most L0 groups per unit,
-//     caps each unit's counts at Linf and scales its sums down to Linf
-//     values, and aggregates per group across units.
+//     the middle one aggregates per (unit, group) and counts each unit's
+//     groups (or numbers them at random, for partition selection), the
+//     outer one caps each unit's counts at Linf, scales its sums down to
+//     Linf values, weights its groups by min(1, L0/k) (or keeps L0 random
+//     ones), and aggregates per group across units.
 //
 // The package never runs SQL and never adds noise: that is the engine's job.
 package rewrite

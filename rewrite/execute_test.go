@@ -39,9 +39,12 @@ var fixture = []string{
 	// scales a unit's sum to Linf = 2 values. p1: 4 rows in W (cost 100,
 	// 200, 300, 5000 → 1000; nights 1, 2 and two NULLs); p2: one row in W;
 	// p3: 3 rows in W, nights 1, 1, 2, no cost; p4: 3 rows in V, every
-	// cost at the upper bound after clamping.
+	// cost at the upper bound after clamping; p5: one row in each of 14
+	// wards outside the key list, no values.
 	`CREATE TABLE stays (patient_id INTEGER, ward TEXT, cost NUMERIC, nights INTEGER)`,
 	`INSERT INTO stays VALUES (1, 'W', 100, 1), (1, 'W', 200, 2), (1, 'W', 300, NULL), (1, 'W', 5000, NULL), (2, 'W', 50, 9), (3, 'W', NULL, 1), (3, 'W', NULL, 1), (3, 'W', NULL, 2), (4, 'V', 1000, NULL), (4, 'V', 7000, NULL), (4, 'V', 1000, NULL)`,
+	`INSERT INTO stays VALUES (5, 'a', NULL, NULL), (5, 'b', NULL, NULL), (5, 'c', NULL, NULL), (5, 'd', NULL, NULL), (5, 'e', NULL, NULL), (5, 'f', NULL, NULL), (5, 'g', NULL, NULL),
+		(5, 'h', NULL, NULL), (5, 'i', NULL, NULL), (5, 'j', NULL, NULL), (5, 'k', NULL, NULL), (5, 'l', NULL, NULL), (5, 'm', NULL, NULL), (5, 'n', NULL, NULL)`,
 	`INSERT INTO people VALUES (-5, 'F', 1000), (50, 'M', 300000), (150, 'F', NULL), (30, 'X', 50000)`,
 	`INSERT INTO clinics VALUES ('North', 'Oslo'), ('South', 'Bergen')`,
 }
@@ -49,8 +52,10 @@ var fixture = []string{
 type executeCase struct {
 	sql string
 	// check receives the backend rows as float64 (NULL as NaN) and
-	// reports a mismatch.
-	check func(rows [][]float64, keys []string) error
+	// reports a mismatch; checkDialect, when set instead, also gets the
+	// backend's dialect.
+	check        func(rows [][]float64, keys []string) error
+	checkDialect func(rows [][]float64, keys []string, d Dialect) error
 }
 
 // Hand-computed bounded results.
@@ -96,21 +101,20 @@ var executeCases = []executeCase{
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3, -5) },
 	},
 	{
-		// Grouped: p1 → A: 2 rows; p2 → B: 1; p3 keeps 3 of its 5 groups,
-		// 2 rows each. Totals over all groups: 2 + 1 + 6 = 9 rows and
-		// 1 + 1 + 3 = 5 (unit, group) pairs.
+		// Grouped, public keys: p1 → A: 2 rows; p2 → B: 1; p3 has 5
+		// groups, L0 = 3: each of its groups gets 3/5 of its 2 rows and
+		// of one unit.
 		sql: `SELECT diagnosis, COUNT(*), COUNT(DISTINCT patient_id) FROM visits GROUP BY diagnosis`,
 		check: func(rows [][]float64, keys []string) error {
-			var total, units float64
-			for i, r := range rows {
-				total += r[0]
-				units += r[1]
-				if keys[i] == "A" && r[0] != 2 && r[0] != 4 {
-					return fmt.Errorf("group A count %v, want 2 or 4", r[0])
-				}
+			want := map[string][2]float64{"A": {3.2, 1.6}, "B": {2.2, 1.6}, "C": {1.2, 0.6}, "D": {1.2, 0.6}, "E": {1.2, 0.6}}
+			if len(rows) != len(want) {
+				return fmt.Errorf("keys %v, want %v", keys, want)
 			}
-			if total != 9 || units != 5 {
-				return fmt.Errorf("total rows %v, units %v; want 9 and 5", total, units)
+			for i, r := range rows {
+				w, ok := want[keys[i]]
+				if !ok || math.Abs(r[0]-w[0]) > 1e-9 || math.Abs(r[1]-w[1]) > 1e-9 {
+					return fmt.Errorf("group %s: %v, want %v", keys[i], r, w)
+				}
 			}
 			return nil
 		},
@@ -163,28 +167,57 @@ var executeCases = []executeCase{
 		},
 	},
 	{
-		// Scaling to Linf = 2 values per unit: rows 2 + 1 + 2 + 2 = 7;
+		// Scaling to Linf = 2 values per unit: rows 2 + 1 + 2 + 2 + 2 = 9
+		// (p5 has 14 rows, one group: no GROUP BY);
 		// cost: p1 has 4 values summing to 1600 → 1600·2/4 = 800 over 2,
 		// p2 50 over 1, p4 3000·2/3 = 2000 over 2 (exactly the bound
 		// Linf·hi) → 2850 over 5; nights: p1 1 + 2 (2 values, kept whole),
 		// p2 9, p3 4·2/3 → 38/3 over 5.
 		sql: `SELECT COUNT(*), SUM(cost), AVG(nights) FROM stays`,
 		check: func(rows [][]float64, _ []string) error {
-			return expectRowNear(rows, 7, 5, 2850, 5, 3+9+8.0/3)
+			return expectRowNear(rows, 9, 5, 2850, 5, 3+9+8.0/3)
 		},
 	},
 	{
-		// Grouped, one group per unit: W 800 + 50 over 3 values, V 2000
-		// over 2.
+		// Grouped, one group per unit in the key list: W 800 + 50 over 3
+		// values, V 2000 over 2.
 		sql: `SELECT ward, SUM(cost) FROM stays GROUP BY ward`,
 		check: func(rows [][]float64, keys []string) error {
 			got := map[string][2]float64{}
 			for i, r := range rows {
-				got[keys[i]] = [2]float64{r[0], r[1]}
+				if keys[i] == "V" || keys[i] == "W" {
+					got[keys[i]] = [2]float64{r[0], r[1]}
+				}
 			}
 			want := map[string][2]float64{"V": {2, 2000}, "W": {3, 850}}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				return fmt.Errorf("got %v, want %v", got, want)
+			}
+			return nil
+		},
+	},
+	{
+		// p5's 14 groups get 3/14 of its row each (0.2142857142857142…),
+		// truncated toward zero to 12 places on PostgreSQL and MariaDB,
+		// 0.214285714285, where rounding would give …286: 14 of those
+		// would add up to more than L0 = 3.
+		sql: `SELECT ward, COUNT(*) FROM stays GROUP BY ward`,
+		checkDialect: func(rows [][]float64, keys []string, d Dialect) error {
+			want := 0.214285714285
+			if d == SQLite { // floating point, not truncated
+				want = 3.0 / 14
+			}
+			n := 0
+			for i, r := range rows {
+				if keys[i] >= "a" && keys[i] <= "n" {
+					n++
+					if math.Abs(r[0]-want) > 1e-15 {
+						return fmt.Errorf("group %s: %.17g rows, want %.17g", keys[i], r[0], want)
+					}
+				}
+			}
+			if n != 14 {
+				return fmt.Errorf("%d of p5's groups, want 14", n)
 			}
 			return nil
 		},
@@ -370,7 +403,11 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 					t.Fatal(err)
 				}
 				rows.Close()
-				if err := c.check(values, keys); err != nil {
+				check := c.check
+				if c.checkDialect != nil {
+					check = func(rows [][]float64, keys []string) error { return c.checkDialect(rows, keys, d) }
+				}
+				if err := check(values, keys); err != nil {
 					t.Fatalf("run %d: %v\nSQL: %s", run, err, p.BackendSQL)
 				}
 			}

@@ -230,6 +230,7 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 		p.Selection.MaxGroupsPerUnit = p.MaxGroupsPerUnit
 		p.Delta = delta
 	}
+	weighted := p.WeightsGroups()
 	for _, a := range p.Aggregates {
 		for _, mi := range a.Measurements {
 			m := &p.Measurements[mi]
@@ -241,8 +242,10 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 			// in a group is scaled to Linf values (see the emitter) and may
 			// be fractional, and rounding the total could move it by more
 			// than the sensitivity.
-			m.Integer = m.Kind == MeasureCount || m.Kind == MeasureUnits ||
-				(m.Kind == MeasureSum && p.Table.IsRowPrivacy() && a.Column.Type.Integer() && isWhole(a.Bounds.Lo) && isWhole(a.Bounds.Hi))
+			// Counts are whole unless a unit's contributions are weighted
+			// over its groups (public key lists, see the emitter).
+			m.Integer = !weighted && (m.Kind == MeasureCount || m.Kind == MeasureUnits ||
+				(m.Kind == MeasureSum && p.Table.IsRowPrivacy() && a.Column.Type.Integer() && isWhole(a.Bounds.Lo) && isWhole(a.Bounds.Hi)))
 		}
 	}
 	p.Epsilon = epsilon
@@ -298,6 +301,13 @@ func (p *Plan) sensitivity(kind MeasurementKind, b config.Bounds) float64 {
 		return linf * (b.Hi - b.Lo)
 	}
 	return s // count, units and centred squares: one unit's own change
+}
+
+// WeightsGroups reports whether each unit's contributions are weighted
+// over its groups by min(1, L0/k) instead of kept in L0 random groups:
+// GROUP BY over public key lists on a table with unit privacy.
+func (p *Plan) WeightsGroups() bool {
+	return len(p.Groups) > 0 && p.Selection == nil && !p.Table.IsRowPrivacy()
 }
 
 func isWhole(f float64) bool { return f == math.Trunc(f) && math.Abs(f) < 1<<53 }

@@ -592,8 +592,9 @@ func markdown(stats, chart []Stat, patients, runs int) string {
 		"(the plan's backend SQL run once without noise); *bias* is bounded truth − true answer, the cost of contribution bounding "+
 		"and clamping, independent of ε. *Explain 95%%* is the half-width `dpproxy explain` predicts for the noise "+
 		"(for AVG: the centred sum's bound ÷ the bounded count, an approximation); *within* is the share of answers within it of the bounded truth. "+
-		"Where bounding keeps groups at random (visits: at most 4 groups per patient), the bounded truth itself varies from run to run, "+
-		"so the noise-only error includes that sampling variation and *within* can fall below 95%% there.\n\n", patients, runs)
+		"Where group keys come from the data (visits by month: partition selection), bounding keeps at most 4 groups per patient chosen at random, "+
+		"so the bounded truth itself varies from run to run, the noise-only error includes that sampling variation and *within* falls below 95%% there; "+
+		"with public key lists a patient's contribution is weighted over all their groups instead, with no sampling.\n\n", patients, runs)
 	sb.WriteString("| query | aggregate | ε | mean abs error | mean rel error | noise only (mean abs) | explain 95% | within | bias (mean abs) | bias (mean rel, signed) | groups released |\n")
 	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range stats {

@@ -65,7 +65,7 @@ func TestExplainShowsSensitivityAndSpendsNothing(t *testing.T) {
 	}
 	// visits: L0 = 4, Linf = 3, cost in [0, 1000]; ε = 0.5 over 3 measurements.
 	for _, want := range []string{
-		"at most 4 group(s) per unit, at most 3 row(s)",
+		"at most 4 groups' worth per unit (a unit in k > 4 groups counts 4/k in each), at most 3 row(s) per unit per group",
 		`SELECT "dp_g0"`,
 		"group privacy",
 	} {
@@ -74,9 +74,10 @@ func TestExplainShowsSensitivityAndSpendsNothing(t *testing.T) {
 		}
 	}
 	// Sensitivities: count L0·Linf = 12; centred sum L0·Linf·(hi−lo)/2 = 6000;
-	// scale = sensitivity / (0.5/3).
+	// scale = sensitivity / (0.5/3). Counts over public keys are weighted
+	// (fractional): granular Laplace.
 	for _, want := range []string{
-		"COUNT(*) count discrete Laplace 12 0.166667 72",
+		"COUNT(*) count Laplace (granular) 12 0.166667 72",
 		"AVG(cost) centered sum Laplace (granular) 6000 0.166667 36000",
 	} {
 		found := false
