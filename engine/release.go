@@ -33,8 +33,13 @@ func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*Resul
 		}
 		mechs[i] = l
 	}
+	// A plan that weights groups returns a row per group and k: fold them.
+	folded, err := plan.FoldGroups(rows.Values)
+	if err != nil {
+		return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "unexpected backend result; no answer was released", Err: err}
+	}
+	rows = &backend.Rows{Columns: rows.Columns, Values: folded}
 	var groups []groupResult
-	var err error
 	if plan.Selection != nil {
 		groups, err = selectGroups(plan, rows, r)
 	} else {

@@ -162,7 +162,8 @@ func TestVarianceAndConstantsPostProcessing(t *testing.T) {
 // limits the released rows.
 func TestReleaseOuterQuery(t *testing.T) {
 	p := releasePlan(t, `SELECT "source"."kind" AS "k", "source"."n" AS "visits" FROM (SELECT "kind", COUNT(*) AS "n" FROM "t" GROUP BY "kind") AS "source" ORDER BY "source"."n" DESC LIMIT 1`)
-	rows := &backend.Rows{Values: [][]any{{"x", int64(10)}, {"y", int64(5000)}}}
+	// Backend rows per group and k (the units' number of groups).
+	rows := &backend.Rows{Values: [][]any{{"x", int64(10), int64(1)}, {"y", int64(4000), int64(1)}, {"y", int64(1000), int64(2)}}}
 	res, err := release(p, rows, mechanisms.Seeded(9))
 	if err != nil {
 		t.Fatal(err)

@@ -199,6 +199,7 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 		Neighbouring:     a.pol.Defaults.Neighbouring,
 		Limit:            -1,
 		UnitsColumn:      -1,
+		GroupCountColumn: -1,
 	}
 	if p.Neighbouring == "" {
 		p.Neighbouring = config.AddRemove

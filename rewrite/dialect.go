@@ -26,10 +26,6 @@ type Dialect interface {
 	// TimeBucket writes date_trunc or EXTRACT of a date/timestamp column
 	// (col is already quoted). The units are those of bucketUnits.
 	TimeBucket(b *TimeBucket, col string) string
-	// TruncateToward0 truncates an exact decimal toward zero to the given
-	// number of places (SQLite, whose fractions are floating point, leaves
-	// it as it is).
-	TruncateToward0(expr string, places int) string
 }
 
 // Postgres is the PostgreSQL dialect (standard_conforming_strings=on).
@@ -57,13 +53,6 @@ func (ansiDialect) QuoteString(s string) (string, error) {
 }
 
 func (d ansiDialect) Random() string { return d.random }
-
-func (d ansiDialect) TruncateToward0(expr string, places int) string {
-	if d.name != "postgres" {
-		return expr
-	}
-	return "TRUNC(" + expr + ", " + strconv.Itoa(places) + ")"
-}
 
 func (d ansiDialect) TimeBucket(b *TimeBucket, col string) string {
 	if d.name == "postgres" {
@@ -115,10 +104,6 @@ func (mysqlDialect) QuoteString(s string) (string, error) {
 }
 
 func (mysqlDialect) Random() string { return "RAND()" }
-
-func (mysqlDialect) TruncateToward0(expr string, places int) string {
-	return "TRUNCATE(" + expr + ", " + strconv.Itoa(places) + ")"
-}
 
 func (mysqlDialect) TimeBucket(b *TimeBucket, col string) string {
 	if b.Func == "extract" {

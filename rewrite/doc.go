@@ -17,10 +17,11 @@
 //     neighbouring definition, and splits the query's ε across them.
 //   - Emit writes backend SQL for a Dialect: the inner query clamps values,
 //     the middle one aggregates per (unit, group) and counts each unit's
-//     groups (or numbers them at random, for partition selection), the
+//     groups k (or numbers them at random, for partition selection), the
 //     outer one caps each unit's counts at Linf, scales its sums down to
-//     Linf values, weights its groups by min(1, L0/k) (or keeps L0 random
-//     ones), and aggregates per group across units.
+//     Linf values and aggregates per group and k (or per group, keeping L0
+//     random groups per unit). Plan.FoldGroups then weights the rows of
+//     each group by min(1, L0/k).
 //
 // The package never runs SQL and never adds noise: that is the engine's job.
 package rewrite

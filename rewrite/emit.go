@@ -588,7 +588,8 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	innerSQL := "SELECT " + strings.Join(inner, ", ") + " FROM " + table + whereClause
 
 	// Middle: aggregate per (unit, group). With a public key list, count
-	// each unit's groups (its contributions are weighted, see weighted);
+	// each unit's groups (its contributions are weighted, see
+	// Plan.FoldGroups);
 	// with partition selection, number them at random.
 	weightGroups := p.WeightsGroups()
 	middle := []string{q("dp_u")}
@@ -614,36 +615,34 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		" GROUP BY " + strings.Join(append([]string{q("dp_u")}, groupRefs...), ", ")
 
 	// Outer: aggregate per group across units, each unit's counts capped
-	// at Linf and its sums scaled to Linf values (see capped and scaled),
-	// and either weighted over its groups (public keys) or kept in at most
-	// L0 random groups (partition selection).
-	linf, l0 := p.MaxRowsPerUnit, p.MaxGroupsPerUnit
-	sum := func(contribution string) string {
-		if weightGroups {
-			contribution = e.weighted(contribution, q("dp_k"), l0)
-		}
-		return "SUM(" + contribution + ")"
-	}
+	// at Linf and its sums scaled to Linf values (see capped and scaled).
+	// With a public key list, per group and k (the unit's number of
+	// groups): the engine weights each row by min(1, L0/k) (see
+	// Plan.FoldGroups). With partition selection, keep at most L0 random
+	// groups per unit.
+	linf := p.MaxRowsPerUnit
 	if b.assigned {
-		outerCols[b.rowCnt] = sum(capped(q("dp_n"), linf))
+		outerCols[b.rowCnt] = "SUM(" + capped(q("dp_n"), linf) + ")"
 	}
 	for j, v := range b.values {
 		c := q(fmt.Sprintf("dp_c%d", j))
-		outerCols[v.count] = sum(capped(c, linf))
-		outerCols[v.sum] = sum(scaled(q(fmt.Sprintf("dp_s%d", j)), c, linf))
+		outerCols[v.count] = "SUM(" + capped(c, linf) + ")"
+		outerCols[v.sum] = "SUM(" + scaled(q(fmt.Sprintf("dp_s%d", j)), c, linf) + ")"
 		if v.sq >= 0 {
-			outerCols[v.sq] = sum(scaled(q(fmt.Sprintf("dp_q%d", j)), c, linf))
+			outerCols[v.sq] = "SUM(" + scaled(q(fmt.Sprintf("dp_q%d", j)), c, linf) + ")"
 		}
 	}
 	if p.UnitsColumn >= 0 {
 		outerCols[p.UnitsColumn] = "COUNT(*)"
-		if weightGroups {
-			outerCols[p.UnitsColumn] = sum("1")
-		}
 	}
 	outerWhere := ""
-	if len(p.Groups) > 0 && !weightGroups {
-		outerWhere = " WHERE " + q("dp_gn") + " <= " + strconv.Itoa(l0)
+	switch {
+	case weightGroups:
+		p.GroupCountColumn = len(outerCols)
+		outerCols = append(outerCols, q("dp_k"))
+		groupBy += ", " + q("dp_k")
+	case len(p.Groups) > 0:
+		outerWhere = " WHERE " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit)
 	}
 	return "SELECT " + strings.Join(outerCols, ", ") +
 		" FROM (" + middleSQL + ") AS " + q("dp_units") + outerWhere + groupBy, nil
@@ -669,23 +668,6 @@ func capped(n string, linf int) string {
 func scaled(s, n string, linf int) string {
 	l := strconv.Itoa(linf)
 	return "CASE WHEN " + n + " <= " + l + " THEN " + s + " ELSE " + s + " * " + l + ".000000000 / " + n + " END"
-}
-
-// weighted writes one unit's contribution to one group weighted by
-// min(1, L0/k), where k is the number of groups the unit has: the expected
-// value of keeping L0 of its k groups at random, with the same bounds (its
-// contributions over all groups add up to at most L0 groups' worth, each
-// group's to at most one group's; in L2, at most √L0 groups' worth) and
-// none of the sampling noise. Partition selection needs each unit in at
-// most L0 groups, so it keeps the random choice instead.
-//
-// The weighted value is truncated toward zero (12 places), so that the
-// rounding of k divisions can never add up past the bound; SQLite's
-// fractions are floating point and are not truncated.
-func (e *emitter) weighted(contribution, k string, l0 int) string {
-	l := strconv.Itoa(l0)
-	return "CASE WHEN " + k + " <= " + l + " THEN " + contribution +
-		" ELSE " + e.d.TruncateToward0("("+contribution+") * "+l+".000000000 / "+k, 12) + " END"
 }
 
 // square writes x² in exact or floating arithmetic (1.0 * x * x), so that an

@@ -71,8 +71,8 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 			continue
 		}
 		p := q.Plan
-		fmt.Fprintf(&sb, "-- plan\nL0=%d Linf=%d neighbouring=%s epsilon=%g delta=%g units_column=%d limit=%d\n",
-			p.MaxGroupsPerUnit, p.MaxRowsPerUnit, p.Neighbouring, p.Epsilon, p.Delta, p.UnitsColumn, p.Limit)
+		fmt.Fprintf(&sb, "-- plan\nL0=%d Linf=%d neighbouring=%s epsilon=%g delta=%g units_column=%d group_count_column=%d limit=%d\n",
+			p.MaxGroupsPerUnit, p.MaxRowsPerUnit, p.Neighbouring, p.Epsilon, p.Delta, p.UnitsColumn, p.GroupCountColumn, p.Limit)
 		if s := p.Selection; s != nil {
 			fmt.Fprintf(&sb, "partition selection: epsilon=%g delta=%g L0=%d\n", s.Epsilon, s.Delta, s.MaxGroupsPerUnit)
 		}

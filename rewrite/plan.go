@@ -162,6 +162,10 @@ type Plan struct {
 	// UnitsColumn indexes the backend column counting distinct units per
 	// group (-1 when no measurement or selection needs it).
 	UnitsColumn int
+	// GroupCountColumn indexes the backend column holding k, the number of
+	// groups of the units a row sums, when the plan weights groups
+	// (WeightsGroups; -1 otherwise). FoldGroups combines such rows.
+	GroupCountColumn int
 	// Selection is set when GROUP BY keys come from the data and must pass
 	// DP partition selection; nil when every group column has a public key
 	// list (or there is no GROUP BY).
@@ -256,7 +260,8 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 //
 // Add/remove neighbours: one unit adds at most Linf rows (or Linf values'
 // worth: its sums are scaled down to Linf values) to each of at most L0
-// groups (L0 = 1 without GROUP BY), each value clamped to [lo, hi]: counts move by L0·Linf, sums by L0·Linf·max(|lo|, |hi|),
+// groups, or L0 groups' worth spread over more (L0 = 1 without GROUP BY),
+// each value clamped to [lo, hi]: counts move by L0·Linf, sums by L0·Linf·max(|lo|, |hi|),
 // centred sums by L0·Linf·(hi−lo)/2, centred squares by
 // L0·Linf·((hi−lo)/2)², distinct-unit counts by L0.
 //

@@ -440,6 +440,7 @@ func (e *env) boundedInto(ctx context.Context, plan *rewrite.Plan, out, counts m
 	}
 	defer rows.Close()
 	cols, _ := rows.Columns()
+	var raws [][]any
 	for rows.Next() {
 		vals := make([]any, len(cols))
 		ptrs := make([]any, len(cols))
@@ -449,6 +450,18 @@ func (e *env) boundedInto(ctx context.Context, plan *rewrite.Plan, out, counts m
 		if err := rows.Scan(ptrs...); err != nil {
 			return err
 		}
+		raws = append(raws, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	// Plans that weight groups return a row per group and k, as the
+	// engine gets them: fold them the same way.
+	raws, err = plan.FoldGroups(raws)
+	if err != nil {
+		return err
+	}
+	for _, vals := range raws {
 		meas := make([]float64, len(plan.Measurements))
 		for i, m := range plan.Measurements {
 			meas[i] = measurementValue(m, vals)
@@ -467,7 +480,7 @@ func (e *env) boundedInto(ctx context.Context, plan *rewrite.Plan, out, counts m
 		k := strings.Join(keys, "|")
 		out[k], counts[k] = aggs, cnts
 	}
-	return rows.Err()
+	return nil
 }
 
 func measurementValue(m rewrite.Measurement, exact []any) float64 {
