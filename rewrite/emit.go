@@ -589,8 +589,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 
 	// Middle: aggregate per (unit, group). With a public key list, count
 	// each unit's groups (its contributions are weighted, see
-	// Plan.FoldGroups);
-	// with partition selection, number them at random.
+	// Plan.FoldGroups); with partition selection, number them at random.
 	weightGroups := p.WeightsGroups()
 	middle := []string{q("dp_u")}
 	middle = append(middle, groupRefs...)
