@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/dpproxy/dpproxy/sqlerr"
@@ -206,16 +207,48 @@ const noLimit = "9223372036854775807"
 // changes and rejects. Errors are *sqlerr.Error with SQLSTATE 42601 or
 // 0A000 and the 1-based character position of the offending construct.
 func NormalizePostgres(sql string) (*Normalized, error) {
-	toks, err := lexPostgres(sql)
+	sc := scratchPool.Get().(*normScratch)
+	defer sc.release()
+	toks, err := lexPostgresInto(sql, sc.toks[:0])
+	sc.toks = toks
 	if err != nil {
 		return nil, err
 	}
-	n := &normalizer{sql: sql, toks: toks, stmtStart: true,
-		items: make([]item, 0, len(toks)/2+1), arena: make([]segment, 0, len(toks)+4)}
+	n := &normalizer{sql: sql, toks: toks, stmtStart: true, items: sc.items[:0], arena: sc.arena[:0], gap: sc.gap[:0]}
+	defer func() { sc.items, sc.arena, sc.gap = n.items, n.arena, n.gap }()
 	if err := n.run(); err != nil {
 		return nil, err
 	}
 	return n.assemble(), nil
+}
+
+// normScratch holds the lexer's and normalizer's working slices between
+// calls: a statement's tokens, items and segments are garbage as soon as
+// the normalized text is assembled, and reusing them spares the garbage
+// collector most of the work of normalizing.
+type normScratch struct {
+	toks       []token
+	items      []item
+	arena, gap []segment
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(normScratch) }}
+
+// maxScratch is the largest slice (in elements) kept for reuse, so that
+// one huge statement does not pin its buffers.
+const maxScratch = 4096
+
+// release clears the slices (they point into the last statement's text)
+// and returns the scratch to the pool.
+func (sc *normScratch) release() {
+	if cap(sc.toks) > maxScratch || cap(sc.items) > maxScratch || cap(sc.arena) > maxScratch || cap(sc.gap) > maxScratch {
+		return
+	}
+	clear(sc.toks[:cap(sc.toks)])
+	clear(sc.items[:cap(sc.items)])
+	clear(sc.arena[:cap(sc.arena)])
+	clear(sc.gap[:cap(sc.gap)])
+	scratchPool.Put(sc)
 }
 
 // ---------------------------------------------------------------------------
@@ -365,20 +398,21 @@ type lexer struct {
 	bare, dollar, firstBare int
 }
 
-func lexPostgres(sql string) ([]token, error) {
+// lexPostgresInto splits sql into PostgreSQL tokens, appended to buf.
+func lexPostgresInto(sql string, buf []token) ([]token, error) {
 	if i := strings.IndexByte(sql, 0); i >= 0 {
-		return nil, posError(sql, i, sqlerr.SyntaxError, "query text contains a NUL character")
+		return buf, posError(sql, i, sqlerr.SyntaxError, "query text contains a NUL character")
 	}
-	l := &lexer{sql: sql, toks: make([]token, 0, len(sql)/3+1)}
+	l := &lexer{sql: sql, toks: buf}
 	for i := 0; i < len(sql); {
 		next, err := l.next(i)
 		if err != nil {
-			return nil, err
+			return l.toks, err
 		}
 		i = next
 	}
 	if l.bare > 0 && l.dollar > 0 {
-		return nil, posError(sql, l.firstBare, sqlerr.FeatureNotSupported, "? parameter markers cannot be mixed with $n parameters").
+		return l.toks, posError(sql, l.firstBare, sqlerr.FeatureNotSupported, "? parameter markers cannot be mixed with $n parameters").
 			WithHint("write parameters as $1, $2, ...")
 	}
 	return l.toks, nil

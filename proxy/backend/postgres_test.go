@@ -195,9 +195,13 @@ func TestPostgresArgs(t *testing.T) {
 		{`SELECT id FROM ` + schema + `.t WHERE c > $1 ORDER BY id`, []any{15.5}, [][]any{{int64(2)}, {int64(3)}}},
 		{`SELECT sum(c), avg(c)::numeric(10,3) FROM ` + schema + `.t WHERE $1`, []any{true}, [][]any{{sqltypes.Decimal("60.75"), sqltypes.Decimal("20.250")}}},
 	} {
-		rows := mustQuery(t, p, tc.q, tc.args...)
-		if !reflect.DeepEqual(rows.Values, tc.want) {
-			t.Errorf("%s %v: %#v, want %#v", tc.q, tc.args, rows.Values, tc.want)
+		// The first run uses the unnamed statement, the second the
+		// statement prepared for the repeated text.
+		for run := range 2 {
+			rows := mustQuery(t, p, tc.q, tc.args...)
+			if !reflect.DeepEqual(rows.Values, tc.want) {
+				t.Errorf("%s %v, run %d: %#v, want %#v", tc.q, tc.args, run, rows.Values, tc.want)
+			}
 		}
 	}
 }
