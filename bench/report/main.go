@@ -600,7 +600,9 @@ person's groups and the final aggregate add the rest. Raising
 makes the whole rewritten query slower (the hash aggregate of numeric sums
 spills instead of sorting), so the run keeps PostgreSQL's defaults. On
 MariaDB the floor is close to the original query (its plain aggregate is
-slow) and the bounding query lands near the target.
+slow); the bounding query's time there goes to the DECIMAL sums per
+(patient, diagnosis) and to counting each person's groups, and varies
+between runs (2.3× to 3.8× over three full runs).
 
 What was changed, with development measurements (PostgreSQL, 100,000
 patients, 2.1M visits unless said): rows per (person, group) used to be
@@ -639,17 +641,17 @@ sessions are READ ONLY, and a connection on which a statement returned no
 result set is discarded), memoized public queries skip parsing, and other
 statements are parsed once instead of twice: dpproxy ÷ direct MariaDB
 0.25 → about 0.5 (text protocol) and 0.38 → about 0.5 (binary protocol).
-The binary protocol still costs dpproxy about 150 µs of CPU per query:
+The binary protocol still costs dpproxy 90 to 150 µs of CPU per query
+(over three full runs):
 each client execution becomes a server-side prepare, execute and close on
 MariaDB (go-sql-driver without ` + "`interpolateParams`" + `, so that argument
 values never become SQL text).
 
-**7, parse + analyze + rewrite (≤ 50 µs).** The slowest case, the Metabase
-nested question, sits near the target, and this machine's speed varies by
-about a third between runs (the same code measured 42 and 59 µs in two
-full runs). Its time is split between the TiDB parser (about half),
-dpproxy's PostgreSQL normalizer in front of it and the analysis. What was
-changed: the normalizer reuses its working memory between statements and
+**7, parse + analyze + rewrite (≤ 50 µs): met after changes.** The
+slowest case, the Metabase nested question, measured 42 and 59 µs in two
+full runs before the last change (the machine's speed varies between
+runs). Its time is split between the TiDB parser (about half), dpproxy's
+PostgreSQL normalizer in front of it and the analysis. What was changed: the normalizer reuses its working memory between statements and
 lexes quoted identifiers and upper-case keywords without allocating:
 74 → 47 µs, 297 → 162 allocations and 39 → 11 KB per query on the
 development machine (the normalizer alone: 23 → 9 µs).
