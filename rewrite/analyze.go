@@ -1113,10 +1113,14 @@ func (b *backendColumns) units() int {
 	return b.unitCol
 }
 
-// finish allocates the units column when partition selection needs it.
+// finish allocates the units column when partition selection needs it,
+// and the last column, k, when the plan weights groups.
 func (b *backendColumns) finish(p *Plan) {
 	if p.Selection != nil {
 		b.units()
 	}
 	p.UnitsColumn = b.unitCol
+	if p.WeightsGroups() {
+		p.GroupCountColumn = b.alloc()
+	}
 }

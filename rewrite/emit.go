@@ -637,8 +637,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	outerWhere := ""
 	switch {
 	case weightGroups:
-		p.GroupCountColumn = len(outerCols)
-		outerCols = append(outerCols, q("dp_k"))
+		outerCols[p.GroupCountColumn] = q("dp_k")
 		groupBy += ", " + q("dp_k")
 	case len(p.Groups) > 0:
 		outerWhere = " WHERE " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit)
