@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/mechanisms"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqltypes"
@@ -53,13 +54,13 @@ func Explain(plan *rewrite.Plan) (*Result, error) {
 		}
 	}
 	if s := plan.Selection; s != nil {
-		sel, err := mechanisms.NewOptimalSelection(s.Epsilon, s.Delta, s.MaxGroupsPerUnit)
+		sel, err := mechanisms.NewOptimalSelection(s.Epsilon, s.Delta, s.ChangedGroups)
 		if err != nil {
 			return nil, err
 		}
 		// For selection, "noise_scale" is the number of units at which a
 		// group is released with probability ½.
-		res.Rows = append(res.Rows, []any{"GROUP BY keys", "distinct units", fmt.Sprintf("partition selection (δ=%g)", s.Delta), float64(s.MaxGroupsPerUnit), s.Epsilon, sel.Threshold(), sel.Threshold()})
+		res.Rows = append(res.Rows, []any{"GROUP BY keys", "distinct units", fmt.Sprintf("partition selection (δ=%g)", s.Delta), float64(s.ChangedGroups), s.Epsilon, sel.Threshold(), sel.Threshold()})
 	}
 	res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
 	return res, nil
@@ -91,6 +92,14 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		} else {
 			fmt.Fprintf(&sb, "group keys of %s: from the data, released only if they pass DP partition selection\n", g.Name())
 		}
+	}
+	if s := plan.Selection; s != nil {
+		why := "the unit's groups"
+		if plan.Neighbouring == config.Replace {
+			why = "the groups the unit leaves and those it joins"
+		}
+		fmt.Fprintf(&sb, "partition selection: ε = %g, δ = %g over the %d groups one unit's change can touch (%s); each group's test runs at (ε/%d, δ/%d)\n",
+			s.Epsilon, s.Delta, s.ChangedGroups, why, s.ChangedGroups, s.ChangedGroups)
 	}
 	if plan.Delta > 0 {
 		// (kε, k·e^{(k−1)ε}·δ) for groups of k units.

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/sqlerr"
 )
 
@@ -148,5 +150,45 @@ func TestExplainDPRejectsLikeTheQuery(t *testing.T) {
 	}
 	if got := spent(t, acct, "ana"); got != 0 {
 		t.Errorf("spent ε=%v", got)
+	}
+}
+
+// Partition selection is calibrated for the groups one unit's change can
+// touch: its L0 groups under add/remove neighbours, and under replace the
+// L0 it leaves plus the L0 it joins. EXPLAIN DP shows that number in the
+// selection row's sensitivity column and says it in the summary.
+func TestExplainDPPartitionSelectionPerNeighbouring(t *testing.T) {
+	for _, tc := range []struct {
+		neighbouring config.Neighbouring
+		changed      float64
+	}{{config.AddRemove, 2}, {config.Replace, 4}} {
+		t.Run(string(tc.neighbouring), func(t *testing.T) {
+			_, s, _, _ := sessionFixture(t, func(p *config.Policy) {
+				p.Defaults.Neighbouring = tc.neighbouring
+				p.Defaults.Delta = 1e-6
+				cols := p.ProtectedTables[0].Columns
+				for i := range cols {
+					cols[i].Keys = nil // kind's keys come from the data: partition selection
+				}
+			})
+			notes, ms := explainParts(t, exec(t, s, "EXPLAIN DP SELECT kind, COUNT(*) FROM visits GROUP BY kind"))
+			var sel []any
+			for _, m := range ms {
+				if m[0] == "GROUP BY keys" {
+					sel = m
+				}
+			}
+			if sel == nil {
+				t.Fatalf("no partition selection row in %v", ms)
+			}
+			// ε 0.5 split between the count and the selection.
+			if sel[3] != tc.changed || sel[4] != 0.25 {
+				t.Errorf("selection row %v: changed groups %v ε %v, want %v and 0.25", sel, sel[3], sel[4], tc.changed)
+			}
+			want := fmt.Sprintf("each group's test runs at (ε/%g, δ/%g)", tc.changed, tc.changed)
+			if summary := strings.Join(notes["summary"], "\n"); !strings.Contains(summary, want) {
+				t.Errorf("summary %q does not say %q", summary, want)
+			}
+		})
 	}
 }

@@ -178,7 +178,7 @@ func groupRows(plan *rewrite.Plan, rows *backend.Rows) ([]groupResult, error) {
 // by key, so the backend's row order reveals nothing.
 func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) ([]groupResult, error) {
 	sel := plan.Selection
-	selector, err := mechanisms.NewOptimalSelection(sel.Epsilon, sel.Delta, sel.MaxGroupsPerUnit)
+	selector, err := mechanisms.NewOptimalSelection(sel.Epsilon, sel.Delta, sel.ChangedGroups)
 	if err != nil {
 		return nil, &sqlerr.Error{Code: sqlerr.PrivacyParameterError, Message: fmt.Sprintf("cannot calibrate partition selection: %v", err), Err: err}
 	}

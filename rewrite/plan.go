@@ -207,12 +207,18 @@ func (p *Plan) Columns() []OutputColumn {
 
 // PartitionSelection is the DP test a group's key must pass to be
 // released: keep the group with probability π(n), n the number of distinct
-// units in it (Desfontaines et al. 2022), at (Epsilon, Delta) with each unit
-// in at most MaxGroupsPerUnit groups.
+// units in it (Desfontaines et al. 2022), at (Epsilon, Delta) in total.
+//
+// ChangedGroups is the most groups whose number of units can differ
+// between neighbouring databases, each by one: L0 under add/remove
+// neighbours (the unit's groups), 2·L0 under replace neighbours (the unit
+// leaves up to L0 groups and joins up to L0 others). Each group's test runs
+// at (Epsilon/ChangedGroups, Delta/ChangedGroups), so that the tests of the
+// groups one change touches compose to (Epsilon, Delta).
 type PartitionSelection struct {
-	Epsilon          float64
-	Delta            float64
-	MaxGroupsPerUnit int
+	Epsilon       float64
+	Delta         float64
+	ChangedGroups int
 }
 
 // assignPrivacy computes each measurement's sensitivity and ε share, and
@@ -231,7 +237,7 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 	if p.Selection != nil {
 		p.Selection.Epsilon = share
 		p.Selection.Delta = delta
-		p.Selection.MaxGroupsPerUnit = p.MaxGroupsPerUnit
+		p.Selection.ChangedGroups = p.changedGroups()
 		p.Delta = delta
 	}
 	weighted := p.WeightsGroups()
@@ -256,56 +262,69 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 	return nil
 }
 
-// sensitivity is the L1 sensitivity of one measurement over all groups.
+// sensitivity is the L1 sensitivity of one measurement over all groups:
+// the most the vector of its per-group values can move, summed over the
+// groups, between neighbouring databases (derivation in the package
+// documentation, "Privacy of a plan").
 //
-// Add/remove neighbours: one unit adds at most Linf rows (or Linf values'
-// worth: its sums are scaled down to Linf values) to each of at most L0
-// groups, or L0 groups' worth spread over more (L0 = 1 without GROUP BY),
-// each value clamped to [lo, hi]: counts move by L0·Linf, sums by L0·Linf·max(|lo|, |hi|),
-// centred sums by L0·Linf·(hi−lo)/2, centred squares by
-// L0·Linf·((hi−lo)/2)², distinct-unit counts by L0.
-//
-// Replace neighbours: one unit's rows are swapped for another's. Across
-// groups that is a removal plus an addition, so twice the add/remove
-// sensitivity. Without GROUP BY the unit stays in the single group and only
-// its own contribution changes: a count by at most Linf (0 to Linf rows),
-// a sum by Linf·max(hi−lo, |lo|, |hi|), a centred sum by Linf·(hi−lo), a
-// centred square sum by Linf·((hi−lo)/2)², a unit count by 1.
+// One unit's contribution to one group's value lies in a range given by
+// the bounds (see contribution). With GROUP BY, a neighbouring change
+// alters at most changedGroups groups (L0 under add/remove, 2·L0 under
+// replace), each by at most the contribution's largest magnitude: a group
+// the unit stays in under replace moves by at most twice that and uses two
+// of the 2·L0. Without GROUP BY there is one group: under add/remove it
+// moves by the contribution's magnitude, under replace by the width of its
+// range (the unit's old contribution swapped for its new one).
 func (p *Plan) sensitivity(kind MeasurementKind, b config.Bounds) float64 {
-	l0 := float64(p.MaxGroupsPerUnit)
-	linf := float64(p.MaxRowsPerUnit)
-	grouped := len(p.Groups) > 0
-	if !grouped {
-		l0 = 1
+	magnitude, width := p.contribution(kind, b)
+	switch {
+	case len(p.Groups) > 0:
+		return float64(p.changedGroups()) * magnitude
+	case p.Neighbouring == config.Replace:
+		return width
 	}
-	m := math.Max(math.Abs(b.Lo), math.Abs(b.Hi))
+	return magnitude
+}
+
+// contribution returns the largest magnitude of one unit's contribution to
+// one group's value of a measurement, and the width of the range that
+// contribution lies in. A unit contributes c ≤ Linf rows to a group (its
+// count is capped at Linf and a larger sum is scaled to Linf values), each
+// value clamped to [lo, hi]; with public key lists its contributions are
+// further weighted by min(1, L0/k) ≤ 1, which only shrinks them.
+//
+//	count:            [0, Linf]                           magnitude Linf
+//	distinct units:   [0, 1]                              magnitude 1
+//	sum:              [Linf·min(0, lo), Linf·max(0, hi)]  magnitude Linf·max(|lo|, |hi|)
+//	centred sum:      [−Linf·h, Linf·h], h = (hi−lo)/2    magnitude Linf·h
+//	centred squares:  [0, Linf·h²]                        magnitude Linf·h²
+func (p *Plan) contribution(kind MeasurementKind, b config.Bounds) (magnitude, width float64) {
+	linf := float64(p.MaxRowsPerUnit)
 	half := (b.Hi - b.Lo) / 2
-	var s float64
 	switch kind {
 	case MeasureCount:
-		s = l0 * linf
+		return linf, linf
 	case MeasureUnits:
-		s = l0
+		return 1, 1
 	case MeasureSum:
-		s = l0 * linf * m
+		lo, hi := linf*math.Min(0, b.Lo), linf*math.Max(0, b.Hi)
+		return math.Max(-lo, hi), hi - lo
 	case MeasureCenteredSum:
-		s = l0 * linf * half
+		return linf * half, 2 * linf * half
 	case MeasureCenteredSquares:
-		s = l0 * linf * half * half
+		return linf * half * half, linf * half * half
 	}
-	if p.Neighbouring != config.Replace {
-		return s
+	panic(fmt.Sprintf("rewrite: no contribution bound for measurement kind %v", kind))
+}
+
+// changedGroups is the most groups whose values one neighbouring change
+// can alter in a grouped plan: the unit's L0 groups under add/remove, and
+// under replace the L0 it leaves plus the L0 it joins.
+func (p *Plan) changedGroups() int {
+	if p.Neighbouring == config.Replace {
+		return 2 * p.MaxGroupsPerUnit
 	}
-	if grouped {
-		return 2 * s
-	}
-	switch kind {
-	case MeasureSum:
-		return linf * math.Max(b.Hi-b.Lo, m)
-	case MeasureCenteredSum:
-		return linf * (b.Hi - b.Lo)
-	}
-	return s // count, units and centred squares: one unit's own change
+	return p.MaxGroupsPerUnit
 }
 
 // WeightsGroups reports whether each unit's contributions are weighted

@@ -34,6 +34,9 @@ SELECT COUNT(*), SUM(score), AVG(cost), VAR_POP(nights), COUNT(DISTINCT patient_
 -- name: replace_grouped
 -- neighbouring: replace
 SELECT diagnosis, COUNT(*), SUM(score), AVG(cost) FROM visits GROUP BY diagnosis
+-- name: replace_partition_selection
+-- neighbouring: replace
+SELECT region, COUNT(*), SUM(cost) FROM visits GROUP BY region
 -- name: replace_row_privacy
 -- neighbouring: replace
 SELECT sex, COUNT(*), SUM(income) FROM people GROUP BY sex
