@@ -121,7 +121,7 @@ func TestReleasePublicKeys(t *testing.T) {
 			t.Errorf("count %d is negative", c)
 		}
 		avg := row[2].(sqltypes.Decimal)
-		if f := toFloat(avg); f < 10 || f > 20 {
+		if f := sqltypes.Float(avg); f < 10 || f > 20 {
 			t.Errorf("AVG %v outside its bounds [10, 20]", avg)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/dpproxy/dpproxy/mechanisms"
 	"github.com/dpproxy/dpproxy/proxy/backend"
 	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // Plan-level privacy audit: for each query shape and each neighbouring
@@ -361,7 +362,7 @@ func summarize(plan *rewrite.Plan, res *Result) map[string][]float64 {
 			if o.Source.Group >= 0 {
 				key = append(key, fmt.Sprint(row[i]))
 			} else {
-				values = append(values, toFloat(row[i]))
+				values = append(values, sqltypes.Float(row[i]))
 			}
 		}
 		out[strings.Join(key, "/")] = values

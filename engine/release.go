@@ -198,7 +198,7 @@ func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) ([
 	}
 	var out []groupResult
 	for _, row := range rows.Values {
-		units := int64(toFloat(row[plan.UnitsColumn]))
+		units := int64(sqltypes.Float(row[plan.UnitsColumn]))
 		keep, err := selector.Keep(r, units)
 		if err != nil {
 			return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "partition selection failed; no answer was released", Err: err}
@@ -227,28 +227,7 @@ func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) ([
 
 // noisyMeasurement perturbs one measurement of one group.
 func noisyMeasurement(m rewrite.Measurement, mech *mechanisms.Laplace, exact []any, r *mechanisms.Rand) (float64, error) {
-	count, sum, squares := 0.0, 0.0, 0.0
-	if exact != nil {
-		count = toFloat(exact[m.CountColumn])
-		if m.SumColumn >= 0 {
-			sum = toFloat(exact[m.SumColumn])
-		}
-		if m.SquaresColumn >= 0 {
-			squares = toFloat(exact[m.SquaresColumn])
-		}
-	}
-	var value float64
-	switch m.Kind {
-	case rewrite.MeasureCount, rewrite.MeasureUnits:
-		value = count
-	case rewrite.MeasureSum:
-		value = sum
-	case rewrite.MeasureCenteredSum:
-		value = sum - m.Mid*count
-	case rewrite.MeasureCenteredSquares:
-		// Σ(x − mid)² = Σx² − 2·mid·Σx + mid²·n
-		value = squares - 2*m.Mid*sum + m.Mid*m.Mid*count
-	}
+	value := m.Value(exact)
 	if mech == nil {
 		return value, nil
 	}
@@ -315,23 +294,6 @@ func typedNumber(v float64, typ sqltypes.Type, integer bool) any {
 		return sqltypes.Decimal(strconv.FormatFloat(v, 'f', -1, 64))
 	}
 	return v
-}
-
-// toFloat reads an exact backend number; NULL (an empty sum) is zero.
-func toFloat(v any) float64 {
-	switch x := v.(type) {
-	case int64:
-		return float64(x)
-	case float64:
-		return x
-	case sqltypes.Decimal:
-		f, _ := strconv.ParseFloat(string(x), 64)
-		return f
-	case string:
-		f, _ := strconv.ParseFloat(x, 64)
-		return f
-	}
-	return 0
 }
 
 // typedKey converts a policy key to the Go value of its column type.
@@ -445,7 +407,7 @@ func compareValues(a, b any) int {
 			return 1
 		}
 	}
-	fa, fb := toFloat(a), toFloat(b)
+	fa, fb := sqltypes.Float(a), sqltypes.Float(b)
 	switch {
 	case fa < fb:
 		return -1

@@ -72,6 +72,31 @@ type Measurement struct {
 	Mid float64
 }
 
+// Value is the measurement's exact value for one group, computed from the
+// group's backend row (nil for a group without rows: zero).
+func (m Measurement) Value(row []any) float64 {
+	if row == nil {
+		return 0
+	}
+	count, sum, squares := sqltypes.Float(row[m.CountColumn]), 0.0, 0.0
+	if m.SumColumn >= 0 {
+		sum = sqltypes.Float(row[m.SumColumn])
+	}
+	if m.SquaresColumn >= 0 {
+		squares = sqltypes.Float(row[m.SquaresColumn])
+	}
+	switch m.Kind {
+	case MeasureSum:
+		return sum
+	case MeasureCenteredSum:
+		return sum - m.Mid*count
+	case MeasureCenteredSquares:
+		// Σ(x − mid)² = Σx² − 2·mid·Σx + mid²·n
+		return squares - 2*m.Mid*sum + m.Mid*m.Mid*count
+	}
+	return count // MeasureCount, MeasureUnits
+}
+
 // Aggregate is one aggregate of the select list.
 type Aggregate struct {
 	Func   AggFunc

@@ -6,6 +6,8 @@
 // bool, time.Time, or Decimal (an exact decimal kept as text).
 package sqltypes
 
+import "strconv"
+
 // Type is a result column type. Each front end maps it to its wire type
 // (PostgreSQL OID, MySQL column type).
 type Type int
@@ -81,3 +83,21 @@ func (t Type) PostgresTypeSize() int16 {
 // Decimal is an exact decimal number in canonical text form ("-12.50"),
 // the Go value of a Numeric column.
 type Decimal string
+
+// Float reads a backend number as a float64: integers, floats, Decimal and
+// numeric text. NULL (an empty sum) and anything else read as zero.
+func Float(v any) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	case Decimal:
+		f, _ := strconv.ParseFloat(string(x), 64)
+		return f
+	case string:
+		f, _ := strconv.ParseFloat(x, 64)
+		return f
+	}
+	return 0
+}

@@ -1,0 +1,342 @@
+package rewrite
+
+import (
+	"database/sql"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/sqltypes"
+	_ "modernc.org/sqlite"
+)
+
+// The deterministic companion of the engine's plan-level privacy audit:
+// for hand-built worst cases, run the plan's backend SQL on neighbouring
+// databases D and D′ and measure how far each measurement and the
+// selection's unit counts actually move. Each case is a step of the
+// derivation in the package documentation ("Privacy of a plan"): the
+// change must stay within the sensitivity the plan assumed, and on the
+// cases built to reach the bound it must reach it exactly, so the bound is
+// neither broken nor loose there.
+
+const sensitivityPolicy = `
+backend: {kind: sqlite, path: unused.db}
+defaults: {epsilon: 1, delta: 1e-6, max_groups_per_unit: 2, max_rows_per_unit: 3, neighbouring: %s}
+analysts:
+  - name: ana
+    password:
+      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
+    budget: {epsilon: 10}
+protected_tables:
+  - name: t
+    privacy_unit: uid
+    columns:
+      - {name: uid, type: int}
+      - {name: g, type: text, group_by: true}
+      - {name: kg, type: text, group_by: true, keys: [h1, h2, h3, h4]}
+      - {name: f, type: int}
+      - {name: x, type: numeric, bounds: [-5, 10]}
+  - name: r
+    privacy_unit: row
+    columns:
+      - {name: g, type: text, group_by: true, keys: [h1, h2, h3, h4]}
+      - {name: x, type: numeric, bounds: [-5, 10]}
+`
+
+// L0 = 2, Linf = 3, x ∈ [lo, hi] = [−5, 10]: M = max(|lo|, |hi|) = 10,
+// mid = 2.5, h = (hi − lo)/2 = 7.5.
+const (
+	l0, linf, boundM, half = 2, 3, 10.0, 7.5
+)
+
+// rowsOf is one unit's rows: in each group, n rows of value x with flag f.
+type rowsOf struct {
+	groups []string
+	n      int
+	x      float64
+	f      int
+}
+
+type sensitivityCase struct {
+	name         string
+	neighbouring config.Neighbouring
+	query        string
+	inD, inDPrime rowsOf // the unit 0's rows (no groups: absent)
+	// reached is the change, per measurement, summed over groups, that
+	// the case reaches; it is the sensitivity where tight.
+	reached []float64
+	tight   bool
+	// selectionGroups is the number of groups whose unit count moves.
+	selectionGroups int
+}
+
+var five = rowsOf{n: 5, x: 1000, f: 1} // 5 rows > Linf, x clamped to hi
+
+func in(r rowsOf, groups ...string) rowsOf { r.groups = groups; return r }
+
+var sensitivityCases = []sensitivityCase{
+	// Ungrouped, add/remove: the unit adds its contribution's magnitude.
+	// Counts cap at Linf; sums scale 5 clamped values to Linf of them.
+	{name: "count", neighbouring: config.AddRemove, query: "SELECT COUNT(*) FROM t WHERE f = 1",
+		inD: in(five, "h1"), reached: []float64{linf}, tight: true},
+	{name: "sum", neighbouring: config.AddRemove, query: "SELECT SUM(x) FROM t WHERE f = 1",
+		inD: in(five, "h1"), reached: []float64{linf * boundM}, tight: true},
+	{name: "sum below zero", neighbouring: config.AddRemove, query: "SELECT SUM(x) FROM t WHERE f = 1",
+		inD: in(rowsOf{n: 5, x: -1000, f: 1}, "h1"), reached: []float64{linf * 5}},
+	// AVG: count and centred sum Σ(x − mid); VARIANCE adds Σ(x − mid)².
+	{name: "avg", neighbouring: config.AddRemove, query: "SELECT AVG(x) FROM t WHERE f = 1",
+		inD: in(five, "h1"), reached: []float64{linf, linf * half}, tight: true},
+	{name: "variance", neighbouring: config.AddRemove, query: "SELECT VARIANCE(x) FROM t WHERE f = 1",
+		inD: in(five, "h1"), reached: []float64{linf, linf * half, linf * half * half}, tight: true},
+	{name: "distinct units", neighbouring: config.AddRemove, query: "SELECT COUNT(DISTINCT uid) FROM t WHERE f = 1",
+		inD: in(five, "h1"), reached: []float64{1}, tight: true},
+
+	// Ungrouped, replace: the unit stays and its contribution moves across
+	// the width of its range: counts from Linf to 0 (filtered out), sums
+	// from Linf·hi to Linf·lo, squares from Linf·h² to 0 (at mid).
+	{name: "count", neighbouring: config.Replace, query: "SELECT COUNT(*) FROM t WHERE f = 1",
+		inD: in(five, "h1"), inDPrime: in(rowsOf{n: 5, x: 1000, f: 0}, "h1"), reached: []float64{linf}, tight: true},
+	{name: "sum", neighbouring: config.Replace, query: "SELECT SUM(x) FROM t WHERE f = 1",
+		inD: in(five, "h1"), inDPrime: in(rowsOf{n: 5, x: -1000, f: 1}, "h1"), reached: []float64{linf * 15}, tight: true},
+	{name: "avg", neighbouring: config.Replace, query: "SELECT AVG(x) FROM t WHERE f = 1",
+		inD: in(five, "h1"), inDPrime: in(rowsOf{n: 5, x: 1000, f: 0}, "h1"), reached: []float64{linf, linf * half}},
+	{name: "avg centred sum", neighbouring: config.Replace, query: "SELECT AVG(x) FROM t WHERE f = 1",
+		inD: in(five, "h1"), inDPrime: in(rowsOf{n: 5, x: -1000, f: 1}, "h1"), reached: []float64{0, 2 * linf * half}},
+	{name: "variance squares", neighbouring: config.Replace, query: "SELECT VARIANCE(x) FROM t WHERE f = 1",
+		inD: in(five, "h1"), inDPrime: in(rowsOf{n: 5, x: 2.5, f: 1}, "h1"), reached: []float64{0, linf * half, linf * half * half}},
+	{name: "distinct units", neighbouring: config.Replace, query: "SELECT COUNT(DISTINCT uid) FROM t WHERE f = 1",
+		inD: in(five, "h1"), inDPrime: in(rowsOf{n: 5, x: 1000, f: 0}, "h1"), reached: []float64{1}, tight: true},
+
+	// Public keys, add/remove: a unit in k = 4 > L0 groups weighs
+	// L0/k = ½ in each; over its groups that is L0 groups' worth.
+	{name: "keys count", neighbouring: config.AddRemove, query: "SELECT kg, COUNT(*) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(five, "h1", "h2", "h3", "h4"), reached: []float64{l0 * linf}, tight: true},
+	{name: "keys sum", neighbouring: config.AddRemove, query: "SELECT kg, SUM(x) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(five, "h1", "h2", "h3", "h4"), reached: []float64{l0 * linf * boundM}, tight: true},
+	{name: "keys distinct units", neighbouring: config.AddRemove, query: "SELECT kg, COUNT(DISTINCT uid) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(five, "h1", "h2", "h3", "h4"), reached: []float64{l0}, tight: true},
+	{name: "keys variance", neighbouring: config.AddRemove, query: "SELECT kg, VARIANCE(x) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(five, "h1", "h2"), reached: []float64{l0 * linf, l0 * linf * half, l0 * linf * half * half}, tight: true},
+
+	// Public keys, replace: the unit leaves L0 groups and joins L0 others,
+	// 2·L0 groups each moved by the magnitude.
+	{name: "keys count", neighbouring: config.Replace, query: "SELECT kg, COUNT(*) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(five, "h1", "h2"), inDPrime: in(five, "h3", "h4"), reached: []float64{2 * l0 * linf}, tight: true},
+	{name: "keys sum", neighbouring: config.Replace, query: "SELECT kg, SUM(x) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(five, "h1", "h2"), inDPrime: in(five, "h3", "h4"), reached: []float64{2 * l0 * linf * boundM}, tight: true},
+	// Staying in its groups with the opposite value moves each by the
+	// width Linf·(hi − lo) ≤ 2·Linf·M: within the bound, two of its 2·L0.
+	{name: "keys sum same groups", neighbouring: config.Replace, query: "SELECT kg, SUM(x) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(five, "h1", "h2"), inDPrime: in(rowsOf{n: 5, x: -1000, f: 1}, "h1", "h2"), reached: []float64{l0 * linf * 15}},
+	// A unit spread over 4 groups (½ each) becomes whole in one of them:
+	// each group moves by Linf/2, well within 2·L0·Linf.
+	{name: "keys count weighted to one group", neighbouring: config.Replace, query: "SELECT kg, COUNT(*) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(five, "h1", "h2", "h3", "h4"), inDPrime: in(five, "h1"), reached: []float64{4 * linf / 2}},
+
+	// Partition selection, add/remove: the unit's L0 groups (of more, L0
+	// kept at random) gain one unit each; the selection runs per group at
+	// (ε/L0, δ/L0).
+	{name: "selection count", neighbouring: config.AddRemove, query: "SELECT g, COUNT(*) FROM t WHERE f = 1 GROUP BY g",
+		inD: in(five, "h1", "h2"), reached: []float64{l0 * linf}, tight: true, selectionGroups: l0},
+	{name: "selection count, random L0 of 4", neighbouring: config.AddRemove, query: "SELECT g, COUNT(*) FROM t WHERE f = 1 GROUP BY g",
+		inD: in(five, "h1", "h2", "h3", "h4"), reached: []float64{l0 * linf}, tight: true, selectionGroups: l0},
+	// Partition selection, replace: 2·L0 groups' unit counts move by one,
+	// so the selection runs per group at (ε/(2·L0), δ/(2·L0)). (Before
+	// issue 10 it assumed L0: this case failed with 4 > 2.)
+	{name: "selection count", neighbouring: config.Replace, query: "SELECT g, COUNT(*) FROM t WHERE f = 1 GROUP BY g",
+		inD: in(five, "h1", "h2"), inDPrime: in(five, "h3", "h4"), reached: []float64{2 * l0 * linf}, tight: true, selectionGroups: 2 * l0},
+	{name: "selection avg", neighbouring: config.Replace, query: "SELECT g, AVG(x) FROM t WHERE f = 1 GROUP BY g",
+		inD: in(five, "h1", "h2"), inDPrime: in(five, "h3", "h4"), reached: []float64{2 * l0 * linf, 2 * l0 * linf * half}, tight: true, selectionGroups: 2 * l0},
+	{name: "selection distinct units", neighbouring: config.Replace, query: "SELECT g, COUNT(DISTINCT uid) FROM t WHERE f = 1 GROUP BY g",
+		inD: in(five, "h1", "h2"), inDPrime: in(five, "h3", "h4"), reached: []float64{2 * l0}, tight: true, selectionGroups: 2 * l0},
+}
+
+func TestSensitivityCoversWorstCases(t *testing.T) {
+	for _, c := range sensitivityCases {
+		t.Run(string(c.neighbouring)+"/"+c.name, func(t *testing.T) {
+			pol, err := config.Parse([]byte(fmt.Sprintf(sensitivityPolicy, c.neighbouring)), "sensitivity.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := planFor(t, pol, c.query)
+			d := groupRows(t, p, sensitivityDB(t, c.inD))
+			dPrime := groupRows(t, p, sensitivityDB(t, c.inDPrime))
+			if len(p.Measurements) != len(c.reached) {
+				t.Fatalf("%d measurements, the case expects %d", len(p.Measurements), len(c.reached))
+			}
+			for i, m := range p.Measurements {
+				moved := 0.0
+				for _, key := range unionKeys(d, dPrime) {
+					moved += math.Abs(m.Value(d[key]) - m.Value(dPrime[key]))
+				}
+				if moved > m.Sensitivity*(1+1e-12) {
+					t.Errorf("%s moved by %v, beyond its sensitivity %v", m.Kind, moved, m.Sensitivity)
+				}
+				if math.Abs(moved-c.reached[i]) > 1e-9*math.Max(1, moved) {
+					t.Errorf("%s moved by %v; the case is built to move it by %v", m.Kind, moved, c.reached[i])
+				}
+				if c.tight && math.Abs(moved-m.Sensitivity) > 1e-9*m.Sensitivity {
+					t.Errorf("%s: the worst case reaches %v, the sensitivity is %v: the derivation and the plan disagree", m.Kind, moved, m.Sensitivity)
+				}
+			}
+			s := p.Selection
+			if (s != nil) != (c.selectionGroups > 0) {
+				t.Fatalf("selection %+v, the case expects it in %d groups", s, c.selectionGroups)
+			}
+			if s == nil {
+				return
+			}
+			changed := 0
+			for _, key := range unionKeys(d, dPrime) {
+				units := func(row []any) float64 {
+					if row == nil {
+						return 0
+					}
+					return sqltypes.Float(row[p.UnitsColumn])
+				}
+				switch diff := math.Abs(units(d[key]) - units(dPrime[key])); {
+				case diff > 1:
+					t.Errorf("group %s: unit count moved by %v > 1", key, diff)
+				case diff > 0:
+					changed++
+				}
+			}
+			if changed != c.selectionGroups || changed > s.ChangedGroups {
+				t.Errorf("%d groups' unit counts moved (case built for %d); the selection is calibrated for %d", changed, c.selectionGroups, s.ChangedGroups)
+			}
+			if s.Delta != p.Delta || s.Epsilon != p.Epsilon/float64(len(p.Measurements)+1) {
+				t.Errorf("selection (ε, δ) = (%v, %v) of the plan's (%v, %v) over %d measurements", s.Epsilon, s.Delta, p.Epsilon, p.Delta, len(p.Measurements))
+			}
+		})
+	}
+}
+
+// Row privacy: each row is a unit (L0 = Linf = 1). Under replace a row
+// moves from one group to another: two groups change by one row each.
+func TestSensitivityRowPrivacyReplace(t *testing.T) {
+	pol, err := config.Parse([]byte(fmt.Sprintf(sensitivityPolicy, config.Replace)), "sensitivity.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := planFor(t, pol, "SELECT g, COUNT(*), SUM(x) FROM r GROUP BY g")
+	open := func(g string, x float64) map[string][]any {
+		db := openSensitivityDB(t)
+		mustExec(t, db, `INSERT INTO r VALUES ('h1', 1), ('h2', 2), ('h3', 3), (?, ?)`, g, x)
+		return groupRows(t, p, db)
+	}
+	d, dPrime := open("h1", 10), open("h2", 10)
+	want := []float64{2, 2 * boundM} // count: 1 + 1; sum: 10 out of h1, 10 into h2
+	for i, m := range p.Measurements {
+		moved := 0.0
+		for _, key := range unionKeys(d, dPrime) {
+			moved += math.Abs(m.Value(d[key]) - m.Value(dPrime[key]))
+		}
+		if moved != want[i] || moved != m.Sensitivity {
+			t.Errorf("%s moved by %v, want %v = the sensitivity %v", m.Kind, moved, want[i], m.Sensitivity)
+		}
+	}
+}
+
+func planFor(t *testing.T, pol *config.Policy, query string) *Plan {
+	t.Helper()
+	stmts, err := Parse(query, PostgresFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Analyze(stmts[0], pol, Options{Dialect: SQLite, Epsilon: pol.Defaults.Epsilon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q.Plan
+}
+
+func openSensitivityDB(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "d.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	mustExec(t, db, `CREATE TABLE t (uid INTEGER, g TEXT, kg TEXT, f INTEGER, x NUMERIC)`)
+	mustExec(t, db, `CREATE TABLE r (g TEXT, x NUMERIC)`)
+	return db
+}
+
+// sensitivityDB holds units 1–8, two in each of h1–h4 with one row
+// (x = 1), and unit 0's rows.
+func sensitivityDB(t *testing.T, unit rowsOf) *sql.DB {
+	db := openSensitivityDB(t)
+	for uid := 1; uid <= 8; uid++ {
+		g := fmt.Sprintf("h%d", (uid+1)/2)
+		mustExec(t, db, `INSERT INTO t VALUES (?, ?, ?, 1, 1)`, uid, g, g)
+	}
+	for _, g := range unit.groups {
+		for i := 0; i < unit.n; i++ {
+			mustExec(t, db, `INSERT INTO t VALUES (0, ?, ?, ?, ?)`, g, g, unit.f, unit.x)
+		}
+	}
+	return db
+}
+
+func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(q, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// groupRows runs the plan's backend SQL, folds weighted groups, and
+// returns the rows by group key ("" without GROUP BY).
+func groupRows(t *testing.T, p *Plan, db *sql.DB) map[string][]any {
+	t.Helper()
+	rows, err := db.Query(p.BackendSQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var values [][]any
+	for rows.Next() {
+		row := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range row {
+			ptrs[i] = &row[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		values = append(values, row)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	folded, err := p.FoldGroups(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]any{}
+	for _, row := range folded {
+		var key []string
+		for _, g := range p.Groups {
+			key = append(key, fmt.Sprint(row[g.BackendColumn]))
+		}
+		out[strings.Join(key, "/")] = row
+	}
+	return out
+}
+
+func unionKeys(a, b map[string][]any) []string {
+	var keys []string
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
