@@ -61,9 +61,9 @@ type rowsOf struct {
 }
 
 type sensitivityCase struct {
-	name         string
-	neighbouring config.Neighbouring
-	query        string
+	name          string
+	neighbouring  config.Neighbouring
+	query         string
 	inD, inDPrime rowsOf // the unit 0's rows (no groups: absent)
 	// reached is the change, per measurement, summed over groups, that
 	// the case reaches; it is the sensitivity where tight.
