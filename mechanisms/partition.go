@@ -9,10 +9,14 @@ import (
 // would reveal that unit, so each key is released only if a randomized test
 // on n, its number of distinct privacy units, passes.
 //
-// Both selectors below assume each unit contributes to at most L0 =
-// maxGroupsPerUnit groups (enforced by the rewrite) and give
-// (ε, δ)-differential privacy for the set of released keys, over all groups
-// together, by running an (ε/L0, δ/L0) test on each group.
+// Both selectors below assume that neighbouring databases differ in the
+// unit counts of at most L0 = maxGroupsPerUnit groups, by one each, and
+// give (ε, δ)-differential privacy for the set of released keys, over all
+// groups together, by running an (ε/L0, δ/L0) test on each group. L0 is
+// the number of groups one neighbouring change can touch: the unit's
+// groups under add/remove neighbours, twice that under replace neighbours
+// (the groups it leaves and those it joins); the rewrite passes it as
+// PartitionSelection.ChangedGroups.
 
 // PartitionSelector decides whether to release a group with the given number
 // of distinct privacy units.
