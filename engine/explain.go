@@ -85,7 +85,11 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		fmt.Fprintf(&sb, "contribution bounds: at most %d group(s) per unit (chosen at random), "+
 			"at most %d row(s) per unit per group (a unit's larger sum is scaled down to %d values)\n", l0, plan.MaxRowsPerUnit, plan.MaxRowsPerUnit)
 	}
-	fmt.Fprintf(&sb, "cost: ε = %g, δ = %g (split equally over %d measurement(s))\n", plan.Epsilon, plan.Delta, len(plan.Measurements))
+	parts := fmt.Sprintf("%d measurement(s)", len(plan.Measurements))
+	if plan.Selection != nil {
+		parts += " and partition selection"
+	}
+	fmt.Fprintf(&sb, "cost: ε = %g, δ = %g (split equally over %s)\n", plan.Epsilon, plan.Delta, parts)
 	for _, g := range plan.Groups {
 		if len(g.Keys) > 0 {
 			fmt.Fprintf(&sb, "group keys of %s: public list of %d key(s) from the policy\n", g.Name(), len(g.Keys))
