@@ -442,7 +442,9 @@ func (d *decoder) bool(n *yaml.Node, path string, dst *bool) {
 
 var (
 	topKeys       = []string{"listen", "backend", "ledger", "defaults", "cache", "analysts", "protected_tables", "public_tables"}
-	listenKeys    = []string{"postgres", "mysql", "tls_cert", "tls_key", "statement_timeout", "idle_timeout"}
+	listenKeys    = []string{"postgres", "mysql", "tls", "tls_cert", "tls_key", "statement_timeout", "idle_timeout", "write_timeout",
+		"max_message_size", "max_result_rows", "max_result_bytes", "max_connections", "max_connections_per_analyst", "max_handshakes",
+		"login_backoff", "login_backoff_max"}
 	backendKeys   = []string{"kind", "dsn", "catalog_dsn", "path", "max_conns"}
 	ledgerKeys    = []string{"path"}
 	cacheKeys     = []string{"size", "ttl"}
@@ -471,8 +473,30 @@ func (d *decoder) policy(root *yaml.Node, p *Policy) {
 					d.duration(v, path, &p.Listen.StatementTimeout)
 				case "idle_timeout":
 					d.duration(v, path, &p.Listen.IdleTimeout)
+				case "write_timeout":
+					d.duration(v, path, &p.Listen.WriteTimeout)
 				case "mysql":
 					d.str(v, path, &p.Listen.MySQL)
+				case "tls":
+					d.str(v, path, (*string)(&p.Listen.TLS))
+				case "max_message_size":
+					d.int(v, path, &p.Listen.MaxMessageSize)
+				case "max_result_rows":
+					d.int(v, path, &p.Listen.MaxResultRows)
+				case "max_result_bytes":
+					var n int
+					d.int(v, path, &n)
+					p.Listen.MaxResultBytes = int64(n)
+				case "max_connections":
+					d.int(v, path, &p.Listen.MaxConnections)
+				case "max_connections_per_analyst":
+					d.int(v, path, &p.Listen.MaxConnectionsPerAnalyst)
+				case "max_handshakes":
+					d.int(v, path, &p.Listen.MaxHandshakes)
+				case "login_backoff":
+					d.duration(v, path, &p.Listen.LoginBackoff)
+				case "login_backoff_max":
+					d.duration(v, path, &p.Listen.LoginBackoffMax)
 				}
 			})
 		case "backend":

@@ -39,7 +39,7 @@ var badCases = []struct {
 	{"unknown_column_key", `unknown_column_key.yaml:16:9: protected_tables[0].columns[0].groupby: unknown key "groupby" (did you mean "group_by"?); valid keys here are name, type, bounds, group_by, keys`},
 	{"duplicate_key", `duplicate_key.yaml:3:3: defaults.epsilon: key "epsilon" is repeated (first set at line 2)`},
 	{"not_a_mapping", `not_a_mapping.yaml:1:1: expected a mapping with keys listen, backend, ledger, defaults, cache, analysts, protected_tables, public_tables; got a list`},
-	{"listen_scalar", `listen_scalar.yaml:1:9: listen: expected a mapping with keys postgres, mysql, tls_cert, tls_key, statement_timeout, idle_timeout; got the number 5433`},
+	{"listen_scalar", `listen_scalar.yaml:1:9: listen: expected a mapping with keys postgres, mysql, tls, tls_cert, tls_key, statement_timeout, idle_timeout, write_timeout, max_message_size, max_result_rows, max_result_bytes, max_connections, max_connections_per_analyst, max_handshakes, login_backoff, login_backoff_max; got the number 5433`},
 	{"not_a_number", `not_a_number.yaml:2:12: defaults.epsilon: expected a number; got the string "lots"`},
 	{"not_whole_number", `not_whole_number.yaml:2:22: defaults.max_rows_per_unit: expected a whole number; got the number 2.5`},
 	{"not_a_bool", `not_a_bool.yaml:19:19: protected_tables[0].columns[1].group_by: expected true or false; got the string "yes"`},
@@ -80,6 +80,12 @@ var badCases = []struct {
 	{"cache_ttl_bare_number", `cache_ttl_bare_number.yaml:4:14: cache.ttl: expected a duration with a unit, such as 1h, 30m or 90s; got the number 3600`},
 	{"tls_cert_without_key", `tls_cert_without_key.yaml:2:13: listen.tls_cert: tls_cert and tls_key go together`},
 	{"statement_timeout_negative", `statement_timeout_negative.yaml:2:22: listen.statement_timeout: must be a duration greater than 0`},
+	{"tls_required_without_cert", `tls_required_without_cert.yaml:2:8: listen.tls: required needs a certificate; set listen.tls_cert and listen.tls_key`},
+	{"tls_unknown_mode", `tls_unknown_mode.yaml:2:8: listen.tls: unknown TLS mode "Required" (write it in lower case: required); expected optional or required`},
+	{"max_message_size_small", `max_message_size_small.yaml:2:21: listen.max_message_size: must be a whole number from 4096 to 67108864, got 100`},
+	{"max_connections_zero", `max_connections_zero.yaml:2:20: listen.max_connections: must be a whole number from 1 to 100000, got 0`},
+	{"max_result_bytes_small", `max_result_bytes_small.yaml:2:21: listen.max_result_bytes: must be a whole number of bytes from 1024 to 1099511627776, got 10`},
+	{"login_backoff_max_short", `login_backoff_max_short.yaml:3:22: listen.login_backoff_max: 1s is shorter than listen.login_backoff (2s); expected at least as long`},
 	{"catalog_dsn_sqlite", `catalog_dsn_sqlite.yaml:4:16: backend.catalog_dsn: only used with kind postgres`},
 	{"catalog_dsn_same", `catalog_dsn_same.yaml:4:16: backend.catalog_dsn: is the same as backend.dsn`},
 	{"cache_ttl_zero", `cache_ttl_zero.yaml:5:8: cache.ttl: must be a duration greater than 0 and at most 168h, got 0s; to turn the cache off, set cache.size to 0`},
@@ -122,6 +128,18 @@ var badCases = []struct {
 	{"keys_empty", `keys_empty.yaml:22:15: protected_tables[0].columns[2].keys: must not be an empty list; expected the public group keys`},
 	{"unit_group_by", `unit_group_by.yaml:16:19: protected_tables[0].columns[0].group_by: the privacy unit column "patient_id" must not have group_by`},
 	{"unit_bounds", `unit_bounds.yaml:16:17: protected_tables[0].columns[0].bounds: the privacy unit column "patient_id" must not have bounds`},
+}
+
+// defaultListen is the listen section with every default but the
+// addresses.
+func defaultListen(postgres, mysql string) Listen {
+	return Listen{
+		Postgres: postgres, MySQL: mysql, TLS: TLSOptional,
+		StatementTimeout: DefaultStatementTimeout, IdleTimeout: DefaultIdleTimeout, WriteTimeout: DefaultWriteTimeout,
+		MaxMessageSize: DefaultMaxMessageSize, MaxResultRows: DefaultMaxResultRows, MaxResultBytes: DefaultMaxResultBytes,
+		MaxConnections: DefaultMaxConnections, MaxConnectionsPerAnalyst: DefaultMaxConnectionsPerAnalyst, MaxHandshakes: DefaultMaxHandshakes,
+		LoginBackoff: DefaultLoginBackoff, LoginBackoffMax: DefaultLoginBackoffMax,
+	}
 }
 
 func TestBadPolicies(t *testing.T) {
@@ -197,7 +215,7 @@ func TestLoadGood(t *testing.T) {
 // resolved against dir.
 func checkGood(t *testing.T, p *Policy, dir string) {
 	t.Helper()
-	if want := (Listen{Postgres: "0.0.0.0:5433", MySQL: "127.0.0.1:3307", StatementTimeout: DefaultStatementTimeout, IdleTimeout: DefaultIdleTimeout}); p.Listen != want {
+	if want := (defaultListen("0.0.0.0:5433", "127.0.0.1:3307")); p.Listen != want {
 		t.Errorf("Listen = %+v, want %+v", p.Listen, want)
 	}
 	wantBackend := Backend{Kind: BackendSQLite, Path: filepath.Join(dir, "data", "clinic.db"), MaxConns: 4}
@@ -331,7 +349,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Listen{Postgres: "127.0.0.1:5433", StatementTimeout: DefaultStatementTimeout, IdleTimeout: DefaultIdleTimeout}); p.Listen != want {
+	if want := (defaultListen("127.0.0.1:5433", "")); p.Listen != want {
 		t.Errorf("Listen = %+v, want %+v", p.Listen, want)
 	}
 	wantBackend := Backend{Kind: BackendPostgres, DSN: "postgres://dpproxy@localhost:5432/clinic", MaxConns: 10}
@@ -393,7 +411,7 @@ func TestParse(t *testing.T) {
 			}
 		}},
 		{"postgres off, mysql on", "listen: {postgres: \"\", mysql: \":3307\"}", func(t *testing.T, p *Policy) {
-			if p.Listen != (Listen{MySQL: ":3307", StatementTimeout: DefaultStatementTimeout, IdleTimeout: DefaultIdleTimeout}) {
+			if p.Listen != (defaultListen("", ":3307")) {
 				t.Errorf("Listen = %+v", p.Listen)
 			}
 		}},

@@ -48,11 +48,51 @@ type Listen struct {
 	// that ask for TLS get it; without them, TLS requests are declined.
 	TLSCert string `yaml:"tls_cert,omitempty"`
 	TLSKey  string `yaml:"tls_key,omitempty"`
-	// StatementTimeout cancels a statement that runs longer (default 5m).
+	// TLS is TLSOptional (the default: clients that ask for TLS get it,
+	// others may connect in plaintext) or TLSRequired (plaintext
+	// connections are refused on both protocols; needs TLSCert and TLSKey).
+	TLS TLSMode `yaml:"tls,omitempty"`
+	// StatementTimeout cancels a statement that runs longer, sending its
+	// result included (default 5m).
 	StatementTimeout time.Duration `yaml:"statement_timeout,omitempty"`
 	// IdleTimeout closes a connection idle for longer (default 1h).
 	IdleTimeout time.Duration `yaml:"idle_timeout,omitempty"`
+	// WriteTimeout closes a connection whose client does not read what is
+	// sent to it for this long (default 1m).
+	WriteTimeout time.Duration `yaml:"write_timeout,omitempty"`
+	// MaxMessageSize is the largest message (PostgreSQL) or packet
+	// (MySQL) a logged-in client may send, and so the longest statement,
+	// in bytes (default 1 MiB; before login much smaller fixed limits
+	// apply).
+	MaxMessageSize int `yaml:"max_message_size,omitempty"`
+	// MaxResultRows and MaxResultBytes cap one result: a statement whose
+	// result grows past either ends with an error and the connection stays
+	// usable (defaults 1,000,000 rows and 256 MiB).
+	MaxResultRows  int   `yaml:"max_result_rows,omitempty"`
+	MaxResultBytes int64 `yaml:"max_result_bytes,omitempty"`
+	// MaxConnections caps client connections over both protocols,
+	// MaxConnectionsPerAnalyst those of one analyst, and MaxHandshakes
+	// those not yet logged in (defaults 1000, 100, 200).
+	MaxConnections           int `yaml:"max_connections,omitempty"`
+	MaxConnectionsPerAnalyst int `yaml:"max_connections_per_analyst,omitempty"`
+	MaxHandshakes            int `yaml:"max_handshakes,omitempty"`
+	// LoginBackoff is the delay after a failed login, doubled for each
+	// further failure of the same analyst name or client address, up to
+	// LoginBackoffMax (defaults 250ms and 30s).
+	LoginBackoff    time.Duration `yaml:"login_backoff,omitempty"`
+	LoginBackoffMax time.Duration `yaml:"login_backoff_max,omitempty"`
 }
+
+// TLSMode says whether clients must use TLS.
+type TLSMode string
+
+const (
+	// TLSOptional gives TLS to clients that ask for it (when a
+	// certificate is configured) and accepts plaintext from the others.
+	TLSOptional TLSMode = "optional"
+	// TLSRequired refuses plaintext connections.
+	TLSRequired TLSMode = "required"
+)
 
 // BackendKind names a supported backend database.
 type BackendKind string

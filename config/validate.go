@@ -26,6 +26,17 @@ const (
 	DefaultCacheTTL         = time.Hour
 	DefaultStatementTimeout = 5 * time.Minute
 	DefaultIdleTimeout      = time.Hour
+	DefaultWriteTimeout     = time.Minute
+	// DefaultMaxMessageSize is the largest message or packet a logged-in
+	// client may send, on both protocols.
+	DefaultMaxMessageSize           = 1 << 20
+	DefaultMaxResultRows            = 1000000
+	DefaultMaxResultBytes           = 256 << 20
+	DefaultMaxConnections           = 1000
+	DefaultMaxConnectionsPerAnalyst = 100
+	DefaultMaxHandshakes            = 200
+	DefaultLoginBackoff             = 250 * time.Millisecond
+	DefaultLoginBackoffMax          = 30 * time.Second
 )
 
 // Limits on numeric settings.
@@ -42,6 +53,11 @@ const (
 	MaxTimeout = 7 * 24 * time.Hour
 	// MaxCacheTTL is the longest cache.ttl accepted.
 	MaxCacheTTL = 7 * 24 * time.Hour
+	// MinMessageSize and MaxMessageSize bound listen.max_message_size.
+	MinMessageSize = 4 << 10
+	MaxMessageSize = 64 << 20
+	// MaxConnections bounds listen.max_connections (file descriptors).
+	MaxConnections = 100000
 )
 
 // ReservedSchema is the schema of dpproxy's own read-only views
@@ -92,6 +108,44 @@ func (d *decoder) validateListen(p *Policy, baseDir string) {
 	if l.TLSCert != "" {
 		l.TLSCert, l.TLSKey = resolve(baseDir, l.TLSCert), resolve(baseDir, l.TLSKey)
 	}
+	switch l.TLS {
+	case "":
+		l.TLS = TLSOptional
+	case TLSOptional:
+	case TLSRequired:
+		if l.TLSCert == "" {
+			d.errorf("listen.tls", "required needs a certificate; set listen.tls_cert and listen.tls_key")
+		}
+	default:
+		d.errorf("listen.tls", "unknown TLS mode %q%s; expected %s or %s", l.TLS, caseHint(string(l.TLS), []string{string(TLSOptional), string(TLSRequired)}), TLSOptional, TLSRequired)
+	}
+	for _, f := range []struct {
+		path     string
+		dst      *int
+		def, min int
+		max      int
+	}{
+		{"listen.max_message_size", &l.MaxMessageSize, DefaultMaxMessageSize, MinMessageSize, MaxMessageSize},
+		{"listen.max_result_rows", &l.MaxResultRows, DefaultMaxResultRows, 1, 1 << 31},
+		{"listen.max_connections", &l.MaxConnections, DefaultMaxConnections, 1, MaxConnections},
+		{"listen.max_connections_per_analyst", &l.MaxConnectionsPerAnalyst, DefaultMaxConnectionsPerAnalyst, 1, MaxConnections},
+		{"listen.max_handshakes", &l.MaxHandshakes, DefaultMaxHandshakes, 1, MaxConnections},
+	} {
+		if !d.has(f.path) {
+			*f.dst = f.def
+		} else if *f.dst < f.min || *f.dst > f.max {
+			d.errorf(f.path, "must be a whole number from %d to %d, got %d", f.min, f.max, *f.dst)
+		}
+	}
+	if !d.has("listen.max_result_bytes") {
+		l.MaxResultBytes = DefaultMaxResultBytes
+	} else if l.MaxResultBytes < 1024 || l.MaxResultBytes > 1<<40 {
+		d.errorf("listen.max_result_bytes", "must be a whole number of bytes from 1024 to %d, got %d", int64(1)<<40, l.MaxResultBytes)
+	}
+	if l.MaxConnections > 0 { // the others cannot exceed it
+		l.MaxConnectionsPerAnalyst = min(l.MaxConnectionsPerAnalyst, l.MaxConnections)
+		l.MaxHandshakes = min(l.MaxHandshakes, l.MaxConnections)
+	}
 	for _, f := range []struct {
 		path string
 		dst  *time.Duration
@@ -99,12 +153,18 @@ func (d *decoder) validateListen(p *Policy, baseDir string) {
 	}{
 		{"listen.statement_timeout", &l.StatementTimeout, DefaultStatementTimeout},
 		{"listen.idle_timeout", &l.IdleTimeout, DefaultIdleTimeout},
+		{"listen.write_timeout", &l.WriteTimeout, DefaultWriteTimeout},
+		{"listen.login_backoff", &l.LoginBackoff, DefaultLoginBackoff},
+		{"listen.login_backoff_max", &l.LoginBackoffMax, DefaultLoginBackoffMax},
 	} {
 		if !d.has(f.path) {
 			*f.dst = f.def
 		} else if *f.dst <= 0 || *f.dst > MaxTimeout {
 			d.errorf(f.path, "must be a duration greater than 0 and at most %s, got %s", formatDuration(MaxTimeout), formatDuration(*f.dst))
 		}
+	}
+	if l.LoginBackoffMax > 0 && l.LoginBackoffMax < l.LoginBackoff {
+		d.errorf("listen.login_backoff_max", "%s is shorter than listen.login_backoff (%s); expected at least as long", formatDuration(l.LoginBackoffMax), formatDuration(l.LoginBackoff))
 	}
 	for _, f := range []struct {
 		path, addr, example string

@@ -133,6 +133,19 @@ func (s *Session) mysqlVariable(name string) (string, bool) {
 	if v, ok := s.gucs[name]; ok && !mysqlFixedVariables[name] {
 		return v, true
 	}
+	return s.mysqlGlobal(name)
+}
+
+// mysqlGlobal reads a variable's global value: the limits the policy
+// configures where it sets them, otherwise the fixed table.
+func (s *Session) mysqlGlobal(name string) (string, bool) {
+	l := s.engine.policy.Listen
+	switch {
+	case name == "max_allowed_packet" && l.MaxMessageSize > 0:
+		return strconv.Itoa(l.MaxMessageSize), true
+	case name == "max_connections" && l.MaxConnections > 0:
+		return strconv.Itoa(l.MaxConnections), true
+	}
 	v, ok := mysqlVariables[name]
 	return v, ok
 }
@@ -623,7 +636,7 @@ func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*Result, bool
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			v := mysqlVariables[n]
+			v, _ := s.mysqlGlobal(n)
 			if !x.GlobalScope {
 				v, _ = s.mysqlVariable(n)
 			}

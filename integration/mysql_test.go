@@ -198,7 +198,7 @@ func TestJDBC(t *testing.T) {
 		for k, v := range map[string]string{
 			"server":                         "8.0.36-dpproxy",
 			"probe.auto_increment_increment": "1",
-			"probe.max_allowed_packet":       "16777216",
+			"probe.max_allowed_packet":       "1048576", // listen.max_message_size
 			"probe.columns":                  "19",
 			"groups":                         "F:positive M:positive",
 			"rawRead":                        "1142/42000",

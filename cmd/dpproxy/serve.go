@@ -184,6 +184,8 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 			ServerVersion:    engine.ServerVersion,
 			StatementTimeout: pol.Listen.StatementTimeout,
 			IdleTimeout:      pol.Listen.IdleTimeout,
+			WriteTimeout:     pol.Listen.WriteTimeout,
+			MaxMessageSize:   pol.Listen.MaxMessageSize,
 			TLS:              tlsConfig,
 		})
 		fronts = append(fronts, frontEnd{"postgres", ln, srv.Serve, srv.Shutdown})
@@ -198,6 +200,8 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 			ServerVersion:    engine.MySQLServerVersion,
 			StatementTimeout: pol.Listen.StatementTimeout,
 			IdleTimeout:      pol.Listen.IdleTimeout,
+			WriteTimeout:     pol.Listen.WriteTimeout,
+			MaxPacketSize:    pol.Listen.MaxMessageSize,
 			TLS:              tlsConfig,
 		})
 		fronts = append(fronts, frontEnd{"mysql", ln, srv.Serve, srv.Shutdown})

@@ -24,6 +24,12 @@ import (
 // maxRetainedWriteBuf is the write buffer capacity kept between commands.
 const maxRetainedWriteBuf = 64 << 10
 
+// maxHandshakePacket bounds every packet before the client is
+// authenticated (handshake response, auth switch and caching_sha2
+// exchanges: a few hundred bytes from real clients, connection attributes
+// included). Options.MaxPacketSize applies only after login.
+const maxHandshakePacket = 16 << 10
+
 type connState int
 
 const (
@@ -75,7 +81,7 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 		stmts:  make(map[uint32]*statement),
 	}
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
-	c.pr = packetReader{r: nc, max: s.opts.MaxPacketSize}
+	c.pr = packetReader{r: nc, max: maxHandshakePacket}
 	return c
 }
 
@@ -126,6 +132,7 @@ func (c *conn) run() error {
 	if err := c.flush(); err != nil {
 		return err
 	}
+	c.pr.max = c.srv.opts.MaxPacketSize
 	if err := c.nc.SetDeadline(time.Time{}); err != nil {
 		return fmt.Errorf("mysqlwire: clearing authentication deadline: %w", err)
 	}
@@ -399,7 +406,7 @@ func (c *conn) readPacket() ([]byte, error) {
 func (c *conn) readError(err error) error {
 	switch {
 	case errors.Is(err, errPacketTooLarge):
-		return c.fail(mysqlError{ErrNetPacketTooLarge, "08S01", fmt.Sprintf("Got a packet bigger than 'max_allowed_packet' bytes (%d)", c.srv.opts.MaxPacketSize)})
+		return c.fail(mysqlError{ErrNetPacketTooLarge, "08S01", fmt.Sprintf("Got a packet bigger than 'max_allowed_packet' bytes (%d)", c.pr.max)})
 	case errors.Is(err, errSequence):
 		return c.fail(mysqlError{ErrNetPacketsOutOfOrder, "08S01", "Got packets out of order"})
 	}

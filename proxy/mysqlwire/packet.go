@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 )
 
 // maxPayload is the largest payload of one physical packet; a logical
@@ -27,9 +28,16 @@ type packetReader struct {
 	hdr [4]byte
 }
 
+// readChunk bounds each allocation while a packet body arrives: the buffer
+// grows with the bytes actually received, never from the length a client
+// announces, so an unauthenticated client announcing 16 MiB and sending
+// nothing costs this much, not 16 MiB.
+const readChunk = 16 << 10
+
 // readPacket reads one logical packet whose first sequence id must be
 // *seq; it advances *seq past every physical packet read. The length is
-// checked against max before any buffer is allocated.
+// checked against max before anything is read, and the body is read into
+// a buffer that grows as it arrives (see readChunk).
 func (pr *packetReader) readPacket(seq *uint8) ([]byte, error) {
 	var payload []byte
 	for {
@@ -44,10 +52,17 @@ func (pr *packetReader) readPacket(seq *uint8) ([]byte, error) {
 		if len(payload)+n > pr.max {
 			return nil, errPacketTooLarge
 		}
-		start := len(payload)
-		payload = append(payload, make([]byte, n)...)
-		if _, err := io.ReadFull(pr.r, payload[start:]); err != nil {
-			return nil, fmt.Errorf("mysqlwire: reading packet body: %w", err)
+		for left := n; left > 0; {
+			chunk := min(left, readChunk)
+			start := len(payload)
+			payload = slices.Grow(payload, chunk)[:start+chunk]
+			if _, err := io.ReadFull(pr.r, payload[start:]); err != nil {
+				return nil, fmt.Errorf("mysqlwire: reading packet body: %w", err)
+			}
+			left -= chunk
+		}
+		if payload == nil {
+			payload = []byte{}
 		}
 		if n < maxPayload {
 			return payload, nil

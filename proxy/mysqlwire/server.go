@@ -16,7 +16,7 @@ import (
 
 // Defaults for the zero fields of Options.
 const (
-	DefaultMaxPacketSize = 16 << 20
+	DefaultMaxPacketSize = 1 << 20
 	DefaultServerVersion = "8.0.36-dpproxy"
 	DefaultAuthTimeout   = 30 * time.Second
 	// DefaultMaxStatements bounds the prepared statements one connection
@@ -31,9 +31,10 @@ var ErrServerClosed = errors.New("mysqlwire: server closed")
 // Options configures a Server. The zero value gives the defaults.
 type Options struct {
 	// MaxPacketSize is the largest logical packet (command) accepted from
-	// a client, like max_allowed_packet. A longer one is refused with ERR
-	// 1153 before any buffer for it is allocated, and the connection is
-	// closed. Default 16 MiB.
+	// a logged-in client, like max_allowed_packet. A longer one is refused
+	// with ERR 1153 before any of it is read, and the connection is closed.
+	// Before login a fixed 16 KiB applies. Default 1 MiB, PostgreSQL's
+	// default too.
 	MaxPacketSize int
 	// ServerVersion is sent in the handshake and returned by VERSION().
 	// Default "8.0.36-dpproxy".
