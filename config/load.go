@@ -441,8 +441,8 @@ func (d *decoder) bool(n *yaml.Node, path string, dst *bool) {
 }
 
 var (
-	topKeys       = []string{"listen", "backend", "ledger", "defaults", "cache", "analysts", "protected_tables", "public_tables"}
-	listenKeys    = []string{"postgres", "mysql", "tls", "tls_cert", "tls_key", "statement_timeout", "idle_timeout", "write_timeout",
+	topKeys    = []string{"listen", "backend", "ledger", "defaults", "cache", "analysts", "protected_tables", "public_tables"}
+	listenKeys = []string{"postgres", "mysql", "tls", "tls_cert", "tls_key", "statement_timeout", "idle_timeout", "write_timeout",
 		"max_message_size", "max_result_rows", "max_result_bytes", "max_connections", "max_connections_per_analyst", "max_handshakes",
 		"login_backoff", "login_backoff_max"}
 	backendKeys   = []string{"kind", "dsn", "catalog_dsn", "path", "max_conns"}
