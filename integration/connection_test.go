@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -139,5 +140,49 @@ func TestCancelLongBackendQuery(t *testing.T) {
 			t.Fatalf("the heavy statement still runs on the backend %v after the cancel", 5*time.Second)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// listen.tls: required refuses plaintext on both protocols with a clear
+// error, and serves the same clients over TLS: psql with sslmode=disable
+// and the mariadb client with --skip-ssl are refused, psql with
+// sslmode=require and the mariadb client with --ssl are answered.
+func TestTLSRequired(t *testing.T) {
+	ctx := context.Background()
+	certFile, keyFile := selfSignedCert(t)
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	policy := writeMySQLPolicy(t, "listen:\n  tls: required\n  tls_cert: "+strconv.Quote(certFile)+"\n  tls_key: "+strconv.Quote(keyFile)+
+		"\nbackend:\n  kind: sqlite\n  path: "+strconv.Quote(dbPath)+"\n", 10)
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
+
+	r := psqlWithEnv(t, p, "analyst", "analyst", "SELECT COUNT(*) FROM clinics;\n", "PGSSLMODE=disable")
+	if r.err == nil || !strings.Contains(r.stderr, "requires TLS") {
+		t.Errorf("psql sslmode=disable: %v\nstdout %s\nstderr %s; want a refusal saying TLS is required", r.err, r.stdout, r.stderr)
+	}
+	r = psqlWithEnv(t, p, "analyst", "analyst", "SELECT COUNT(*) FROM clinics;\n", "PGSSLMODE=require")
+	if r.err != nil || !strings.Contains(r.stdout, "25") {
+		t.Errorf("psql sslmode=require: %v\nstdout %s\nstderr %s", r.err, r.stdout, r.stderr)
+	}
+
+	cli, err := exec.LookPath("mariadb")
+	if err != nil {
+		t.Skip("no mariadb client installed")
+	}
+	host, port, _ := net.SplitHostPort(p.mysqlAddress(t))
+	mariadb := func(tlsFlag string) (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, cli, "--no-defaults", tlsFlag, "-h", host, "-P", port, "-u", "analyst", "-panalyst", "demo", "-e", "SELECT COUNT(*) FROM clinics")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := mariadb("--skip-ssl"); err == nil || !strings.Contains(out, "3159") {
+		t.Errorf("mariadb --skip-ssl: %v\n%s; want ERROR 3159", err, out)
+	}
+	if out, err := mariadb("--ssl"); err != nil || !strings.Contains(out, "25") {
+		t.Errorf("mariadb --ssl: %v\n%s", err, out)
 	}
 }

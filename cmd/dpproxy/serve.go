@@ -187,6 +187,7 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 			WriteTimeout:     pol.Listen.WriteTimeout,
 			MaxMessageSize:   pol.Listen.MaxMessageSize,
 			TLS:              tlsConfig,
+			RequireTLS:       pol.Listen.TLS == config.TLSRequired,
 		})
 		fronts = append(fronts, frontEnd{"postgres", ln, srv.Serve, srv.Shutdown})
 	}
@@ -203,6 +204,7 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 			WriteTimeout:     pol.Listen.WriteTimeout,
 			MaxPacketSize:    pol.Listen.MaxMessageSize,
 			TLS:              tlsConfig,
+			RequireTLS:       pol.Listen.TLS == config.TLSRequired,
 		})
 		fronts = append(fronts, frontEnd{"mysql", ln, srv.Serve, srv.Shutdown})
 	}

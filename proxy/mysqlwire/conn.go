@@ -197,6 +197,10 @@ func (c *conn) handshake() (string, error) {
 		d = &decoder{b: pkt}
 		clientCaps = d.uint32()
 	}
+	if c.srv.opts.RequireTLS && !c.tls {
+		c.log.Info("mysqlwire: plaintext connection refused: TLS is required")
+		return "", c.fail(mysqlError{ErrSecureTransport, "HY000", "Connections using insecure transport are prohibited: this server requires TLS (connect with --ssl / sslMode=REQUIRED)"})
+	}
 	resp, err := parseHandshakeResponse(d, clientCaps)
 	if err != nil {
 		return "", c.fail(mysqlError{ErrUnknown, "08S01", "Bad handshake"})

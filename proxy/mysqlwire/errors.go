@@ -32,6 +32,7 @@ const (
 	ErrReadOnlyTransaction  = 1792 // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION, 25006
 	ErrServerShutdown       = 1053 // ER_SERVER_SHUTDOWN, 08S01
 	ErrTooManyConnections   = 1040 // ER_CON_COUNT_ERROR, 08004
+	ErrSecureTransport      = 3159 // ER_SECURE_TRANSPORT_REQUIRED, HY000
 	ErrDivisionByZero       = 1365 // ER_DIVISION_BY_ZERO, 22012
 	ErrUnknownSystemVar     = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE, HY000
 	ErrWrongTypeForVar      = 1232 // ER_WRONG_TYPE_FOR_VAR, 42000

@@ -56,11 +56,14 @@ type Options struct {
 	// gets ERR 3024 and the connection stays usable. Zero means no limit.
 	StatementTimeout time.Duration
 	// TLS, when set, makes the server offer CLIENT_SSL; clients may still
-	// connect without TLS.
+	// connect without TLS unless RequireTLS is set.
 	TLS *tls.Config
+	// RequireTLS refuses clients that do not switch to TLS (ERR 3159, as
+	// MySQL's require_secure_transport). It needs TLS.
 	// MaxStatements bounds the prepared statements per connection.
 	// Default DefaultMaxStatements.
 	MaxStatements int
+	RequireTLS    bool
 }
 
 // Sessions checks credentials and opens per-connection sessions. It must

@@ -60,9 +60,12 @@ type Options struct {
 	StatementTimeout time.Duration
 	// TLS, when set, makes the server accept SSLRequest ('S') and run TLS
 	// with this configuration (see LoadTLS); otherwise SSLRequest is
-	// answered 'N'. Clients may still connect without TLS. SCRAM does not
-	// offer channel binding either way.
+	// answered 'N'. Clients may still connect without TLS unless
+	// RequireTLS is set. SCRAM does not offer channel binding either way.
 	TLS *tls.Config
+	// RequireTLS refuses a StartupMessage that did not come over TLS
+	// (FATAL 28000, like a hostssl-only pg_hba.conf). It needs TLS.
+	RequireTLS bool
 }
 
 // Server accepts PostgreSQL client connections and serves each in its own

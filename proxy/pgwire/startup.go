@@ -93,6 +93,11 @@ func (c *conn) startup() (map[string]string, error) {
 			return nil, c.fatal(sqlerr.New(sqlerr.ProtocolViolation,
 				"unsupported frontend protocol %d.%d: server supports 3.0 to 3.0", major, minor))
 		}
+		if c.srv.opts.RequireTLS && !c.tls {
+			c.log.Info("pgwire: plaintext connection refused: TLS is required")
+			return nil, c.fatal(sqlerr.New(sqlerr.InvalidAuthorization, "this server requires TLS: plaintext connections are refused").
+				WithHint("connect with sslmode=require (or verify-full)"))
+		}
 		params, err := parseStartupParameters(body[4:])
 		if err != nil {
 			return nil, c.fatal(sqlerr.New(sqlerr.ProtocolViolation, "invalid startup packet layout: %v", err))
