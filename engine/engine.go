@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/budget"
@@ -39,6 +40,11 @@ type Engine struct {
 	// under a role that cannot read protected tables; nil when the policy
 	// configures none.
 	catalog CatalogBackend
+
+	// sessionsMu guards sessions, each analyst's open sessions, held to
+	// listen.max_connections_per_analyst.
+	sessionsMu sync.Mutex
+	sessions   map[string]int
 }
 
 // passthroughMemoSize bounds the memo of analyzed public-table queries.
@@ -74,6 +80,7 @@ func New(opts Options) (*Engine, error) {
 		log:        opts.Logger,
 		cache:      newResultCache(opts.Policy.Cache.Size, opts.Policy.Cache.TTL),
 		catalog:    opts.Catalog,
+		sessions:   map[string]int{},
 	}
 	var err error
 	if e.passthroughs, err = lru.New[string, *rewrite.Passthrough](passthroughMemoSize); err != nil {

@@ -21,6 +21,9 @@ func (e *Engine) NewSession(analyst string, fe rewrite.FrontEnd) (*Session, erro
 	if _, ok := e.policy.Analyst(analyst); !ok {
 		return nil, sqlerr.New(sqlerr.InvalidAuthorization, "analyst %q is not in the policy", analyst)
 	}
+	if err := e.openSession(analyst); err != nil {
+		return nil, err
+	}
 	return &Session{
 		engine: e, analyst: analyst, frontEnd: fe, epsilon: e.policy.Defaults.Epsilon,
 		gucs: map[string]string{}, startupSettings: map[string]string{},
@@ -57,6 +60,8 @@ type Session struct {
 	// pendingParse is the parse mysqlStatement just made, for parseOne to
 	// take instead of parsing the same text again.
 	pendingParse *pendingParse
+	// closed is set by Close, which gives back the analyst's connection.
+	closed bool
 }
 
 type pendingParse struct {
@@ -439,4 +444,31 @@ func addExplainNote(res *Result, label, text string) {
 
 // Close ends the session. Reservations never outlive a call to Execute,
 // so there is nothing to give back.
-func (s *Session) Close() {}
+func (s *Session) Close() {
+	if !s.closed {
+		s.closed = true
+		s.engine.closeSession(s.analyst)
+	}
+}
+
+// openSession counts a new session of the analyst, refusing it beyond
+// listen.max_connections_per_analyst (0: no limit).
+func (e *Engine) openSession(analyst string) error {
+	limit := e.policy.Listen.MaxConnectionsPerAnalyst
+	e.sessionsMu.Lock()
+	defer e.sessionsMu.Unlock()
+	if limit > 0 && e.sessions[analyst] >= limit {
+		return sqlerr.New(sqlerr.TooManyConnections, "too many connections for analyst %q: %d are open, the limit is %d", analyst, e.sessions[analyst], limit).
+			WithHint("close idle connections, or ask the policy author to raise listen.max_connections_per_analyst")
+	}
+	e.sessions[analyst]++
+	return nil
+}
+
+func (e *Engine) closeSession(analyst string) {
+	e.sessionsMu.Lock()
+	defer e.sessionsMu.Unlock()
+	if e.sessions[analyst]--; e.sessions[analyst] <= 0 {
+		delete(e.sessions, analyst)
+	}
+}

@@ -36,6 +36,7 @@ func (m MySQLSessions) Open(_ context.Context, user, database string) (mysqlwire
 	}
 	if database != "" {
 		if err := s.UseDatabase(database); err != nil {
+			s.Close()
 			return nil, err
 		}
 	}

@@ -296,6 +296,7 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 			defer wg.Done()
 			s, err := e.eng.NewSession("analyst", rewrite.PostgresFrontEnd)
 			if err == nil {
+				defer s.Close()
 				_, err = s.Execute(ctx, fmt.Sprintf("SET dpproxy.epsilon = %s", strconv.FormatFloat(eps, 'g', -1, 64)))
 			}
 			for range next {

@@ -17,6 +17,7 @@ import (
 	"github.com/dpproxy/dpproxy/proxy"
 	"github.com/dpproxy/dpproxy/proxy/backend"
 	"github.com/dpproxy/dpproxy/proxy/mysqlwire"
+	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/proxy/pgwire"
 	"github.com/dpproxy/dpproxy/rewrite"
 )
@@ -168,6 +169,8 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 			return fmt.Errorf("listen.tls_cert / tls_key: %w", err)
 		}
 	}
+	// One set of connection limits for both front ends.
+	limits := &netserver.Limits{MaxConns: pol.Listen.MaxConnections, MaxHandshakes: pol.Listen.MaxHandshakes}
 	var fronts []frontEnd
 	defer func() {
 		for _, f := range fronts {
@@ -188,6 +191,7 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 			MaxMessageSize:   pol.Listen.MaxMessageSize,
 			TLS:              tlsConfig,
 			RequireTLS:       pol.Listen.TLS == config.TLSRequired,
+			Limits:           limits,
 		})
 		fronts = append(fronts, frontEnd{"postgres", ln, srv.Serve, srv.Shutdown})
 	}
@@ -205,6 +209,7 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 			MaxPacketSize:    pol.Listen.MaxMessageSize,
 			TLS:              tlsConfig,
 			RequireTLS:       pol.Listen.TLS == config.TLSRequired,
+			Limits:           limits,
 		})
 		fronts = append(fronts, frontEnd{"mysql", ln, srv.Serve, srv.Shutdown})
 	}

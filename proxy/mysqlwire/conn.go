@@ -125,6 +125,7 @@ func (c *conn) run() error {
 	}
 	c.session = sess
 	defer sess.Close()
+	c.srv.ns.LoggedIn(c)
 	if cs, ok := sess.(interface{ SetConnectionID(uint32) }); ok {
 		cs.SetConnectionID(c.id) // for CONNECTION_ID()
 	}

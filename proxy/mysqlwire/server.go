@@ -64,6 +64,9 @@ type Options struct {
 	// Default DefaultMaxStatements.
 	MaxStatements int
 	RequireTLS    bool
+	// Limits, when set, caps connections (shared with the other front
+	// end); a client over them gets ERR 1040.
+	Limits *netserver.Limits
 }
 
 // Sessions checks credentials and opens per-connection sessions. It must
@@ -154,8 +157,19 @@ func NewServer(sessions Sessions, opts Options) *Server {
 		Logger:          s.log,
 		ErrServerClosed: ErrServerClosed,
 		NewConn:         s.newConn,
+		Limits:          opts.Limits,
+		Refuse:          refuseTooMany,
 	})
 	return s
+}
+
+// refuseTooMany answers a connection over the server's limits as MySQL
+// does when max_connections is reached: ERR 1040 in place of the
+// handshake.
+func refuseTooMany(nc net.Conn) {
+	var seq uint8
+	e := mysqlError{ErrTooManyConnections, "08004", "Too many connections: dpproxy's listen.max_connections or listen.max_handshakes is reached; try again later"}
+	_, _ = nc.Write(appendPacket(nil, appendErr(nil, e), &seq))
 }
 
 // Serve accepts connections on ln until ctx is cancelled, ln is closed or

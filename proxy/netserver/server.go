@@ -42,6 +42,12 @@ type Config[C Conn] struct {
 	// held as a connection enters and leaves the registry; OnAdd only
 	// for connections that are accepted (not once Shutdown has begun).
 	OnAdd, OnRemove func(C)
+	// Limits, when set, caps connections (shared by the front ends).
+	Limits *Limits
+	// Refuse tells a client over Limits that there are too many
+	// connections, in the protocol's words, and returns; the connection
+	// has a deadline and is closed afterwards. Nil closes it silently.
+	Refuse func(nc net.Conn)
 }
 
 // Server accepts connections and tracks them until they end. Create it
@@ -54,9 +60,13 @@ type Server[C interface {
 
 	shuttingDown atomic.Bool
 
+	// refusing holds a token per connection being refused (see refuse).
+	refusing chan struct{}
+
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
-	conns     map[C]struct{}
+	// conns maps each live connection to whether it has logged in.
+	conns map[C]bool
 	drained   chan struct{} // closed once shutting down with no connections left
 	isDrained bool
 }
@@ -69,8 +79,9 @@ func New[C interface {
 	return &Server[C]{
 		cfg:       cfg,
 		listeners: make(map[net.Listener]struct{}),
-		conns:     make(map[C]struct{}),
+		conns:     make(map[C]bool),
 		drained:   make(chan struct{}),
+		refusing:  make(chan struct{}, maxRefusing),
 	}
 }
 
@@ -112,8 +123,14 @@ func (s *Server[C]) Serve(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("%s: accept: %w", s.cfg.Name, err)
 		}
 		backoff = 0
+		if !s.cfg.Limits.admit() {
+			s.cfg.Logger.Warn(s.cfg.Name+": connection refused: too many connections", "remote", nc.RemoteAddr().String())
+			s.refuse(nc)
+			continue
+		}
 		c := s.cfg.NewConn(ctx, nc)
 		if !s.Add(c) {
+			s.cfg.Limits.leave(false)
 			c.ForceClose()
 			nc.Close()
 			continue
@@ -176,15 +193,31 @@ func (s *Server[C]) Add(c C) bool {
 	if s.cfg.OnAdd != nil {
 		s.cfg.OnAdd(c)
 	}
-	s.conns[c] = struct{}{}
+	s.conns[c] = false
 	return true
+}
+
+// LoggedIn records that c has authenticated: it no longer counts against
+// Limits.MaxHandshakes.
+func (s *Server[C]) LoggedIn(c C) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if loggedIn, ok := s.conns[c]; ok && !loggedIn {
+		s.conns[c] = true
+		s.cfg.Limits.loggedIn()
+	}
 }
 
 // Remove unregisters c (calling Config.OnRemove) once it has ended.
 func (s *Server[C]) Remove(c C) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	loggedIn, ok := s.conns[c]
+	if !ok {
+		return
+	}
 	delete(s.conns, c)
+	s.cfg.Limits.leave(loggedIn)
 	if s.cfg.OnRemove != nil {
 		s.cfg.OnRemove(c)
 	}

@@ -164,6 +164,7 @@ func (c *conn) run() error {
 	}
 	c.session = sess
 	defer sess.Close()
+	c.srv.ns.LoggedIn(c)
 
 	// From the first ReadyForQuery on, a Shutdown must tell the client
 	// (FATAL 57P01) rather than drop it: the connection counts as busy

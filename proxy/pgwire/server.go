@@ -66,6 +66,9 @@ type Options struct {
 	// RequireTLS refuses a StartupMessage that did not come over TLS
 	// (FATAL 28000, like a hostssl-only pg_hba.conf). It needs TLS.
 	RequireTLS bool
+	// Limits, when set, caps connections (shared with the other front
+	// end); a client over them gets FATAL 53300.
+	Limits *netserver.Limits
 }
 
 // Server accepts PostgreSQL client connections and serves each in its own
@@ -117,6 +120,8 @@ func NewServer(sessions Sessions, opts Options) *Server {
 		NewConn:         s.newConn,
 		OnAdd:           s.addPID,
 		OnRemove:        s.removePID,
+		Limits:          opts.Limits,
+		Refuse:          refuseTooMany,
 	})
 	if n, ok := versionNum(opts.ServerVersion); ok {
 		s.versionNum = n

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
@@ -176,5 +177,42 @@ func (c *conn) handleCancelRequest(b []byte) {
 	}
 	if target.cancelRunningQuery(secret) {
 		c.log.Debug("pgwire: query canceled", "pid", pid)
+	}
+}
+
+// refuseTooMany answers a connection over the server's limits the way
+// PostgreSQL does when max_connections is reached: it reads the startup
+// packet (declining TLS and GSS encryption, which would cost a handshake)
+// and sends FATAL 53300. It never allocates more than the startup limit.
+func refuseTooMany(nc net.Conn) {
+	rd := newLimitedReader(nc, maxStartupPacketLen)
+	for range 3 { // at most SSLRequest, GSSENCRequest, StartupMessage
+		hdr, err := rd.Next(4)
+		if err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(hdr)
+		if n < 8 || n > maxStartupPacketLen {
+			return
+		}
+		body, err := rd.Next(int(n) - 4)
+		if err != nil {
+			return
+		}
+		switch binary.BigEndian.Uint32(body) {
+		case sslRequestCode, gssEncRequestCode:
+			if _, err := nc.Write([]byte{'N'}); err != nil {
+				return
+			}
+			continue
+		case cancelRequestCode:
+			return
+		}
+		msg, err := errorResponse("FATAL", sqlerr.New(sqlerr.TooManyConnections, "sorry, too many clients already").
+			WithHint("dpproxy's listen.max_connections or listen.max_handshakes is reached; try again later")).Encode(nil)
+		if err == nil {
+			_, _ = nc.Write(msg)
+		}
+		return
 	}
 }

@@ -1,0 +1,157 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/dpproxy/dpproxy/demo"
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Connection limits at their edges, over both protocols together:
+// listen.max_connections_per_analyst = 2, max_connections = 3 and
+// max_handshakes = 2. The connection just under each limit is served, the
+// one over it is refused with 53300 / ERR 1040 and a message naming the
+// limit, sessions already open keep working, and a closed connection
+// makes room again.
+func TestConnectionLimits(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	policy := writeMySQLPolicy(t, "listen:\n  max_connections: 3\n  max_connections_per_analyst: 2\n  max_handshakes: 2\n"+
+		"backend:\n  kind: sqlite\n  path: "+strconv.Quote(dbPath)+"\n", 10)
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
+	pgURL := "postgres://analyst:analyst@" + p.addr + "/demo?sslmode=disable"
+	mysqlDSN := "analyst:analyst@tcp(" + p.mysqlAddress(t) + ")/demo?timeout=10s"
+
+	pgConnect := func() (*pgx.Conn, error) { return pgx.Connect(ctx, pgURL) }
+	pgCode := func(err error) string {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return pe.Code
+		}
+		return ""
+	}
+	mysqlPing := func() (*sql.DB, error) {
+		db, err := sql.Open("mysql", mysqlDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetMaxIdleConns(1)
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+		return db, nil
+	}
+	mysqlCode := func(err error) uint16 {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) {
+			return me.Number
+		}
+		return 0
+	}
+	works := func(name string, c *pgx.Conn) {
+		t.Helper()
+		var clinic string
+		if err := c.QueryRow(ctx, "SELECT name FROM clinics ORDER BY clinic_id LIMIT 1").Scan(&clinic); err != nil || clinic == "" {
+			t.Errorf("%s: an open session stopped working: %q %v", name, clinic, err)
+		}
+	}
+	// eventually retries connect until the server has seen a close.
+	eventually := func(name string, connect func() error) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			err := connect()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: still refused after a connection closed: %v", name, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	// Per analyst: two sessions (one per protocol), the third refused on
+	// either protocol.
+	a, err := pgConnect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := mysqlPing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgConnect(); pgCode(err) != "53300" {
+		t.Fatalf("third session of the analyst (PostgreSQL): %v, want 53300", err)
+	}
+	if _, err := mysqlPing(); mysqlCode(err) != 1040 {
+		t.Fatalf("third session of the analyst (MySQL): %v, want ERR 1040", err)
+	}
+	works("per analyst", a)
+	b.Close()
+	eventually("per analyst", func() error {
+		db, err := mysqlPing()
+		if err == nil {
+			b = db
+		}
+		return err
+	})
+
+	// Handshakes: one half-open connection is within max_handshakes = 2,
+	// a second fills max_connections = 3 with the two sessions; the next
+	// client is refused.
+	raw, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgConnect(); pgCode(err) != "53300" {
+		t.Fatalf("a client over max_connections (PostgreSQL): %v, want 53300", err)
+	}
+	if _, err := mysqlPing(); mysqlCode(err) != 1040 {
+		t.Fatalf("a client over max_connections (MySQL): %v, want ERR 1040", err)
+	}
+	works("over max_connections", a)
+	raw.Close()
+	b.Close()
+	a.Close(ctx)
+
+	// Two half-open connections fill max_handshakes: a real client is
+	// refused though max_connections has room, and served once one of
+	// them goes.
+	time.Sleep(200 * time.Millisecond)
+	raw1, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw2, err := net.Dial("tcp", p.mysqlAddress(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw2.Close()
+	time.Sleep(200 * time.Millisecond)
+	if _, err := pgConnect(); pgCode(err) != "53300" {
+		t.Fatalf("a client over max_handshakes: %v, want 53300", err)
+	}
+	raw1.Close()
+	eventually("handshakes", func() error {
+		c, err := pgConnect()
+		if err == nil {
+			works("after handshakes", c)
+			c.Close(ctx)
+		}
+		return err
+	})
+}
