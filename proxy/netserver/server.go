@@ -66,7 +66,7 @@ type Server[C interface {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	// conns maps each live connection to whether it has logged in.
-	conns map[C]bool
+	conns     map[C]bool
 	drained   chan struct{} // closed once shutting down with no connections left
 	isDrained bool
 }
