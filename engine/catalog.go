@@ -77,7 +77,7 @@ func (e *Engine) noCatalogError(sql string) error {
 
 // catalogQuery runs sql as written under the catalog role.
 func (e *Engine) catalogQuery(ctx context.Context, sql string, args []any) ([]*Result, error) {
-	rows, err := e.catalog.Query(ctx, sql, args...)
+	rows, err := e.query(ctx, e.catalog, sql, args...)
 	if err != nil {
 		return nil, catalogError(err)
 	}

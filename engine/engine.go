@@ -112,7 +112,7 @@ func (e *Engine) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
 
 // passthrough runs a public-table query unchanged in meaning.
 func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, args ...any) (*Result, error) {
-	rows, err := e.backend.Query(ctx, p.SQL, args...)
+	rows, err := e.query(ctx, e.backend, p.SQL, args...)
 	if err != nil {
 		// Only public tables are read: the database's error reveals no
 		// protected data, and tells the analyst what is wrong.
@@ -142,7 +142,7 @@ func (e *Engine) answer(ctx context.Context, analyst string, plan *rewrite.Plan,
 		}
 		return nil, fmt.Errorf("reserving budget: %w", err)
 	}
-	rows, err := e.backend.Query(ctx, plan.BackendSQL)
+	rows, err := e.query(ctx, e.backend, plan.BackendSQL)
 	if err != nil {
 		if errors.Is(err, backend.ErrUnavailable) {
 			// The query never reached the data: nothing depends on it.
@@ -170,9 +170,26 @@ func (e *Engine) answer(ctx context.Context, analyst string, plan *rewrite.Plan,
 	return res, nil
 }
 
+// query runs sql on b held to the policy's result limits
+// (listen.max_result_rows and max_result_bytes).
+func (e *Engine) query(ctx context.Context, b backend.Backend, sql string, args ...any) (*backend.Rows, error) {
+	l := e.policy.Listen
+	return b.Query(backend.WithResultLimit(ctx, backend.ResultLimit{Rows: l.MaxResultRows, Bytes: l.MaxResultBytes}), sql, args...)
+}
+
 // backendError maps a backend failure to a client error without passing on
 // the backend's text, which may reveal data.
 func backendError(err error) error {
+	var tooLarge *backend.ResultTooLargeError
+	if errors.As(err, &tooLarge) {
+		setting := "listen.max_result_bytes"
+		if tooLarge.Rows {
+			setting = "listen.max_result_rows"
+		}
+		return &sqlerr.Error{Code: sqlerr.ProgramLimitExceeded, Err: err,
+			Message: fmt.Sprintf("%s: the statement was stopped (%s = %d)", tooLarge.Error(), setting, tooLarge.Limit),
+			Hint:    "add a LIMIT or narrow the query; the connection is still usable"}
+	}
 	if errors.Is(err, backend.ErrUnavailable) {
 		return &sqlerr.Error{Code: sqlerr.BackendUnavailable, Message: "the database behind dpproxy is unavailable", Err: err}
 	}

@@ -338,7 +338,7 @@ func (s *Session) describeCommand(ctx context.Context, p *Prepared, cmd *session
 // with no rows (LIMIT 0) on the backend.
 func (e *Engine) describePassthrough(ctx context.Context, q *rewrite.Passthrough) ([]Column, error) {
 	sql := "SELECT * FROM (" + q.SQL + ") AS " + e.dialect.QuoteIdent("dp_describe") + " LIMIT 0"
-	rows, err := e.backend.Query(ctx, sql)
+	rows, err := e.query(ctx, e.backend, sql)
 	if err != nil {
 		return nil, databaseError(err) // public tables only, as in passthrough
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,4 +155,60 @@ func TestConnectionLimits(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// listen.max_result_rows at its edge on both protocols: a public-table
+// result of exactly the cap is returned, a larger one ends with 54000 /
+// ERR 1104 naming the setting, and the same connection keeps working.
+func TestResultCaps(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	policy := writeMySQLPolicy(t, "listen:\n  max_result_rows: 10\n"+
+		"backend:\n  kind: sqlite\n  path: "+strconv.Quote(dbPath)+"\n", 10)
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
+
+	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/demo?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	count := func(sql string) (int, error) {
+		rows, err := conn.Query(ctx, sql)
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		return n, rows.Err()
+	}
+	if n, err := count("SELECT name FROM clinics LIMIT 10"); err != nil || n != 10 {
+		t.Fatalf("10 rows at a cap of 10: %d %v", n, err)
+	}
+	var pe *pgconn.PgError
+	if _, err := count("SELECT name FROM clinics LIMIT 11"); !errors.As(err, &pe) || pe.Code != "54000" || !strings.Contains(pe.Message, "max_result_rows") {
+		t.Fatalf("11 rows at a cap of 10: %v, want 54000 naming listen.max_result_rows", err)
+	}
+	if n, err := count("SELECT name FROM clinics LIMIT 3"); err != nil || n != 3 {
+		t.Fatalf("the connection after the refusal: %d %v", n, err)
+	}
+
+	db, err := sql.Open("mysql", "analyst:analyst@tcp("+p.mysqlAddress(t)+")/demo?timeout=10s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var me *mysql.MySQLError
+	if _, err := db.Query("SELECT name FROM clinics"); !errors.As(err, &me) || me.Number != 1104 || !strings.Contains(me.Message, "max_result_rows") {
+		t.Fatalf("25 rows at a cap of 10 (MySQL): %v, want ERR 1104", err)
+	}
+	var name string
+	if err := db.QueryRow("SELECT name FROM clinics LIMIT 1").Scan(&name); err != nil {
+		t.Fatalf("the MySQL connection after the refusal: %v", err)
+	}
 }

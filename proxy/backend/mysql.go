@@ -235,7 +235,7 @@ func runMySQL(ctx context.Context, conn *sql.Conn, query string, args []any) (*R
 		}
 		return nil, fmt.Errorf("backend: mysql: %w", err)
 	}
-	res, err := readMySQLRows(rows)
+	res, err := readMySQLRows(ctx, rows)
 	if cerr := rows.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -256,7 +256,7 @@ func mysqlArgs(args []any) []any {
 // reports the column as Text.
 type mysqlDecoder func(v any) any
 
-func readMySQLRows(rows *sql.Rows) (*Rows, error) {
+func readMySQLRows(ctx context.Context, rows *sql.Rows) (*Rows, error) {
 	cts, err := rows.ColumnTypes()
 	if err != nil {
 		return nil, fmt.Errorf("column types: %w", err)
@@ -268,7 +268,7 @@ func readMySQLRows(rows *sql.Rows) (*Rows, error) {
 		res.Columns[i] = Column{Name: ct.Name(), Type: t}
 		decoders[i] = dec
 	}
-	res.Values, err = scanRows(rows, len(cts), func(j int, v any) any {
+	res.Values, err = scanRows(ctx, rows, len(cts), func(j int, v any) any {
 		if v == nil {
 			return nil
 		}

@@ -222,7 +222,8 @@ func queryText(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pg
 	rows, err := c.Query(ctx, sql, append([]any{mode, textResults}, args...)...)
 	if err == nil {
 		var res *Rows
-		res, err = readPostgresRows(rows, c.TypeMap())
+		res, err = readPostgresRows(ctx, rows, c.TypeMap())
+		stopIfTooLarge(ctx, c, err)
 		rows.Close()
 		if err == nil {
 			err = rows.Err()
@@ -232,6 +233,18 @@ func queryText(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pg
 		}
 	}
 	return nil, err
+}
+
+// stopIfTooLarge cancels the statement on the server when its result
+// outgrew the ResultLimit, so that closing the rows does not wait for
+// (and discard) the rest of a huge result.
+func stopIfTooLarge(ctx context.Context, c *pgx.Conn, err error) {
+	var tl *ResultTooLargeError
+	if errors.As(err, &tl) {
+		if cerr := c.PgConn().CancelRequest(context.WithoutCancel(ctx)); cerr != nil {
+			slog.WarnContext(ctx, "backend: postgres: cancelling an oversized result", "err", cerr)
+		}
+	}
 }
 
 // runReadOnly sends BEGIN READ ONLY, the statement and ROLLBACK in one
@@ -258,7 +271,8 @@ func runReadOnly(ctx context.Context, c *pgx.Conn, sql string, args []any) (res 
 	if err != nil {
 		return nil, fmt.Errorf("backend: postgres: %w", err)
 	}
-	res, err = readPostgresRows(rows, c.TypeMap())
+	res, err = readPostgresRows(ctx, rows, c.TypeMap())
+	stopIfTooLarge(ctx, c, err)
 	rows.Close()
 	if err == nil {
 		err = rows.Err()
@@ -289,7 +303,8 @@ func cleanupConn(ctx context.Context, c *pgx.Conn) {
 // pgDecoder turns the text form of a value into its normalized Go value.
 type pgDecoder func(raw []byte) (any, error)
 
-func readPostgresRows(rows pgx.Rows, m *pgtype.Map) (*Rows, error) {
+func readPostgresRows(ctx context.Context, rows pgx.Rows, m *pgtype.Map) (*Rows, error) {
+	meter := resultMeter{limit: resultLimitFrom(ctx)}
 	fds := rows.FieldDescriptions()
 	res := &Rows{Columns: make([]Column, len(fds)), Values: [][]any{}}
 	decoders := make([]pgDecoder, len(fds))
@@ -313,6 +328,9 @@ func readPostgresRows(rows pgx.Rows, m *pgtype.Map) (*Rows, error) {
 				return nil, fmt.Errorf("decode column %q (%s): %w", fds[i].Name, res.Columns[i].Type, err)
 			}
 			row[i] = v
+		}
+		if err := meter.add(row); err != nil {
+			return nil, err
 		}
 		res.Values = append(res.Values, row)
 	}

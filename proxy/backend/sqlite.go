@@ -182,7 +182,7 @@ func (s *SQLite) Query(ctx context.Context, query string, args ...any) (*Rows, e
 		return nil, fmt.Errorf("backend: sqlite: %w", err)
 	}
 	defer rows.Close()
-	res, err := readSQLiteRows(rows)
+	res, err := readSQLiteRows(ctx, rows)
 	if err != nil {
 		slog.DebugContext(ctx, "backend: sqlite query failed", "err", err, "elapsed", time.Since(start))
 		return nil, fmt.Errorf("backend: sqlite: %w", err)
@@ -203,13 +203,13 @@ func sqliteArgs(args []any) []any {
 	})
 }
 
-func readSQLiteRows(rows *sql.Rows) (*Rows, error) {
+func readSQLiteRows(ctx context.Context, rows *sql.Rows) (*Rows, error) {
 	cts, err := rows.ColumnTypes()
 	if err != nil {
 		return nil, fmt.Errorf("column types: %w", err)
 	}
 	res := &Rows{Columns: make([]Column, len(cts))}
-	res.Values, err = scanRows(rows, len(cts), func(_ int, v any) any {
+	res.Values, err = scanRows(ctx, rows, len(cts), func(_ int, v any) any {
 		if b, ok := v.([]byte); ok {
 			return string(b)
 		}

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"time"
@@ -29,11 +30,12 @@ func bindArgs(args []any, bindTime func(time.Time) any) []any {
 }
 
 // scanRows reads the remaining rows of rows, each of n columns scanned
-// into any, and replaces every value v of column j with conv(j, v). The
-// result is never nil. Scan failures are wrapped as "scan: ..."; the
+// into any, and replaces every value v of column j with conv(j, v), up to
+// ctx's ResultLimit. The result is never nil. Scan failures are wrapped as "scan: ..."; the
 // error of rows.Err is returned as is.
-func scanRows(rows *sql.Rows, n int, conv func(j int, v any) any) ([][]any, error) {
+func scanRows(ctx context.Context, rows *sql.Rows, n int, conv func(j int, v any) any) ([][]any, error) {
 	values := [][]any{}
+	meter := resultMeter{limit: resultLimitFrom(ctx)}
 	for rows.Next() {
 		row := make([]any, n)
 		ptrs := make([]any, n)
@@ -45,6 +47,9 @@ func scanRows(rows *sql.Rows, n int, conv func(j int, v any) any) ([][]any, erro
 		}
 		for j, v := range row {
 			row[j] = conv(j, v)
+		}
+		if err := meter.add(row); err != nil {
+			return nil, err
 		}
 		values = append(values, row)
 	}

@@ -87,6 +87,8 @@
 //	57P01 shutdown                 1053                     08S01
 //	26000, 42P05, 34000            1243 unknown statement   HY000
 //	08001 backend unavailable      2003                     HY000
+//	54000 limit exceeded           1104 ER_TOO_BIG_SELECT   42000
+//	53300 too many connections     1040 ER_CON_COUNT_ERROR  08004
 //	anything else                  1105 ER_UNKNOWN_ERROR    the SQLSTATE
 //
 // Errors that are not *sqlerr.Error are sent as 1105 "internal error"
@@ -96,8 +98,11 @@
 // # Robustness
 //
 // Sequence ids are checked (1156 and close on a mismatch). A logical
-// packet longer than Options.MaxPacketSize (default 16 MiB) is refused
-// from its header, before any buffer is allocated (1153 and close).
+// packet longer than Options.MaxPacketSize (default 1 MiB; 16 KiB before
+// login) is refused from its header (1153 and close); a packet's buffer
+// grows with the bytes received, never from the length announced. With
+// Options.RequireTLS a client that does not switch to TLS gets 3159; a
+// client over Options.Limits gets 1040 in place of the handshake.
 // Malformed handshake responses are refused ("Bad handshake"); malformed
 // COM_STMT_EXECUTE packets get 1210 and the connection stays usable.
 // Every connection runs in its own goroutine with a recover that logs a

@@ -33,6 +33,7 @@ const (
 	ErrServerShutdown       = 1053 // ER_SERVER_SHUTDOWN, 08S01
 	ErrTooManyConnections   = 1040 // ER_CON_COUNT_ERROR, 08004
 	ErrSecureTransport      = 3159 // ER_SECURE_TRANSPORT_REQUIRED, HY000
+	ErrTooBigSelect         = 1104 // ER_TOO_BIG_SELECT, 42000
 	ErrDivisionByZero       = 1365 // ER_DIVISION_BY_ZERO, 22012
 	ErrUnknownSystemVar     = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE, HY000
 	ErrWrongTypeForVar      = 1232 // ER_WRONG_TYPE_FOR_VAR, 42000
@@ -68,7 +69,7 @@ var errorMapping = map[sqlerr.Code]struct {
 	sqlerr.ConnectionFailure:      {2013, "HY000"},
 	sqlerr.QueryCanceled:          {ErrQueryInterrupted, "70100"},
 	sqlerr.AdminShutdown:          {ErrServerShutdown, "08S01"},
-	sqlerr.ProgramLimitExceeded:   {ErrNetPacketTooLarge, "08S01"},
+	sqlerr.ProgramLimitExceeded:   {ErrTooBigSelect, "42000"},
 	sqlerr.InternalError:          {ErrUnknown, "HY000"},
 	sqlerr.BudgetExhausted:        {ErrUserLimitReached, "42000"},
 	sqlerr.PrivacyParameterError:  {ErrWrongValue, "HY000"},

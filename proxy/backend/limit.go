@@ -1,0 +1,86 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// ResultLimit caps one materialized result: Rows rows and Bytes bytes of
+// values (0: no cap). A backend that reaches either stops reading and
+// returns a *ResultTooLargeError, so memory stays bounded whatever a
+// query returns.
+type ResultLimit struct {
+	Rows  int
+	Bytes int64
+}
+
+type resultLimitKey struct{}
+
+// WithResultLimit returns a context whose queries are held to l.
+func WithResultLimit(ctx context.Context, l ResultLimit) context.Context {
+	return context.WithValue(ctx, resultLimitKey{}, l)
+}
+
+func resultLimitFrom(ctx context.Context) ResultLimit {
+	l, _ := ctx.Value(resultLimitKey{}).(ResultLimit)
+	return l
+}
+
+// ResultTooLargeError reports a result that outgrew its ResultLimit.
+type ResultTooLargeError struct {
+	// Rows is true when the row cap was reached, false for the byte cap;
+	// Limit is that cap.
+	Rows  bool
+	Limit int64
+}
+
+func (e *ResultTooLargeError) Error() string {
+	if e.Rows {
+		return fmt.Sprintf("the result has more than %d rows", e.Limit)
+	}
+	return fmt.Sprintf("the result is larger than %d bytes", e.Limit)
+}
+
+// resultMeter counts a result's rows and bytes against a ResultLimit.
+type resultMeter struct {
+	limit       ResultLimit
+	rows, bytes int64
+}
+
+// add counts one row and reports whether the result is still within the
+// limit.
+func (m *resultMeter) add(row []any) error {
+	m.rows++
+	if m.limit.Rows > 0 && m.rows > int64(m.limit.Rows) {
+		return &ResultTooLargeError{Rows: true, Limit: int64(m.limit.Rows)}
+	}
+	if m.limit.Bytes <= 0 {
+		return nil
+	}
+	for _, v := range row {
+		m.bytes += valueSize(v)
+	}
+	if m.bytes > m.limit.Bytes {
+		return &ResultTooLargeError{Limit: m.limit.Bytes}
+	}
+	return nil
+}
+
+// valueSize approximates the memory a value holds: its text for strings
+// and byte slices, a word or two for the rest.
+func valueSize(v any) int64 {
+	switch x := v.(type) {
+	case string:
+		return int64(len(x)) + 16
+	case []byte:
+		return int64(len(x)) + 24
+	case sqltypes.Decimal:
+		return int64(len(x)) + 16
+	case time.Time:
+		return 24
+	}
+	return 16
+}

@@ -1,0 +1,89 @@
+package backend
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Every backend stops reading a result at the ResultLimit of its context:
+// a result of exactly the limit is returned, one row (or byte) more is a
+// *ResultTooLargeError, and the backend keeps serving. On PostgreSQL the
+// statement is cancelled on the server, so a result of a hundred million
+// rows stops at once.
+func TestResultLimit(t *testing.T) {
+	type target struct {
+		name string
+		open func(t *testing.T) Backend
+		// rows returns a query of n rows of one integer column.
+		rows func(n int) string
+		huge string
+	}
+	targets := []target{{
+		name: "sqlite",
+		open: func(t *testing.T) Backend {
+			path := filepath.Join(t.TempDir(), "empty.db")
+			db, err := sql.Open("sqlite", path)
+			if err == nil {
+				_, err = db.Exec("CREATE TABLE t (x INTEGER)")
+				db.Close()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return openSQLiteT(t, path)
+		},
+		rows: func(n int) string {
+			return "WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < " + strconv.Itoa(n) + ") SELECT x FROM s"
+		},
+	}, {
+		name: "postgres",
+		open: func(t *testing.T) Backend { return openPostgresT(t, pgDSN(t), 2) },
+		rows: func(n int) string { return "SELECT generate_series(1, " + strconv.Itoa(n) + ")" },
+		huge: "SELECT generate_series(1, 100000000)",
+	}, {
+		name: "mysql",
+		open: func(t *testing.T) Backend {
+			_, dsn := mysqlDatabase(t, mysqlDSN(t))
+			return openMySQLT(t, dsn, 2)
+		},
+		rows: func(n int) string { return "SELECT CAST(seq AS SIGNED) FROM seq_1_to_" + strconv.Itoa(n) },
+	}}
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			b := tg.open(t)
+			ctx := context.Background()
+			limited := func(l ResultLimit) context.Context { return WithResultLimit(ctx, l) }
+			if res, err := b.Query(limited(ResultLimit{Rows: 1000}), tg.rows(1000)); err != nil || len(res.Values) != 1000 {
+				t.Fatalf("1000 rows at a limit of 1000: %v", err)
+			}
+			var tl *ResultTooLargeError
+			if _, err := b.Query(limited(ResultLimit{Rows: 1000}), tg.rows(1001)); !errors.As(err, &tl) || !tl.Rows || tl.Limit != 1000 {
+				t.Fatalf("1001 rows at a limit of 1000: %v, want a row limit error", err)
+			}
+			// 100 integers are 1,600 bytes by valueSize.
+			if _, err := b.Query(limited(ResultLimit{Bytes: 1600}), tg.rows(100)); err != nil {
+				t.Fatalf("1600 bytes at a limit of 1600: %v", err)
+			}
+			if _, err := b.Query(limited(ResultLimit{Bytes: 1599}), tg.rows(100)); !errors.As(err, &tl) || tl.Rows || tl.Limit != 1599 {
+				t.Fatalf("1600 bytes at a limit of 1599: %v, want a byte limit error", err)
+			}
+			if tg.huge != "" {
+				start := time.Now()
+				if _, err := b.Query(limited(ResultLimit{Rows: 10}), tg.huge); !errors.As(err, &tl) {
+					t.Fatalf("huge result: %v, want a row limit error", err)
+				}
+				if d := time.Since(start); d > 5*time.Second {
+					t.Errorf("a huge result took %v to stop: it was read to its end", d)
+				}
+			}
+			if res, err := b.Query(ctx, tg.rows(3)); err != nil || len(res.Values) != 3 {
+				t.Fatalf("after the refusals: %v", err)
+			}
+		})
+	}
+}
