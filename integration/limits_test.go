@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // Connection limits at their edges, over both protocols together:
@@ -211,4 +212,56 @@ func TestResultCaps(t *testing.T) {
 	if err := db.QueryRow("SELECT name FROM clinics LIMIT 1").Scan(&name); err != nil {
 		t.Fatalf("the MySQL connection after the refusal: %v", err)
 	}
+}
+
+// A client that sends a query and never reads the result cannot hold its
+// connection: the statement timeout covers sending the result, so the
+// server gives up on it and closes the connection, freeing its place
+// (here the only one: max_connections = 1).
+func TestSlowReaderIsCutOff(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	policy := writePolicy(t, "listen:\n  statement_timeout: 1s\n  write_timeout: 1h\n  max_connections: 1\n  max_result_rows: 5000000\n"+
+		"backend:\n  kind: sqlite\n  path: "+strconv.Quote(dbPath)+"\n", 10)
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	url := "postgres://analyst:analyst@" + p.addr + "/demo?sslmode=disable"
+	slow, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close(ctx)
+	// 25⁴ = 390,625 rows of four clinic names, about 40 MB: more than the
+	// socket buffers hold. Sent by hand, and never read.
+	msg, err := (&pgproto3.Query{String: "SELECT a.name, b.name, c.name, d.name FROM clinics a, clinics b, clinics c, clinics d"}).Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slow.PgConn().Conn().Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	refused := 0
+	for {
+		c, err := pgx.Connect(ctx, url)
+		if err == nil {
+			c.Close(ctx)
+			break
+		}
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "53300" {
+			t.Fatalf("while the slow reader holds the only connection: %v, want 53300", err)
+		}
+		refused++
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("the slow reader still holds its connection after %v", time.Since(start))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if refused == 0 {
+		t.Fatal("no connection was refused: the slow reader did not hold its place, the test proves nothing")
+	}
+	t.Logf("the slow reader was cut off after %v", time.Since(start).Round(100*time.Millisecond))
 }

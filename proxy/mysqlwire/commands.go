@@ -74,9 +74,11 @@ func (c *conn) dispatch(pkt []byte) (quit bool, err error) {
 	return false, nil
 }
 
-// commandContext bounds one command by the statement timeout.
+// commandContext bounds one command by the statement timeout, sending its
+// result included (see conn.sendDeadline).
 func (c *conn) commandContext() (context.Context, context.CancelFunc) {
 	if t := c.srv.opts.StatementTimeout; t > 0 {
+		c.sendDeadline = time.Now().Add(t + errorWriteTimeout)
 		return context.WithTimeout(c.ctx, t)
 	}
 	return context.WithCancel(c.ctx)

@@ -24,6 +24,10 @@ import (
 // maxRetainedWriteBuf is the write buffer capacity kept between commands.
 const maxRetainedWriteBuf = 64 << 10
 
+// errorWriteTimeout is the time past the statement timeout given to
+// deliver a timed-out statement's error.
+const errorWriteTimeout = 5 * time.Second
+
 // maxHandshakePacket bounds every packet before the client is
 // authenticated (handshake response, auth switch and caching_sha2
 // exchanges: a few hundred bytes from real clients, connection attributes
@@ -53,6 +57,10 @@ type conn struct {
 	pr   packetReader
 	seq  uint8
 	wbuf []byte
+	// sendDeadline ends the sending of a command's results: the statement
+	// timeout (plus errorWriteTimeout to deliver its error) covers them
+	// too. Zero between commands.
+	sendDeadline time.Time
 
 	caps    uint32 // capabilities both sides have
 	user    string
@@ -362,7 +370,9 @@ func (c *conn) loop() error {
 		if err != nil {
 			return err
 		}
-		if err := c.flush(); err != nil {
+		err = c.flush()
+		c.sendDeadline = time.Time{}
+		if err != nil {
 			return err
 		}
 		if quit {
@@ -450,8 +460,8 @@ func (c *conn) flush() error {
 	if len(c.wbuf) == 0 {
 		return nil
 	}
-	if t := c.srv.opts.WriteTimeout; t > 0 {
-		if err := c.nc.SetWriteDeadline(time.Now().Add(t)); err != nil {
+	if deadline := c.writeDeadline(); !deadline.IsZero() {
+		if err := c.nc.SetWriteDeadline(deadline); err != nil {
 			return fmt.Errorf("mysqlwire: setting write deadline: %w", err)
 		}
 	}
@@ -465,6 +475,19 @@ func (c *conn) flush() error {
 		return fmt.Errorf("mysqlwire: writing: %w", err)
 	}
 	return nil
+}
+
+// writeDeadline is the earlier of now + Options.WriteTimeout and the
+// command's send deadline (zero: neither applies).
+func (c *conn) writeDeadline() time.Time {
+	var d time.Time
+	if t := c.srv.opts.WriteTimeout; t > 0 {
+		d = time.Now().Add(t)
+	}
+	if !c.sendDeadline.IsZero() && (d.IsZero() || c.sendDeadline.Before(d)) {
+		d = c.sendDeadline
+	}
+	return d
 }
 
 func (c *conn) flushWithin(d time.Duration) error {

@@ -60,6 +60,10 @@ type conn struct {
 	be   *pgproto3.Backend
 	wbuf []byte
 	werr error // sticky encoding error, reported by the next flush
+	// sendDeadline ends the sending of a statement's results: the
+	// statement timeout (plus fatalWriteTimeout to deliver its error)
+	// covers them too. Zero between statements.
+	sendDeadline time.Time
 
 	// pid and secret are the BackendKeyData; set by Server.addPID before
 	// Serve starts and read-only afterwards.
@@ -241,6 +245,7 @@ func (c *conn) loop() error {
 			return c.readFailed(err)
 		}
 		done, err := c.handleMessage(msg)
+		c.sendDeadline = time.Time{}
 		if err != nil || done {
 			return err
 		}
@@ -349,6 +354,7 @@ func (c *conn) runSession(f func(ctx context.Context) error) (qerr, connErr erro
 	defer cancel()
 	ctx := qctx
 	if d := c.srv.opts.StatementTimeout; d > 0 {
+		c.sendDeadline = time.Now().Add(d + fatalWriteTimeout)
 		var cancelTimeout context.CancelFunc
 		ctx, cancelTimeout = context.WithTimeoutCause(qctx, d, errStatementTimeout)
 		defer cancelTimeout()
@@ -533,14 +539,34 @@ func (c *conn) send(msg pgproto3.BackendMessage) {
 	c.wbuf = buf
 }
 
-// flush writes the queued messages.
+// flush writes the queued messages, within Options.WriteTimeout and, while
+// a statement's results are being sent, its send deadline.
 func (c *conn) flush() error {
-	if t := c.srv.opts.WriteTimeout; t > 0 && len(c.wbuf) > 0 {
-		if err := c.nc.SetWriteDeadline(time.Now().Add(t)); err != nil {
-			return fmt.Errorf("pgwire: setting write deadline: %w", err)
+	if len(c.wbuf) > 0 {
+		if deadline := writeDeadline(c.srv.opts.WriteTimeout, c.sendDeadline); !deadline.IsZero() {
+			if err := c.nc.SetWriteDeadline(deadline); err != nil {
+				return fmt.Errorf("pgwire: setting write deadline: %w", err)
+			}
 		}
 	}
-	return c.flushNoDeadline()
+	err := c.flushNoDeadline()
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.log.Info("pgwire: closing a connection whose client does not read what is sent to it", "write_timeout", c.srv.opts.WriteTimeout, "statement_deadline", c.sendDeadline)
+	}
+	return err
+}
+
+// writeDeadline is the earlier of now + timeout (0: none) and the
+// statement's send deadline (zero: none).
+func writeDeadline(timeout time.Duration, send time.Time) time.Time {
+	var d time.Time
+	if timeout > 0 {
+		d = time.Now().Add(timeout)
+	}
+	if !send.IsZero() && (d.IsZero() || send.Before(d)) {
+		d = send
+	}
+	return d
 }
 
 func (c *conn) flushNoDeadline() error {
