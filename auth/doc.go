@@ -5,5 +5,8 @@
 // The policy stores verifiers, never passwords: a verifier lets dpproxy
 // check a login without being able to log in as the analyst elsewhere.
 // The exchanges here are pure functions of bytes; the wire packages carry
-// the messages.
+// the messages. Two pieces of state serve every front end: Throttle slows
+// down password guessing per analyst name and per client address, and
+// LoadOrCreateSecret keeps the server secret that makes what unknown user
+// names see (SCRAM salts) the same across restarts.
 package auth

@@ -265,3 +265,136 @@ func TestSlowReaderIsCutOff(t *testing.T) {
 	}
 	t.Logf("the slow reader was cut off after %v", time.Since(start).Round(100*time.Millisecond))
 }
+
+// Failed logins are throttled per analyst name and per client address,
+// with the same message and the same timing for an unknown user as for a
+// wrong password: with login_backoff 200ms (max 800ms) the first three
+// failures of psql take 0.2, 0.4 and 0.8 s, on a server where the name
+// exists and on one where it does not. The MySQL front end shares the
+// throttle, and the right password still gets in.
+func TestLoginThrottling(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	start := func() *proxyProcess {
+		policy := writeMySQLPolicy(t, "listen:\n  login_backoff: 200ms\n  login_backoff_max: 800ms\n"+
+			"backend:\n  kind: sqlite\n  path: "+strconv.Quote(dbPath)+"\n", 10)
+		return startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
+	}
+	series := func(p *proxyProcess, user string) (times []time.Duration, messages []string) {
+		for range 3 {
+			begin := time.Now()
+			r := psql(t, p, user, "wrong password", "SELECT 1;\n")
+			times = append(times, time.Since(begin))
+			if r.err == nil {
+				t.Fatalf("%s logged in with a wrong password", user)
+			}
+			msg := r.stderr[strings.Index(r.stderr, "FATAL"):]
+			messages = append(messages, strings.ReplaceAll(strings.TrimSpace(msg), user, "USER"))
+		}
+		return times, messages
+	}
+	known, unknown := start(), start()
+	kt, km := series(known, "analyst")
+	ut, um := series(unknown, "nobody")
+	t.Logf("wrong password: %v; unknown user: %v", kt, ut)
+	for i, want := range []time.Duration{200, 400, 800} {
+		want *= time.Millisecond
+		if kt[i] < want || ut[i] < want {
+			t.Errorf("failure %d took %v (known) and %v (unknown); want at least %v", i+1, kt[i], ut[i], want)
+		}
+		if d := kt[i] - ut[i]; d > 150*time.Millisecond || d < -150*time.Millisecond {
+			t.Errorf("failure %d: %v for a wrong password, %v for an unknown user: the timing tells them apart", i+1, kt[i], ut[i])
+		}
+		if km[i] != um[i] {
+			t.Errorf("failure %d: %q for a wrong password, %q for an unknown user", i+1, km[i], um[i])
+		}
+	}
+
+	// The MySQL front end counts in the same throttle: the address is at
+	// its longest lockout.
+	begin := time.Now()
+	db, err := sql.Open("mysql", "analyst:wrong@tcp("+known.mysqlAddress(t)+")/demo?timeout=10s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var me *mysql.MySQLError
+	if err := db.PingContext(ctx); !errors.As(err, &me) || me.Number != 1045 {
+		t.Fatalf("wrong password over MySQL: %v, want ERR 1045", err)
+	}
+	if d := time.Since(begin); d < 800*time.Millisecond {
+		t.Errorf("a MySQL failure after three PostgreSQL ones took %v; want the 800ms lockout", d)
+	}
+	if r := psql(t, known, "analyst", "analyst", "SELECT 1;\n"); r.err != nil {
+		t.Errorf("the right password after the failures: %v\n%s", r.err, r.stderr)
+	}
+}
+
+// The salt a SCRAM exchange shows for an unknown user name is derived
+// from a secret kept beside the ledger: it is the same across restarts,
+// as a real user's is, so a restart does not tell which names exist.
+func TestUnknownUserSaltStableAcrossRestarts(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	policy := writePolicy(t, "backend:\n  kind: sqlite\n  path: "+strconv.Quote(dbPath)+"\n", 10)
+	salts := func() (known, unknown string) {
+		p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+		defer p.stop(t)
+		return scramSalt(t, p.addr, "analyst"), scramSalt(t, p.addr, "nobody")
+	}
+	k1, u1 := salts()
+	k2, u2 := salts()
+	if k1 != k2 || u1 != u2 {
+		t.Errorf("salts across a restart: analyst %s → %s, nobody %s → %s; want both unchanged", k1, k2, u1, u2)
+	}
+	if u1 == k1 || len(u1) != len(k1) {
+		t.Errorf("unknown user's salt %q beside a real one %q", u1, k1)
+	}
+}
+
+// scramSalt starts a SCRAM-SHA-256 exchange as user and returns the salt
+// of the server-first message.
+func scramSalt(t *testing.T, addr, user string) string {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	fe := pgproto3.NewFrontend(nc, nc)
+	fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": user, "database": "demo"}})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := fe.Receive(); err != nil {
+		t.Fatal(err)
+	} else if _, ok := msg.(*pgproto3.AuthenticationSASL); !ok {
+		t.Fatalf("got %T, want AuthenticationSASL", msg)
+	}
+	fe.Send(&pgproto3.SASLInitialResponse{AuthMechanism: "SCRAM-SHA-256", Data: []byte("n,,n=,r=clientnonce0123456789")})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := fe.Receive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cont, ok := msg.(*pgproto3.AuthenticationSASLContinue)
+	if !ok {
+		t.Fatalf("got %T, want AuthenticationSASLContinue", msg)
+	}
+	for _, part := range strings.Split(string(cont.Data), ",") {
+		if s, ok := strings.CutPrefix(part, "s="); ok {
+			return s
+		}
+	}
+	t.Fatalf("no salt in %q", cont.Data)
+	return ""
+}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
@@ -169,8 +170,15 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 			return fmt.Errorf("listen.tls_cert / tls_key: %w", err)
 		}
 	}
-	// One set of connection limits for both front ends.
+	// One set of connection limits and one login throttle for both front
+	// ends; the server secret keeps unknown users' SCRAM salts stable
+	// across restarts.
 	limits := &netserver.Limits{MaxConns: pol.Listen.MaxConnections, MaxHandshakes: pol.Listen.MaxHandshakes}
+	throttle := &auth.Throttle{Base: pol.Listen.LoginBackoff, Max: pol.Listen.LoginBackoffMax}
+	secret, err := auth.LoadOrCreateSecret(pol.Ledger.Path + ".secret")
+	if err != nil {
+		return err
+	}
 	var fronts []frontEnd
 	defer func() {
 		for _, f := range fronts {
@@ -192,6 +200,8 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 			TLS:              tlsConfig,
 			RequireTLS:       pol.Listen.TLS == config.TLSRequired,
 			Limits:           limits,
+			Throttle:         throttle,
+			MockSecret:       secret,
 		})
 		fronts = append(fronts, frontEnd{"postgres", ln, srv.Serve, srv.Shutdown})
 	}
@@ -210,6 +220,7 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 			TLS:              tlsConfig,
 			RequireTLS:       pol.Listen.TLS == config.TLSRequired,
 			Limits:           limits,
+			Throttle:         throttle,
 		})
 		fronts = append(fronts, frontEnd{"mysql", ln, srv.Serve, srv.Shutdown})
 	}

@@ -219,9 +219,17 @@ func (c *conn) handshake() (string, error) {
 	}
 	c.caps = clientCaps & caps
 	c.user = resp.user
+	if err := c.srv.opts.Throttle.Wait(c.ctx, c.user, netserver.RemoteIP(c.raw), c.srv.opts.AuthTimeout/2); err != nil {
+		if errors.Is(err, auth.ErrThrottled) {
+			c.log.Warn("mysqlwire: login refused: locked out after failed logins", "user", c.user)
+			return "", c.fail(mysqlError{ErrAccessDenied, "28000", "Too many failed logins for this user name or client address; try again later"})
+		}
+		return "", err
+	}
 	if err := c.authenticate(resp, nonce); err != nil {
 		return "", err
 	}
+	c.srv.opts.Throttle.Succeeded(c.user)
 	return resp.database, nil
 }
 
@@ -332,7 +340,10 @@ func (c *conn) denied(withPassword bool) error {
 	if !withPassword {
 		yes = "NO"
 	}
-	c.log.Info("mysqlwire: authentication failed", "user", c.user)
+	lock := c.srv.opts.Throttle.Failed(c.user, netserver.RemoteIP(c.raw))
+	c.log.Warn("mysqlwire: authentication failed", "user", c.user, "locked_out_for", lock)
+	// Unknown names and wrong passwords wait alike before the answer.
+	netserver.SleepCtx(c.ctx, lock)
 	return c.fail(mysqlError{ErrAccessDenied, "28000", fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", c.user, host, yes)})
 }
 

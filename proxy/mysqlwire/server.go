@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/sqltypes"
@@ -67,6 +68,9 @@ type Options struct {
 	// Limits, when set, caps connections (shared with the other front
 	// end); a client over them gets ERR 1040.
 	Limits *netserver.Limits
+	// Throttle, when set, slows down password guessing (shared with the
+	// other front end): see auth.Throttle.
+	Throttle *auth.Throttle
 }
 
 // Sessions checks credentials and opens per-connection sessions. It must

@@ -1,6 +1,7 @@
 package netserver
 
 import (
+	"context"
 	"net"
 	"sync"
 	"time"
@@ -95,4 +96,27 @@ func (s *Server[C]) refuse(nc net.Conn) {
 		_ = nc.SetDeadline(time.Now().Add(refuseTimeout))
 		s.cfg.Refuse(nc)
 	}()
+}
+
+// RemoteIP is the client's address without its port, as login throttling
+// counts it.
+func RemoteIP(nc net.Conn) string {
+	addr := nc.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}
+
+// SleepCtx waits for d or until ctx ends.
+func SleepCtx(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgproto3/v2"
 
+	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/sqlerr"
@@ -159,9 +160,17 @@ func (c *conn) run() error {
 	}
 	c.log = c.log.With("user", c.user, "database", c.database)
 
+	if err := c.srv.opts.Throttle.Wait(c.ctx, c.user, netserver.RemoteIP(c.raw), c.srv.opts.AuthTimeout/2); err != nil {
+		if errors.Is(err, auth.ErrThrottled) {
+			c.log.Warn("pgwire: login refused: locked out after failed logins", "user", c.user)
+			return c.fatal(sqlerr.New(sqlerr.InvalidAuthorization, "too many failed logins for this user name or client address; try again later"))
+		}
+		return err
+	}
 	if err := c.authenticate(); err != nil {
 		return err
 	}
+	c.srv.opts.Throttle.Succeeded(c.user)
 	sess, err := c.srv.sessions.Open(c.ctx, c.user, c.database, params)
 	if err != nil {
 		return c.fatal(c.clientError(err))

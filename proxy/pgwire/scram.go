@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgproto3/v2"
 
 	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/sqlerr"
 )
 
@@ -73,7 +74,10 @@ func (c *conn) authenticate() error {
 	serverFinal, err := scram.Final(resp.Data)
 	switch {
 	case errors.Is(err, auth.ErrSCRAMFailed) || (err == nil && !known):
-		c.log.Warn("pgwire: password authentication failed", "known_user", known)
+		lock := c.srv.opts.Throttle.Failed(c.user, netserver.RemoteIP(c.raw))
+		c.log.Warn("pgwire: password authentication failed", "known_user", known, "locked_out_for", lock)
+		// Unknown names and wrong passwords wait alike before the answer.
+		netserver.SleepCtx(c.ctx, lock)
 		return c.fatal(sqlerr.New(sqlerr.InvalidPassword, "password authentication failed for user %q", c.user))
 	case err != nil:
 		c.log.Info("pgwire: malformed SCRAM message", "err", err)

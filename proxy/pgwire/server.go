@@ -2,7 +2,9 @@ package pgwire
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/proxy/netserver"
 )
 
@@ -69,6 +72,13 @@ type Options struct {
 	// Limits, when set, caps connections (shared with the other front
 	// end); a client over them gets FATAL 53300.
 	Limits *netserver.Limits
+	// Throttle, when set, slows down password guessing (shared with the
+	// other front end): see auth.Throttle.
+	Throttle *auth.Throttle
+	// MockSecret keys the SCRAM salts shown for unknown user names, so
+	// they stay the same across restarts as real users' salts do (see
+	// auth.LoadOrCreateSecret). Nil: a random secret per start.
+	MockSecret []byte
 }
 
 // Server accepts PostgreSQL client connections and serves each in its own
@@ -130,7 +140,13 @@ func NewServer(sessions Sessions, opts Options) *Server {
 		s.log.Warn("pgwire: server version does not start with a version number; reporting server_version_num "+fallbackVersionNum,
 			"server_version", opts.ServerVersion)
 	}
-	if _, err := rand.Read(s.mockSecret[:]); err != nil {
+	if opts.MockSecret != nil {
+		// Derive the key rather than use the secret itself: the secret
+		// is shared with other uses.
+		m := hmac.New(sha256.New, opts.MockSecret)
+		m.Write([]byte("pgwire mock SCRAM salt key"))
+		copy(s.mockSecret[:], m.Sum(nil))
+	} else if _, err := rand.Read(s.mockSecret[:]); err != nil {
 		// crypto/rand does not fail on supported platforms.
 		panic(fmt.Sprintf("pgwire: reading random secret: %v", err))
 	}
