@@ -381,6 +381,10 @@ func (e *emitter) coalesce(x *ast.FuncCallExpr) (string, valueKind, error) {
 		}
 		args[i] = a
 	}
+	if len(args) == 1 {
+		// COALESCE(x) is x; SQLite and MySQL refuse it with one argument.
+		return "(" + args[0] + ")", kind, nil
+	}
 	return "COALESCE(" + strings.Join(args, ", ") + ")", kind, nil
 }
 

@@ -1,0 +1,151 @@
+package rewrite
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// FuzzAnalyze runs any text through the whole front of the pipeline:
+// normalizer, parser, Analyze for every backend dialect, and the SQLite
+// backend SQL on the execute fixture. Properties: nothing panics; a
+// refusal is an *sqlerr.Error that is not internal; whatever is accepted
+// and names a protected table is an aggregate plan (never a passthrough)
+// with at least one noisy measurement; the SQL a plan emits for SQLite
+// runs.
+func FuzzAnalyze(f *testing.F) {
+	for _, c := range readCorpusQueries(f) {
+		f.Add(c)
+	}
+	for _, r := range rejections {
+		f.Add(r.sql)
+	}
+	for _, c := range executeCases {
+		f.Add(c.sql)
+	}
+	pol := testPolicy(f)
+	db := fuzzFixture(f)
+	f.Fuzz(func(t *testing.T, in string) {
+		parsed, err := ParseStatement(in, PostgresFrontEnd)
+		if err != nil {
+			checkRefusal(t, in, err)
+			return
+		}
+		for _, stmt := range parsed.Stmts {
+			protected := namesProtectedTable(stmt, pol)
+			for _, d := range []Dialect{SQLite, Postgres, MySQL} {
+				q, err := Analyze(stmt, pol, Options{Dialect: d, Epsilon: 1, Casts: parsed.CastOf})
+				if err != nil {
+					checkRefusal(t, in, err)
+					break
+				}
+				if protected && q.Passthrough != nil {
+					t.Fatalf("%q names a protected table and was passed through as %q", in, q.Passthrough.SQL)
+				}
+				if p := q.Plan; p != nil {
+					if len(p.Measurements) == 0 || p.BackendSQL == "" || p.Epsilon <= 0 {
+						t.Fatalf("%q: a plan without noise: %+v", in, p)
+					}
+					for _, m := range p.Measurements {
+						if m.Sensitivity < 0 || m.Epsilon <= 0 {
+							t.Fatalf("%q: measurement %+v", in, m)
+						}
+					}
+					if d == SQLite {
+						rows, err := db.QueryContext(context.Background(), p.BackendSQL)
+						if err != nil {
+							t.Fatalf("%q: the SQLite backend SQL fails: %v\n%s", in, err, p.BackendSQL)
+						}
+						rows.Close()
+					}
+				}
+			}
+		}
+	})
+}
+
+func checkRefusal(t *testing.T, in string, err error) {
+	t.Helper()
+	e := sqlerr.As(err)
+	if e.Code == sqlerr.InternalError || e.Message == "" {
+		t.Fatalf("%q: refused with %v (%s)", in, err, e.Code)
+	}
+}
+
+// namesProtectedTable reports whether stmt refers to a table of the
+// policy's protected tables anywhere.
+func namesProtectedTable(stmt ast.StmtNode, pol *config.Policy) bool {
+	v := &tableVisitor{pol: pol}
+	stmt.Accept(v)
+	return v.found
+}
+
+type tableVisitor struct {
+	pol   *config.Policy
+	found bool
+}
+
+func (v *tableVisitor) Enter(n ast.Node) (ast.Node, bool) {
+	if tn, ok := n.(*ast.TableName); ok {
+		for _, t := range v.pol.ProtectedTables {
+			if strings.EqualFold(tn.Name.O, t.Name) {
+				v.found = true
+			}
+		}
+	}
+	return n, false
+}
+
+func (v *tableVisitor) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+var (
+	fuzzDBOnce sync.Once
+	fuzzDB     *sql.DB
+)
+
+// fuzzFixture is the execute fixture in one SQLite database for the
+// whole fuzzing process.
+func fuzzFixture(f *testing.F) *sql.DB {
+	fuzzDBOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "rewrite-fuzz")
+		if err != nil {
+			f.Fatal(err)
+		}
+		db, err := sql.Open("sqlite", filepath.Join(dir, "fixture.db"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, stmt := range fixture {
+			if _, err := db.Exec(stmt); err != nil {
+				f.Fatal(err)
+			}
+		}
+		fuzzDB = db
+	})
+	return fuzzDB
+}
+
+// readCorpusQueries returns the golden cases' queries.
+func readCorpusQueries(f *testing.F) []string {
+	data, err := os.ReadFile("testdata/cases.sql")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var out []string
+	for _, block := range strings.Split(string(data), "-- name: ")[1:] {
+		_, q, _ := strings.Cut(block, "\n")
+		if _, rest, ok := strings.Cut(q, "-- neighbouring: "); ok {
+			_, q, _ = strings.Cut(rest, "\n")
+		}
+		out = append(out, strings.TrimSpace(q))
+	}
+	return out
+}
