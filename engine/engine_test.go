@@ -149,7 +149,7 @@ type failingReader struct{}
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("entropy source failed") }
 
 // engineFixture is an engine over a small SQLite database and a ledger.
-func engineFixture(t *testing.T) (*Engine, *budget.Accountant, backend.Backend) {
+func engineFixture(t testing.TB) (*Engine, *budget.Accountant, backend.Backend) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
