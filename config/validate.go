@@ -183,7 +183,7 @@ func (d *decoder) validateListen(p *Policy, baseDir string) {
 	if d.ok("listen") && l.Postgres == "" && l.MySQL == "" {
 		d.errorf("listen", "no front end is enabled; set listen.postgres or listen.mysql (or both) to a host:port address")
 	}
-	if l.Postgres != "" && l.Postgres == l.MySQL {
+	if l.Postgres != "" && l.Postgres == l.MySQL && !strings.HasSuffix(l.MySQL, ":0") { // port 0: each gets a free port
 		d.errorf("listen.mysql", "%q is also listen.postgres; expected a different address for each front end", l.MySQL)
 	}
 }
