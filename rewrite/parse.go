@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -112,6 +113,28 @@ func (p *Parsed) CastOf(x *ast.FuncCastExpr) (CastInfo, bool) {
 	return CastInfo{}, false
 }
 
+// errParserPanicked reports that the TiDB parser panicked on a text (it
+// does on some numeric literals of many digits).
+var errParserPanicked = errors.New("rewrite: the parser panicked")
+
+// parseSafely runs a pooled parser over text. A parser that panics is
+// not returned to the pool, and the panic becomes errParserPanicked: no
+// client text can take a connection down.
+func parseSafely(fe FrontEnd, text string) (stmts []ast.StmtNode, err error) {
+	p := parsers[fe].Get().(*parser.Parser)
+	defer func() {
+		if r := recover(); r != nil {
+			stmts, err = nil, fmt.Errorf("%w: %v", errParserPanicked, r)
+		}
+	}()
+	stmts, _, err = p.Parse(text, "", "")
+	// The parser reuses its result slice on the next Parse, which another
+	// goroutine may start as soon as the parser is back in the pool.
+	stmts = slices.Clone(stmts)
+	parsers[fe].Put(p)
+	return stmts, err
+}
+
 // ParseStatement parses sql like Parse and also returns the parameter
 // mapping and the casts. For the PostgreSQL front end the text first goes
 // through NormalizePostgres ($n parameters, :: casts, E'...' and dollar
@@ -128,12 +151,11 @@ func ParseStatement(sql string, fe FrontEnd) (*Parsed, error) {
 		}
 		text = norm.SQL
 	}
-	p := parsers[fe].Get().(*parser.Parser)
-	stmts, _, err := p.Parse(text, "", "")
-	// The parser reuses its result slice on the next Parse, which another
-	// goroutine may start as soon as the parser is back in the pool.
-	stmts = slices.Clone(stmts)
-	parsers[fe].Put(p)
+	stmts, err := parseSafely(fe, text)
+	if errors.Is(err, errParserPanicked) {
+		return nil, sqlerr.New(sqlerr.SyntaxError, "cannot parse this statement").
+			WithHint("a literal or construct in it is beyond what dpproxy's parser handles (for example a numeric literal of many digits)")
+	}
 	if err != nil {
 		return nil, syntaxError(sql, text, norm, err)
 	}

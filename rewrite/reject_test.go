@@ -22,6 +22,10 @@ var rejections = []struct {
 	{`SELECT cost, note FROM visits WHERE cost > 10`, sqlerr.InsufficientPrivilege, `must aggregate`},
 	{`SELECT v.* FROM visits v`, sqlerr.InsufficientPrivilege, `must aggregate`},
 	{`SELECT diagnosis FROM visits GROUP BY diagnosis`, sqlerr.InsufficientPrivilege, `must aggregate`},
+	// The parser panics on some numeric literals of many digits (found by
+	// FuzzAnalyze): a clear error, and the connection lives on.
+	{`0000000000000000000000000000000000000000000000000000000000000100000000000000000000`, sqlerr.SyntaxError, `cannot parse this statement`},
+	{`SELECT COUNT(*) FROM visits WHERE cost > 0000000000000000000000000000000000000000000000000000000000000100000000000000000000`, sqlerr.SyntaxError, `cannot parse this statement`},
 	// Writes and DDL.
 	{`INSERT INTO visits VALUES (1)`, sqlerr.ReadOnlyTransaction, `read-only: INSERT`},
 	{`UPDATE visits SET cost = 0`, sqlerr.ReadOnlyTransaction, `read-only: UPDATE`},
