@@ -398,3 +398,60 @@ func scramSalt(t *testing.T, addr, user string) string {
 	t.Fatalf("no salt in %q", cont.Data)
 	return ""
 }
+
+// listen.max_message_size bounds a logged-in client's statement on both
+// protocols: a statement just under it runs, one just over is refused
+// (FATAL 54000 / ERR 1153, which end that connection as PostgreSQL and
+// MySQL do), and the server keeps serving new connections.
+func TestMaxMessageSize(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	policy := writeMySQLPolicy(t, "listen:\n  max_message_size: 8192\n"+
+		"backend:\n  kind: sqlite\n  path: "+strconv.Quote(dbPath)+"\n", 10)
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
+	padded := func(n int) string { // a statement of n bytes
+		const q = "SELECT name FROM clinics LIMIT 1 /**/"
+		return q[:len(q)-2] + strings.Repeat("x", n-len(q)) + "*/"
+	}
+	pgURL := "postgres://analyst:analyst@" + p.addr + "/demo?sslmode=disable&default_query_exec_mode=simple_protocol"
+	pgRun := func(sql string) error {
+		c, err := pgx.Connect(ctx, pgURL)
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		var name string
+		return c.QueryRow(ctx, sql).Scan(&name)
+	}
+	// A Query message's body is its statement and a NUL.
+	if err := pgRun(padded(8192 - 1)); err != nil {
+		t.Fatalf("PostgreSQL, a message body of exactly 8192 bytes: %v", err)
+	}
+	var pe *pgconn.PgError
+	if err := pgRun(padded(8192)); !errors.As(err, &pe) || pe.Code != "54000" {
+		t.Fatalf("PostgreSQL, one byte over: %v, want 54000", err)
+	}
+	myRun := func(stmt string) error {
+		db, err := sql.Open("mysql", "analyst:analyst@tcp("+p.mysqlAddress(t)+")/demo?timeout=10s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var name string
+		return db.QueryRow(stmt).Scan(&name)
+	}
+	// A COM_QUERY packet is one command byte and the statement.
+	if err := myRun(padded(8192 - 1)); err != nil {
+		t.Fatalf("MySQL, a packet of exactly 8192 bytes: %v", err)
+	}
+	var me *mysql.MySQLError
+	if err := myRun(padded(8192)); !errors.As(err, &me) || me.Number != 1153 {
+		t.Fatalf("MySQL, one byte over: %v, want ERR 1153", err)
+	}
+	if err := pgRun("SELECT name FROM clinics LIMIT 1"); err != nil {
+		t.Fatalf("the server after the refusals: %v", err)
+	}
+}
