@@ -205,6 +205,18 @@ func TestResultCaps(t *testing.T) {
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	var me *mysql.MySQLError
+	var n int
+	if rows, err := db.Query("SELECT name FROM clinics LIMIT 10"); err != nil {
+		t.Fatalf("10 rows at a cap of 10 (MySQL): %v", err)
+	} else {
+		for rows.Next() {
+			n++
+		}
+		rows.Close()
+	}
+	if n != 10 {
+		t.Fatalf("10 rows at a cap of 10 (MySQL): got %d", n)
+	}
 	if _, err := db.Query("SELECT name FROM clinics"); !errors.As(err, &me) || me.Number != 1104 || !strings.Contains(me.Message, "max_result_rows") {
 		t.Fatalf("25 rows at a cap of 10 (MySQL): %v, want ERR 1104", err)
 	}
@@ -454,4 +466,56 @@ func TestMaxMessageSize(t *testing.T) {
 	if err := pgRun("SELECT name FROM clinics LIMIT 1"); err != nil {
 		t.Fatalf("the server after the refusals: %v", err)
 	}
+}
+
+// The same on the MySQL front end: a go-sql-driver client that starts
+// reading a 40 MB result and stops is cut off once the statement timeout
+// (plus the time to deliver an error) has passed, freeing the only
+// connection.
+func TestSlowReaderIsCutOffMySQL(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	policy := writeMySQLPolicy(t, "listen:\n  postgres: \"\"\n  mysql: 127.0.0.1:0\n  statement_timeout: 1s\n  write_timeout: 1h\n  max_connections: 1\n  max_result_rows: 5000000\n"+
+		"backend:\n  kind: sqlite\n  path: "+strconv.Quote(dbPath)+"\n", 10)
+	p := startProxy(t, "serve", "--config", policy, "--mysql-addr", "127.0.0.1:0")
+	dsn := "analyst:analyst@tcp(" + p.mysqlAddress(t) + ")/demo?timeout=5s"
+	slow, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	rows, err := slow.QueryContext(ctx, "SELECT a.name, b.name, c.name, d.name FROM clinics a, clinics b, clinics c, clinics d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows.Next() // one row read, the rest never
+	start := time.Now()
+	refused := 0
+	for {
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.PingContext(ctx)
+		db.Close()
+		if err == nil {
+			break
+		}
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1040 {
+			t.Fatalf("while the slow reader holds the only connection: %v, want ERR 1040", err)
+		}
+		refused++
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("the slow reader still holds its connection after %v", time.Since(start))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if refused == 0 {
+		t.Fatal("no connection was refused: the slow reader did not hold its place, the test proves nothing")
+	}
+	t.Logf("the slow reader was cut off after %v", time.Since(start).Round(100*time.Millisecond))
 }
