@@ -77,14 +77,18 @@
 // backend's sums, so no rounding pushes a unit past L0 groups' worth.
 // COUNT(DISTINCT unit) is weighted the same way (magnitude 1).
 //
-// 6. The random choice of L0 groups (partition selection plans) is a
-// function of the unit's own rows and independent randomness (1). For any
-// fixed choice in D and any in D′ the bounded databases are neighbours in
-// the sense of 4 (≤ changedGroups groups, each unit count by ≤ 1); a
-// mixture over the choices then satisfies the same inequality, since
-// P[M(D) ∈ S] = Σ_c P(c)·P[M(D, c) ∈ S] ≤ Σ_c Σ_c′ P(c)·P′(c′)·(e^ε·P[M(D′, c′)
-// ∈ S] + δ) = e^ε·P[M(D′) ∈ S] + δ. The argument needs no quality from the
-// backend's random(): any choice made from the unit's own rows would do.
+// 6. The random choice of L0 groups (partition selection plans) is, for
+// each unit, a function of its own rows and of randomness independent of
+// everything else (1). The other units' choices have the same distribution
+// on D and D′: condition on them, so they are the same on both sides. Then
+// for any choice c of the changed unit on D and any c′ on D′ the bounded
+// databases are neighbours in the sense of 4 (≤ changedGroups groups, each
+// unit count by ≤ 1), and the mixture over the unit's choices satisfies
+// the same inequality: P[M(D) ∈ S] = Σ_c P(c)·P[M(D, c) ∈ S] ≤
+// Σ_c Σ_c′ P(c)·P′(c′)·(e^ε·P[M(D′, c′) ∈ S] + δ) = e^ε·P[M(D′) ∈ S] + δ.
+// The draws must only be independent of how many the changed unit uses
+// (a deterministic choice from the unit's own rows would do as well); the
+// argument needs no cryptographic quality from the backend's random().
 //
 // 7. Partition selection releases a group with probability π(n), n its
 // number of distinct (kept) units. Between neighbours, n changes by at most
@@ -125,14 +129,18 @@
 //     groups each by ≤ magnitude, and with weights Σ_g w² ≤ L0 (k groups of
 //     (L0/k)²), so √L0·magnitude. Replace: at most 2·L0 groups by the
 //     magnitude, or groups the unit stays in by up to the width ≤
-//     2·magnitude, each such group taking two of the 2·L0: the L2
-//     sensitivity is √(L0·max(width², 2·magnitude²)), between √(2·L0) and
-//     2·√L0 times the magnitude (not √(2·L0)·magnitude, the naive
-//     doubling, when lo < 0 < hi). Ungrouped replace: the width.
+//     2·magnitude, each such group taking two of the 2·L0 (with weights,
+//     Cauchy–Schwarz on the old and new weighted contributions gives the
+//     same): the L2 sensitivity is √(L0·max(width², 2·magnitude²)). It
+//     exceeds the naive √(2·L0)·magnitude exactly when width > √2·magnitude:
+//     always for centred sums (width = 2·magnitude), and for plain sums when
+//     min(|lo|, |hi|) > (√2 − 1)·max(|lo|, |hi|) with lo < 0 < hi.
+//     Ungrouped replace: the width.
 //   - Quantiles by the exponential mechanism with score −|#{x < c} − q·n|:
-//     one unit's ≤ Linf values change a score by ≤ Linf under both
-//     definitions (replace keeps n and moves #{x < c} by ≤ Linf;
-//     add/remove moves both, by max(q, 1 − q)·Linf ≤ Linf). Per group,
+//     the unit removes b₁ ≤ Linf values, a₁ of them below c, and adds
+//     b₂ ≤ Linf, a₂ below c (add/remove: one of the two is empty), so the
+//     score moves by (a₂ − q·b₂) − (a₁ − q·b₁), each term in
+//     [−q·Linf, (1 − q)·Linf]: by at most Linf under both definitions. Per group,
 //     quantiles of the changed groups compose like selection (7).
 //   - Top-k by the exponential mechanism or Gumbel noise over group
 //     counts: its sensitivity is the most one candidate's score moves,

@@ -204,7 +204,7 @@ func TestSensitivityCoversWorstCases(t *testing.T) {
 					changed++
 				}
 			}
-			if changed != c.selectionGroups || changed > s.ChangedGroups {
+			if changed != c.selectionGroups || changed > s.ChangedGroups || (c.tight && s.ChangedGroups != changed) {
 				t.Errorf("%d groups' unit counts moved (case built for %d); the selection is calibrated for %d", changed, c.selectionGroups, s.ChangedGroups)
 			}
 			if s.Delta != p.Delta || s.Epsilon != p.Epsilon/float64(len(p.Measurements)+1) {
