@@ -3,11 +3,13 @@ package auth
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -43,31 +45,74 @@ const forgetAfter = 15 * time.Minute
 // addresses can take; past it, expired entries are swept.
 const maxThrottleEntries = 100000
 
-func nameKey(name string) string { return "name\x00" + name }
+// nameKey hashes the name, so a key is small whatever a client sends.
+func nameKey(name string) string {
+	h := sha256.Sum256([]byte(name))
+	return "name\x00" + string(h[:16])
+}
 func addrKey(addr string) string { return "addr\x00" + addr }
 
 // Wait blocks until neither name nor addr is locked out, ctx ends
-// (its error is returned), or limit passes (ErrThrottled).
+// (its error is returned), or limit passes (ErrThrottled). An attempt it
+// lets through for a name or an address with recent failures takes that
+// name's and address's next slot: until the attempt's outcome is known,
+// parallel attempts wait another lockout, so opening many connections at
+// once buys no extra guesses.
 func (t *Throttle) Wait(ctx context.Context, name, addr string, limit time.Duration) error {
 	if t == nil || t.Base <= 0 {
 		return nil
 	}
-	until := t.lockedUntil(name, addr)
-	d := time.Until(until)
-	if d <= 0 {
-		return nil
+	deadline := time.Now().Add(limit)
+	for {
+		until := t.admit(name, addr)
+		if until.IsZero() {
+			return nil
+		}
+		if until.After(deadline) {
+			return ErrThrottled
+		}
+		timer := time.NewTimer(time.Until(until))
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		}
 	}
-	if d > limit {
-		return ErrThrottled
+}
+
+// admit lets an attempt through (zero time) when neither key is locked,
+// reserving the next lockout of each key that has failures; otherwise it
+// returns when the lockout ends.
+func (t *Throttle) admit(name, addr string) time.Time {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	keys := [2]string{nameKey(name), addrKey(addr)}
+	var until time.Time
+	for _, k := range keys {
+		if e := t.entries[k]; e != nil && e.until.After(until) {
+			until = e.until
+		}
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if until.After(now) {
+		return until
 	}
+	for _, k := range keys {
+		if e := t.entries[k]; e != nil && e.failures > 0 && !now.After(e.until.Add(forgetAfter)) {
+			e.until = now.Add(t.delay(e.failures))
+		}
+	}
+	return time.Time{}
+}
+
+// delay is the lockout after n failures.
+func (t *Throttle) delay(n int) time.Duration {
+	d := t.Base << min(n-1, 30)
+	if d > t.Max || d <= 0 {
+		d = t.Max
+	}
+	return d
 }
 
 // ErrThrottled is returned by Wait when the lockout outlasts the time the
@@ -86,21 +131,18 @@ func (t *Throttle) Failed(name, addr string) time.Duration {
 	if t.entries == nil {
 		t.entries = map[string]*throttleEntry{}
 	}
-	if len(t.entries) >= maxThrottleEntries {
-		t.sweepLocked(now)
-	}
 	var lock time.Duration
 	for _, k := range []string{nameKey(name), addrKey(addr)} {
 		e := t.entries[k]
 		if e == nil || now.After(e.until.Add(forgetAfter)) {
+			if e == nil && len(t.entries) >= maxThrottleEntries && !t.sweepLocked(now) {
+				continue // full of live lockouts: new keys go uncounted, existing ones still are
+			}
 			e = &throttleEntry{}
 			t.entries[k] = e
 		}
 		e.failures++
-		d := t.Base << min(e.failures-1, 30)
-		if d > t.Max || d <= 0 {
-			d = t.Max
-		}
+		d := t.delay(e.failures)
 		e.until = now.Add(d)
 		lock = max(lock, d)
 	}
@@ -117,6 +159,7 @@ func (t *Throttle) Succeeded(name string) {
 	t.mu.Unlock()
 }
 
+// lockedUntil is when the later lockout of name and addr ends.
 func (t *Throttle) lockedUntil(name, addr string) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -129,12 +172,52 @@ func (t *Throttle) lockedUntil(name, addr string) time.Time {
 	return until
 }
 
-func (t *Throttle) sweepLocked(now time.Time) {
+// sweepLocked makes room: first entries whose counts have faded, then,
+// if the map is still full, those not locked out now. It reports whether
+// there is room.
+func (t *Throttle) sweepLocked(now time.Time) bool {
 	for k, e := range t.entries {
 		if now.After(e.until.Add(forgetAfter)) {
 			delete(t.entries, k)
 		}
 	}
+	if len(t.entries) >= maxThrottleEntries*9/10 {
+		for k, e := range t.entries {
+			if !e.until.After(now) {
+				delete(t.entries, k)
+			}
+		}
+	}
+	return len(t.entries) < maxThrottleEntries
+}
+
+// createSecret writes a fresh secret to path atomically: a temporary file,
+// synced, then linked into place (if another process got there first, its
+// secret stands).
+func createSecret(path string) error {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return fmt.Errorf("auth: server secret: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("auth: creating server secret: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, werr := f.WriteString(hex.EncodeToString(secret) + "\n")
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("auth: writing server secret %s: %w", path, werr)
+	}
+	if err := os.Link(f.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("auth: creating server secret %s: %w", path, err)
+	}
+	return nil
 }
 
 // LoadOrCreateSecret reads the 32-byte server secret kept (hex) in path,
@@ -144,25 +227,10 @@ func (t *Throttle) sweepLocked(now time.Time) {
 func LoadOrCreateSecret(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		secret := make([]byte, 32)
-		if _, err := rand.Read(secret); err != nil {
-			return nil, fmt.Errorf("auth: server secret: %w", err)
+		if err := createSecret(path); err != nil {
+			return nil, err
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			return LoadOrCreateSecret(path) // created meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("auth: creating server secret: %w", err)
-		}
-		_, werr := f.WriteString(hex.EncodeToString(secret) + "\n")
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return nil, fmt.Errorf("auth: writing server secret %s: %w", path, werr)
-		}
-		return secret, nil
+		data, err = os.ReadFile(path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("auth: reading server secret: %w", err)

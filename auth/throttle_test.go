@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -74,5 +75,33 @@ func TestServerSecret(t *testing.T) {
 	os.WriteFile(path, []byte("not hex\n"), 0o600)
 	if _, err := LoadOrCreateSecret(path); err == nil {
 		t.Error("a damaged secret file was accepted")
+	}
+}
+
+// Parallel attempts for a locked name do not all get through when the
+// lockout ends: each one let through takes the next slot, so they pass a
+// lockout apart.
+func TestThrottleSerializesParallelAttempts(t *testing.T) {
+	th := &Throttle{Base: 100 * time.Millisecond, Max: time.Second}
+	th.Failed("ana", "x")
+	start := time.Now()
+	passed := make(chan time.Duration, 5)
+	for i := range 5 {
+		go func() {
+			if err := th.Wait(context.Background(), "ana", "addr"+string(rune('a'+i)), 5*time.Second); err != nil {
+				t.Error(err)
+			}
+			passed <- time.Since(start)
+		}()
+	}
+	var times []time.Duration
+	for range 5 {
+		times = append(times, <-passed)
+	}
+	slices.Sort(times)
+	for i := 1; i < len(times); i++ {
+		if gap := times[i] - times[i-1]; gap < 80*time.Millisecond {
+			t.Errorf("attempts passed %v apart (%v); want a lockout (100ms) apart", gap, times)
+		}
 	}
 }

@@ -142,7 +142,10 @@ func (e *Engine) answer(ctx context.Context, analyst string, plan *rewrite.Plan,
 		}
 		return nil, fmt.Errorf("reserving budget: %w", err)
 	}
-	rows, err := e.query(ctx, e.backend, plan.BackendSQL)
+	// No result caps here: the bounded result has a row per group found in
+	// the data, before partition selection, so an error at a cap would
+	// tell the exact number of groups. Only released rows are capped.
+	rows, err := e.backend.Query(ctx, plan.BackendSQL)
 	if err != nil {
 		if errors.Is(err, backend.ErrUnavailable) {
 			// The query never reached the data: nothing depends on it.
@@ -171,7 +174,9 @@ func (e *Engine) answer(ctx context.Context, analyst string, plan *rewrite.Plan,
 }
 
 // query runs sql on b held to the policy's result limits
-// (listen.max_result_rows and max_result_bytes).
+// (listen.max_result_rows and max_result_bytes). Only for results that
+// may be shown as they are (public tables, catalogs): on protected data
+// whether a cap is reached is an exact statistic.
 func (e *Engine) query(ctx context.Context, b backend.Backend, sql string, args ...any) (*backend.Rows, error) {
 	l := e.policy.Listen
 	return b.Query(backend.WithResultLimit(ctx, backend.ResultLimit{Rows: l.MaxResultRows, Bytes: l.MaxResultBytes}), sql, args...)

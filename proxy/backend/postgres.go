@@ -241,7 +241,9 @@ func queryText(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pg
 func stopIfTooLarge(ctx context.Context, c *pgx.Conn, err error) {
 	var tl *ResultTooLargeError
 	if errors.As(err, &tl) {
-		if cerr := c.PgConn().CancelRequest(context.WithoutCancel(ctx)); cerr != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if cerr := c.PgConn().CancelRequest(cctx); cerr != nil {
 			slog.WarnContext(ctx, "backend: postgres: cancelling an oversized result", "err", cerr)
 		}
 	}

@@ -123,6 +123,7 @@ func (c *conn) writeResult(res *engine.Result, binCols []engine.Column) error {
 	// Encode every row before writing anything, so that an encoding error
 	// can still be sent as an ERR packet.
 	start, startSeq := len(c.wbuf), c.seq
+	flushed := false // part of the result is on its way: an error follows the rows sent
 	c.writeColumns(cols)
 	var row []byte
 	for _, r := range res.Rows {
@@ -130,7 +131,9 @@ func (c *conn) writeResult(res *engine.Result, binCols []engine.Column) error {
 		if binCols != nil {
 			var err error
 			if row, err = appendBinaryRow(row, r, cols); err != nil {
-				c.wbuf, c.seq = c.wbuf[:start], startSeq
+				if !flushed {
+					c.wbuf, c.seq = c.wbuf[:start], startSeq
+				}
 				return fmt.Errorf("mysqlwire: encoding a binary row: %w", err)
 			}
 		} else {
@@ -143,10 +146,22 @@ func (c *conn) writeResult(res *engine.Result, binCols []engine.Column) error {
 			}
 		}
 		c.writePacket(row)
+		if len(c.wbuf) >= flushThreshold {
+			// Each flush gets its own write_timeout: a client reading a
+			// large result steadily is not cut off (the statement's send
+			// deadline still bounds the whole).
+			if err := c.flush(); err != nil {
+				return err
+			}
+			flushed = true
+		}
 	}
 	c.writeEOF()
 	return nil
 }
+
+// flushThreshold is how much of a result is buffered before it is written.
+const flushThreshold = 32 << 10
 
 // writeColumns writes the column count, the definitions and (without
 // CLIENT_DEPRECATE_EOF) the EOF after them.

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -468,13 +467,17 @@ func (c *conn) writePacket(payload []byte) {
 }
 
 func (c *conn) flush() error {
+	// A zero deadline clears one left by an earlier command.
+	return c.flushBy(c.writeDeadline())
+}
+
+// flushBy writes the queued packets by deadline (zero: no deadline).
+func (c *conn) flushBy(deadline time.Time) error {
 	if len(c.wbuf) == 0 {
 		return nil
 	}
-	if deadline := c.writeDeadline(); !deadline.IsZero() {
-		if err := c.nc.SetWriteDeadline(deadline); err != nil {
-			return fmt.Errorf("mysqlwire: setting write deadline: %w", err)
-		}
+	if err := c.nc.SetWriteDeadline(deadline); err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("mysqlwire: setting write deadline: %w", err)
 	}
 	_, err := c.nc.Write(c.wbuf)
 	if cap(c.wbuf) > maxRetainedWriteBuf {
@@ -501,11 +504,9 @@ func (c *conn) writeDeadline() time.Time {
 	return d
 }
 
+// flushWithin writes the queued packets within d (a last error message).
 func (c *conn) flushWithin(d time.Duration) error {
-	if err := c.nc.SetWriteDeadline(time.Now().Add(d)); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
-		return fmt.Errorf("mysqlwire: setting write deadline: %w", err)
-	}
-	return c.flush()
+	return c.flushBy(time.Now().Add(d))
 }
 
 // status is the server status flags sent in OK and EOF packets.

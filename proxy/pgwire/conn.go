@@ -552,10 +552,9 @@ func (c *conn) send(msg pgproto3.BackendMessage) {
 // a statement's results are being sent, its send deadline.
 func (c *conn) flush() error {
 	if len(c.wbuf) > 0 {
-		if deadline := writeDeadline(c.srv.opts.WriteTimeout, c.sendDeadline); !deadline.IsZero() {
-			if err := c.nc.SetWriteDeadline(deadline); err != nil {
-				return fmt.Errorf("pgwire: setting write deadline: %w", err)
-			}
+		// A zero deadline clears one left by an earlier statement.
+		if err := c.nc.SetWriteDeadline(writeDeadline(c.srv.opts.WriteTimeout, c.sendDeadline)); err != nil {
+			return fmt.Errorf("pgwire: setting write deadline: %w", err)
 		}
 	}
 	err := c.flushNoDeadline()
