@@ -826,10 +826,13 @@ func (a *analyzer) aggregate(x *ast.AggregateFuncExpr, written string, p *Plan, 
 		if err != nil {
 			return Aggregate{}, "", 0, err
 		}
-		v := b.value(col)
-		b.squares(v)
 		bounds := *col.Bounds
 		mid := (bounds.Lo + bounds.Hi) / 2
+		if err := checkCentredPrecision(fn, col, bounds); err != nil {
+			return Aggregate{}, "", 0, err
+		}
+		v := b.value(col)
+		b.squares(v)
 		ci := p.addMeasurement(Measurement{Kind: MeasureCount, CountColumn: v.count, SumColumn: -1, SquaresColumn: -1})
 		si := p.addMeasurement(Measurement{Kind: MeasureCenteredSum, CountColumn: v.count, SumColumn: v.sum, SquaresColumn: -1, Mid: mid})
 		qi := p.addMeasurement(Measurement{Kind: MeasureCenteredSquares, CountColumn: v.count, SumColumn: v.sum, SquaresColumn: v.sq, Mid: mid})
@@ -1123,4 +1126,24 @@ func (b *backendColumns) finish(p *Plan) {
 	if p.WeightsGroups() {
 		p.GroupCountColumn = b.alloc()
 	}
+}
+
+// maxCentredOffset bounds |mid| / ((hi − lo)/2) for the variance family.
+// Its centred squares are computed as Σx² − 2·mid·Σx + mid²·n in floating
+// point: the cancellation error grows with mid²·n and must stay far below
+// the sensitivity Linf·((hi − lo)/2)², or the released value would move
+// with one person by more than the noise covers. At this ratio the error
+// is below 2⁻⁷ of it for a billion values.
+const maxCentredOffset = 256
+
+// checkCentredPrecision refuses a variance over bounds too narrow for
+// their distance from zero.
+func checkCentredPrecision(fn string, col *config.Column, b config.Bounds) error {
+	half := (b.Hi - b.Lo) / 2
+	mid := (b.Lo + b.Hi) / 2
+	if half > 0 && math.Abs(mid) > maxCentredOffset*half {
+		return sqlerr.New(sqlerr.FeatureNotSupported, "%s(%s) is not supported: its bounds [%g, %g] are too narrow for their distance from zero to be computed exactly enough", strings.ToUpper(fn), col.Name, b.Lo, b.Hi).
+			WithHint("AVG, SUM and COUNT of the column are answered; the policy author can widen the column's bounds to at most %d times their half-width away from zero", maxCentredOffset)
+	}
+	return nil
 }
