@@ -519,3 +519,37 @@ func TestSlowReaderIsCutOffMySQL(t *testing.T) {
 	}
 	t.Logf("the slow reader was cut off after %v", time.Since(start).Round(100*time.Millisecond))
 }
+
+// A CancelRequest is served even when the connection that carries it is
+// over the limits: here the only connection runs a long query, and
+// cancelling it from a second (refused) connection works.
+func TestCancelAtTheConnectionLimit(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	policy := writePolicy(t, "listen:\n  max_connections: 1\n"+
+		"backend:\n  kind: sqlite\n  path: "+strconv.Quote(dbPath)+"\n", 10)
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/demo?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		conn.PgConn().CancelRequest(ctx)
+	}()
+	start := time.Now()
+	var n int64
+	// 25⁶ ≈ 244 million rows: far longer than the test.
+	err = conn.QueryRow(ctx, "SELECT COUNT(*) FROM clinics a, clinics b, clinics c, clinics d, clinics e, clinics f").Scan(&n)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57014" {
+		t.Fatalf("the long query: %v after %v, want it cancelled (57014)", err, time.Since(start))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the cancel took %v", d)
+	}
+}

@@ -131,7 +131,7 @@ func NewServer(sessions Sessions, opts Options) *Server {
 		OnAdd:           s.addPID,
 		OnRemove:        s.removePID,
 		Limits:          opts.Limits,
-		Refuse:          refuseTooMany,
+		Refuse:          s.refuseTooMany,
 	})
 	if n, ok := versionNum(opts.ServerVersion); ok {
 		s.versionNum = n

@@ -169,22 +169,30 @@ func (c *conn) handleCancelRequest(b []byte) {
 		c.log.Info("pgwire: malformed CancelRequest", "length", len(b)+8)
 		return
 	}
+	c.srv.cancel(b, c)
+}
+
+// cancel serves a CancelRequest's body (process ID and secret key) from
+// connection from (nil when it was refused over the limits).
+func (s *Server) cancel(b []byte, from *conn) {
 	pid, secret := binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])
-	target := c.srv.connByPID(pid)
-	if target == nil || target == c {
-		c.log.Debug("pgwire: CancelRequest for unknown process", "pid", pid)
+	target := s.connByPID(pid)
+	if target == nil || target == from {
+		s.log.Debug("pgwire: CancelRequest for unknown process", "pid", pid)
 		return
 	}
 	if target.cancelRunningQuery(secret) {
-		c.log.Debug("pgwire: query canceled", "pid", pid)
+		s.log.Debug("pgwire: query canceled", "pid", pid)
 	}
 }
 
 // refuseTooMany answers a connection over the server's limits the way
 // PostgreSQL does when max_connections is reached: it reads the startup
 // packet (declining TLS and GSS encryption, which would cost a handshake)
-// and sends FATAL 53300. It never allocates more than the startup limit.
-func refuseTooMany(nc net.Conn) {
+// and sends FATAL 53300. A CancelRequest is still served: a flood must not
+// stop anyone from cancelling a runaway query. It never allocates more
+// than the startup limit.
+func (s *Server) refuseTooMany(nc net.Conn) {
 	rd := newLimitedReader(nc, maxStartupPacketLen)
 	for range 3 { // at most SSLRequest, GSSENCRequest, StartupMessage
 		hdr, err := rd.Next(4)
@@ -206,6 +214,9 @@ func refuseTooMany(nc net.Conn) {
 			}
 			continue
 		case cancelRequestCode:
+			if n == 16 {
+				s.cancel(body[4:], nil)
+			}
 			return
 		}
 		msg, err := errorResponse("FATAL", sqlerr.New(sqlerr.TooManyConnections, "sorry, too many clients already").
