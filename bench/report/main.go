@@ -6,6 +6,7 @@ package main
 
 import (
 	"bufio"
+	_ "embed"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -566,6 +567,7 @@ authenticated) before the clock starts.
 		sb.WriteString("\nThis table comes from a `--quick` run (small dataset, short runs): the figures show that the harness works, not dpproxy's performance at scale.\n")
 	}
 	sb.WriteString(missedTargetsMD)
+	sb.WriteString("\n" + abuseMD)
 	if len(errs) > 0 {
 		sb.WriteString("\n**Errors during the run:**\n\n")
 		for _, e := range errs {
@@ -578,6 +580,12 @@ authenticated) before the clock starts.
 	}
 	return sb.String()
 }
+
+// abuseMD is the abuse soak's and the fuzz targets' section, measured by
+// bench/soak.sh and long fuzz runs rather than by this run.
+//
+//go:embed abuse.md
+var abuseMD string
 
 // missedTargetsMD explains the targets this machine misses, with the
 // measurements behind each explanation, and records what was changed for
