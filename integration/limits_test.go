@@ -254,28 +254,45 @@ func TestSlowReaderIsCutOff(t *testing.T) {
 	if _, err := slow.PgConn().Conn().Write(msg); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	refused := 0
-	for {
+	waitForSlowReaderCutOff(t, func() error {
 		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "53300" {
+				return errRefused
+			}
+			return err
+		}
+		return c.Close(ctx)
+	})
+}
+
+var errRefused = errors.New("refused: too many connections")
+
+// waitForSlowReaderCutOff connects until the server has cut off a slow
+// reader holding its only connection: connect returns errRefused while
+// the place is taken. The first attempt must be refused (otherwise the
+// test proves nothing), and the place must free within 30 s.
+func waitForSlowReaderCutOff(t *testing.T, connect func() error) {
+	t.Helper()
+	start := time.Now()
+	for refused := 0; ; refused++ {
+		err := connect()
 		if err == nil {
-			c.Close(ctx)
-			break
+			if refused == 0 {
+				t.Fatal("no connection was refused: the slow reader did not hold its place, the test proves nothing")
+			}
+			t.Logf("the slow reader was cut off after %v", time.Since(start).Round(100*time.Millisecond))
+			return
 		}
-		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || pe.Code != "53300" {
-			t.Fatalf("while the slow reader holds the only connection: %v, want 53300", err)
+		if !errors.Is(err, errRefused) {
+			t.Fatalf("while the slow reader holds the only connection: %v, want a too-many-connections refusal", err)
 		}
-		refused++
 		if time.Since(start) > 30*time.Second {
 			t.Fatalf("the slow reader still holds its connection after %v", time.Since(start))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if refused == 0 {
-		t.Fatal("no connection was refused: the slow reader did not hold its place, the test proves nothing")
-	}
-	t.Logf("the slow reader was cut off after %v", time.Since(start).Round(100*time.Millisecond))
 }
 
 // Failed logins are throttled per analyst name and per client address,
@@ -492,32 +509,19 @@ func TestSlowReaderIsCutOffMySQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows.Next() // one row read, the rest never
-	start := time.Now()
-	refused := 0
-	for {
+	waitForSlowReaderCutOff(t, func() error {
 		db, err := sql.Open("mysql", dsn)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
+		defer db.Close()
 		err = db.PingContext(ctx)
-		db.Close()
-		if err == nil {
-			break
-		}
 		var me *mysql.MySQLError
-		if !errors.As(err, &me) || me.Number != 1040 {
-			t.Fatalf("while the slow reader holds the only connection: %v, want ERR 1040", err)
+		if errors.As(err, &me) && me.Number == 1040 {
+			return errRefused
 		}
-		refused++
-		if time.Since(start) > 30*time.Second {
-			t.Fatalf("the slow reader still holds its connection after %v", time.Since(start))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if refused == 0 {
-		t.Fatal("no connection was refused: the slow reader did not hold its place, the test proves nothing")
-	}
-	t.Logf("the slow reader was cut off after %v", time.Since(start).Round(100*time.Millisecond))
+		return err
+	})
 }
 
 // A CancelRequest is served even when the connection that carries it is
