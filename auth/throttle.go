@@ -159,19 +159,6 @@ func (t *Throttle) Succeeded(name string) {
 	t.mu.Unlock()
 }
 
-// lockedUntil is when the later lockout of name and addr ends.
-func (t *Throttle) lockedUntil(name, addr string) time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var until time.Time
-	for _, k := range []string{nameKey(name), addrKey(addr)} {
-		if e := t.entries[k]; e != nil && e.until.After(until) {
-			until = e.until
-		}
-	}
-	return until
-}
-
 // sweepLocked makes room: first entries whose counts have faded, then,
 // if the map is still full, those not locked out now. It reports whether
 // there is room.

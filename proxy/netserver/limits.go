@@ -61,14 +61,6 @@ func (l *Limits) leave(loggedIn bool) {
 	l.mu.Unlock()
 }
 
-// Counts returns the connections counted now, and how many of them are
-// still in their handshake.
-func (l *Limits) Counts() (conns, handshakes int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.conns, l.handshakes
-}
-
 // refuseTimeout bounds the time a refused connection is kept to tell its
 // client why, and maxRefusing how many are being told at once; beyond
 // that, refused connections are closed without a word.
