@@ -16,7 +16,7 @@ func pgDSN(t *testing.T) string {
 	t.Helper()
 	dsn := os.Getenv("DPPROXY_TEST_PG_DSN")
 	if dsn == "" {
-		t.Skip("DPPROXY_TEST_PG_DSN not set: skipping PostgreSQL test (proxy/backend/testdata/start-postgres.sh starts a throwaway server)")
+		t.Skip("DPPROXY_TEST_PG_DSN not set: skipping PostgreSQL test (backend/testdata/start-postgres.sh starts a throwaway server)")
 	}
 	return dsn
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dpproxy/dpproxy/proxy/backend"
+	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/pingcap/tidb/pkg/parser/ast"

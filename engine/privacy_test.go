@@ -19,10 +19,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/internal/dpaudit"
 	"github.com/dpproxy/dpproxy/mechanisms"
-	"github.com/dpproxy/dpproxy/proxy/backend"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/mechanisms"
-	"github.com/dpproxy/dpproxy/proxy/backend"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"

@@ -322,7 +322,7 @@ func TestBackendSQLComputesBoundedAggregatesMySQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.ExecContext(ctx, "DROP DATABASE "+name)
-	// The backend's session (proxy/backend.MySQL): default quoting and
+	// The backend's session (backend.MySQL): default quoting and
 	// backslash escapes, which the dialect relies on, whatever the
 	// server's default sql_mode; dates as time.Time.
 	cfg.DBName = name

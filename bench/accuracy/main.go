@@ -35,11 +35,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/demo"
 	"github.com/dpproxy/dpproxy/engine"
-	"github.com/dpproxy/dpproxy/proxy/backend"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqltypes"
 	_ "modernc.org/sqlite"

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/proxy"
-	"github.com/dpproxy/dpproxy/proxy/backend"
 	"github.com/dpproxy/dpproxy/proxy/mysqlwire"
 	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/proxy/pgwire"

@@ -18,12 +18,12 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/demo"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/proxy"
-	"github.com/dpproxy/dpproxy/proxy/backend"
 	"github.com/dpproxy/dpproxy/proxy/mysqlwire"
 	"github.com/dpproxy/dpproxy/rewrite"
 )

@@ -2,10 +2,10 @@
 # Starts a throwaway PostgreSQL 15 cluster for the backend and demo tests
 # and prints the DSN to export:
 #
-#   eval "$(proxy/backend/testdata/start-postgres.sh)"
-#   go test ./proxy/backend/ ./demo/
+#   eval "$(backend/testdata/start-postgres.sh)"
+#   go test ./backend/ ./demo/
 #
-# Stop it with: proxy/backend/testdata/start-postgres.sh stop
+# Stop it with: backend/testdata/start-postgres.sh stop
 #
 # PostgreSQL refuses to run as root, so as root the cluster runs as the
 # user $PGTEST_USER (created if missing). Trust authentication, listening on
