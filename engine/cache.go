@@ -9,6 +9,7 @@ import (
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
 	"github.com/hashicorp/golang-lru/v2/expirable"
 )
 
@@ -38,7 +39,7 @@ type cacheKey struct {
 // other are charged once: the second waits for the first's answer. It is
 // safe for concurrent use. A nil *resultCache is a disabled cache.
 type resultCache struct {
-	lru *expirable.LRU[cacheKey, *Result]
+	lru *expirable.LRU[cacheKey, *sqltypes.Result]
 
 	mu       sync.Mutex
 	inflight map[cacheKey]*flight
@@ -48,7 +49,7 @@ type resultCache struct {
 // set.
 type flight struct {
 	done chan struct{}
-	res  *Result
+	res  *sqltypes.Result
 	err  error
 }
 
@@ -63,13 +64,13 @@ func newResultCache(size int, ttl time.Duration) *resultCache {
 		ttl = config.DefaultCacheTTL
 	}
 	return &resultCache{
-		lru:      expirable.NewLRU[cacheKey, *Result](size, nil, ttl),
+		lru:      expirable.NewLRU[cacheKey, *sqltypes.Result](size, nil, ttl),
 		inflight: map[cacheKey]*flight{},
 	}
 }
 
 // get returns a copy of the cached release for key.
-func (c *resultCache) get(key cacheKey) (*Result, bool) {
+func (c *resultCache) get(key cacheKey) (*sqltypes.Result, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -86,7 +87,7 @@ func (c *resultCache) get(key cacheKey) (*Result, bool) {
 // instead of computing (and charging) again; if it fails they try again
 // themselves, since failures are not shared. Every caller gets its own copy
 // of the result. On a disabled cache do simply calls compute.
-func (c *resultCache) do(ctx context.Context, key cacheKey, compute func() (*Result, error)) (res *Result, hit bool, err error) {
+func (c *resultCache) do(ctx context.Context, key cacheKey, compute func() (*sqltypes.Result, error)) (res *sqltypes.Result, hit bool, err error) {
 	if c == nil {
 		res, err := compute()
 		return res, false, err
@@ -124,7 +125,7 @@ func (c *resultCache) do(ctx context.Context, key cacheKey, compute func() (*Res
 
 // lead runs compute for key as the one caller doing so, publishes the
 // outcome to the waiting callers and caches a success.
-func (c *resultCache) lead(key cacheKey, f *flight, compute func() (*Result, error)) (res *Result, hit bool, err error) {
+func (c *resultCache) lead(key cacheKey, f *flight, compute func() (*sqltypes.Result, error)) (res *sqltypes.Result, hit bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			f.err = &sqlerr.Error{Code: sqlerr.InternalError, Message: "internal error"}
@@ -154,12 +155,12 @@ func (c *resultCache) finish(key cacheKey, f *flight) {
 
 // cloneResult copies a result deeply enough that no caller can change
 // another's (or the cache's) rows: values themselves are immutable.
-func cloneResult(r *Result) *Result {
+func cloneResult(r *sqltypes.Result) *sqltypes.Result {
 	rows := make([][]any, len(r.Rows))
 	for i, row := range r.Rows {
 		rows[i] = slices.Clone(row)
 	}
-	return &Result{Columns: slices.Clone(r.Columns), Rows: rows, Tag: r.Tag}
+	return &sqltypes.Result{Columns: slices.Clone(r.Columns), Rows: rows, Tag: r.Tag}
 }
 
 // cachedAnswer answers a DP plan from the cache when the analyst has had
@@ -167,12 +168,12 @@ func cloneResult(r *Result) *Result {
 // TTL, at no cost; otherwise through answer, which charges. An empty
 // canonical text (the statement could not be re-emitted) bypasses the
 // cache. The cache is consulted before anything is reserved.
-func (e *Engine) cachedAnswer(ctx context.Context, analyst string, plan *rewrite.Plan, canonical, queryText string) (*Result, error) {
+func (e *Engine) cachedAnswer(ctx context.Context, analyst string, plan *rewrite.Plan, canonical, queryText string) (*sqltypes.Result, error) {
 	if canonical == "" {
 		return e.answer(ctx, analyst, plan, queryText)
 	}
 	key := cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical}
-	res, hit, err := e.cache.do(ctx, key, func() (*Result, error) {
+	res, hit, err := e.cache.do(ctx, key, func() (*sqltypes.Result, error) {
 		return e.answer(ctx, analyst, plan, queryText)
 	})
 	if hit {

@@ -13,6 +13,7 @@ import (
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // sessionFixture is engineFixture's engine, rebuilt over the same backend
@@ -49,7 +50,7 @@ func newSession(t *testing.T, e *Engine, analyst string) *Session {
 
 // exec runs one statement and returns its result, failing the test on an
 // error.
-func exec(t *testing.T, s *Session, sql string) *Result {
+func exec(t *testing.T, s *Session, sql string) *sqltypes.Result {
 	t.Helper()
 	res, err := s.Execute(context.Background(), sql)
 	if err != nil {
@@ -258,7 +259,7 @@ func TestCacheConcurrentIdenticalQueries(t *testing.T) {
 	e, _, acct, _ := sessionFixture(t, nil)
 	const n = 16
 	const q = "SELECT kind, AVG(cost) FROM visits GROUP BY kind"
-	results := make([]*Result, n)
+	results := make([]*sqltypes.Result, n)
 	errs := make([]error, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -301,7 +302,7 @@ func TestCacheFlightWaitAndFailure(t *testing.T) {
 	release := make(chan struct{})
 	leaderDone := make(chan error, 1)
 	go func() {
-		_, _, err := c.do(context.Background(), key, func() (*Result, error) {
+		_, _, err := c.do(context.Background(), key, func() (*sqltypes.Result, error) {
 			<-release
 			return nil, sqlerr.New(sqlerr.InternalError, "failed")
 		})
@@ -319,13 +320,13 @@ func TestCacheFlightWaitAndFailure(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := c.do(ctx, key, func() (*Result, error) { t.Error("a waiter computed"); return nil, nil }); sqlerr.As(err).Code != sqlerr.QueryCanceled {
+	if _, _, err := c.do(ctx, key, func() (*sqltypes.Result, error) { t.Error("a waiter computed"); return nil, nil }); sqlerr.As(err).Code != sqlerr.QueryCanceled {
 		t.Errorf("canceled waiter got %v, want %s", err, sqlerr.QueryCanceled)
 	}
-	waiter := make(chan *Result, 1)
+	waiter := make(chan *sqltypes.Result, 1)
 	go func() {
-		res, hit, err := c.do(context.Background(), key, func() (*Result, error) {
-			return &Result{Tag: "SELECT 0"}, nil
+		res, hit, err := c.do(context.Background(), key, func() (*sqltypes.Result, error) {
+			return &sqltypes.Result{Tag: "SELECT 0"}, nil
 		})
 		if err != nil || hit {
 			t.Errorf("retrying waiter: hit=%v err=%v, want its own answer", hit, err)
@@ -340,7 +341,7 @@ func TestCacheFlightWaitAndFailure(t *testing.T) {
 	if res := <-waiter; res == nil || res.Tag != "SELECT 0" {
 		t.Errorf("waiter got %v", res)
 	}
-	if res, hit, err := c.do(context.Background(), key, func() (*Result, error) { return nil, nil }); err != nil || !hit || res.Tag != "SELECT 0" {
+	if res, hit, err := c.do(context.Background(), key, func() (*sqltypes.Result, error) { return nil, nil }); err != nil || !hit || res.Tag != "SELECT 0" {
 		t.Errorf("after the retry: %v %v %v, want the cached answer", res, hit, err)
 	}
 }

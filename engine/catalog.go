@@ -9,6 +9,7 @@ import (
 	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
@@ -76,16 +77,16 @@ func (e *Engine) noCatalogError(sql string) error {
 }
 
 // catalogQuery runs sql as written under the catalog role.
-func (e *Engine) catalogQuery(ctx context.Context, sql string, args []any) ([]*Result, error) {
+func (e *Engine) catalogQuery(ctx context.Context, sql string, args []any) ([]*sqltypes.Result, error) {
 	rows, err := e.query(ctx, e.catalog, sql, args...)
 	if err != nil {
 		return nil, catalogError(err)
 	}
-	res := &Result{Rows: rows.Values, Tag: fmt.Sprintf("SELECT %d", len(rows.Values))}
+	res := &sqltypes.Result{Rows: rows.Values, Tag: fmt.Sprintf("SELECT %d", len(rows.Values))}
 	for _, c := range rows.Columns {
-		res.Columns = append(res.Columns, Column{Name: c.Name, Type: c.Type})
+		res.Columns = append(res.Columns, sqltypes.Column{Name: c.Name, Type: c.Type})
 	}
-	return []*Result{res}, nil
+	return []*sqltypes.Result{res}, nil
 }
 
 // catalogError passes on the database's error for a statement run under

@@ -15,6 +15,7 @@ import (
 	"github.com/dpproxy/dpproxy/mechanisms"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
@@ -35,7 +36,7 @@ type Engine struct {
 	passthroughs *lru.Cache[string, *rewrite.Passthrough]
 	// prepared memoizes prepared public-table queries with parameters
 	// (see Session.Prepare); their Prepared values are read-only.
-	prepared *lru.Cache[string, *Prepared]
+	prepared *lru.Cache[string, *sqltypes.Prepared]
 	// catalog runs catalog queries and statements dpproxy cannot parse
 	// under a role that cannot read protected tables; nil when the policy
 	// configures none.
@@ -86,7 +87,7 @@ func New(opts Options) (*Engine, error) {
 	if e.passthroughs, err = lru.New[string, *rewrite.Passthrough](passthroughMemoSize); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	if e.prepared, err = lru.New[string, *Prepared](passthroughMemoSize); err != nil {
+	if e.prepared, err = lru.New[string, *sqltypes.Prepared](passthroughMemoSize); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if e.rand == nil {
@@ -111,23 +112,23 @@ func (e *Engine) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
 }
 
 // passthrough runs a public-table query unchanged in meaning.
-func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, args ...any) (*Result, error) {
+func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, args ...any) (*sqltypes.Result, error) {
 	rows, err := e.query(ctx, e.backend, p.SQL, args...)
 	if err != nil {
 		// Only public tables are read: the database's error reveals no
 		// protected data, and tells the analyst what is wrong.
 		return nil, databaseError(err)
 	}
-	res := &Result{Rows: rows.Values, Tag: fmt.Sprintf("SELECT %d", len(rows.Values))}
+	res := &sqltypes.Result{Rows: rows.Values, Tag: fmt.Sprintf("SELECT %d", len(rows.Values))}
 	for _, c := range rows.Columns {
-		res.Columns = append(res.Columns, Column{Name: c.Name, Type: c.Type})
+		res.Columns = append(res.Columns, sqltypes.Column{Name: c.Name, Type: c.Type})
 	}
 	return res, nil
 }
 
 // answer runs a DP plan: reserve budget, run the bounded query, add noise,
 // charge durably, and only then return the release.
-func (e *Engine) answer(ctx context.Context, analyst string, plan *rewrite.Plan, queryText string) (*Result, error) {
+func (e *Engine) answer(ctx context.Context, analyst string, plan *rewrite.Plan, queryText string) (*sqltypes.Result, error) {
 	cost := budget.Cost{Epsilon: plan.Epsilon, Delta: plan.Delta}
 	reservation, err := e.accountant.Reserve(analyst, cost)
 	if err != nil {

@@ -17,8 +17,8 @@ const ExplainConfidence = 0.95
 // Explain describes a plan without running it: one row per measurement
 // with its mechanism, sensitivity, ε share, noise scale and the half-width
 // of a 95% interval around the exact (bounded) value.
-func Explain(plan *rewrite.Plan) (*Result, error) {
-	res := &Result{Columns: []Column{
+func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
+	res := &sqltypes.Result{Columns: []sqltypes.Column{
 		{Name: "aggregate", Type: sqltypes.Text},
 		{Name: "measurement", Type: sqltypes.Text},
 		{Name: "mechanism", Type: sqltypes.Text},

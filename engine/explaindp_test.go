@@ -8,11 +8,12 @@ import (
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // notes returns the label → texts of EXPLAIN DP's note rows, and the
 // measurement rows.
-func explainParts(t *testing.T, res *Result) (notes map[string][]string, measurements [][]any) {
+func explainParts(t *testing.T, res *sqltypes.Result) (notes map[string][]string, measurements [][]any) {
 	t.Helper()
 	notes = map[string][]string{}
 	for _, row := range res.Rows {

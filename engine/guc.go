@@ -176,7 +176,7 @@ func matchPostgresSetting(sql string) (*gucCommand, error) {
 }
 
 // runSetting applies a SET, RESET or SHOW of an ordinary parameter.
-func (s *Session) runSetting(cmd *gucCommand) (*Result, error) {
+func (s *Session) runSetting(cmd *gucCommand) (*sqltypes.Result, error) {
 	switch cmd.kind {
 	case cmdShow:
 		if cmd.name == "all" {
@@ -186,7 +186,7 @@ func (s *Session) runSetting(cmd *gucCommand) (*Result, error) {
 		if !ok {
 			return nil, sqlerr.New(sqlerr.UndefinedObject, "unrecognized configuration parameter %q", cmd.name)
 		}
-		return &Result{Columns: []Column{{Name: cmd.name, Type: sqltypes.Text}}, Rows: [][]any{{v}}, Tag: "SHOW"}, nil
+		return &sqltypes.Result{Columns: []sqltypes.Column{{Name: cmd.name, Type: sqltypes.Text}}, Rows: [][]any{{v}}, Tag: "SHOW"}, nil
 	case cmdReset:
 		if cmd.name == "" {
 			s.gucs = map[string]string{}
@@ -199,14 +199,14 @@ func (s *Session) runSetting(cmd *gucCommand) (*Result, error) {
 				s.gucs[cmd.name] = v
 			}
 		}
-		return &Result{Tag: "RESET"}, nil
+		return &sqltypes.Result{Tag: "RESET"}, nil
 	}
 	if cmd.name == "" {
-		return &Result{Tag: "SET"}, nil
+		return &sqltypes.Result{Tag: "SET"}, nil
 	}
 	if fixed, ok := fixedSettings[cmd.name]; ok {
 		if cmd.value == "" || strings.EqualFold(strings.ReplaceAll(cmd.value, "-", ""), strings.ReplaceAll(fixed, "-", "")) {
-			return &Result{Tag: "SET"}, nil
+			return &sqltypes.Result{Tag: "SET"}, nil
 		}
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "parameter %q cannot be changed through dpproxy: it is %s", cmd.name, fixed)
 	}
@@ -215,7 +215,7 @@ func (s *Session) runSetting(cmd *gucCommand) (*Result, error) {
 	} else {
 		s.gucs[cmd.name] = cmd.value
 	}
-	return &Result{Tag: "SET"}, nil
+	return &sqltypes.Result{Tag: "SET"}, nil
 }
 
 // SetStartupParameters records the parameters a client sent when it

@@ -26,12 +26,12 @@ type localValue struct {
 
 // evalLocal answers sel when it is such a query; ok is false otherwise
 // (the statement then takes the normal path).
-func (s *Session) evalLocal(sel *ast.SelectStmt) (res *Result, ok bool) {
+func (s *Session) evalLocal(sel *ast.SelectStmt) (res *sqltypes.Result, ok bool) {
 	if sel.From != nil || sel.Where != nil || sel.GroupBy != nil || sel.Having != nil || sel.With != nil ||
 		sel.OrderBy != nil || sel.Fields == nil || sel.Kind != ast.SelectStmtKindSelect {
 		return nil, false
 	}
-	res = &Result{}
+	res = &sqltypes.Result{}
 	row := make([]any, 0, len(sel.Fields.Fields))
 	for _, f := range sel.Fields.Fields {
 		if f.Expr == nil {
@@ -41,7 +41,7 @@ func (s *Session) evalLocal(sel *ast.SelectStmt) (res *Result, ok bool) {
 		if !ok {
 			return nil, false
 		}
-		res.Columns = append(res.Columns, Column{Name: localName(f), Type: lv.t})
+		res.Columns = append(res.Columns, sqltypes.Column{Name: localName(f), Type: lv.t})
 		row = append(row, lv.v)
 	}
 	return oneRowResult(res, row, sel.Limit)
@@ -50,7 +50,7 @@ func (s *Session) evalLocal(sel *ast.SelectStmt) (res *Result, ok bool) {
 // oneRowResult finishes a locally computed one-row answer: LIMIT 0 (the
 // only LIMIT such a query can meaningfully carry) drops the row; any other
 // LIMIT or an OFFSET sends the query down the normal path (ok false).
-func oneRowResult(res *Result, row []any, limit *ast.Limit) (*Result, bool) {
+func oneRowResult(res *sqltypes.Result, row []any, limit *ast.Limit) (*sqltypes.Result, bool) {
 	res.Rows = [][]any{row}
 	if limit != nil {
 		if limit.Offset != nil {

@@ -171,7 +171,7 @@ func TestPassthroughMemo(t *testing.T) {
 	e, acct, _ := engineFixture(t)
 	ctx := context.Background()
 	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
-	var first []*Result
+	var first []*sqltypes.Result
 	for i := 0; i < 3; i++ {
 		res, err := s.Execute(ctx, "SELECT body FROM notes WHERE body = 'hello'")
 		if err != nil {

@@ -210,13 +210,13 @@ func (s *Session) UseDatabase(name string) error {
 // FieldList lists a table's columns as the client may use them (COM_FIELD_LIST):
 // a protected table's exposed columns from the policy, a public table's
 // columns as the backend describes them.
-func (s *Session) FieldList(ctx context.Context, table string) ([]Column, error) {
+func (s *Session) FieldList(ctx context.Context, table string) ([]sqltypes.Column, error) {
 	prot, pub := s.engine.policy.LookupTable("", table)
 	switch {
 	case prot != nil:
-		cols := make([]Column, len(prot.Columns))
+		cols := make([]sqltypes.Column, len(prot.Columns))
 		for i, c := range prot.Columns {
-			cols[i] = Column{Name: c.Name, Type: c.Type.SQLType()}
+			cols[i] = sqltypes.Column{Name: c.Name, Type: c.Type.SQLType()}
 		}
 		return cols, nil
 	case pub != nil:
@@ -267,7 +267,7 @@ func mysqlTypeName(t sqltypes.Type) string {
 // above. handled is false for anything else (including statements that do
 // not parse), which then takes the normal path. With apply false nothing
 // changes in the session: Prepare uses it to describe the statement.
-func (s *Session) mysqlStatement(ctx context.Context, sql string, apply bool) (res *Result, handled bool, err error) {
+func (s *Session) mysqlStatement(ctx context.Context, sql string, apply bool) (res *sqltypes.Result, handled bool, err error) {
 	parsed, perr := rewrite.ParseStatement(sql, rewrite.MySQLFrontEnd)
 	// The normal path (parseOne) takes this parse when the statement is
 	// not answered here; nothing below changes the AST.
@@ -280,12 +280,12 @@ func (s *Session) mysqlStatement(ctx context.Context, sql string, apply bool) (r
 		return s.mysqlSet(x, apply)
 	case *ast.UseStmt:
 		if !apply {
-			return &Result{Tag: "SET"}, true, nil
+			return &sqltypes.Result{Tag: "SET"}, true, nil
 		}
 		if err := s.UseDatabase(x.DBName); err != nil {
 			return nil, true, err
 		}
-		return &Result{Tag: "SET"}, true, nil
+		return &sqltypes.Result{Tag: "SET"}, true, nil
 	case *ast.ShowStmt:
 		return s.mysqlShow(ctx, x)
 	case *ast.ExplainStmt:
@@ -300,7 +300,7 @@ func (s *Session) mysqlStatement(ctx context.Context, sql string, apply bool) (r
 }
 
 // mysqlSet applies SET statements of session and user variables.
-func (s *Session) mysqlSet(x *ast.SetStmt, apply bool) (*Result, bool, error) {
+func (s *Session) mysqlSet(x *ast.SetStmt, apply bool) (*sqltypes.Result, bool, error) {
 	type assignment struct{ name, value string }
 	var out []assignment
 	for _, v := range x.Variables {
@@ -357,7 +357,7 @@ func (s *Session) mysqlSet(x *ast.SetStmt, apply bool) (*Result, bool, error) {
 			s.gucs[a.name] = a.value
 		}
 	}
-	return &Result{Tag: "SET"}, true, nil
+	return &sqltypes.Result{Tag: "SET"}, true, nil
 }
 
 // setExprValue is the text of a SET value: a constant (setValue), a
@@ -437,7 +437,7 @@ func setValue(e ast.ExprNode) (string, bool) {
 // mysqlSelect answers a SELECT without FROM over @@variables, MySQL's
 // server functions and constants. Columns are named as MySQL names them:
 // the alias or the expression's text.
-func (s *Session) mysqlSelect(sel *ast.SelectStmt) (*Result, bool) {
+func (s *Session) mysqlSelect(sel *ast.SelectStmt) (*sqltypes.Result, bool) {
 	if sel.From != nil {
 		return nil, false // information_schema: see mysql_infoschema.go
 	}
@@ -445,7 +445,7 @@ func (s *Session) mysqlSelect(sel *ast.SelectStmt) (*Result, bool) {
 		sel.OrderBy != nil || sel.Fields == nil || sel.Kind != ast.SelectStmtKindSelect {
 		return nil, false
 	}
-	res := &Result{}
+	res := &sqltypes.Result{}
 	row := make([]any, 0, len(sel.Fields.Fields))
 	for _, f := range sel.Fields.Fields {
 		if f.Expr == nil {
@@ -459,7 +459,7 @@ func (s *Session) mysqlSelect(sel *ast.SelectStmt) (*Result, bool) {
 		if name == "" {
 			name = f.Text()
 		}
-		res.Columns = append(res.Columns, Column{Name: name, Type: lv.t})
+		res.Columns = append(res.Columns, sqltypes.Column{Name: name, Type: lv.t})
 		row = append(row, lv.v)
 	}
 	return oneRowResult(res, row, sel.Limit)
@@ -535,19 +535,19 @@ func (s *Session) tableNames() []string {
 }
 
 // mysqlShow answers SHOW statements.
-func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*Result, bool, error) {
+func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*sqltypes.Result, bool, error) {
 	match, err := showFilter(x)
 	if err != nil {
 		return nil, true, err
 	}
-	text := func(names ...string) []Column {
-		cols := make([]Column, len(names))
+	text := func(names ...string) []sqltypes.Column {
+		cols := make([]sqltypes.Column, len(names))
 		for i, n := range names {
-			cols[i] = Column{Name: n, Type: sqltypes.Text}
+			cols[i] = sqltypes.Column{Name: n, Type: sqltypes.Text}
 		}
 		return cols
 	}
-	res := &Result{Tag: "SHOW"}
+	res := &sqltypes.Result{Tag: "SHOW"}
 	switch x.Tp {
 	case ast.ShowDatabases:
 		res.Columns = text("Database")
@@ -575,7 +575,7 @@ func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*Result, bool
 		}
 		res.Columns = text("Tables_in_" + db)
 		if x.Full {
-			res.Columns = append(res.Columns, Column{Name: "Table_type", Type: sqltypes.Text})
+			res.Columns = append(res.Columns, sqltypes.Column{Name: "Table_type", Type: sqltypes.Text})
 		}
 		if !strings.EqualFold(db, "information_schema") {
 			for _, n := range s.tableNames() {
@@ -652,7 +652,7 @@ func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*Result, bool
 	case ast.ShowStatus:
 		res.Columns = text("Variable_name", "Value")
 	case ast.ShowCollation:
-		res.Columns = []Column{{Name: "Collation", Type: sqltypes.Text}, {Name: "Charset", Type: sqltypes.Text}, {Name: "Id", Type: sqltypes.Int8},
+		res.Columns = []sqltypes.Column{{Name: "Collation", Type: sqltypes.Text}, {Name: "Charset", Type: sqltypes.Text}, {Name: "Id", Type: sqltypes.Int8},
 			{Name: "Default", Type: sqltypes.Text}, {Name: "Compiled", Type: sqltypes.Text}, {Name: "Sortlen", Type: sqltypes.Int8}, {Name: "Pad_attribute", Type: sqltypes.Text}}
 		for _, c := range mysqlCollations {
 			if match(c.name) {
@@ -660,7 +660,7 @@ func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*Result, bool
 			}
 		}
 	case ast.ShowCharset:
-		res.Columns = []Column{{Name: "Charset", Type: sqltypes.Text}, {Name: "Description", Type: sqltypes.Text},
+		res.Columns = []sqltypes.Column{{Name: "Charset", Type: sqltypes.Text}, {Name: "Description", Type: sqltypes.Text},
 			{Name: "Default collation", Type: sqltypes.Text}, {Name: "Maxlen", Type: sqltypes.Int8}}
 		for _, c := range mysqlCharsets {
 			if match(c.name) {
@@ -671,7 +671,7 @@ func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*Result, bool
 		if x.CountWarningsOrErrors {
 			return nil, false, nil
 		}
-		res.Columns = []Column{{Name: "Level", Type: sqltypes.Text}, {Name: "Code", Type: sqltypes.Int4}, {Name: "Message", Type: sqltypes.Text}}
+		res.Columns = []sqltypes.Column{{Name: "Level", Type: sqltypes.Text}, {Name: "Code", Type: sqltypes.Int4}, {Name: "Message", Type: sqltypes.Text}}
 	case ast.ShowEngines:
 		res.Columns = text("Engine", "Support", "Comment", "Transactions", "XA", "Savepoints")
 		res.Rows = [][]any{{"InnoDB", "DEFAULT", "dpproxy: read-only, differentially private answers", "YES", "NO", "NO"}}

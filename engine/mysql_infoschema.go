@@ -43,11 +43,11 @@ import (
 // infoView is one view of information_schema.
 type infoView struct {
 	name    string
-	columns []Column
+	columns []sqltypes.Column
 }
 
-func infoColumns(spec string) []Column {
-	var cols []Column
+func infoColumns(spec string) []sqltypes.Column {
+	var cols []sqltypes.Column
 	for _, f := range strings.Fields(spec) {
 		name, typ, _ := strings.Cut(f, ":")
 		t := sqltypes.Text
@@ -57,7 +57,7 @@ func infoColumns(spec string) []Column {
 		case "ts":
 			t = sqltypes.Timestamp
 		}
-		cols = append(cols, Column{Name: name, Type: t})
+		cols = append(cols, sqltypes.Column{Name: name, Type: t})
 	}
 	return cols
 }
@@ -356,10 +356,10 @@ func (q *infoQuery) orderKey(expr ast.ExprNode) (infoOrder, error) {
 }
 
 // resultColumns are the query's output columns.
-func (q *infoQuery) resultColumns() []Column {
-	cols := make([]Column, len(q.fields))
+func (q *infoQuery) resultColumns() []sqltypes.Column {
+	cols := make([]sqltypes.Column, len(q.fields))
 	for i, f := range q.fields {
-		cols[i] = Column{Name: f.name, Type: f.typ}
+		cols[i] = sqltypes.Column{Name: f.name, Type: f.typ}
 	}
 	return cols
 }
@@ -378,7 +378,7 @@ func (s *Session) mysqlSchemaName() string {
 
 // answerInformationSchema answers a checked query from the policy (and,
 // for a public table's columns, the backend's description of it).
-func (s *Session) answerInformationSchema(ctx context.Context, q *infoQuery) (*Result, error) {
+func (s *Session) answerInformationSchema(ctx context.Context, q *infoQuery) (*sqltypes.Result, error) {
 	db := s.mysqlSchemaName()
 	var rows [][]any
 	keep := func(row []any) (bool, error) {
@@ -448,7 +448,7 @@ func (s *Session) answerInformationSchema(ctx context.Context, q *infoQuery) (*R
 		}
 	}
 
-	res := &Result{}
+	res := &sqltypes.Result{}
 	res.Columns = q.resultColumns()
 	if q.count {
 		res.Rows = [][]any{{int64(len(rows))}}
@@ -514,7 +514,7 @@ func (s *Session) answerInformationSchema(ctx context.Context, q *infoQuery) (*R
 }
 
 // infoColumnRow is a COLUMNS row for one column of a table.
-func infoColumnRow(db, table string, pos int, c Column) []any {
+func infoColumnRow(db, table string, pos int, c sqltypes.Column) []any {
 	colType := mysqlTypeName(c.Type)
 	dataType, _, _ := strings.Cut(colType, "(")
 	var charLen, octetLen, precision, scale, dtPrecision, charset, collation any

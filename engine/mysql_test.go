@@ -19,7 +19,7 @@ func TestMySQLSessionStatements(t *testing.T) {
 	if err := s.UseDatabase("unused"); err != nil { // the SQLite file's name
 		t.Fatal(err)
 	}
-	one := func(sql string) *Result {
+	one := func(sql string) *sqltypes.Result {
 		t.Helper()
 		res, err := s.Execute(ctx, sql)
 		if err != nil {

@@ -15,27 +15,8 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
-// Prepared is a statement a client prepared (PostgreSQL Parse,
-// MySQL COM_STMT_PREPARE): checked and described once, executed with
-// parameter values any number of times. Each execution of a query on
-// protected data is a release of its own and is charged (or answered from
-// the cache when the same values were asked before).
-type Prepared struct {
-	// SQL is the statement as the client sent it.
-	SQL string
-	// Params has one type per parameter ($1..$n, or each ?): the type the
-	// statement's context gives it, or the type the client declared.
-	// Unknown means the value is taken as text.
-	Params []sqltypes.Type
-	// Columns describes the rows the statement returns; nil when it
-	// returns none (SET, BEGIN, ...). Execute returns exactly these.
-	Columns []Column
-	// Tag is the command tag for statements that return no rows.
-	Tag string
-	// Empty is set for a statement with no SQL in it (only comments or
-	// white space): executing it returns a nil Result.
-	Empty bool
-
+// handle is what a session keeps in a Prepared's Handle to execute it.
+type handle struct {
 	// command is set for statements the session answers itself
 	// (SET dpproxy.epsilon, EXPLAIN DP, ...), which take no parameters.
 	command bool
@@ -52,18 +33,22 @@ type Prepared struct {
 	passthrough string
 }
 
-// Prepare checks and describes a statement without running it on
-// protected data and without charging. paramTypes are the types the client
+// Prepare checks and describes a statement a client prepared (PostgreSQL
+// Parse, MySQL COM_STMT_PREPARE) without running it on protected data and
+// without charging; ExecutePrepared then runs it with parameter values any
+// number of times. Each execution of a query on protected data is a
+// release of its own and is charged (or answered from the cache when the
+// same values were asked before). paramTypes are the types the client
 // declared (may be shorter than the parameter count; Unknown = not
 // declared). A statement that would be refused is refused here, with the
 // error executing it would give.
-func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*Prepared, error) {
+func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error) {
 	key := s.prepareKey(sql, paramTypes)
 	if p, ok := s.engine.prepared.Get(key); ok {
 		return p, nil
 	}
 	p, err := s.prepareNew(ctx, sql, paramTypes)
-	if err == nil && p.passthrough != "" {
+	if err == nil && handleOf(p).passthrough != "" {
 		// A public-table query with parameters: its description depends
 		// only on the text and the declared types, and executing it only
 		// reads p. Drivers that Parse before every Execute (pgx's exec
@@ -88,14 +73,15 @@ func (s *Session) prepareKey(sql string, paramTypes []sqltypes.Type) string {
 	return sb.String()
 }
 
-func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*Prepared, error) {
-	p := &Prepared{SQL: sql}
+func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error) {
+	h := &handle{}
+	p := &sqltypes.Prepared{SQL: sql, Handle: h}
 	cmd, err := matchSessionCommand(sql)
 	if err != nil {
 		return nil, err
 	}
 	if cmd != nil {
-		p.command = true
+		h.command = true
 		return p, s.describeCommand(ctx, p, cmd, sql)
 	}
 	// MySQL front end: session and catalog statements (engine/mysql.go),
@@ -104,7 +90,7 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 		if res, ok, err := s.mysqlStatement(ctx, sql, false); err != nil {
 			return nil, err
 		} else if ok {
-			p.command = true
+			h.command = true
 			if len(res.Columns) > 0 {
 				p.Columns = res.Columns
 			} else {
@@ -119,10 +105,10 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 			return nil, err
 		}
 		if guc != nil {
-			p.command = true
+			h.command = true
 			switch guc.kind {
 			case cmdShow:
-				p.Columns = []Column{{Name: guc.name, Type: sqltypes.Text}}
+				p.Columns = []sqltypes.Column{{Name: guc.name, Type: sqltypes.Text}}
 			case cmdReset:
 				p.Tag = "RESET"
 			default:
@@ -146,7 +132,7 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 		return p, nil
 	}
 	markers := parsed.Params
-	p.markerParams = markers
+	h.markerParams = markers
 	p.Params = rewrite.InferParamTypes(stmt, s.engine.policy, markers, max(parsed.ParamCount, len(paramTypes)))
 	for i, t := range paramTypes {
 		if t != sqltypes.Unknown {
@@ -178,7 +164,7 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 		}
 		q, err := rewrite.Analyze(fresh, s.engine.policy, rewrite.Options{Dialect: s.engine.dialect, Epsilon: s.epsilon, FrontEnd: s.frontEnd, Casts: castLookup(freshParsed)})
 		if err == nil && q.Passthrough != nil {
-			p.passthrough = q.Passthrough.SQL
+			h.passthrough = q.Passthrough.SQL
 		}
 	}
 	return p, nil
@@ -188,11 +174,15 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 // Go types listed in package sqltypes (nil for NULL), one per Params entry.
 // Values are bound into a fresh syntax tree of the statement as constants,
 // never spliced into SQL text. The result has exactly p.Columns.
-func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []any) (*Result, error) {
+func (s *Session) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, params []any) (*sqltypes.Result, error) {
 	if p.Empty {
 		return nil, nil
 	}
-	if p.command {
+	h := handleOf(p)
+	if h == nil {
+		return nil, errors.New("engine: the statement was not prepared by a session")
+	}
+	if h.command {
 		if len(params) > 0 {
 			return nil, sqlerr.New(sqlerr.ProtocolViolation, "this statement takes no parameters, got %d", len(params))
 		}
@@ -205,22 +195,22 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []any
 	if len(params) != len(p.Params) {
 		return nil, sqlerr.New(sqlerr.ProtocolViolation, "the statement has %d parameter(s) but %d value(s) were supplied", len(p.Params), len(params))
 	}
-	if p.catalog {
+	if h.catalog {
 		res, err := s.engine.catalogQuery(ctx, p.SQL, params)
 		if err != nil {
 			return nil, err
 		}
 		return conform(res[0], p.Columns), nil
 	}
-	if p.passthrough != "" {
-		args := make([]any, len(p.markerParams))
-		for i, n := range p.markerParams {
+	if h.passthrough != "" {
+		args := make([]any, len(h.markerParams))
+		for i, n := range h.markerParams {
 			if err := checkParam(params[n-1], n); err != nil {
 				return nil, err
 			}
 			args[i] = params[n-1]
 		}
-		res, err := s.engine.passthrough(ctx, &rewrite.Passthrough{SQL: p.passthrough}, args...)
+		res, err := s.engine.passthrough(ctx, &rewrite.Passthrough{SQL: h.passthrough}, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -230,7 +220,7 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []any
 	if err != nil {
 		return nil, err
 	}
-	if err := rewrite.BindParams(stmt, p.markerParams, params, p.Params); err != nil {
+	if err := rewrite.BindParams(stmt, h.markerParams, params, p.Params); err != nil {
 		return nil, err
 	}
 	prep, err := s.prepare(stmt, castLookup(parsed))
@@ -244,6 +234,13 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *Prepared, params []any
 	return conform(res, p.Columns), nil
 }
 
+// handleOf is the session's record in a Prepared it made; nil for one it
+// did not make.
+func handleOf(p *sqltypes.Prepared) *handle {
+	h, _ := p.Handle.(*handle)
+	return h
+}
+
 // checkParam refuses values no statement should receive: non-finite
 // numbers (as BindParams does for bound constants).
 func checkParam(v any, n int) error {
@@ -254,15 +251,15 @@ func checkParam(v any, n int) error {
 }
 
 // prepareCatalog describes a statement that runs under the catalog role.
-func (e *Engine) prepareCatalog(ctx context.Context, p *Prepared) (*Prepared, error) {
+func (e *Engine) prepareCatalog(ctx context.Context, p *sqltypes.Prepared) (*sqltypes.Prepared, error) {
 	d, err := e.catalog.Describe(ctx, p.SQL)
 	if err != nil {
 		return nil, catalogError(err)
 	}
-	p.catalog = true
+	handleOf(p).catalog = true
 	p.Params = d.Params
 	for _, c := range d.Columns {
-		p.Columns = append(p.Columns, Column{Name: c.Name, Type: c.Type})
+		p.Columns = append(p.Columns, sqltypes.Column{Name: c.Name, Type: c.Type})
 	}
 	if len(p.Columns) == 0 {
 		p.Tag = "SELECT 0"
@@ -278,7 +275,7 @@ func (s *Session) parseForBinding(sql string) (ast.StmtNode, *rewrite.Parsed, er
 }
 
 // describe fills in the result columns of a checked statement.
-func (s *Session) describe(ctx context.Context, p *Prepared, prep *prepared) error {
+func (s *Session) describe(ctx context.Context, p *sqltypes.Prepared, prep *prepared) error {
 	switch {
 	case prep.tag != "":
 		p.Tag = prep.tag
@@ -302,7 +299,7 @@ func (s *Session) describe(ctx context.Context, p *Prepared, prep *prepared) err
 		return nil
 	case prep.query.Plan != nil:
 		for _, o := range prep.query.Plan.Columns() {
-			p.Columns = append(p.Columns, Column{Name: o.Name, Type: o.Type})
+			p.Columns = append(p.Columns, sqltypes.Column{Name: o.Name, Type: o.Type})
 		}
 		return nil
 	}
@@ -315,7 +312,7 @@ func (s *Session) describe(ctx context.Context, p *Prepared, prep *prepared) err
 }
 
 // describeCommand describes a statement the session answers itself.
-func (s *Session) describeCommand(ctx context.Context, p *Prepared, cmd *sessionCommand, sql string) error {
+func (s *Session) describeCommand(ctx context.Context, p *sqltypes.Prepared, cmd *sessionCommand, sql string) error {
 	switch cmd.kind {
 	case cmdSet:
 		p.Tag = "SET"
@@ -336,15 +333,15 @@ func (s *Session) describeCommand(ctx context.Context, p *Prepared, cmd *session
 
 // describePassthrough learns a public query's result columns by running it
 // with no rows (LIMIT 0) on the backend.
-func (e *Engine) describePassthrough(ctx context.Context, q *rewrite.Passthrough) ([]Column, error) {
+func (e *Engine) describePassthrough(ctx context.Context, q *rewrite.Passthrough) ([]sqltypes.Column, error) {
 	sql := "SELECT * FROM (" + q.SQL + ") AS " + e.dialect.QuoteIdent("dp_describe") + " LIMIT 0"
 	rows, err := e.query(ctx, e.backend, sql)
 	if err != nil {
 		return nil, databaseError(err) // public tables only, as in passthrough
 	}
-	cols := make([]Column, len(rows.Columns))
+	cols := make([]sqltypes.Column, len(rows.Columns))
 	for i, c := range rows.Columns {
-		cols[i] = Column{Name: c.Name, Type: c.Type}
+		cols[i] = sqltypes.Column{Name: c.Name, Type: c.Type}
 	}
 	return cols, nil
 }
@@ -353,7 +350,7 @@ func (e *Engine) describePassthrough(ctx context.Context, q *rewrite.Passthrough
 // converting values where the backend reported a different type (an
 // expression column that SQLite types from its values, say): clients
 // decode rows with the description they were given.
-func conform(res *Result, cols []Column) *Result {
+func conform(res *sqltypes.Result, cols []sqltypes.Column) *sqltypes.Result {
 	if res == nil || len(res.Columns) != len(cols) {
 		return res
 	}

@@ -361,7 +361,7 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 
 // summarize maps each released row's group key ("" without GROUP BY) to
 // its aggregates' values.
-func summarize(plan *rewrite.Plan, res *Result) map[string][]float64 {
+func summarize(plan *rewrite.Plan, res *sqltypes.Result) map[string][]float64 {
 	out := make(map[string][]float64, len(res.Rows))
 	for _, row := range res.Rows {
 		var key []string

@@ -21,7 +21,7 @@ import (
 // calibrated to its sensitivity and ε share, then post-processed (rounding,
 // clamping, AVG as a ratio), ordered and limited. Everything after the
 // noise is post-processing and costs no privacy.
-func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*Result, error) {
+func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*sqltypes.Result, error) {
 	mechs := make([]*mechanisms.Laplace, len(plan.Measurements))
 	for i, m := range plan.Measurements {
 		if m.Sensitivity == 0 {
@@ -48,9 +48,9 @@ func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{}
+	res := &sqltypes.Result{}
 	for _, o := range plan.Output {
-		res.Columns = append(res.Columns, Column{Name: o.Name, Type: o.Type})
+		res.Columns = append(res.Columns, sqltypes.Column{Name: o.Name, Type: o.Type})
 	}
 	for _, g := range groups {
 		noisy := make([]float64, len(plan.Measurements))
@@ -84,7 +84,7 @@ func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*Resul
 
 // applyOuter post-processes released rows by an outer query: pick and
 // rename columns, order, offset, limit.
-func applyOuter(res *Result, plan *rewrite.Plan) {
+func applyOuter(res *sqltypes.Result, plan *rewrite.Plan) {
 	o := plan.Outer
 	rows := make([][]any, len(res.Rows))
 	for r, row := range res.Rows {
@@ -103,7 +103,7 @@ func applyOuter(res *Result, plan *rewrite.Plan) {
 	res.Rows = rows
 	res.Columns = res.Columns[:0]
 	for _, c := range plan.Columns() {
-		res.Columns = append(res.Columns, Column{Name: c.Name, Type: c.Type})
+		res.Columns = append(res.Columns, sqltypes.Column{Name: c.Name, Type: c.Type})
 	}
 }
 

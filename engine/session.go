@@ -79,7 +79,7 @@ func (s *Session) Epsilon() float64 { return s.epsilon }
 // Execute runs one query string. It returns one Result per statement, or
 // an *sqlerr.Error; other errors mean an internal failure and must not be
 // shown to the client in detail.
-func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
+func (s *Session) Execute(ctx context.Context, sql string) ([]*sqltypes.Result, error) {
 	cmd, err := matchSessionCommand(sql)
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []*Result{res}, nil
+		return []*sqltypes.Result{res}, nil
 	}
 	// A public-table query analyzed before (for this front end and
 	// database) skips parsing. Session statements are never memoized, so
@@ -99,14 +99,14 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []*Result{res}, nil
+		return []*sqltypes.Result{res}, nil
 	}
 	// MySQL front end: session and catalog statements (engine/mysql.go).
 	if s.frontEnd == rewrite.MySQLFrontEnd {
 		if res, ok, err := s.mysqlStatement(ctx, sql, true); err != nil {
 			return nil, err
 		} else if ok {
-			return []*Result{res}, nil
+			return []*sqltypes.Result{res}, nil
 		}
 	}
 	if s.frontEnd == rewrite.PostgresFrontEnd {
@@ -119,7 +119,7 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 			if err != nil {
 				return nil, err
 			}
-			return []*Result{res}, nil
+			return []*sqltypes.Result{res}, nil
 		}
 	}
 	stmt, parsed, err := s.parseOne(sql)
@@ -152,7 +152,7 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*Result{res}, nil
+	return []*sqltypes.Result{res}, nil
 }
 
 // passthroughKey keys the engine's memo of analyzed public-table queries:
@@ -212,7 +212,7 @@ type prepared struct {
 	tag string
 	// local is the answer to a query about the session or server
 	// (SELECT version(), ...), computed without the backend.
-	local *Result
+	local *sqltypes.Result
 	// virtual is a query on a dpproxy.* view.
 	virtual *virtualQuery
 	// info is a MySQL client's query on information_schema (mysql.go).
@@ -292,10 +292,10 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 
 // run executes a prepared statement. sql is the client's text, recorded
 // (normalized) in the ledger with the charge.
-func (s *Session) run(ctx context.Context, p *prepared, sql string) (*Result, error) {
+func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.Result, error) {
 	switch {
 	case p.tag != "":
-		return &Result{Tag: p.tag}, nil
+		return &sqltypes.Result{Tag: p.tag}, nil
 	case p.local != nil:
 		return p.local, nil
 	case p.virtual != nil:
@@ -311,16 +311,16 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*Result, er
 }
 
 // emptyResult answers a query that returns no rows whatever the data.
-func emptyResult(e *rewrite.EmptyResult) *Result {
-	res := &Result{Tag: "SELECT 0"}
+func emptyResult(e *rewrite.EmptyResult) *sqltypes.Result {
+	res := &sqltypes.Result{Tag: "SELECT 0"}
 	for _, c := range e.Columns {
-		res.Columns = append(res.Columns, Column{Name: c.Name, Type: c.Type})
+		res.Columns = append(res.Columns, sqltypes.Column{Name: c.Name, Type: c.Type})
 	}
 	return res
 }
 
 // runCommand runs a session command recognized before parsing.
-func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql string) (*Result, error) {
+func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql string) (*sqltypes.Result, error) {
 	switch cmd.kind {
 	case cmdSet:
 		eps := s.engine.policy.Defaults.Epsilon
@@ -331,10 +331,10 @@ func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql strin
 			}
 		}
 		s.epsilon = eps
-		return &Result{Tag: "SET"}, nil
+		return &sqltypes.Result{Tag: "SET"}, nil
 	case cmdReset:
 		s.epsilon = s.engine.policy.Defaults.Epsilon
-		return &Result{Tag: "RESET"}, nil
+		return &sqltypes.Result{Tag: "RESET"}, nil
 	case cmdShow:
 		return showEpsilon(s.epsilon), nil
 	case cmdExplainDP:
@@ -364,7 +364,7 @@ func (s *Session) parseEpsilon(text string) (float64, error) {
 // whose second is one line of text, the other columns NULL. Nothing runs
 // on the backend and nothing is charged. A query that would be refused is
 // refused with the same error.
-func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) (*Result, error) {
+func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) (*sqltypes.Result, error) {
 	stmt, parsed, err := s.parseOne(cmd.query)
 	if err != nil {
 		// Positions are counted from the start of the whole text.
@@ -420,7 +420,7 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 
 // explainTable is Explain's table for plan, or an empty table with
 // Explain's columns when plan is nil.
-func explainTable(plan *rewrite.Plan) (*Result, error) {
+func explainTable(plan *rewrite.Plan) (*sqltypes.Result, error) {
 	if plan == nil {
 		plan = &rewrite.Plan{}
 	}
@@ -436,7 +436,7 @@ func explainTable(plan *rewrite.Plan) (*Result, error) {
 
 // addExplainNote appends a row with label and text in the first two
 // columns and NULL in the others.
-func addExplainNote(res *Result, label, text string) {
+func addExplainNote(res *sqltypes.Result, label, text string) {
 	row := make([]any, len(res.Columns))
 	row[0], row[1] = label, text
 	res.Rows = append(res.Rows, row)

@@ -267,9 +267,9 @@ func epsilonValueError(text, why string) *sqlerr.Error {
 
 // showEpsilon is the result of SHOW dpproxy.epsilon: one text column, as
 // PostgreSQL's SHOW gives.
-func showEpsilon(eps float64) *Result {
-	return &Result{
-		Columns: []Column{{Name: SettingEpsilon, Type: sqltypes.Text}},
+func showEpsilon(eps float64) *sqltypes.Result {
+	return &sqltypes.Result{
+		Columns: []sqltypes.Column{{Name: SettingEpsilon, Type: sqltypes.Text}},
 		Rows:    [][]any{{strconv.FormatFloat(eps, 'g', -1, 64)}},
 		Tag:     "SHOW",
 	}

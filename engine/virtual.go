@@ -37,11 +37,11 @@ const VirtualSchema = config.ReservedSchema
 // virtualView is one view of the virtual schema.
 type virtualView struct {
 	name    string
-	columns []Column
+	columns []sqltypes.Column
 }
 
 var (
-	budgetView = &virtualView{name: "budget", columns: []Column{
+	budgetView = &virtualView{name: "budget", columns: []sqltypes.Column{
 		{Name: "analyst", Type: sqltypes.Text},
 		{Name: "epsilon_limit", Type: sqltypes.Float8},
 		{Name: "epsilon_spent", Type: sqltypes.Float8},
@@ -51,7 +51,7 @@ var (
 		{Name: "delta_remaining", Type: sqltypes.Float8},
 		{Name: "session_epsilon", Type: sqltypes.Float8},
 	}}
-	queriesView = &virtualView{name: "queries", columns: []Column{
+	queriesView = &virtualView{name: "queries", columns: []sqltypes.Column{
 		{Name: "id", Type: sqltypes.Int8},
 		{Name: "charged_at", Type: sqltypes.Timestamptz},
 		{Name: "epsilon", Type: sqltypes.Float8},
@@ -332,7 +332,7 @@ func nonNegativeInt(expr ast.ExprNode) (int64, bool) {
 
 // answerVirtual answers a query on a view for the session's analyst, from
 // the accountant and the ledger only.
-func (s *Session) answerVirtual(ctx context.Context, q *virtualQuery) (*Result, error) {
+func (s *Session) answerVirtual(ctx context.Context, q *virtualQuery) (*sqltypes.Result, error) {
 	var rows [][]any
 	var err error
 	switch q.view {
@@ -363,9 +363,9 @@ func (s *Session) answerVirtual(ctx context.Context, q *virtualQuery) (*Result, 
 	if q.limit >= 0 && int64(len(rows)) > q.limit {
 		rows = rows[:q.limit]
 	}
-	res := &Result{Tag: fmt.Sprintf("SELECT %d", len(rows)), Rows: make([][]any, len(rows))}
+	res := &sqltypes.Result{Tag: fmt.Sprintf("SELECT %d", len(rows)), Rows: make([][]any, len(rows))}
 	for i, col := range q.output {
-		res.Columns = append(res.Columns, Column{Name: q.names[i], Type: q.view.columns[col].Type})
+		res.Columns = append(res.Columns, sqltypes.Column{Name: q.names[i], Type: q.view.columns[col].Type})
 	}
 	for i, row := range rows {
 		out := make([]any, len(q.output))

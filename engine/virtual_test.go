@@ -12,7 +12,7 @@ import (
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
-func columnNames(res *Result) []string {
+func columnNames(res *sqltypes.Result) []string {
 	var names []string
 	for _, c := range res.Columns {
 		names = append(names, c.Name)

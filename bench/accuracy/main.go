@@ -303,7 +303,7 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 				if err != nil {
 					continue
 				}
-				var res []*engine.Result
+				var res []*sqltypes.Result
 				res, err = s.Execute(ctx, q.SQL)
 				if err != nil {
 					continue

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
@@ -62,7 +61,7 @@ func TestPacketFraming(t *testing.T) {
 }
 
 func TestColumnDefinition(t *testing.T) {
-	b := appendColumnDef(nil, "", "", engine.Column{Name: "n", Type: sqltypes.Int8}, false)
+	b := appendColumnDef(nil, "", "", sqltypes.Column{Name: "n", Type: sqltypes.Int8}, false)
 	d := &decoder{b: b}
 	for _, want := range []string{"def", "", "", "", "n", "n"} {
 		if got := string(d.lenEncBytes()); got != want {
@@ -111,7 +110,7 @@ func TestTextValues(t *testing.T) {
 
 func TestBinaryRow(t *testing.T) {
 	ts := time.Date(2024, 3, 5, 6, 7, 8, 0, time.UTC)
-	cols := []engine.Column{
+	cols := []sqltypes.Column{
 		{Name: "b", Type: sqltypes.Bool}, {Name: "s", Type: sqltypes.Int2}, {Name: "i", Type: sqltypes.Int4},
 		{Name: "l", Type: sqltypes.Int8}, {Name: "f", Type: sqltypes.Float4}, {Name: "d", Type: sqltypes.Float8},
 		{Name: "n", Type: sqltypes.Numeric}, {Name: "t", Type: sqltypes.Text}, {Name: "date", Type: sqltypes.Date},
@@ -139,13 +138,13 @@ func TestBinaryRow(t *testing.T) {
 	if !bytes.Equal(b, want) {
 		t.Errorf("binary row\n got %x\nwant %x", b, want)
 	}
-	if _, err := appendBinaryRow(nil, []any{"x"}, []engine.Column{{Name: "i", Type: sqltypes.Int4}}); err == nil {
+	if _, err := appendBinaryRow(nil, []any{"x"}, []sqltypes.Column{{Name: "i", Type: sqltypes.Int4}}); err == nil {
 		t.Error("text in an integer column accepted")
 	}
 }
 
 func TestDecodeBinaryParams(t *testing.T) {
-	st := &statement{p: &engine.Prepared{Params: make([]sqltypes.Type, 6)}}
+	st := &statement{p: &sqltypes.Prepared{Params: make([]sqltypes.Type, 6)}}
 	b := []byte{0, 1, 0, 0, 0}   // flags, iteration count
 	b = append(b, 0b00100000, 1) // NULL bitmap: param 6 NULL; new params bound
 	for _, typ := range []uint16{uint16(typeLongLong), uint16(typeTiny) | 0x8000, uint16(typeDouble), uint16(typeVarString), uint16(typeDatetime), uint16(typeNull)} {

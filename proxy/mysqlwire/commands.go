@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
@@ -107,7 +106,7 @@ func (c *conn) query(sql string) {
 // writeResult writes a result set (text protocol when binCols is nil,
 // binary protocol with these columns otherwise), or an OK packet for a
 // statement without rows.
-func (c *conn) writeResult(res *engine.Result, binCols []engine.Column) error {
+func (c *conn) writeResult(res *sqltypes.Result, binCols []sqltypes.Column) error {
 	if res == nil || len(res.Columns) == 0 {
 		affected := uint64(0)
 		if res != nil {
@@ -165,12 +164,12 @@ const flushThreshold = 32 << 10
 
 // writeColumns writes the column count, the definitions and (without
 // CLIENT_DEPRECATE_EOF) the EOF after them.
-func (c *conn) writeColumns(cols []engine.Column) {
+func (c *conn) writeColumns(cols []sqltypes.Column) {
 	c.writePacket(appendLenEncInt(nil, uint64(len(cols))))
 	c.writeColumnDefs(cols)
 }
 
-func (c *conn) writeColumnDefs(cols []engine.Column) {
+func (c *conn) writeColumnDefs(cols []sqltypes.Column) {
 	for _, col := range cols {
 		c.writePacket(appendColumnDef(nil, "", "", col, false))
 	}
@@ -210,7 +209,7 @@ func (c *conn) fieldList(body []byte) {
 // statement is a prepared statement of the connection.
 type statement struct {
 	id uint32
-	p  *engine.Prepared
+	p  *sqltypes.Prepared
 	// types are the parameter types (type byte, flags byte) the client
 	// last bound; nil before the first execution.
 	types []uint16
@@ -248,9 +247,9 @@ func (c *conn) stmtPrepare(sql string) {
 	out = append(out, 0, 0, 0) // filler, warnings
 	c.writePacket(out)
 	if len(p.Params) > 0 {
-		params := make([]engine.Column, len(p.Params))
+		params := make([]sqltypes.Column, len(p.Params))
 		for i, t := range p.Params {
-			params[i] = engine.Column{Name: "?", Type: t}
+			params[i] = sqltypes.Column{Name: "?", Type: t}
 		}
 		c.writeColumnDefs(params)
 	}

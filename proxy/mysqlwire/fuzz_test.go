@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
@@ -40,7 +39,7 @@ func FuzzPacketParsing(f *testing.F) {
 		}
 		c := &conn{}
 		for n := 1; n <= 3; n++ {
-			st := &statement{p: &engine.Prepared{Params: make([]sqltypes.Type, n)}}
+			st := &statement{p: &sqltypes.Prepared{Params: make([]sqltypes.Type, n)}}
 			_, _ = c.decodeParams(st, data)
 		}
 	})

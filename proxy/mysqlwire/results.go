@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
@@ -59,7 +58,7 @@ func columnTypeOf(t sqltypes.Type) columnType {
 // appendColumnDef encodes a Protocol::ColumnDefinition41 payload. schema
 // and table may be empty (computed columns). fieldList adds the empty
 // default value COM_FIELD_LIST responses carry.
-func appendColumnDef(b []byte, schema, table string, c engine.Column, fieldList bool) []byte {
+func appendColumnDef(b []byte, schema, table string, c sqltypes.Column, fieldList bool) []byte {
 	ct := columnTypeOf(c.Type)
 	b = appendLenEncString(b, "def")
 	b = appendLenEncString(b, schema)
@@ -155,7 +154,7 @@ func appendFloat(b []byte, f float64, t sqltypes.Type) []byte {
 func binaryNullBitmapLen(n int) int { return (n + 7 + 2) / 8 }
 
 // appendBinaryRow encodes a Protocol::BinaryResultsetRow.
-func appendBinaryRow(b []byte, row []any, cols []engine.Column) ([]byte, error) {
+func appendBinaryRow(b []byte, row []any, cols []sqltypes.Column) ([]byte, error) {
 	b = append(b, 0x00)
 	bm := len(b)
 	b = append(b, make([]byte, binaryNullBitmapLen(len(cols)))...)

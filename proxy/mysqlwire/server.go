@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dpproxy/dpproxy/auth"
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -95,19 +94,19 @@ type Session interface {
 	// Execute runs one COM_QUERY string. Errors that are *sqlerr.Error are
 	// sent mapped to MySQL error numbers (see doc.go); any other error as
 	// 1105 "internal error", its text only logged.
-	Execute(ctx context.Context, sql string) ([]*engine.Result, error)
+	Execute(ctx context.Context, sql string) ([]*sqltypes.Result, error)
 	// Prepare checks and describes a statement with ? markers
 	// (COM_STMT_PREPARE); paramTypes is nil (MySQL clients declare types
 	// only when executing).
-	Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*engine.Prepared, error)
+	Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error)
 	// ExecutePrepared runs a prepared statement with one value per
 	// parameter, of the Go types package sqltypes lists (nil for NULL).
-	ExecutePrepared(ctx context.Context, p *engine.Prepared, params []any) (*engine.Result, error)
+	ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, params []any) (*sqltypes.Result, error)
 	// UseDatabase changes the current database (COM_INIT_DB).
 	UseDatabase(name string) error
 	// FieldList lists a table's columns (COM_FIELD_LIST); an unknown
 	// table gives an error.
-	FieldList(ctx context.Context, table string) ([]engine.Column, error)
+	FieldList(ctx context.Context, table string) ([]sqltypes.Column, error)
 	// Autocommit reports the session's autocommit setting, sent in every
 	// status flag.
 	Autocommit() bool

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
@@ -172,7 +171,7 @@ func timeValue(t sqltypes.Type, v any) (time.Time, bool) {
 // format (formats has one code per column; nil means all text). It fails
 // only for a binary value appendBinary cannot encode; the caller checks
 // whole results with it before sending any of their rows.
-func appendDataRowFormats(dst []byte, cols []engine.Column, formats []int16, row []any) ([]byte, error) {
+func appendDataRowFormats(dst []byte, cols []sqltypes.Column, formats []int16, row []any) ([]byte, error) {
 	if formats == nil {
 		return appendDataRow(dst, cols, row), nil
 	}

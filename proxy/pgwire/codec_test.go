@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -429,7 +428,7 @@ func TestAppendBinaryValues(t *testing.T) {
 }
 
 func TestAppendDataRowFormats(t *testing.T) {
-	cols := []engine.Column{{Name: "a", Type: sqltypes.Int4}, {Name: "b", Type: sqltypes.Text}, {Name: "c", Type: sqltypes.Int8}}
+	cols := []sqltypes.Column{{Name: "a", Type: sqltypes.Int4}, {Name: "b", Type: sqltypes.Text}, {Name: "c", Type: sqltypes.Int8}}
 	buf, err := appendDataRowFormats([]byte("prefix"), cols, []int16{1, 0, 1}, []any{int64(7), "x", nil})
 	if err != nil {
 		t.Fatal(err)

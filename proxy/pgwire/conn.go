@@ -16,9 +16,9 @@ import (
 	"github.com/jackc/pgproto3/v2"
 
 	"github.com/dpproxy/dpproxy/auth"
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // fatalWriteTimeout bounds the write of a last FATAL message to a client
@@ -327,7 +327,7 @@ func (c *conn) handleQuery(sql string) error {
 		c.sendError(e)
 		return nil
 	}
-	var results []*engine.Result
+	var results []*sqltypes.Result
 	qerr, connErr := c.runSession(func(ctx context.Context) error {
 		var err error
 		results, err = c.session.Execute(ctx, sql)

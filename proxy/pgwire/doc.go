@@ -11,7 +11,7 @@
 // opens one [Session] per connection and passes every simple query string
 // to [Session.Execute], and every extended-protocol statement to
 // [Session.Prepare] and [Session.ExecutePrepared]. Results come back as
-// fully materialized [engine.Result] values; errors that are
+// fully materialized [sqltypes.Result] values; errors that are
 // *sqlerr.Error are sent with their SQLSTATE, message, detail, hint and
 // position, any other error as XX000 "internal error" (its text may depend
 // on protected data and is only logged).
@@ -41,7 +41,7 @@
 //     42P05/42P03; unknown ones give 26000/34000). Parameters are decoded
 //     from text or binary per parameter type into the Go values package
 //     sqltypes lists; results are sent in the text or binary format Bind
-//     asks for, per column. Describe answers from [engine.Prepared]'s
+//     asks for, per column. Describe answers from [sqltypes.Prepared]'s
 //     Columns, which Execute's rows must follow. Output waits for Sync or
 //     Flush (or 32 KiB); after an error, messages are discarded until
 //     Sync, which then gets the one ReadyForQuery. Portals hold their

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
@@ -13,8 +12,8 @@ import (
 // writeResults and the extended protocol's Execute do. One op is the whole
 // result; rows/s is reported too.
 
-func benchResult() *engine.Result {
-	res := &engine.Result{Columns: []engine.Column{
+func benchResult() *sqltypes.Result {
+	res := &sqltypes.Result{Columns: []sqltypes.Column{
 		{Name: "visit_id", Type: sqltypes.Int4},
 		{Name: "patient_id", Type: sqltypes.Int4},
 		{Name: "visit_date", Type: sqltypes.Date},
@@ -34,7 +33,7 @@ func benchResult() *engine.Result {
 
 func benchmarkEncode(b *testing.B, formats []int16) {
 	res := benchResult()
-	if err := validateResults([]*engine.Result{res}); err != nil {
+	if err := validateResults([]*sqltypes.Result{res}); err != nil {
 		b.Fatal(err)
 	}
 	buf := make([]byte, 0, 64<<10)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgproto3/v2"
 
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -26,7 +25,7 @@ const (
 // preparedStatement is a statement created by Parse.
 type preparedStatement struct {
 	name string
-	prep *engine.Prepared
+	prep *sqltypes.Prepared
 }
 
 // portal is a statement bound to parameter values by Bind. Its result is
@@ -37,11 +36,11 @@ type portal struct {
 	params  []any
 	formats []int16 // one per result column; nil when all are text
 
-	started bool           // the first Execute ran the statement
-	result  *engine.Result // nil for an empty query string
-	tag     string         // command tag, after transaction-status rewriting
-	pos     int            // rows sent so far
-	done    bool           // a statement without rows completed
+	started bool             // the first Execute ran the statement
+	result  *sqltypes.Result // nil for an empty query string
+	tag     string           // command tag, after transaction-status rewriting
+	pos     int              // rows sent so far
+	done    bool             // a statement without rows completed
 }
 
 // describeName names a statement or portal in messages.
@@ -91,7 +90,7 @@ func (c *conn) handleParse(m *pgproto3.Parse) error {
 	for i, oid := range m.ParameterOIDs {
 		paramTypes[i] = typeForDeclaredOID(oid)
 	}
-	var prep *engine.Prepared
+	var prep *sqltypes.Prepared
 	qerr, connErr := c.runSession(func(ctx context.Context) error {
 		var err error
 		prep, err = c.session.Prepare(ctx, m.Query, paramTypes)
@@ -282,7 +281,7 @@ func (c *conn) failedTransactionDescribe(stmt *preparedStatement) *sqlerr.Error 
 	return c.failedTransactionError(stmt.prep.SQL)
 }
 
-func (c *conn) sendRowDescription(cols []engine.Column, formats []int16) {
+func (c *conn) sendRowDescription(cols []sqltypes.Column, formats []int16) {
 	if len(cols) == 0 {
 		c.send(&pgproto3.NoData{})
 		return
@@ -365,7 +364,7 @@ func (c *conn) handleExecute(m *pgproto3.Execute) error {
 // runPortal executes a portal's statement and checks its result. err is
 // for the client; connErr ends the connection.
 func (c *conn) runPortal(p *portal) (err, connErr error) {
-	var res *engine.Result
+	var res *sqltypes.Result
 	qerr, connErr := c.runSession(func(ctx context.Context) error {
 		var err error
 		res, err = c.session.ExecutePrepared(ctx, p.stmt.prep, p.params)
@@ -395,7 +394,7 @@ func (c *conn) runPortal(p *portal) (err, connErr error) {
 // was described with and that every value encodes in its format: drivers
 // decode rows with the description they cached, and a bad value must give
 // an error before any row is sent.
-func checkPortalResult(p *portal, res *engine.Result) error {
+func checkPortalResult(p *portal, res *sqltypes.Result) error {
 	cols := p.stmt.prep.Columns
 	if len(res.Columns) != len(cols) {
 		return fmt.Errorf("result has %d columns, the statement was described with %d", len(res.Columns), len(cols))
@@ -405,7 +404,7 @@ func checkPortalResult(p *portal, res *engine.Result) error {
 			return fmt.Errorf("result column %d has type %s, the statement was described with %s", i+1, col.Type, cols[i].Type)
 		}
 	}
-	if err := validateResults([]*engine.Result{res}); err != nil {
+	if err := validateResults([]*sqltypes.Result{res}); err != nil {
 		return err
 	}
 	if len(cols) == 0 && len(res.Rows) > 0 {

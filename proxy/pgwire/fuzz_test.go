@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgproto3/v2"
 
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -62,18 +61,18 @@ func (f fuzzSessions) Open(context.Context, string, string, map[string]string) (
 	return fuzzSession{}, nil
 }
 
-func (fuzzSession) Execute(_ context.Context, sql string) ([]*engine.Result, error) {
+func (fuzzSession) Execute(_ context.Context, sql string) ([]*sqltypes.Result, error) {
 	switch strings.TrimSpace(sql) {
 	case "":
 		return nil, nil
 	case "bad":
 		return nil, sqlerr.New(sqlerr.SyntaxError, "bad")
 	}
-	return []*engine.Result{cannedResult(), {Tag: "SET"}}, nil
+	return []*sqltypes.Result{cannedResult(), {Tag: "SET"}}, nil
 }
 
-func (fuzzSession) Prepare(_ context.Context, sql string, paramTypes []sqltypes.Type) (*engine.Prepared, error) {
-	p := &engine.Prepared{SQL: sql}
+func (fuzzSession) Prepare(_ context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error) {
+	p := &sqltypes.Prepared{SQL: sql}
 	switch strings.TrimSpace(sql) {
 	case "":
 		return p, nil
@@ -95,12 +94,12 @@ func (fuzzSession) Prepare(_ context.Context, sql string, paramTypes []sqltypes.
 	return p, nil
 }
 
-func (fuzzSession) ExecutePrepared(_ context.Context, p *engine.Prepared, params []any) (*engine.Result, error) {
+func (fuzzSession) ExecutePrepared(_ context.Context, p *sqltypes.Prepared, params []any) (*sqltypes.Result, error) {
 	switch {
 	case strings.TrimSpace(p.SQL) == "":
 		return nil, nil
 	case p.Tag != "":
-		return &engine.Result{Tag: p.Tag}, nil
+		return &sqltypes.Result{Tag: p.Tag}, nil
 	case len(params) > 0 && params[0] == int64(0):
 		return nil, sqlerr.New(sqlerr.DivisionByZero, "division by zero")
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/jackc/pgproto3/v2"
 
 	"github.com/dpproxy/dpproxy/auth"
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -148,9 +147,9 @@ type testSession struct {
 
 var cannedTime = time.Date(2024, 3, 15, 12, 30, 45, 123456000, time.UTC)
 
-func cannedResult() *engine.Result {
-	return &engine.Result{
-		Columns: []engine.Column{
+func cannedResult() *sqltypes.Result {
+	return &sqltypes.Result{
+		Columns: []sqltypes.Column{
 			{Name: "id", Type: sqltypes.Int8},
 			{Name: "amount", Type: sqltypes.Numeric},
 			{Name: "ratio", Type: sqltypes.Float8},
@@ -167,14 +166,14 @@ func cannedResult() *engine.Result {
 	}
 }
 
-func (t *testSession) Execute(ctx context.Context, sql string) ([]*engine.Result, error) {
+func (t *testSession) Execute(ctx context.Context, sql string) ([]*sqltypes.Result, error) {
 	if t.closed {
 		panic("Execute after Close")
 	}
 	q := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql), ";"))
 	switch {
 	case q == "select canned":
-		return []*engine.Result{cannedResult()}, nil
+		return []*sqltypes.Result{cannedResult()}, nil
 	case q == "bad":
 		return nil, &sqlerr.Error{Code: sqlerr.SyntaxError, Message: `syntax error at or near "bad"`, Detail: "some detail", Hint: "some hint", Position: 1}
 	case q == "boom":
@@ -182,19 +181,19 @@ func (t *testSession) Execute(ctx context.Context, sql string) ([]*engine.Result
 	case q == "" || q == "-- ping":
 		return nil, nil
 	case q == "set x":
-		return []*engine.Result{{Tag: "SET"}}, nil
+		return []*sqltypes.Result{{Tag: "SET"}}, nil
 	case txTags[strings.ToLower(q)] != "":
-		return []*engine.Result{{Tag: txTags[strings.ToLower(q)]}}, nil
+		return []*sqltypes.Result{{Tag: txTags[strings.ToLower(q)]}}, nil
 	case q == "multi":
-		return []*engine.Result{
-			{Columns: []engine.Column{{Name: "a", Type: sqltypes.Int4}}, Rows: [][]any{{int64(1)}}},
-			{Columns: []engine.Column{{Name: "b", Type: sqltypes.Text}}, Rows: [][]any{{"x"}, {"y"}}, Tag: "SELECT 2"},
+		return []*sqltypes.Result{
+			{Columns: []sqltypes.Column{{Name: "a", Type: sqltypes.Int4}}, Rows: [][]any{{int64(1)}}},
+			{Columns: []sqltypes.Column{{Name: "b", Type: sqltypes.Text}}, Rows: [][]any{{"x"}, {"y"}}, Tag: "SELECT 2"},
 		}, nil
 	case q == "wait":
 		t.s.started <- q
 		select {
 		case <-t.s.release:
-			return []*engine.Result{{Columns: []engine.Column{{Name: "done", Type: sqltypes.Bool}}, Rows: [][]any{{true}}}}, nil
+			return []*sqltypes.Result{{Columns: []sqltypes.Column{{Name: "done", Type: sqltypes.Bool}}, Rows: [][]any{{true}}}}, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -205,20 +204,20 @@ func (t *testSession) Execute(ctx context.Context, sql string) ([]*engine.Result
 	case q == "panic":
 		panic("engine bug")
 	case q == "badresult":
-		return []*engine.Result{{Columns: []engine.Column{{Name: "a", Type: sqltypes.Int8}}, Rows: [][]any{{int64(1), int64(2)}}}}, nil
+		return []*sqltypes.Result{{Columns: []sqltypes.Column{{Name: "a", Type: sqltypes.Int8}}, Rows: [][]any{{int64(1), int64(2)}}}}, nil
 	case q == "badvalue":
-		return []*engine.Result{{Columns: []engine.Column{{Name: "a", Type: sqltypes.Int8}}, Rows: [][]any{{struct{}{}}}}}, nil
+		return []*sqltypes.Result{{Columns: []sqltypes.Column{{Name: "a", Type: sqltypes.Int8}}, Rows: [][]any{{struct{}{}}}}}, nil
 	case strings.HasPrefix(q, "rows "):
 		var n int
 		fmt.Sscanf(q, "rows %d", &n)
-		r := &engine.Result{Columns: []engine.Column{{Name: "n", Type: sqltypes.Int8}, {Name: "pad", Type: sqltypes.Text}}}
+		r := &sqltypes.Result{Columns: []sqltypes.Column{{Name: "n", Type: sqltypes.Int8}, {Name: "pad", Type: sqltypes.Text}}}
 		for i := range n {
 			r.Rows = append(r.Rows, []any{int64(i), strings.Repeat("x", 100)})
 		}
-		return []*engine.Result{r}, nil
+		return []*sqltypes.Result{r}, nil
 	}
-	return []*engine.Result{{
-		Columns: []engine.Column{{Name: "echo", Type: sqltypes.Text}},
+	return []*sqltypes.Result{{
+		Columns: []sqltypes.Column{{Name: "echo", Type: sqltypes.Text}},
 		Rows:    [][]any{{sql}},
 	}}, nil
 }
@@ -247,7 +246,7 @@ var testTypes = map[string]sqltypes.Type{
 //	fail            prepares, then fails with 22012 when executed
 //	mismatch        is described as int8 but returns text
 //	huge int4       returns 2^40 in an int4 column (no binary form)
-func (t *testSession) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*engine.Prepared, error) {
+func (t *testSession) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error) {
 	if t.closed {
 		panic("Prepare after Close")
 	}
@@ -255,7 +254,7 @@ func (t *testSession) Prepare(ctx context.Context, sql string, paramTypes []sqlt
 	t.s.prepared = append(t.s.prepared, prepareCall{sql, append([]sqltypes.Type(nil), paramTypes...)})
 	t.s.mu.Unlock()
 	q := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql), ";"))
-	p := &engine.Prepared{SQL: sql}
+	p := &sqltypes.Prepared{SQL: sql}
 	switch {
 	case q == "bad":
 		return nil, &sqlerr.Error{Code: sqlerr.SyntaxError, Message: `syntax error at or near "bad"`, Position: 1}
@@ -270,19 +269,19 @@ func (t *testSession) Prepare(ctx context.Context, sql string, paramTypes []sqlt
 				typ = paramTypes[i]
 			}
 			p.Params = append(p.Params, typ)
-			p.Columns = append(p.Columns, engine.Column{Name: fmt.Sprintf("c%d", i+1), Type: typ})
+			p.Columns = append(p.Columns, sqltypes.Column{Name: fmt.Sprintf("c%d", i+1), Type: typ})
 		}
 	case q == "set x":
 		p.Tag = "SET"
 	case txTags[strings.ToLower(q)] != "":
 		p.Tag = txTags[strings.ToLower(q)]
 	case q == "mismatch":
-		p.Columns = []engine.Column{{Name: "a", Type: sqltypes.Int8}}
+		p.Columns = []sqltypes.Column{{Name: "a", Type: sqltypes.Int8}}
 	case q == "huge int4":
-		p.Columns = []engine.Column{{Name: "a", Type: sqltypes.Int4}}
+		p.Columns = []sqltypes.Column{{Name: "a", Type: sqltypes.Int4}}
 	case q == "wait" || q == "wait ignoring ctx" || q == "boom" || q == "fail" || q == "panic":
 		// Described without running them.
-		p.Columns = []engine.Column{{Name: "done", Type: sqltypes.Bool}}
+		p.Columns = []sqltypes.Column{{Name: "done", Type: sqltypes.Bool}}
 	default:
 		res, err := t.Execute(ctx, q)
 		if err != nil {
@@ -300,7 +299,7 @@ func (t *testSession) Prepare(ctx context.Context, sql string, paramTypes []sqlt
 }
 
 // ExecutePrepared runs what Prepare described.
-func (t *testSession) ExecutePrepared(ctx context.Context, p *engine.Prepared, params []any) (*engine.Result, error) {
+func (t *testSession) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, params []any) (*sqltypes.Result, error) {
 	if t.closed {
 		panic("ExecutePrepared after Close")
 	}
@@ -315,13 +314,13 @@ func (t *testSession) ExecutePrepared(ctx context.Context, p *engine.Prepared, p
 	case q == "" || q == "-- ping":
 		return nil, nil
 	case strings.HasPrefix(q, "echo "):
-		return &engine.Result{Columns: p.Columns, Rows: [][]any{append([]any(nil), params...)}}, nil
+		return &sqltypes.Result{Columns: p.Columns, Rows: [][]any{append([]any(nil), params...)}}, nil
 	case q == "fail":
 		return nil, sqlerr.New(sqlerr.DivisionByZero, "division by zero")
 	case q == "mismatch":
-		return &engine.Result{Columns: []engine.Column{{Name: "a", Type: sqltypes.Text}}, Rows: [][]any{{"x"}}}, nil
+		return &sqltypes.Result{Columns: []sqltypes.Column{{Name: "a", Type: sqltypes.Text}}, Rows: [][]any{{"x"}}}, nil
 	case q == "huge int4":
-		return &engine.Result{Columns: p.Columns, Rows: [][]any{{int64(1)}, {int64(1) << 40}}}, nil
+		return &sqltypes.Result{Columns: p.Columns, Rows: [][]any{{int64(1)}, {int64(1) << 40}}}, nil
 	}
 	res, err := t.Execute(ctx, p.SQL)
 	if err != nil || len(res) == 0 {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgproto3/v2"
 
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // maxColumns is the most columns a RowDescription can carry (an int16
@@ -21,7 +21,7 @@ const maxColumns = math.MaxInt16
 // result, flushing along the way for large results, and follows the
 // transaction status through the command tags. The results are checked
 // first, so that a bad value sends an error instead of half a result.
-func (c *conn) writeResults(results []*engine.Result) error {
+func (c *conn) writeResults(results []*sqltypes.Result) error {
 	if err := validateResults(results); err != nil {
 		c.log.Error("pgwire: engine returned an unencodable result", "err", err)
 		c.sendError(&sqlerr.Error{Code: sqlerr.InternalError, Message: "internal error"})
@@ -49,7 +49,7 @@ func (c *conn) writeResults(results []*engine.Result) error {
 // validateResults checks what appendDataRow relies on: row widths and value
 // types. Values themselves are never put into the error (they may be
 // protected data).
-func validateResults(results []*engine.Result) error {
+func validateResults(results []*sqltypes.Result) error {
 	for i, r := range results {
 		if r == nil {
 			return fmt.Errorf("result %d is nil", i)
@@ -75,14 +75,14 @@ func validateResults(results []*engine.Result) error {
 }
 
 // commandTag is r.Tag, or "SELECT n" when the engine left it empty.
-func commandTag(r *engine.Result) string {
+func commandTag(r *sqltypes.Result) string {
 	if r.Tag != "" {
 		return noNUL(r.Tag)
 	}
 	return "SELECT " + strconv.Itoa(len(r.Rows))
 }
 
-func rowDescription(cols []engine.Column) *pgproto3.RowDescription {
+func rowDescription(cols []sqltypes.Column) *pgproto3.RowDescription {
 	fields := make([]pgproto3.FieldDescription, len(cols))
 	for i, col := range cols {
 		fields[i] = pgproto3.FieldDescription{
@@ -98,7 +98,7 @@ func rowDescription(cols []engine.Column) *pgproto3.RowDescription {
 
 // appendDataRow appends a DataRow with row's values in text format. The
 // row must have passed validateResults.
-func appendDataRow(dst []byte, cols []engine.Column, row []any) []byte {
+func appendDataRow(dst []byte, cols []sqltypes.Column, row []any) []byte {
 	start := len(dst)
 	dst = append(dst, 'D', 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint16(dst, uint16(len(row)))

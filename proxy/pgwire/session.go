@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/dpproxy/dpproxy/auth"
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
@@ -31,7 +30,7 @@ type Session interface {
 	// is answered with EmptyQueryResponse. Errors that are *sqlerr.Error are
 	// sent with their Code/Message/Detail/Hint/Position; other errors as
 	// XX000 "internal error" — their text is logged, never sent.
-	Execute(ctx context.Context, sql string) ([]*engine.Result, error)
+	Execute(ctx context.Context, sql string) ([]*sqltypes.Result, error)
 	// Prepare checks and describes one statement for the extended query
 	// protocol (Parse), without running it on protected data. paramTypes
 	// are the types the client declared, possibly fewer than the
@@ -41,14 +40,14 @@ type Session interface {
 	// decoded as strings. Columns (nil for statements without rows) are
 	// sent as the statement's RowDescription. A string with no statement
 	// in it ("", "-- ping") must prepare without error.
-	Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*engine.Prepared, error)
+	Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error)
 	// ExecutePrepared runs a prepared statement with one value per
 	// p.Params entry, of the Go types package sqltypes lists (nil for
 	// NULL). The Result's Columns must have p.Columns' number and types:
 	// clients decode rows with the description they cached. A nil Result
 	// without error means the statement string was empty; the client gets
 	// EmptyQueryResponse. Errors are treated as for Execute.
-	ExecutePrepared(ctx context.Context, p *engine.Prepared, params []any) (*engine.Result, error)
+	ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, params []any) (*sqltypes.Result, error)
 	// Close releases the session. It is called exactly once, when the
 	// connection ends.
 	Close()

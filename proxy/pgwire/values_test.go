@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgproto3/v2"
 
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -111,7 +110,7 @@ func TestAppendTextValues(t *testing.T) {
 }
 
 func TestAppendDataRowNullVersusEmpty(t *testing.T) {
-	cols := []engine.Column{{Name: "a", Type: sqltypes.Text}, {Name: "b", Type: sqltypes.Text}, {Name: "c", Type: sqltypes.Int8}}
+	cols := []sqltypes.Column{{Name: "a", Type: sqltypes.Text}, {Name: "b", Type: sqltypes.Text}, {Name: "c", Type: sqltypes.Int8}}
 	buf := appendDataRow(nil, cols, []any{nil, "", int64(5)})
 	var dr pgproto3.DataRow
 	if buf[0] != 'D' {

@@ -1,11 +1,9 @@
-package engine
-
-import "github.com/dpproxy/dpproxy/sqltypes"
+package sqltypes
 
 // Column describes one result column.
 type Column struct {
 	Name string
-	Type sqltypes.Type
+	Type Type
 }
 
 // Result is what one statement returns to a client. Rows are fully
@@ -13,7 +11,7 @@ type Column struct {
 // and public passthrough results are bounded by the backend's row limit.
 type Result struct {
 	Columns []Column
-	// Rows hold values of the types listed in package sqltypes.
+	// Rows hold values of the types listed in this package's documentation.
 	Rows [][]any
 	// Tag is the command tag ("SELECT 3", "SET", "BEGIN").
 	Tag string
