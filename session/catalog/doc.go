@@ -29,7 +29,7 @@
 // tree was the alternative; it would have to implement joins, grouping
 // and subqueries itself, and the TiDB parser cannot read much of what
 // PostgreSQL clients send (OPERATOR(pg_catalog.~), x::regclass, ARRAY[],
-// = ANY(...), E'' strings, COLLATE "default").
+// = ANY(...), E” strings, COLLATE "default").
 //
 // The differences between the clients' dialects and SQLite's are handled
 // in one place per front end: pgtranslate.go and pgcalls.go translate

@@ -452,9 +452,7 @@ func regCast(names *objectNames, kind string, x driver.Value) (driver.Value, err
 	if !strings.Contains(name, `"`) {
 		lookup = strings.ToLower(lookup)
 	}
-	if strings.HasPrefix(lookup, "public.") {
-		lookup = strings.TrimPrefix(lookup, "public.")
-	}
+	lookup = strings.TrimPrefix(lookup, "public.")
 	if o, ok := names.oid(kind, lookup); ok {
 		return o, nil
 	}

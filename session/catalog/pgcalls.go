@@ -238,7 +238,7 @@ func readTypeName(nodes []node) (pgType, int, error) {
 		}
 	}
 	if len(words) == 0 {
-		return pgType{}, 0, fmt.Errorf("a type name must follow ::")
+		return pgType{}, 0, fmt.Errorf("a type name must follow the cast")
 	}
 	typ := pgType{name: strings.Join(words, " ")}
 	if k < len(nodes) && nodes[k].group == '(' {

@@ -88,7 +88,7 @@ func lexPostgres(sql string) ([]token, error) {
 			toks = append(toks, token{tokString, s})
 			i += 1 + n
 		case (c == 'u' || c == 'U') && strings.HasPrefix(sql[i+1:], "&'"):
-			return nil, fmt.Errorf("U&'...' strings are not supported here")
+			return nil, fmt.Errorf("unicode escape strings (U&'...') are not supported here")
 		case c == '"':
 			j := i + 1
 			var b strings.Builder

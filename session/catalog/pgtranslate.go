@@ -242,7 +242,7 @@ func (t *pgTranslator) operator(nodes []node, i *int, out *[]unit) ([]unit, erro
 	switch op {
 	case "::":
 		if len(*out) == 0 || !(*out)[len(*out)-1].atom {
-			return nil, fmt.Errorf("nothing to cast before ::")
+			return nil, fmt.Errorf("a cast (::) needs a value before it")
 		}
 		typ, n, err := readTypeName(nodes[*i+1:])
 		if err != nil {
