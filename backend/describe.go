@@ -1,0 +1,255 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// TableInfo is what the database declares about a table: its columns and
+// primary key. dpproxy reads it once at start, with its own credentials,
+// to build the virtual catalog clients see.
+type TableInfo struct {
+	Columns    []ColumnInfo
+	PrimaryKey []string
+}
+
+// ColumnInfo is one column as the database declares it.
+type ColumnInfo struct {
+	Name string
+	Type sqltypes.Type
+	// Length is a character column's declared length; Precision and
+	// Scale a numeric column's (0: none).
+	Length, Precision, Scale int
+	NotNull                  bool
+}
+
+// ErrNoSuchTable is returned by DescribeTable for a table the database
+// does not have.
+var ErrNoSuchTable = fmt.Errorf("no such table")
+
+func asInt(v any) int {
+	switch x := v.(type) {
+	case int64:
+		return int(x)
+	case float64:
+		return int(x)
+	case sqltypes.Decimal:
+		var n int
+		fmt.Sscan(string(x), &n)
+		return n
+	case string:
+		var n int
+		fmt.Sscan(x, &n)
+		return n
+	}
+	return 0
+}
+
+func asBool(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case int64:
+		return x != 0
+	case string:
+		return x == "YES" || x == "t" || x == "1"
+	}
+	return false
+}
+
+// DescribeTable implements Backend.
+func (p *Postgres) DescribeTable(ctx context.Context, schema, name string) (*TableInfo, error) {
+	// int2vector subscripts start at 0: positions are counted from
+	// array_lower.
+	rows, err := p.Query(ctx, `SELECT a.attname::text, a.atttypid::int8, a.atttypmod::int8, a.attnotnull,
+		COALESCE((SELECT array_position(i.indkey::int2[], a.attnum) - array_lower(i.indkey::int2[], 1) + 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary), 0)::int8
+		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relname = $1 AND n.nspname = COALESCE(NULLIF($2, ''), current_schema()) AND a.attnum > 0 AND NOT a.attisdropped
+		ORDER BY a.attnum`, name, schema)
+	if err != nil {
+		return nil, fmt.Errorf("backend: postgres: describing %s: %w", name, err)
+	}
+	info := &TableInfo{}
+	keys := map[int]string{}
+	for _, r := range rows.Values {
+		c := ColumnInfo{Name: fmt.Sprint(r[0]), Type: sqltypes.FromPostgresOID(uint32(asInt(r[1]))), NotNull: asBool(r[3])}
+		typmod := asInt(r[2])
+		switch c.Type {
+		case sqltypes.Varchar, sqltypes.Bpchar:
+			if typmod >= 4 {
+				c.Length = typmod - 4
+			}
+		case sqltypes.Numeric:
+			if typmod >= 4 {
+				c.Precision, c.Scale = (typmod-4)>>16, (typmod-4)&0xffff
+			}
+		}
+		info.Columns = append(info.Columns, c)
+		if k := asInt(r[4]); k > 0 {
+			keys[k] = c.Name
+		}
+	}
+	if len(info.Columns) == 0 {
+		return nil, fmt.Errorf("backend: postgres: %s: %w", name, ErrNoSuchTable)
+	}
+	for i := 1; i <= len(keys); i++ {
+		info.PrimaryKey = append(info.PrimaryKey, keys[i])
+	}
+	return info, nil
+}
+
+// DescribeTable implements Backend.
+func (m *MySQL) DescribeTable(ctx context.Context, schema, name string) (*TableInfo, error) {
+	rows, err := m.Query(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_MAXIMUM_LENGTH,
+		NUMERIC_PRECISION, NUMERIC_SCALE,
+		COALESCE((SELECT k.ORDINAL_POSITION FROM information_schema.KEY_COLUMN_USAGE k WHERE k.TABLE_SCHEMA = c.TABLE_SCHEMA
+			AND k.TABLE_NAME = c.TABLE_NAME AND k.COLUMN_NAME = c.COLUMN_NAME AND k.CONSTRAINT_NAME = 'PRIMARY'), 0)
+		FROM information_schema.COLUMNS c
+		WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, schema, name)
+	if err != nil {
+		return nil, fmt.Errorf("backend: mysql: describing %s: %w", name, err)
+	}
+	info := &TableInfo{}
+	keys := map[int]string{}
+	for _, r := range rows.Values {
+		c := ColumnInfo{Name: fmt.Sprint(r[0]), Type: mysqlColumnType(fmt.Sprint(r[1]), fmt.Sprint(r[2])), NotNull: fmt.Sprint(r[3]) == "NO"}
+		switch c.Type {
+		case sqltypes.Varchar, sqltypes.Bpchar:
+			c.Length = asInt(r[4])
+		case sqltypes.Numeric:
+			c.Precision, c.Scale = asInt(r[5]), asInt(r[6])
+		}
+		info.Columns = append(info.Columns, c)
+		if k := asInt(r[7]); k > 0 {
+			keys[k] = c.Name
+		}
+	}
+	if len(info.Columns) == 0 {
+		return nil, fmt.Errorf("backend: mysql: %s: %w", name, ErrNoSuchTable)
+	}
+	for i := 1; i <= len(keys); i++ {
+		info.PrimaryKey = append(info.PrimaryKey, keys[i])
+	}
+	return info, nil
+}
+
+// mysqlColumnType maps a MySQL DATA_TYPE (and COLUMN_TYPE) to a type.
+func mysqlColumnType(dataType, columnType string) sqltypes.Type {
+	switch strings.ToLower(dataType) {
+	case "tinyint":
+		if strings.HasPrefix(strings.ToLower(columnType), "tinyint(1)") {
+			return sqltypes.Bool
+		}
+		return sqltypes.Int2
+	case "bool", "boolean":
+		return sqltypes.Bool
+	case "smallint", "year":
+		return sqltypes.Int2
+	case "mediumint", "int", "integer":
+		return sqltypes.Int4
+	case "bigint":
+		return sqltypes.Int8
+	case "float":
+		return sqltypes.Float4
+	case "double", "real":
+		return sqltypes.Float8
+	case "decimal", "numeric":
+		return sqltypes.Numeric
+	case "varchar":
+		return sqltypes.Varchar
+	case "char":
+		return sqltypes.Bpchar
+	case "date":
+		return sqltypes.Date
+	case "datetime":
+		return sqltypes.Timestamp
+	case "timestamp":
+		return sqltypes.Timestamptz
+	case "blob", "tinyblob", "mediumblob", "longblob", "binary", "varbinary":
+		return sqltypes.Bytea
+	}
+	return sqltypes.Text
+}
+
+// DescribeTable implements Backend.
+func (s *SQLite) DescribeTable(ctx context.Context, schema, name string) (*TableInfo, error) {
+	q := `SELECT name, type, "notnull", pk FROM pragma_table_info(?)`
+	args := []any{name}
+	if schema != "" && schema != "main" {
+		q = `SELECT name, type, "notnull", pk FROM pragma_table_info(?, ?)`
+		args = append(args, schema)
+	}
+	rows, err := s.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("backend: sqlite: describing %s: %w", name, err)
+	}
+	info := &TableInfo{}
+	keys := map[int]string{}
+	for _, r := range rows.Values {
+		c := ColumnInfo{Name: fmt.Sprint(r[0]), NotNull: asInt(r[2]) != 0}
+		c.Type, c.Length, c.Precision, c.Scale = sqliteDeclaredType(fmt.Sprint(r[1]))
+		info.Columns = append(info.Columns, c)
+		if k := asInt(r[3]); k > 0 {
+			keys[k] = c.Name
+		}
+	}
+	if len(info.Columns) == 0 {
+		return nil, fmt.Errorf("backend: sqlite: %s: %w", name, ErrNoSuchTable)
+	}
+	for i := 1; i <= len(keys); i++ {
+		info.PrimaryKey = append(info.PrimaryKey, keys[i])
+	}
+	return info, nil
+}
+
+// sqliteDeclaredType reads a declared SQLite type ("VARCHAR(40)",
+// "NUMERIC(10,2)", "INTEGER") as the type clients see.
+func sqliteDeclaredType(decl string) (t sqltypes.Type, length, precision, scale int) {
+	d := strings.ToUpper(strings.TrimSpace(decl))
+	base, args, _ := strings.Cut(d, "(")
+	args = strings.TrimSuffix(args, ")")
+	base = strings.TrimSpace(base)
+	nums := strings.Split(args, ",")
+	first := 0
+	if len(nums) > 0 {
+		fmt.Sscan(strings.TrimSpace(nums[0]), &first)
+	}
+	switch {
+	case base == "BOOLEAN" || base == "BOOL":
+		return sqltypes.Bool, 0, 0, 0
+	case base == "BIGINT" || base == "INT8":
+		return sqltypes.Int8, 0, 0, 0
+	case base == "SMALLINT" || base == "INT2":
+		return sqltypes.Int2, 0, 0, 0
+	case strings.Contains(base, "INT"):
+		if base == "INTEGER" {
+			return sqltypes.Int8, 0, 0, 0 // SQLite integers are 64-bit
+		}
+		return sqltypes.Int4, 0, 0, 0
+	case base == "VARCHAR" || strings.Contains(base, "VARYING"):
+		return sqltypes.Varchar, first, 0, 0
+	case base == "CHAR" || base == "CHARACTER":
+		return sqltypes.Bpchar, first, 0, 0
+	case strings.Contains(base, "CHAR") || strings.Contains(base, "CLOB") || strings.Contains(base, "TEXT"):
+		return sqltypes.Text, 0, 0, 0
+	case base == "REAL" || strings.Contains(base, "FLOA") || strings.Contains(base, "DOUB"):
+		return sqltypes.Float8, 0, 0, 0
+	case base == "NUMERIC" || base == "DECIMAL":
+		if len(nums) == 2 {
+			var s int
+			fmt.Sscan(strings.TrimSpace(nums[1]), &s)
+			return sqltypes.Numeric, 0, first, s
+		}
+		return sqltypes.Numeric, 0, first, 0
+	case base == "DATE":
+		return sqltypes.Date, 0, 0, 0
+	case strings.HasPrefix(base, "TIMESTAMP") || base == "DATETIME":
+		return sqltypes.Timestamp, 0, 0, 0
+	case strings.Contains(base, "BLOB"):
+		return sqltypes.Bytea, 0, 0, 0
+	}
+	return sqltypes.Text, 0, 0, 0
+}
