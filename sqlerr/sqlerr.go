@@ -48,6 +48,8 @@ const (
 	InvalidSQLStatement    Code = "26000"
 	DuplicatePreparedStmt  Code = "42P05"
 	InvalidCursorName      Code = "34000"
+	DuplicateCursor        Code = "42P03"
+	NoActiveSQLTransaction Code = "25P01"
 	ActiveSQLTransaction   Code = "25001"
 	InFailedSQLTransaction Code = "25P02"
 )
