@@ -410,7 +410,7 @@ trap 'rm -rf "$BIN"' EXIT
 log "Go micro-benchmarks (-count $RUNS, -benchtime $BENCHTIME)"
 go test -run '^$' -benchmem -count "$RUNS" -benchtime "$BENCHTIME" \
   -bench 'ParseAnalyzeRewrite|Laplace|Gaussian|Exponential10|PartitionSelection|CommitParallel|CommitSerial|CacheHit|DPQueryNoCache|Passthrough|DataRow' \
-  ./rewrite/ ./mechanisms/ ./budget/ ./engine/ ./proxy/pgwire/ >"$OUT/gobench.txt" 2>&1 ||
+  ./rewrite/ ./mechanisms/ ./budget/ ./engine/ ./session/ ./proxy/pgwire/ >"$OUT/gobench.txt" 2>&1 ||
   { log "go test -bench failed"; tail -20 "$OUT/gobench.txt" >&2; exit 1; }
 
 log "accuracy report ($ACC_RUNS fresh runs per query and ε)"

@@ -163,18 +163,23 @@ func cloneResult(r *sqltypes.Result) *sqltypes.Result {
 	return &sqltypes.Result{Columns: slices.Clone(r.Columns), Rows: rows, Tag: r.Tag}
 }
 
-// cachedAnswer answers a DP plan from the cache when the analyst has had
-// the same release (same canonical statement, ε and δ) within the cache's
-// TTL, at no cost; otherwise through answer, which charges. An empty
-// canonical text (the statement could not be re-emitted) bypasses the
-// cache. The cache is consulted before anything is reserved.
-func (e *Engine) cachedAnswer(ctx context.Context, analyst string, plan *rewrite.Plan, canonical, queryText string) (*sqltypes.Result, error) {
+// Answer releases a DP plan for the analyst: the budgeted release. It
+// answers from the cache when the analyst has had the same release (same
+// canonical statement, ε and δ) within the cache's TTL, at no cost;
+// otherwise it reserves the plan's ε and δ, runs the bounded query on the
+// backend, adds the noise, commits the charge durably and only then
+// returns the rows (and caches them). canonical is the statement's
+// canonical text (rewrite.Canonical), the cache's key; an empty one (the
+// statement could not be re-emitted) bypasses the cache. queryText is what
+// the analyst's query log records with the charge. The cache is consulted
+// before anything is reserved; the returned Result is the caller's own.
+func (e *Engine) Answer(ctx context.Context, analyst string, plan *rewrite.Plan, canonical, queryText string) (*sqltypes.Result, error) {
 	if canonical == "" {
-		return e.answer(ctx, analyst, plan, queryText)
+		return e.chargedAnswer(ctx, analyst, plan, queryText)
 	}
 	key := cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical}
 	res, hit, err := e.cache.do(ctx, key, func() (*sqltypes.Result, error) {
-		return e.answer(ctx, analyst, plan, queryText)
+		return e.chargedAnswer(ctx, analyst, plan, queryText)
 	})
 	if hit {
 		e.log.Debug("answered from the cache at no cost", "analyst", analyst, "epsilon", plan.Epsilon)
@@ -182,8 +187,9 @@ func (e *Engine) cachedAnswer(ctx context.Context, analyst string, plan *rewrite
 	return res, err
 }
 
-// isCached reports whether a release for the plan is in the cache now.
-func (e *Engine) isCached(analyst string, plan *rewrite.Plan, canonical string) bool {
+// Cached reports whether Answer would answer the plan from the cache now,
+// at no cost (EXPLAIN DP says so).
+func (e *Engine) Cached(analyst string, plan *rewrite.Plan, canonical string) bool {
 	if e.cache == nil || canonical == "" {
 		return false
 	}

@@ -16,11 +16,11 @@ import (
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
-// sessionFixture is engineFixture's engine, rebuilt over the same backend
+// cacheFixture is engineFixture's engine, rebuilt over the same backend
 // and ledger with the policy changed by mutate (nil: unchanged), a second
 // analyst "bob", and a budget of ε = 100 for both analysts so that tests
-// can run many queries. It returns a session of ana.
-func sessionFixture(t *testing.T, mutate func(*config.Policy)) (*Engine, *Session, *budget.Accountant, backend.Backend) {
+// can run many queries. It returns an asker for ana.
+func cacheFixture(t *testing.T, mutate func(*config.Policy)) (*Engine, *asker, *budget.Accountant, backend.Backend) {
 	t.Helper()
 	_, acct, be := engineFixture(t)
 	pol := loadPolicy(t)
@@ -36,36 +36,24 @@ func sessionFixture(t *testing.T, mutate func(*config.Policy)) (*Engine, *Sessio
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e, newSession(t, e, "ana"), acct, be
+	return e, newAsker(e, "ana"), acct, be
 }
 
-func newSession(t *testing.T, e *Engine, analyst string) *Session {
-	t.Helper()
-	s, err := e.NewSession(analyst, rewrite.PostgresFrontEnd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// exec runs one statement and returns its result, failing the test on an
+// exec asks one statement and returns its result, failing the test on an
 // error.
-func exec(t *testing.T, s *Session, sql string) *sqltypes.Result {
+func exec(t *testing.T, a *asker, sql string) *sqltypes.Result {
 	t.Helper()
-	res, err := s.Execute(context.Background(), sql)
+	res, err := a.ask(context.Background(), sql)
 	if err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
-	if len(res) != 1 {
-		t.Fatalf("%s: %d results, want 1", sql, len(res))
-	}
-	return res[0]
+	return res
 }
 
-// execErr runs one statement that must fail and returns its error.
-func execErr(t *testing.T, s *Session, sql string) *sqlerr.Error {
+// execErr asks one statement that must fail and returns its error.
+func execErr(t *testing.T, a *asker, sql string) *sqlerr.Error {
 	t.Helper()
-	res, err := s.Execute(context.Background(), sql)
+	res, err := a.ask(context.Background(), sql)
 	if err == nil {
 		t.Fatalf("%s: got %v, want an error", sql, res)
 	}
@@ -118,7 +106,7 @@ func TestCacheRepeatedQueries(t *testing.T) {
 		{"identifier case", "SELECT KIND, COUNT(*), SUM(COST) FROM VISITS GROUP BY KIND", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, s, acct, _ := sessionFixture(t, nil)
+			_, s, acct, _ := cacheFixture(t, nil)
 			a := exec(t, s, first)
 			if got := spent(t, acct, "ana"); got != 0.5 {
 				t.Fatalf("first query spent ε=%v, want 0.5", got)
@@ -143,15 +131,15 @@ func TestCacheRepeatedQueries(t *testing.T) {
 
 // Changing ε misses the cache; going back to the first ε hits it again.
 func TestCacheKeyedByEpsilon(t *testing.T) {
-	_, s, acct, _ := sessionFixture(t, nil)
+	_, s, acct, _ := cacheFixture(t, nil)
 	const q = "SELECT COUNT(*) FROM visits"
 	a := exec(t, s, q)
-	exec(t, s, "SET dpproxy.epsilon = 0.25")
+	s.epsilon = 0.25
 	exec(t, s, q)
 	if got := spent(t, acct, "ana"); got != 0.75 {
 		t.Fatalf("spent ε=%v, want 0.5 + 0.25", got)
 	}
-	exec(t, s, "RESET dpproxy.epsilon")
+	s.epsilon = 0.5 // the policy's default
 	if b := exec(t, s, q); !reflect.DeepEqual(a, b) {
 		t.Errorf("back at ε=0.5: %v, want the cached %v", b, a)
 	}
@@ -162,8 +150,8 @@ func TestCacheKeyedByEpsilon(t *testing.T) {
 
 // Analysts never share entries, and each pays for their own answer.
 func TestCacheSeparatesAnalysts(t *testing.T) {
-	e, ana, acct, _ := sessionFixture(t, nil)
-	bob := newSession(t, e, "bob")
+	e, ana, acct, _ := cacheFixture(t, nil)
+	bob := newAsker(e, "bob")
 	const q = "SELECT COUNT(*), SUM(cost) FROM visits"
 	exec(t, ana, q)
 	exec(t, bob, q)
@@ -171,8 +159,8 @@ func TestCacheSeparatesAnalysts(t *testing.T) {
 	if a, b := spent(t, acct, "ana"), spent(t, acct, "bob"); a != 0.5 || b != 0.5 {
 		t.Errorf("spent ana ε=%v bob ε=%v, want 0.5 each", a, b)
 	}
-	// A second session of the same analyst shares the analyst's entries.
-	exec(t, newSession(t, e, "ana"), q)
+	// Another connection of the same analyst shares the analyst's entries.
+	exec(t, newAsker(e, "ana"), q)
 	if a := spent(t, acct, "ana"); a != 0.5 {
 		t.Errorf("ana's second connection was charged: spent ε=%v", a)
 	}
@@ -193,7 +181,7 @@ func TestCacheTTLAndSize(t *testing.T) {
 		{"size 2 keeps both", config.Cache{Size: 2, TTL: time.Hour}, []string{"A", "B", "A", "B"}, 0, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, s, acct, _ := sessionFixture(t, func(p *config.Policy) { p.Cache = tc.cache })
+			_, s, acct, _ := cacheFixture(t, func(p *config.Policy) { p.Cache = tc.cache })
 			sql := map[string]string{"A": "SELECT COUNT(*) FROM visits", "B": "SELECT SUM(n) FROM visits"}
 			for i, q := range tc.queries {
 				if i == len(tc.queries)-1 {
@@ -211,7 +199,7 @@ func TestCacheTTLAndSize(t *testing.T) {
 // Only successful DP releases are cached: not refusals, not public
 // passthrough results.
 func TestCacheStoresOnlyReleases(t *testing.T) {
-	e, s, acct, _ := sessionFixture(t, nil)
+	e, s, acct, _ := cacheFixture(t, nil)
 	exec(t, s, "SELECT body FROM notes")
 	if n := e.cache.lru.Len(); n != 0 {
 		t.Errorf("a passthrough result was cached (%d entries)", n)
@@ -242,7 +230,7 @@ func TestCacheStoresOnlyReleases(t *testing.T) {
 
 // Callers cannot change each other's (or the cache's) rows.
 func TestCacheReturnsCopies(t *testing.T) {
-	_, s, _, _ := sessionFixture(t, nil)
+	_, s, _, _ := cacheFixture(t, nil)
 	const q = "SELECT COUNT(*) FROM visits"
 	a := exec(t, s, q)
 	want := a.Rows[0][0]
@@ -256,7 +244,7 @@ func TestCacheReturnsCopies(t *testing.T) {
 
 // N identical new queries at once: exactly one charge, one answer.
 func TestCacheConcurrentIdenticalQueries(t *testing.T) {
-	e, _, acct, _ := sessionFixture(t, nil)
+	e, _, acct, _ := cacheFixture(t, nil)
 	const n = 16
 	const q = "SELECT kind, AVG(cost) FROM visits GROUP BY kind"
 	results := make([]*sqltypes.Result, n)
@@ -264,16 +252,12 @@ func TestCacheConcurrentIdenticalQueries(t *testing.T) {
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
-		s := newSession(t, e, "ana")
+		s := newAsker(e, "ana")
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
-			res, err := s.Execute(context.Background(), q)
-			if err == nil {
-				results[i] = res[0]
-			}
-			errs[i] = err
+			results[i], errs[i] = s.ask(context.Background(), q)
 		}()
 	}
 	close(start)

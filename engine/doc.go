@@ -1,30 +1,29 @@
-// Package engine answers an analyst's SQL: it is the one place where the
-// policy, the rewrite, the backend, the noise mechanisms and the budget meet.
-// Every front end (PostgreSQL and MySQL wire protocols) drives the same
-// engine through a Session, so an analyst has one budget whatever the
-// protocol.
+// Package engine is the budgeted release: the one place where the policy,
+// the backend, the noise mechanisms and the budget meet. Every session
+// (package session), whatever its protocol, answers through the same
+// Engine, so an analyst has one budget whatever the protocol.
 //
-// For a query on protected data the order of steps is fixed:
+// For a query on protected data, once a session has analyzed it into a
+// plan (package rewrite), Answer runs the fixed order of steps:
 //
-//  1. parse and analyze (package rewrite); reject before anything runs;
-//  2. look the release up in the result cache: the same analyst asking the
+//  1. look the release up in the result cache: the same analyst asking the
 //     same parsed statement at the same ε and δ within the cache's TTL gets
 //     the identical answer again, at no cost (cache.go);
-//  3. reserve the query's ε with the accountant (refuse if it would overspend);
-//  4. run the bounded backend SQL;
-//  5. add calibrated noise per measurement and post-process;
-//  6. commit the charge durably to the ledger;
-//  7. only then return the rows (and cache them).
+//  2. reserve the query's ε with the accountant (refuse if it would overspend);
+//  3. run the bounded backend SQL;
+//  4. add calibrated noise per measurement and post-process (release.go);
+//  5. commit the charge durably to the ledger;
+//  6. only then return the rows (and cache them).
 //
 // A reservation is released only when nothing derived from the data left
 // the proxy (the backend was unreachable, or noise generation failed).
 // Identical queries racing each other are charged once: the second waits
 // for the first's answer.
 //
-// A Session also answers, without the backend and at no cost, the
-// statements SET/RESET/SHOW dpproxy.epsilon (the ε of the session's next
-// queries), EXPLAIN DP <query> (how the query would be answered) and
-// SELECTs on the read-only views dpproxy.budget and dpproxy.queries (the
-// analyst's own budget and charges); see session.go, settings.go and
-// virtual.go.
+// The engine also runs what costs nothing: public-table queries
+// (Passthrough, DescribePassthrough) and, under the catalog role, catalog
+// queries (CatalogQuery, DescribeCatalog), each held to the policy's result
+// limits; it counts each analyst's open sessions (OpenSession) and keeps
+// the sessions' shared memos of analyzed public-table queries. Explain and
+// ExplainSummary describe a plan without running it.
 package engine

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/dpproxy/dpproxy/auth"
@@ -19,8 +18,10 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// Engine answers SQL for analysts: it is shared by every front end and
-// every connection. It is safe for concurrent use.
+// Engine is the budgeted release of DP answers, and what it shares with
+// every session: the policy, the backend, the accountant, the result cache
+// and the sessions' memos. One Engine serves every front end and every
+// connection; it is safe for concurrent use.
 type Engine struct {
 	policy     *config.Policy
 	backend    backend.Backend
@@ -29,14 +30,12 @@ type Engine struct {
 	rand       *mechanisms.Rand
 	log        *slog.Logger
 	// cache holds released answers for repetition at no cost (see
-	// cachedAnswer).
+	// Answer).
 	cache *resultCache
-	// passthroughs memoizes the analysis of public-table queries by text,
-	// so a repeated one skips parsing (BI dashboards repeat them).
+	// passthroughs and prepared are the sessions' memos (see Passthroughs
+	// and PreparedStatements).
 	passthroughs *lru.Cache[string, *rewrite.Passthrough]
-	// prepared memoizes prepared public-table queries with parameters
-	// (see Session.Prepare); their Prepared values are read-only.
-	prepared *lru.Cache[string, *sqltypes.Prepared]
+	prepared     *lru.Cache[string, *sqltypes.Prepared]
 	// catalog runs catalog queries and statements dpproxy cannot parse
 	// under a role that cannot read protected tables; nil when the policy
 	// configures none.
@@ -48,7 +47,7 @@ type Engine struct {
 	sessions   map[string]int
 }
 
-// passthroughMemoSize bounds the memo of analyzed public-table queries.
+// passthroughMemoSize bounds each of the sessions' memos.
 const passthroughMemoSize = 4096
 
 // Options configure an Engine.
@@ -102,6 +101,17 @@ func New(opts Options) (*Engine, error) {
 // Policy returns the policy the engine enforces.
 func (e *Engine) Policy() *config.Policy { return e.policy }
 
+// Dialect returns the SQL dialect of the backend: the analysis of a
+// statement and the backend SQL it emits are for this dialect.
+func (e *Engine) Dialect() rewrite.Dialect { return e.dialect }
+
+// Accountant returns the privacy accountant the engine charges; sessions
+// read an analyst's budget and charges from it (the dpproxy.* views).
+func (e *Engine) Accountant() *budget.Accountant { return e.accountant }
+
+// Logger returns the engine's logger.
+func (e *Engine) Logger() *slog.Logger { return e.log }
+
 // SCRAMVerifier returns an analyst's SCRAM-SHA-256 verifier.
 func (e *Engine) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
 	a, ok := e.policy.Analyst(user)
@@ -111,8 +121,47 @@ func (e *Engine) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
 	return a.Password.SCRAM()
 }
 
-// passthrough runs a public-table query unchanged in meaning.
-func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, args ...any) (*sqltypes.Result, error) {
+// OpenSession counts a new session of the analyst, refusing it beyond
+// listen.max_connections_per_analyst (0: no limit). Sessions of both
+// front ends count; each one opened is given back with CloseSession.
+func (e *Engine) OpenSession(analyst string) error {
+	limit := e.policy.Listen.MaxConnectionsPerAnalyst
+	e.sessionsMu.Lock()
+	defer e.sessionsMu.Unlock()
+	if limit > 0 && e.sessions[analyst] >= limit {
+		return sqlerr.New(sqlerr.TooManyConnections, "too many connections for analyst %q: %d are open, the limit is %d", analyst, e.sessions[analyst], limit).
+			WithHint("close idle connections, or ask the policy author to raise listen.max_connections_per_analyst")
+	}
+	e.sessions[analyst]++
+	return nil
+}
+
+// CloseSession gives back a session counted by OpenSession.
+func (e *Engine) CloseSession(analyst string) {
+	e.sessionsMu.Lock()
+	defer e.sessionsMu.Unlock()
+	if e.sessions[analyst]--; e.sessions[analyst] <= 0 {
+		delete(e.sessions, analyst)
+	}
+}
+
+// Passthroughs is the sessions' shared memo of analyzed public-table
+// queries, keyed by what the analysis depends on besides the engine's
+// policy and dialect (the text, the front end, the database): a repeated
+// query skips parsing (BI dashboards repeat them). Safe for concurrent
+// use.
+func (e *Engine) Passthroughs() *lru.Cache[string, *rewrite.Passthrough] { return e.passthroughs }
+
+// PreparedStatements is the sessions' shared memo of prepared public-table
+// queries with parameters, keyed like Passthroughs and by the declared
+// parameter types; its Prepared values are read-only. Safe for concurrent
+// use.
+func (e *Engine) PreparedStatements() *lru.Cache[string, *sqltypes.Prepared] { return e.prepared }
+
+// Passthrough runs a public-table query unchanged in meaning, binding
+// args to its parameter markers in the database. It costs no budget; the
+// database's own error is passed on, since only public tables are read.
+func (e *Engine) Passthrough(ctx context.Context, p *rewrite.Passthrough, args ...any) (*sqltypes.Result, error) {
 	rows, err := e.query(ctx, e.backend, p.SQL, args...)
 	if err != nil {
 		// Only public tables are read: the database's error reveals no
@@ -126,9 +175,68 @@ func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, args .
 	return res, nil
 }
 
-// answer runs a DP plan: reserve budget, run the bounded query, add noise,
-// charge durably, and only then return the release.
-func (e *Engine) answer(ctx context.Context, analyst string, plan *rewrite.Plan, queryText string) (*sqltypes.Result, error) {
+// DescribePassthrough learns a public query's result columns by running
+// it with no rows (LIMIT 0) on the backend.
+func (e *Engine) DescribePassthrough(ctx context.Context, q *rewrite.Passthrough) ([]sqltypes.Column, error) {
+	sql := "SELECT * FROM (" + q.SQL + ") AS " + e.dialect.QuoteIdent("dp_describe") + " LIMIT 0"
+	rows, err := e.query(ctx, e.backend, sql)
+	if err != nil {
+		return nil, databaseError(err) // public tables only, as in Passthrough
+	}
+	cols := make([]sqltypes.Column, len(rows.Columns))
+	for i, c := range rows.Columns {
+		cols[i] = sqltypes.Column{Name: c.Name, Type: c.Type}
+	}
+	return cols, nil
+}
+
+// Catalog queries and statements dpproxy cannot parse run, as the client
+// wrote them, on the backend under the catalog role (policy
+// backend.catalog_dsn): a role that dpproxy verified at start cannot read
+// any protected table (the sessions decide which statements go there). Such
+// statements run in a read-only transaction and cost no budget; since they
+// cannot depend on protected data, the database's errors are passed on as
+// they are.
+
+// CatalogBackend is the backend connected as the catalog role.
+type CatalogBackend interface {
+	backend.Backend
+	// Describe reports a statement's parameter and result types without
+	// running it.
+	Describe(ctx context.Context, sql string) (*backend.Description, error)
+}
+
+// HasCatalog reports whether the engine has a catalog role.
+func (e *Engine) HasCatalog() bool { return e.catalog != nil }
+
+// CatalogQuery runs sql as written under the catalog role, binding args to
+// its parameters in the database. Only when HasCatalog.
+func (e *Engine) CatalogQuery(ctx context.Context, sql string, args []any) (*sqltypes.Result, error) {
+	rows, err := e.query(ctx, e.catalog, sql, args...)
+	if err != nil {
+		return nil, catalogError(err)
+	}
+	res := &sqltypes.Result{Rows: rows.Values, Tag: fmt.Sprintf("SELECT %d", len(rows.Values))}
+	for _, c := range rows.Columns {
+		res.Columns = append(res.Columns, sqltypes.Column{Name: c.Name, Type: c.Type})
+	}
+	return res, nil
+}
+
+// DescribeCatalog reports the parameter and result types of a statement
+// that runs under the catalog role, without running it. Only when
+// HasCatalog.
+func (e *Engine) DescribeCatalog(ctx context.Context, sql string) (*backend.Description, error) {
+	d, err := e.catalog.Describe(ctx, sql)
+	if err != nil {
+		return nil, catalogError(err)
+	}
+	return d, nil
+}
+
+// chargedAnswer runs a DP plan: reserve budget, run the bounded query, add
+// noise, charge durably, and only then return the release.
+func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrite.Plan, queryText string) (*sqltypes.Result, error) {
 	cost := budget.Cost{Epsilon: plan.Epsilon, Delta: plan.Delta}
 	reservation, err := e.accountant.Reserve(analyst, cost)
 	if err != nil {
@@ -205,7 +313,22 @@ func backendError(err error) error {
 	return &sqlerr.Error{Code: sqlerr.InternalError, Message: "the query failed on the database", Err: err}
 }
 
-// normalizeQueryText is the text recorded in the analyst's query log.
-func normalizeQueryText(sql string) string {
-	return strings.Join(strings.Fields(sql), " ")
+// catalogError passes on the database's error for a statement run under
+// the catalog role, explaining a refused protected read.
+func catalogError(err error) error {
+	e := databaseError(err)
+	if se, ok := e.(*sqlerr.Error); ok && se.Code == sqlerr.InsufficientPrivilege && se.Hint == "" {
+		se.Hint = "this statement ran under dpproxy's catalog role, which cannot read protected tables; protected tables answer aggregate queries in the SQL dpproxy supports"
+	}
+	return e
+}
+
+// databaseError passes on the database's own error for a statement that
+// cannot have read protected data (catalog role, public tables only), so
+// its failure reveals none. Other failures are mapped by backendError.
+func databaseError(err error) error {
+	if dbErr, ok := backend.AsDatabaseError(err); ok {
+		return &sqlerr.Error{Code: sqlerr.Code(dbErr.Code), Message: dbErr.Message, Detail: dbErr.Detail, Hint: dbErr.Hint, Position: dbErr.Position, Err: err}
+	}
+	return backendError(err)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,50 +192,49 @@ func engineFixture(t testing.TB) (*Engine, *budget.Accountant, backend.Backend) 
 	return e, acct, be
 }
 
-func TestSessionChargesAndRefusesWhenExhausted(t *testing.T) {
-	e, acct, _ := engineFixture(t)
-	ctx := context.Background()
-	s, err := e.NewSession("ana", rewrite.PostgresFrontEnd)
+// asker asks the engine for answers as a session does for a PostgreSQL
+// client: the statement parsed, analyzed at the asker's ε, a public-table
+// query passed through, a DP plan keyed by its canonical text and released
+// by Answer with the text recorded in the query log.
+type asker struct {
+	e       *Engine
+	analyst string
+	epsilon float64
+}
+
+// newAsker is an asker at the policy's default ε.
+func newAsker(e *Engine, analyst string) *asker {
+	return &asker{e: e, analyst: analyst, epsilon: e.Policy().Defaults.Epsilon}
+}
+
+func (a *asker) ask(ctx context.Context, sql string) (*sqltypes.Result, error) {
+	parsed, err := rewrite.ParseStatement(sql, rewrite.PostgresFrontEnd)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	// Public tables and session statements cost nothing.
-	for _, q := range []string{"SELECT body FROM notes", "SET application_name = 'x'", "BEGIN", "-- nothing"} {
-		if _, err := s.Execute(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+	if len(parsed.Stmts) != 1 {
+		return nil, fmt.Errorf("%q: %d statements, want 1", sql, len(parsed.Stmts))
 	}
-	if st, _ := acct.Status("ana"); st.Spent.Epsilon != 0 {
-		t.Fatalf("free statements spent ε=%v", st.Spent.Epsilon)
+	var casts rewrite.CastLookup
+	if parsed.Casts != nil {
+		casts = parsed.CastOf
 	}
-	// Two answers at ε = 0.5 fit in 1.2; the third does not. (The queries
-	// differ: a repeated query is answered from the cache, at no cost.)
-	for _, q := range []string{"SELECT COUNT(n) FROM visits", "SELECT COUNT(*) FROM visits"} {
-		res, err := s.Execute(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res) != 1 || len(res[0].Rows) != 1 {
-			t.Fatalf("result %v", res)
-		}
+	stmt := parsed.Stmts[0]
+	q, err := rewrite.Analyze(stmt, a.e.Policy(), rewrite.Options{Dialect: a.e.Dialect(), Epsilon: a.epsilon, FrontEnd: rewrite.PostgresFrontEnd, Casts: casts})
+	if err != nil {
+		return nil, err
 	}
-	st, _ := acct.Status("ana")
-	if st.Spent.Epsilon != 1.0 {
-		t.Fatalf("spent ε=%v after two queries, want 1.0", st.Spent.Epsilon)
+	if q.Passthrough != nil {
+		return a.e.Passthrough(ctx, q.Passthrough)
 	}
-	charges, err := acct.Charges(ctx, "ana", 10)
-	if err != nil || len(charges) != 2 || charges[0].Query != "SELECT COUNT(*) FROM visits" {
-		t.Fatalf("ledger: %v %v", charges, err)
+	if q.Plan == nil {
+		return nil, fmt.Errorf("%q is neither a DP query nor a public one", sql)
 	}
-	_, err = s.Execute(ctx, "SELECT SUM(n) FROM visits")
-	e2 := sqlerr.As(err)
-	if e2.Code != sqlerr.BudgetExhausted {
-		t.Fatalf("third query: %v, want %s", err, sqlerr.BudgetExhausted)
+	canonical, err := rewrite.Canonical(stmt)
+	if err != nil {
+		return nil, err
 	}
-	// Still usable for public data.
-	if _, err := s.Execute(ctx, "SELECT body FROM notes"); err != nil {
-		t.Fatal(err)
-	}
+	return a.e.Answer(ctx, a.analyst, q.Plan, canonical, strings.Join(strings.Fields(sql), " "))
 }
 
 // A backend that cannot be reached gives the reservation back; nothing
@@ -241,27 +242,15 @@ func TestSessionChargesAndRefusesWhenExhausted(t *testing.T) {
 func TestUnavailableBackendRefundsReservation(t *testing.T) {
 	e, acct, be := engineFixture(t)
 	be.Close()
-	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	ana := newAsker(e, "ana")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := s.Execute(ctx, "SELECT COUNT(*) FROM visits")
+	_, err := ana.ask(ctx, "SELECT COUNT(*) FROM visits")
 	if sqlerr.As(err).Code != sqlerr.BackendUnavailable {
 		t.Fatalf("got %v, want %s", err, sqlerr.BackendUnavailable)
 	}
 	st, _ := acct.Status("ana")
 	if st.Spent.Epsilon != 0 || st.Reserved.Epsilon != 0 {
 		t.Fatalf("budget after an unreachable backend: %+v", st)
-	}
-}
-
-func TestMultipleStatementsRejected(t *testing.T) {
-	e, acct, _ := engineFixture(t)
-	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
-	_, err := s.Execute(context.Background(), "SELECT COUNT(*) FROM visits; SELECT COUNT(*) FROM visits")
-	if sqlerr.As(err).Code != sqlerr.FeatureNotSupported {
-		t.Fatalf("got %v", err)
-	}
-	if st, _ := acct.Status("ana"); st.Spent.Epsilon != 0 {
-		t.Fatal("a rejected query was charged")
 	}
 }

@@ -205,7 +205,7 @@ func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) ([
 		}
 		keys := make([]any, len(plan.Groups))
 		for i, g := range plan.Groups {
-			keys[i] = convertValue(row[g.BackendColumn], g.Type)
+			keys[i] = sqltypes.Convert(row[g.BackendColumn], g.Type)
 			if allowed[i] != nil && !allowed[i][canonicalKey(keys[i], g.Column.Type)] {
 				keep = false
 			}

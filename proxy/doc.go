@@ -1,4 +1,5 @@
-// Package proxy wires the engine to the wire-protocol front ends
-// (subpackages pgwire and mysqlwire). Its adapters are the only code that
-// knows both an engine Session and a wire protocol's session interface.
+// Package proxy wires sessions (package session) to the wire-protocol
+// front ends (subpackages pgwire and mysqlwire). Its adapters are the only
+// code that knows both a session and a wire protocol's session interface;
+// the front ends themselves know only the leaf types of package sqltypes.
 package proxy

@@ -6,15 +6,16 @@ import (
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/proxy/mysqlwire"
 	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/session"
 )
 
-// MySQLSessions adapts an Engine to the MySQL front end.
+// MySQLSessions opens sessions of an Engine for the MySQL front end.
 type MySQLSessions struct{ Engine *engine.Engine }
 
 var _ mysqlwire.Sessions = MySQLSessions{}
 
-// The engine's sessions serve the MySQL text and binary protocols.
-var _ mysqlwire.Session = (*engine.Session)(nil)
+// Sessions serve the MySQL text and binary protocols.
+var _ mysqlwire.Session = (*session.Session)(nil)
 
 // MySQLVerifiers implements mysqlwire.Sessions.
 func (m MySQLSessions) MySQLVerifiers(user string) (native, sha2 []byte, ok bool) {
@@ -30,7 +31,7 @@ func (m MySQLSessions) MySQLVerifiers(user string) (native, sha2 []byte, ok bool
 // Open implements mysqlwire.Sessions. A database the engine does not serve
 // is refused (1049 Unknown database).
 func (m MySQLSessions) Open(_ context.Context, user, database string) (mysqlwire.Session, error) {
-	s, err := m.Engine.NewSession(user, rewrite.MySQLFrontEnd)
+	s, err := session.New(m.Engine, user, rewrite.MySQLFrontEnd)
 	if err != nil {
 		return nil, err
 	}

@@ -7,15 +7,16 @@ import (
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/proxy/pgwire"
 	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/session"
 )
 
-// PostgresSessions adapts an Engine to the PostgreSQL front end.
+// PostgresSessions opens sessions of an Engine for the PostgreSQL front end.
 type PostgresSessions struct{ Engine *engine.Engine }
 
 var _ pgwire.Sessions = PostgresSessions{}
 
-// The engine's sessions serve the simple and the extended query protocol.
-var _ pgwire.Session = (*engine.Session)(nil)
+// Sessions serve the simple and the extended query protocol.
+var _ pgwire.Session = (*session.Session)(nil)
 
 // SCRAMVerifier implements pgwire.Sessions.
 func (p PostgresSessions) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
@@ -24,7 +25,7 @@ func (p PostgresSessions) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) 
 
 // Open implements pgwire.Sessions.
 func (p PostgresSessions) Open(_ context.Context, user, database string, params map[string]string) (pgwire.Session, error) {
-	s, err := p.Engine.NewSession(user, rewrite.PostgresFrontEnd)
+	s, err := session.New(p.Engine, user, rewrite.PostgresFrontEnd)
 	if err != nil {
 		return nil, err
 	}

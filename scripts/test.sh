@@ -122,8 +122,8 @@ log "go vet"
 go vet ./...
 log "go test ./..."
 go test -count=1 -timeout 20m "$@" ./...
-log "go test -race (budget, engine, rewrite, pgwire, mysqlwire: the concurrent paths)"
-go test -race -count=1 -timeout 20m "$@" ./budget/ ./engine/ ./rewrite/ ./proxy/pgwire/ ./proxy/mysqlwire/
+log "go test -race (budget, engine, session, rewrite, pgwire, mysqlwire: the concurrent paths)"
+go test -race -count=1 -timeout 20m "$@" ./budget/ ./engine/ ./session/ ./rewrite/ ./proxy/pgwire/ ./proxy/mysqlwire/
 # A short run of every fuzz target (their seed corpora under testdata/fuzz
 # also run as ordinary tests above), unless flags chose tests.
 # The budget is a count of executions, not a duration: Go 1.26's fuzz
@@ -133,7 +133,7 @@ go test -race -count=1 -timeout 20m "$@" ./budget/ ./engine/ ./rewrite/ ./proxy/
 [ $# -eq 0 ] || exit 0
 log "fuzz targets, ${DPPROXY_FUZZTIME:-8000x} each"
 for target in rewrite:FuzzAnalyze rewrite:FuzzNormalizePostgres config:FuzzParse auth:FuzzSCRAMServer \
-  auth:FuzzParseSCRAMVerifier engine:FuzzSessionStatements engine:FuzzPreparedParams proxy/pgwire:FuzzStartup \
+  auth:FuzzParseSCRAMVerifier session:FuzzSessionStatements session:FuzzPreparedParams proxy/pgwire:FuzzStartup \
   proxy/pgwire:FuzzMessages proxy/mysqlwire:FuzzPacketParsing proxy/mysqlwire:FuzzCommands; do
   go test "./${target%%:*}" -run '^$' -fuzz "^${target##*:}\$" -fuzztime "${DPPROXY_FUZZTIME:-8000x}"
 done

@@ -8,7 +8,11 @@
 // bool, time.Time, or Decimal (an exact decimal kept as text).
 package sqltypes
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
 
 // Type is a result column type. Each front end maps it to its wire type
 // (PostgreSQL OID, MySQL column type).
@@ -102,4 +106,90 @@ func Float(v any) float64 {
 		return f
 	}
 	return 0
+}
+
+// Convert converts a value to the Go type of t where it can; values
+// that do not fit are rendered as text only when t is a text type, and
+// otherwise become NULL rather than a value the client would misread.
+func Convert(v any, t Type) any {
+	if v == nil {
+		return nil
+	}
+	switch t {
+	case Text, Varchar, Bpchar, Name, Unknown:
+		switch x := v.(type) {
+		case string:
+			return x
+		case time.Time:
+			return x.Format("2006-01-02 15:04:05.999999")
+		}
+		return fmt.Sprint(v)
+	case Int2, Int4, Int8:
+		switch x := v.(type) {
+		case int64:
+			return x
+		case float64:
+			if x == float64(int64(x)) {
+				return int64(x)
+			}
+		case string:
+			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
+				return n
+			}
+		}
+	case Float4, Float8:
+		if f, ok := numberOf(v); ok {
+			return f
+		}
+	case Numeric:
+		switch x := v.(type) {
+		case Decimal:
+			return x
+		case int64:
+			return Decimal(strconv.FormatInt(x, 10))
+		case float64:
+			return Decimal(strconv.FormatFloat(x, 'f', -1, 64))
+		case string:
+			if _, err := strconv.ParseFloat(x, 64); err == nil {
+				return Decimal(x)
+			}
+		}
+	case Bool:
+		switch x := v.(type) {
+		case bool:
+			return x
+		case int64:
+			return x != 0
+		}
+	case Date, Timestamp, Timestamptz:
+		switch x := v.(type) {
+		case time.Time:
+			return x
+		case string:
+			for _, layout := range []string{"2006-01-02", "2006-01-02 15:04:05.999999", time.RFC3339Nano} {
+				if tm, err := time.Parse(layout, x); err == nil {
+					return tm
+				}
+			}
+		}
+	default:
+		return v
+	}
+	return nil
+}
+
+func numberOf(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	case Decimal:
+		f, err := strconv.ParseFloat(string(x), 64)
+		return f, err == nil
+	case string:
+		f, err := strconv.ParseFloat(x, 64)
+		return f, err == nil
+	}
+	return 0, false
 }

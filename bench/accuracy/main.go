@@ -41,6 +41,7 @@ import (
 	"github.com/dpproxy/dpproxy/demo"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/session"
 	"github.com/dpproxy/dpproxy/sqltypes"
 	_ "modernc.org/sqlite"
 )
@@ -294,7 +295,7 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := e.eng.NewSession("analyst", rewrite.PostgresFrontEnd)
+			s, err := session.New(e.eng, "analyst", rewrite.PostgresFrontEnd)
 			if err == nil {
 				defer s.Close()
 				_, err = s.Execute(ctx, fmt.Sprintf("SET dpproxy.epsilon = %s", strconv.FormatFloat(eps, 'g', -1, 64)))

@@ -21,6 +21,7 @@ import (
 	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/proxy/pgwire"
 	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/session"
 )
 
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
@@ -192,7 +193,7 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 		}
 		srv := pgwire.NewServer(proxy.PostgresSessions{Engine: rt.engine}, pgwire.Options{
 			Logger:           slog.Default(),
-			ServerVersion:    engine.ServerVersion,
+			ServerVersion:    session.ServerVersion,
 			StatementTimeout: pol.Listen.StatementTimeout,
 			IdleTimeout:      pol.Listen.IdleTimeout,
 			WriteTimeout:     pol.Listen.WriteTimeout,
@@ -212,7 +213,7 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 		}
 		srv := mysqlwire.NewServer(proxy.MySQLSessions{Engine: rt.engine}, mysqlwire.Options{
 			Logger:           slog.Default(),
-			ServerVersion:    engine.MySQLServerVersion,
+			ServerVersion:    session.MySQLServerVersion,
 			StatementTimeout: pol.Listen.StatementTimeout,
 			IdleTimeout:      pol.Listen.IdleTimeout,
 			WriteTimeout:     pol.Listen.WriteTimeout,

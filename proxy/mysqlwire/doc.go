@@ -10,8 +10,8 @@
 // passes COM_QUERY strings to [Session.Execute], COM_STMT_PREPARE /
 // EXECUTE to [Session.Prepare] / [Session.ExecutePrepared], COM_INIT_DB to
 // [Session.UseDatabase] and COM_FIELD_LIST to [Session.FieldList]. The
-// engine answers MySQL's session and catalog statements (SET NAMES,
-// @@variables, SHOW ...) itself: see engine/mysql.go.
+// session answers MySQL's session and catalog statements (SET NAMES,
+// @@variables, SHOW ...) itself: see session/mysql.go.
 //
 // # Protocol coverage
 //
@@ -59,8 +59,8 @@
 //   - Status flags: SERVER_STATUS_AUTOCOMMIT from the session's autocommit
 //     variable; SERVER_STATUS_IN_TRANS between BEGIN / START TRANSACTION and
 //     COMMIT / ROLLBACK (the engine runs nothing in transactions).
-//   - COM_INIT_DB and the database in the handshake accept the database the
-//     engine serves (engine.Engine.MySQLDatabase: "demo" for the demo) and
+//   - COM_INIT_DB and the database in the handshake accept the database
+//     dpproxy serves (session.MySQLDatabase: "demo" for the demo) and
 //     information_schema; others get 1049 Unknown database.
 //
 // # Errors

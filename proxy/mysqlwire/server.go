@@ -88,8 +88,8 @@ type Sessions interface {
 	Open(ctx context.Context, user, database string) (Session, error)
 }
 
-// Session is one client connection's view of the engine. Its methods are
-// never called concurrently.
+// Session is one client connection's conversation with dpproxy. Its
+// methods are never called concurrently.
 type Session interface {
 	// Execute runs one COM_QUERY string. Errors that are *sqlerr.Error are
 	// sent mapped to MySQL error numbers (see doc.go); any other error as

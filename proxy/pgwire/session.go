@@ -21,9 +21,9 @@ type Sessions interface {
 	Open(ctx context.Context, user, database string, params map[string]string) (Session, error)
 }
 
-// Session is one client connection's view of the engine. A Session is used
-// by one goroutine at a time: its methods are never called concurrently
-// with each other or with Close.
+// Session is one client connection's conversation with dpproxy. A Session
+// is used by one goroutine at a time: its methods are never called
+// concurrently with each other or with Close.
 type Session interface {
 	// Execute runs one SQL string, which may contain zero statements (e.g.
 	// "-- ping" or ";"), and returns one Result per statement; an empty slice

@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"cmp"
@@ -137,7 +137,7 @@ func (s *Session) isInformationSchema(tn *ast.TableName) bool {
 	if tn.Schema.O != "" || !strings.EqualFold(s.database, "information_schema") {
 		return false
 	}
-	prot, pub := s.engine.policy.LookupTable("", tn.Name.O)
+	prot, pub := s.engine.Policy().LookupTable("", tn.Name.O)
 	return prot == nil && pub == nil
 }
 
@@ -367,7 +367,7 @@ func (q *infoQuery) resultColumns() []sqltypes.Column {
 // mysqlSchemaName is the name under which information_schema lists the
 // policy's tables: the served database, else the session's.
 func (s *Session) mysqlSchemaName() string {
-	if db := s.engine.MySQLDatabase(); db != "" {
+	if db := MySQLDatabase(s.engine.Policy()); db != "" {
 		return db
 	}
 	if s.database != "" && !strings.EqualFold(s.database, "information_schema") {
@@ -408,7 +408,7 @@ func (s *Session) answerInformationSchema(ctx context.Context, q *infoQuery) (*s
 	case infoTables:
 		for _, t := range s.tableNames() {
 			comment := ""
-			if prot, _ := s.engine.policy.LookupTable("", t); prot != nil {
+			if prot, _ := s.engine.Policy().LookupTable("", t); prot != nil {
 				comment = "dpproxy: protected, differentially private aggregates only"
 			}
 			row := []any{"def", db, t, "BASE TABLE", "InnoDB", int64(10), "Dynamic", nil, nil,

@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"cmp"
@@ -16,7 +16,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 )
 
-// The virtual schema dpproxy holds read-only views that the engine answers
+// The virtual schema dpproxy holds read-only views that the session answers
 // itself, from the accountant and the ledger: nothing is sent to the
 // backend and nothing is charged. Each view shows only the session's own
 // analyst.
@@ -31,7 +31,7 @@ import (
 // AS alias), ORDER BY columns or positions [ASC|DESC], LIMIT n. Anything
 // else is refused with SQLSTATE 0A000.
 
-// VirtualSchema is the schema of the engine's own views.
+// VirtualSchema is the schema of dpproxy's own views.
 const VirtualSchema = config.ReservedSchema
 
 // virtualView is one view of the virtual schema.
@@ -341,7 +341,7 @@ func (s *Session) answerVirtual(ctx context.Context, q *virtualQuery) (*sqltypes
 	case queriesView:
 		rows, err = s.queryRows(ctx, q)
 	default:
-		err = fmt.Errorf("engine: unknown view %s", q.view.qualified())
+		err = fmt.Errorf("session: unknown view %s", q.view.qualified())
 	}
 	if err != nil {
 		return nil, err
@@ -379,7 +379,7 @@ func (s *Session) answerVirtual(ctx context.Context, q *virtualQuery) (*sqltypes
 
 // budgetRows is dpproxy.budget: the analyst's one row.
 func (s *Session) budgetRows() ([][]any, error) {
-	st, ok := s.engine.accountant.Status(s.analyst)
+	st, ok := s.engine.Accountant().Status(s.analyst)
 	if !ok {
 		return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "analyst %q has no privacy budget", s.analyst).
 			WithHint("ask the policy author to give the analyst a budget")
@@ -404,9 +404,9 @@ func (s *Session) queryRows(ctx context.Context, q *virtualQuery) ([][]any, erro
 			fetch = int(q.limit)
 		}
 	}
-	charges, err := s.engine.accountant.Charges(ctx, s.analyst, fetch)
+	charges, err := s.engine.Accountant().Charges(ctx, s.analyst, fetch)
 	if err != nil {
-		return nil, fmt.Errorf("engine: reading the query log: %w", err)
+		return nil, fmt.Errorf("session: reading the query log: %w", err)
 	}
 	rows := make([][]any, len(charges))
 	for i, c := range charges {

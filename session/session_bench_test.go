@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/demo"
+	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
 )
 
 // benchEngine is an engine over a small demo dataset in SQLite (2,000
 // patients) with the demo policy, a durable ledger and a budget that never
 // runs out. cacheSize 0 turns the result cache off.
-func benchEngine(b *testing.B, cacheSize int) *Engine {
+func benchEngine(b *testing.B, cacheSize int) *engine.Engine {
 	b.Helper()
 	// Log lines would interleave with the benchmark output that
 	// bench/run.sh parses.
@@ -46,16 +47,16 @@ func benchEngine(b *testing.B, cacheSize int) *Engine {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := New(Options{Policy: pol, Backend: be, Dialect: rewrite.SQLite, Accountant: acct})
+	e, err := engine.New(engine.Options{Policy: pol, Backend: be, Dialect: rewrite.SQLite, Accountant: acct})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return e
 }
 
-func benchSession(b *testing.B, e *Engine) *Session {
+func benchSession(b *testing.B, e *engine.Engine) *Session {
 	b.Helper()
-	s, err := e.NewSession("analyst", rewrite.PostgresFrontEnd)
+	s, err := New(e, "analyst", rewrite.PostgresFrontEnd)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func BenchmarkDPQueryNoCache(b *testing.B) {
 	}
 }
 
-// BenchmarkPassthrough is a public-table query through the engine.
+// BenchmarkPassthrough is a public-table query through a session.
 func BenchmarkPassthrough(b *testing.B) {
 	e := benchEngine(b, 0)
 	s := benchSession(b, e)

@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"context"
@@ -16,7 +16,7 @@ func TestSessionAnswersServerQuestions(t *testing.T) {
 	e, acct, be := engineFixture(t)
 	be.Close() // none of this may need the backend
 	ctx := context.Background()
-	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	s, _ := New(e, "ana", rewrite.PostgresFrontEnd)
 	s.SetStartupParameters("clinic", map[string]string{"application_name": "psql", "DateStyle": "ISO, DMY", "client_encoding": "LATIN1"})
 
 	for _, c := range []struct {
@@ -115,7 +115,7 @@ func TestEmptyProbesOnProtectedTables(t *testing.T) {
 	e, acct, be := engineFixture(t)
 	be.Close()
 	ctx := context.Background()
-	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	s, _ := New(e, "ana", rewrite.PostgresFrontEnd)
 	for _, c := range []struct {
 		sql   string
 		names string
@@ -159,7 +159,7 @@ func TestEmptyProbesOnProtectedTables(t *testing.T) {
 // Without a catalog role, psql's \d queries get an error that says why.
 func TestCatalogQueriesWithoutCatalogRole(t *testing.T) {
 	e, _, _ := engineFixture(t)
-	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	s, _ := New(e, "ana", rewrite.PostgresFrontEnd)
 	_, err := s.Execute(context.Background(), `SELECT c.relname FROM pg_catalog.pg_class c WHERE c.relname OPERATOR(pg_catalog.~) '^(visits)$' COLLATE pg_catalog.default`)
 	if e := sqlerr.As(err); e.Code != sqlerr.FeatureNotSupported || !strings.Contains(e.Message, "no catalog role") || !strings.Contains(e.Hint, "catalog_dsn") {
 		t.Errorf("got %v (%s)", err, sqlerr.As(err).Hint)
@@ -170,7 +170,7 @@ func TestCatalogQueriesWithoutCatalogRole(t *testing.T) {
 func TestPassthroughMemo(t *testing.T) {
 	e, acct, _ := engineFixture(t)
 	ctx := context.Background()
-	s, _ := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	s, _ := New(e, "ana", rewrite.PostgresFrontEnd)
 	var first []*sqltypes.Result
 	for i := 0; i < 3; i++ {
 		res, err := s.Execute(ctx, "SELECT body FROM notes WHERE body = 'hello'")
@@ -183,14 +183,14 @@ func TestPassthroughMemo(t *testing.T) {
 			t.Fatalf("memoized answer %v differs from %v", res[0].Rows, first[0].Rows)
 		}
 	}
-	if e.passthroughs.Len() != 1 {
-		t.Errorf("memo holds %d entries, want 1", e.passthroughs.Len())
+	if e.Passthroughs().Len() != 1 {
+		t.Errorf("memo holds %d entries, want 1", e.Passthroughs().Len())
 	}
 	// DP queries are never memoized this way (they are charged or cached).
 	if _, err := s.Execute(ctx, "SELECT COUNT(*) FROM visits"); err != nil {
 		t.Fatal(err)
 	}
-	if e.passthroughs.Len() != 1 {
+	if e.Passthroughs().Len() != 1 {
 		t.Error("a DP query entered the passthrough memo")
 	}
 	if st, _ := acct.Status("ana"); st.Spent.Epsilon == 0 {

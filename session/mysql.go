@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"context"
@@ -139,7 +139,7 @@ func (s *Session) mysqlVariable(name string) (string, bool) {
 // mysqlGlobal reads a variable's global value: the limits the policy
 // configures where it sets them, otherwise the fixed table.
 func (s *Session) mysqlGlobal(name string) (string, bool) {
-	l := s.engine.policy.Listen
+	l := s.engine.Policy().Listen
 	switch {
 	case name == "max_allowed_packet" && l.MaxMessageSize > 0:
 		return strconv.Itoa(l.MaxMessageSize), true
@@ -163,10 +163,10 @@ func mysqlVariableValue(name, v string) localValue {
 	return localValue{v, sqltypes.Text}
 }
 
-// MySQLDatabase returns the database name MySQL clients see ("" when any
-// name is accepted).
-func (e *Engine) MySQLDatabase() string {
-	b := e.policy.Backend
+// MySQLDatabase returns the database name MySQL clients see under the
+// policy ("" when any name is accepted).
+func MySQLDatabase(pol *config.Policy) string {
+	b := pol.Backend
 	switch b.Kind {
 	case config.BackendSQLite:
 		base := filepath.Base(b.Path)
@@ -198,7 +198,7 @@ func (e *Engine) MySQLDatabase() string {
 // the database named when connecting). Unknown names give 3D000, which the
 // MySQL front end sends as 1049 "Unknown database".
 func (s *Session) UseDatabase(name string) error {
-	db := s.engine.MySQLDatabase()
+	db := MySQLDatabase(s.engine.Policy())
 	if db != "" && !strings.EqualFold(name, db) && !strings.EqualFold(name, "information_schema") {
 		return sqlerr.New(sqlerr.InvalidCatalogName, "Unknown database '%s'", name).
 			WithHint("this dpproxy serves the database %q", db)
@@ -211,7 +211,7 @@ func (s *Session) UseDatabase(name string) error {
 // a protected table's exposed columns from the policy, a public table's
 // columns as the backend describes them.
 func (s *Session) FieldList(ctx context.Context, table string) ([]sqltypes.Column, error) {
-	prot, pub := s.engine.policy.LookupTable("", table)
+	prot, pub := s.engine.Policy().LookupTable("", table)
 	switch {
 	case prot != nil:
 		cols := make([]sqltypes.Column, len(prot.Columns))
@@ -524,10 +524,10 @@ func (s *Session) SetConnectionID(id uint32) {
 // tableNames lists the policy's tables, sorted.
 func (s *Session) tableNames() []string {
 	var names []string
-	for _, t := range s.engine.policy.ProtectedTables {
+	for _, t := range s.engine.Policy().ProtectedTables {
 		names = append(names, t.Name)
 	}
-	for _, t := range s.engine.policy.PublicTables {
+	for _, t := range s.engine.Policy().PublicTables {
 		names = append(names, t.Name)
 	}
 	sort.Strings(names)
@@ -552,7 +552,7 @@ func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*sqltypes.Res
 	case ast.ShowDatabases:
 		res.Columns = text("Database")
 		dbs := []string{"information_schema"}
-		if db := s.engine.MySQLDatabase(); db != "" {
+		if db := MySQLDatabase(s.engine.Policy()); db != "" {
 			dbs = append(dbs, db)
 		} else if s.database != "" && !strings.EqualFold(s.database, "information_schema") {
 			dbs = append(dbs, s.database)
@@ -568,7 +568,7 @@ func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*sqltypes.Res
 			db = s.database
 		}
 		if db == "" {
-			return nil, true, sqlerr.New(sqlerr.InvalidCatalogName, "No database selected").WithHint("connect with a database or send USE %s", s.engine.MySQLDatabase())
+			return nil, true, sqlerr.New(sqlerr.InvalidCatalogName, "No database selected").WithHint("connect with a database or send USE %s", MySQLDatabase(s.engine.Policy()))
 		}
 		if err := s.checkDatabase(db); err != nil {
 			return nil, true, err
@@ -691,7 +691,7 @@ func policyText(t sqltypes.Type) bool {
 
 // checkDatabase refuses a database other than the one served.
 func (s *Session) checkDatabase(name string) error {
-	db := s.engine.MySQLDatabase()
+	db := MySQLDatabase(s.engine.Policy())
 	if db != "" && !strings.EqualFold(name, db) && !strings.EqualFold(name, "information_schema") {
 		return sqlerr.New(sqlerr.InvalidCatalogName, "Unknown database '%s'", name)
 	}

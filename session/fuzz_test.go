@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func FuzzSessionStatements(f *testing.F) {
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, stmt string) {
 		for _, fe := range []rewrite.FrontEnd{rewrite.PostgresFrontEnd, rewrite.MySQLFrontEnd} {
-			s, err := e.NewSession("ana", fe)
+			s, err := New(e, "ana", fe)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -50,7 +50,7 @@ func FuzzSessionStatements(f *testing.F) {
 				after.Spent.Epsilon != before.Spent.Epsilon {
 				t.Fatalf("%q spent ε %v", stmt, after.Spent.Epsilon-before.Spent.Epsilon)
 			}
-			if s.epsilon <= 0 || s.epsilon > e.policy.Defaults.MaxEpsilonPerQuery {
+			if s.epsilon <= 0 || s.epsilon > e.Policy().Defaults.MaxEpsilonPerQuery {
 				t.Fatalf("%q left the session's ε at %v", stmt, s.epsilon)
 			}
 			if _, err := s.Execute(ctx, "SELECT body FROM notes"); err != nil {
@@ -73,7 +73,7 @@ func FuzzPreparedParams(f *testing.F) {
 	e, acct, _ := engineFixture(f)
 	acct.SetLimit("ana", budget.Cost{Epsilon: 1e12, Delta: 0.5})
 	ctx := context.Background()
-	s, err := e.NewSession("ana", rewrite.PostgresFrontEnd)
+	s, err := New(e, "ana", rewrite.PostgresFrontEnd)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"context"
@@ -15,7 +15,7 @@ func TestMySQLSessionStatements(t *testing.T) {
 	e, acct, be := engineFixture(t)
 	be.Close() // none of this may need the backend
 	ctx := context.Background()
-	s, _ := e.NewSession("ana", rewrite.MySQLFrontEnd)
+	s, _ := New(e, "ana", rewrite.MySQLFrontEnd)
 	if err := s.UseDatabase("unused"); err != nil { // the SQLite file's name
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
@@ -44,7 +43,7 @@ type handle struct {
 // error executing it would give.
 func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error) {
 	key := s.prepareKey(sql, paramTypes)
-	if p, ok := s.engine.prepared.Get(key); ok {
+	if p, ok := s.engine.PreparedStatements().Get(key); ok {
 		return p, nil
 	}
 	p, err := s.prepareNew(ctx, sql, paramTypes)
@@ -53,7 +52,7 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 		// only on the text and the declared types, and executing it only
 		// reads p. Drivers that Parse before every Execute (pgx's exec
 		// mode, pgbench -M extended) then skip parsing and describing.
-		s.engine.prepared.Add(key, p)
+		s.engine.PreparedStatements().Add(key, p)
 	}
 	return p, err
 }
@@ -84,7 +83,7 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 		h.command = true
 		return p, s.describeCommand(ctx, p, cmd, sql)
 	}
-	// MySQL front end: session and catalog statements (engine/mysql.go),
+	// MySQL front end: session and catalog statements (mysql.go),
 	// described without changing the session.
 	if s.frontEnd == rewrite.MySQLFrontEnd {
 		if res, ok, err := s.mysqlStatement(ctx, sql, false); err != nil {
@@ -119,7 +118,7 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 	}
 	stmt, parsed, err := s.parseForBinding(sql)
 	if (err != nil && s.toCatalog(err, nil)) || (err == nil && stmt != nil && s.toCatalog(nil, stmt)) {
-		return s.engine.prepareCatalog(ctx, p)
+		return s.prepareCatalog(ctx, p)
 	}
 	if err != nil {
 		if cerr := s.noCatalogError(sql); cerr != nil && !errors.Is(err, errMultipleStatements) {
@@ -133,7 +132,7 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 	}
 	markers := parsed.Params
 	h.markerParams = markers
-	p.Params = rewrite.InferParamTypes(stmt, s.engine.policy, markers, max(parsed.ParamCount, len(paramTypes)))
+	p.Params = rewrite.InferParamTypes(stmt, s.engine.Policy(), markers, max(parsed.ParamCount, len(paramTypes)))
 	for i, t := range paramTypes {
 		if t != sqltypes.Unknown {
 			p.Params[i] = t
@@ -162,7 +161,7 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 		if err != nil {
 			return nil, err
 		}
-		q, err := rewrite.Analyze(fresh, s.engine.policy, rewrite.Options{Dialect: s.engine.dialect, Epsilon: s.epsilon, FrontEnd: s.frontEnd, Casts: castLookup(freshParsed)})
+		q, err := rewrite.Analyze(fresh, s.engine.Policy(), rewrite.Options{Dialect: s.engine.Dialect(), Epsilon: s.epsilon, FrontEnd: s.frontEnd, Casts: castLookup(freshParsed)})
 		if err == nil && q.Passthrough != nil {
 			h.passthrough = q.Passthrough.SQL
 		}
@@ -180,7 +179,7 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, par
 	}
 	h := handleOf(p)
 	if h == nil {
-		return nil, errors.New("engine: the statement was not prepared by a session")
+		return nil, errors.New("session: the statement was not prepared by a session")
 	}
 	if h.command {
 		if len(params) > 0 {
@@ -196,11 +195,11 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, par
 		return nil, sqlerr.New(sqlerr.ProtocolViolation, "the statement has %d parameter(s) but %d value(s) were supplied", len(p.Params), len(params))
 	}
 	if h.catalog {
-		res, err := s.engine.catalogQuery(ctx, p.SQL, params)
+		res, err := s.engine.CatalogQuery(ctx, p.SQL, params)
 		if err != nil {
 			return nil, err
 		}
-		return conform(res[0], p.Columns), nil
+		return conform(res, p.Columns), nil
 	}
 	if h.passthrough != "" {
 		args := make([]any, len(h.markerParams))
@@ -210,7 +209,7 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, par
 			}
 			args[i] = params[n-1]
 		}
-		res, err := s.engine.passthrough(ctx, &rewrite.Passthrough{SQL: h.passthrough}, args...)
+		res, err := s.engine.Passthrough(ctx, &rewrite.Passthrough{SQL: h.passthrough}, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -251,10 +250,10 @@ func checkParam(v any, n int) error {
 }
 
 // prepareCatalog describes a statement that runs under the catalog role.
-func (e *Engine) prepareCatalog(ctx context.Context, p *sqltypes.Prepared) (*sqltypes.Prepared, error) {
-	d, err := e.catalog.Describe(ctx, p.SQL)
+func (s *Session) prepareCatalog(ctx context.Context, p *sqltypes.Prepared) (*sqltypes.Prepared, error) {
+	d, err := s.engine.DescribeCatalog(ctx, p.SQL)
 	if err != nil {
-		return nil, catalogError(err)
+		return nil, err
 	}
 	handleOf(p).catalog = true
 	p.Params = d.Params
@@ -303,7 +302,7 @@ func (s *Session) describe(ctx context.Context, p *sqltypes.Prepared, prep *prep
 		}
 		return nil
 	}
-	cols, err := s.engine.describePassthrough(ctx, prep.query.Passthrough)
+	cols, err := s.engine.DescribePassthrough(ctx, prep.query.Passthrough)
 	if err != nil {
 		return err
 	}
@@ -331,21 +330,6 @@ func (s *Session) describeCommand(ctx context.Context, p *sqltypes.Prepared, cmd
 	return nil
 }
 
-// describePassthrough learns a public query's result columns by running it
-// with no rows (LIMIT 0) on the backend.
-func (e *Engine) describePassthrough(ctx context.Context, q *rewrite.Passthrough) ([]sqltypes.Column, error) {
-	sql := "SELECT * FROM (" + q.SQL + ") AS " + e.dialect.QuoteIdent("dp_describe") + " LIMIT 0"
-	rows, err := e.query(ctx, e.backend, sql)
-	if err != nil {
-		return nil, databaseError(err) // public tables only, as in passthrough
-	}
-	cols := make([]sqltypes.Column, len(rows.Columns))
-	for i, c := range rows.Columns {
-		cols[i] = sqltypes.Column{Name: c.Name, Type: c.Type}
-	}
-	return cols, nil
-}
-
 // conform gives a result the columns its statement was described with,
 // converting values where the backend reported a different type (an
 // expression column that SQLite types from its values, say): clients
@@ -359,97 +343,11 @@ func conform(res *sqltypes.Result, cols []sqltypes.Column) *sqltypes.Result {
 			continue
 		}
 		for _, row := range res.Rows {
-			row[i] = convertValue(row[i], c.Type)
+			row[i] = sqltypes.Convert(row[i], c.Type)
 		}
 		res.Columns[i].Type = c.Type
 	}
 	return res
-}
-
-// convertValue converts a value to the Go type of t where it can; values
-// that do not fit are rendered as text only when t is a text type, and
-// otherwise become NULL rather than a value the client would misread.
-func convertValue(v any, t sqltypes.Type) any {
-	if v == nil {
-		return nil
-	}
-	switch t {
-	case sqltypes.Text, sqltypes.Varchar, sqltypes.Bpchar, sqltypes.Name, sqltypes.Unknown:
-		switch x := v.(type) {
-		case string:
-			return x
-		case time.Time:
-			return x.Format("2006-01-02 15:04:05.999999")
-		}
-		return fmt.Sprint(v)
-	case sqltypes.Int2, sqltypes.Int4, sqltypes.Int8:
-		switch x := v.(type) {
-		case int64:
-			return x
-		case float64:
-			if x == float64(int64(x)) {
-				return int64(x)
-			}
-		case string:
-			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
-				return n
-			}
-		}
-	case sqltypes.Float4, sqltypes.Float8:
-		if f, ok := numberOf(v); ok {
-			return f
-		}
-	case sqltypes.Numeric:
-		switch x := v.(type) {
-		case sqltypes.Decimal:
-			return x
-		case int64:
-			return sqltypes.Decimal(strconv.FormatInt(x, 10))
-		case float64:
-			return sqltypes.Decimal(strconv.FormatFloat(x, 'f', -1, 64))
-		case string:
-			if _, err := strconv.ParseFloat(x, 64); err == nil {
-				return sqltypes.Decimal(x)
-			}
-		}
-	case sqltypes.Bool:
-		switch x := v.(type) {
-		case bool:
-			return x
-		case int64:
-			return x != 0
-		}
-	case sqltypes.Date, sqltypes.Timestamp, sqltypes.Timestamptz:
-		switch x := v.(type) {
-		case time.Time:
-			return x
-		case string:
-			for _, layout := range []string{"2006-01-02", "2006-01-02 15:04:05.999999", time.RFC3339Nano} {
-				if tm, err := time.Parse(layout, x); err == nil {
-					return tm
-				}
-			}
-		}
-	default:
-		return v
-	}
-	return nil
-}
-
-func numberOf(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, true
-	case sqltypes.Decimal:
-		f, err := strconv.ParseFloat(string(x), 64)
-		return f, err == nil
-	case string:
-		f, err := strconv.ParseFloat(x, 64)
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // logText is what the analyst's query log records for one execution of a

@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/mechanisms"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
@@ -15,17 +16,21 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
-// NewSession starts a session for an authenticated analyst. Its queries
-// cost the policy's defaults.epsilon until SET dpproxy.epsilon changes it.
-func (e *Engine) NewSession(analyst string, fe rewrite.FrontEnd) (*Session, error) {
-	if _, ok := e.policy.Analyst(analyst); !ok {
+// New starts a session of the engine e for an authenticated analyst,
+// speaking the front end's SQL. Its queries cost the policy's
+// defaults.epsilon until SET dpproxy.epsilon changes it. A session is
+// counted against the analyst's listen.max_connections_per_analyst until
+// Close.
+func New(e *engine.Engine, analyst string, fe rewrite.FrontEnd) (*Session, error) {
+	pol := e.Policy()
+	if _, ok := pol.Analyst(analyst); !ok {
 		return nil, sqlerr.New(sqlerr.InvalidAuthorization, "analyst %q is not in the policy", analyst)
 	}
-	if err := e.openSession(analyst); err != nil {
+	if err := e.OpenSession(analyst); err != nil {
 		return nil, err
 	}
 	return &Session{
-		engine: e, analyst: analyst, frontEnd: fe, epsilon: e.policy.Defaults.Epsilon,
+		engine: e, analyst: analyst, frontEnd: fe, epsilon: pol.Defaults.Epsilon,
 		gucs: map[string]string{}, startupSettings: map[string]string{},
 	}, nil
 }
@@ -46,7 +51,7 @@ func (e *Engine) NewSession(analyst string, fe rewrite.FrontEnd) (*Session, erro
 // Other SET statements, BEGIN, COMMIT and ROLLBACK are accepted and have no
 // effect.
 type Session struct {
-	engine   *Engine
+	engine   *engine.Engine
 	analyst  string
 	frontEnd rewrite.FrontEnd
 	// epsilon is what the session's next query on protected data costs:
@@ -94,14 +99,14 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 	// A public-table query analyzed before (for this front end and
 	// database) skips parsing. Session statements are never memoized, so
 	// this may come before them.
-	if pt, ok := s.engine.passthroughs.Get(s.passthroughKey(sql)); ok {
-		res, err := s.engine.passthrough(ctx, pt)
+	if pt, ok := s.engine.Passthroughs().Get(s.passthroughKey(sql)); ok {
+		res, err := s.engine.Passthrough(ctx, pt)
 		if err != nil {
 			return nil, err
 		}
 		return []*sqltypes.Result{res}, nil
 	}
-	// MySQL front end: session and catalog statements (engine/mysql.go).
+	// MySQL front end: session and catalog statements (mysql.go).
 	if s.frontEnd == rewrite.MySQLFrontEnd {
 		if res, ok, err := s.mysqlStatement(ctx, sql, true); err != nil {
 			return nil, err
@@ -125,7 +130,7 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 	stmt, parsed, err := s.parseOne(sql)
 	if err != nil {
 		if s.toCatalog(err, nil) {
-			return s.engine.catalogQuery(ctx, sql, nil)
+			return s.catalogQuery(ctx, sql, nil)
 		}
 		if cerr := s.noCatalogError(sql); cerr != nil && !errors.Is(err, errMultipleStatements) {
 			return nil, cerr
@@ -136,7 +141,7 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 		return nil, nil
 	}
 	if s.toCatalog(nil, stmt) {
-		return s.engine.catalogQuery(ctx, sql, nil)
+		return s.catalogQuery(ctx, sql, nil)
 	}
 	if len(parsed.Params) > 0 {
 		return nil, sqlerr.New(sqlerr.ProtocolViolation, "the query has parameters ($n) but no values: send it with the extended query protocol (Parse/Bind)")
@@ -146,7 +151,7 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 		return nil, err
 	}
 	if p.query != nil && p.query.Passthrough != nil {
-		s.engine.passthroughs.Add(s.passthroughKey(sql), p.query.Passthrough)
+		s.engine.Passthroughs().Add(s.passthroughKey(sql), p.query.Passthrough)
 	}
 	res, err := s.run(ctx, p, sql)
 	if err != nil {
@@ -272,7 +277,7 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 		return &prepared{virtual: v}, nil
 	}
 	p := &prepared{}
-	q, err := rewrite.Analyze(stmt, s.engine.policy, rewrite.Options{Dialect: s.engine.dialect, Epsilon: s.epsilon, FrontEnd: s.frontEnd, Casts: casts})
+	q, err := rewrite.Analyze(stmt, s.engine.Policy(), rewrite.Options{Dialect: s.engine.Dialect(), Epsilon: s.epsilon, FrontEnd: s.frontEnd, Casts: casts})
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +289,7 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 		if c, err := rewrite.Canonical(stmt); err == nil {
 			p.canonical = c
 		} else {
-			s.engine.log.Debug("query not cacheable", "err", err)
+			s.engine.Logger().Debug("query not cacheable", "err", err)
 		}
 	}
 	return p, nil
@@ -303,11 +308,16 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 	case p.info != nil:
 		return s.answerInformationSchema(ctx, p.info)
 	case p.query.Passthrough != nil:
-		return s.engine.passthrough(ctx, p.query.Passthrough)
+		return s.engine.Passthrough(ctx, p.query.Passthrough)
 	case p.query.Empty != nil:
 		return emptyResult(p.query.Empty), nil
 	}
-	return s.engine.cachedAnswer(ctx, s.analyst, p.query.Plan, p.canonical, normalizeQueryText(sql))
+	return s.engine.Answer(ctx, s.analyst, p.query.Plan, p.canonical, normalizeQueryText(sql))
+}
+
+// normalizeQueryText is the text recorded in the analyst's query log.
+func normalizeQueryText(sql string) string {
+	return strings.Join(strings.Fields(sql), " ")
 }
 
 // emptyResult answers a query that returns no rows whatever the data.
@@ -323,7 +333,7 @@ func emptyResult(e *rewrite.EmptyResult) *sqltypes.Result {
 func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql string) (*sqltypes.Result, error) {
 	switch cmd.kind {
 	case cmdSet:
-		eps := s.engine.policy.Defaults.Epsilon
+		eps := s.engine.Policy().Defaults.Epsilon
 		if !cmd.isDefault {
 			var err error
 			if eps, err = s.parseEpsilon(cmd.value); err != nil {
@@ -333,26 +343,26 @@ func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql strin
 		s.epsilon = eps
 		return &sqltypes.Result{Tag: "SET"}, nil
 	case cmdReset:
-		s.epsilon = s.engine.policy.Defaults.Epsilon
+		s.epsilon = s.engine.Policy().Defaults.Epsilon
 		return &sqltypes.Result{Tag: "RESET"}, nil
 	case cmdShow:
 		return showEpsilon(s.epsilon), nil
 	case cmdExplainDP:
 		return s.explainDP(ctx, cmd, sql)
 	}
-	return nil, fmt.Errorf("engine: unknown session command %d", cmd.kind)
+	return nil, fmt.Errorf("session: unknown session command %d", cmd.kind)
 }
 
 // parseEpsilon checks a value for dpproxy.epsilon against the policy; the
 // error states the allowed range.
 func (s *Session) parseEpsilon(text string) (float64, error) {
-	maxEps := s.engine.policy.Defaults.MaxEpsilonPerQuery
+	maxEps := s.engine.Policy().Defaults.MaxEpsilonPerQuery
 	eps, err := parseEpsilon(text, maxEps)
 	if err != nil {
 		e := sqlerr.As(err)
 		e.Message += fmt.Sprintf("; %s must be a finite number from %g to %g", SettingEpsilon, mechanisms.MinEpsilon, maxEps)
 		e.Hint = fmt.Sprintf("%g is the policy's max_epsilon_per_query; its default ε is %g (SET %s = %g, or RESET %s)",
-			maxEps, s.engine.policy.Defaults.Epsilon, SettingEpsilon, s.engine.policy.Defaults.Epsilon, SettingEpsilon)
+			maxEps, s.engine.Policy().Defaults.Epsilon, SettingEpsilon, s.engine.Policy().Defaults.Epsilon, SettingEpsilon)
 		return 0, e
 	}
 	return eps, nil
@@ -392,7 +402,7 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 	if err != nil {
 		return nil, err
 	}
-	backendLabel := fmt.Sprintf("backend SQL (%s)", s.engine.dialect.Name())
+	backendLabel := fmt.Sprintf("backend SQL (%s)", s.engine.Dialect().Name())
 	switch {
 	case p.virtual != nil:
 		addExplainNote(res, "summary", fmt.Sprintf("%s is answered by dpproxy itself from the budget ledger: nothing runs on the backend and no budget is spent", p.virtual.view.qualified()))
@@ -406,11 +416,11 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 		addExplainNote(res, "summary", "public tables only: runs on the backend as re-emitted below; no budget is spent")
 		addExplainNote(res, backendLabel, p.query.Passthrough.SQL)
 	default:
-		for _, line := range strings.Split(strings.TrimRight(ExplainSummary(plan), "\n"), "\n") {
+		for _, line := range strings.Split(strings.TrimRight(engine.ExplainSummary(plan), "\n"), "\n") {
 			addExplainNote(res, "summary", line)
 		}
 		addExplainNote(res, backendLabel, plan.BackendSQL)
-		if s.engine.isCached(s.analyst, plan, p.canonical) {
+		if s.engine.Cached(s.analyst, plan, p.canonical) {
 			addExplainNote(res, "cache", fmt.Sprintf("this query was answered at ε = %g within the cache's time to live: running it again returns the same answer and costs nothing", plan.Epsilon))
 		}
 	}
@@ -424,12 +434,12 @@ func explainTable(plan *rewrite.Plan) (*sqltypes.Result, error) {
 	if plan == nil {
 		plan = &rewrite.Plan{}
 	}
-	res, err := Explain(plan)
+	res, err := engine.Explain(plan)
 	if err != nil {
 		return nil, err
 	}
 	if len(res.Columns) < 2 || res.Columns[0].Type != sqltypes.Text || res.Columns[1].Type != sqltypes.Text {
-		return nil, fmt.Errorf("engine: EXPLAIN DP needs Explain's first two columns to be text, got %v", res.Columns)
+		return nil, fmt.Errorf("session: EXPLAIN DP needs Explain's first two columns to be text, got %v", res.Columns)
 	}
 	return res, nil
 }
@@ -447,28 +457,6 @@ func addExplainNote(res *sqltypes.Result, label, text string) {
 func (s *Session) Close() {
 	if !s.closed {
 		s.closed = true
-		s.engine.closeSession(s.analyst)
-	}
-}
-
-// openSession counts a new session of the analyst, refusing it beyond
-// listen.max_connections_per_analyst (0: no limit).
-func (e *Engine) openSession(analyst string) error {
-	limit := e.policy.Listen.MaxConnectionsPerAnalyst
-	e.sessionsMu.Lock()
-	defer e.sessionsMu.Unlock()
-	if limit > 0 && e.sessions[analyst] >= limit {
-		return sqlerr.New(sqlerr.TooManyConnections, "too many connections for analyst %q: %d are open, the limit is %d", analyst, e.sessions[analyst], limit).
-			WithHint("close idle connections, or ask the policy author to raise listen.max_connections_per_analyst")
-	}
-	e.sessions[analyst]++
-	return nil
-}
-
-func (e *Engine) closeSession(analyst string) {
-	e.sessionsMu.Lock()
-	defer e.sessionsMu.Unlock()
-	if e.sessions[analyst]--; e.sessions[analyst] <= 0 {
-		delete(e.sessions, analyst)
+		s.engine.CloseSession(s.analyst)
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 func TestMySQLInformationSchema(t *testing.T) {
 	e, acct, _ := engineFixture(t)
 	ctx := context.Background()
-	s, _ := e.NewSession("ana", rewrite.MySQLFrontEnd)
+	s, _ := New(e, "ana", rewrite.MySQLFrontEnd)
 	if err := s.UseDatabase("unused"); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestMySQLInformationSchema(t *testing.T) {
 func TestMySQLInformationSchemaWithoutBackend(t *testing.T) {
 	e, _, be := engineFixture(t)
 	be.Close()
-	s, _ := e.NewSession("ana", rewrite.MySQLFrontEnd)
+	s, _ := New(e, "ana", rewrite.MySQLFrontEnd)
 	res, err := s.Execute(context.Background(), "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = 'visits' AND TABLE_SCHEMA = 'unused'")
 	if err != nil || len(res[0].Rows) != 4 {
 		t.Fatalf("%v %+v", err, res)

@@ -1,0 +1,35 @@
+// Package session is a connection's conversation with its client: one
+// Session per connection, whatever the wire protocol, holds what the
+// client set and answers every statement it sends. Queries on protected
+// data are analyzed here (package rewrite) and released by the engine's
+// budgeted release (engine.Engine.Answer), so an analyst has one budget
+// whatever the protocol; everything else a client asks is answered by the
+// session itself, or passed through at no cost:
+//
+//   - settings: SET/RESET/SHOW dpproxy.epsilon, the ε of the session's next
+//     queries, recognized before parsing (settings.go), and PostgreSQL's
+//     run-time parameters (GUCs), of which each session keeps its own copy
+//     (guc.go);
+//   - local answers: SELECTs without FROM over version(),
+//     current_setting(), session_user, constants and casts, and probes
+//     that return no rows whatever the data (local.go);
+//   - EXPLAIN DP <query>: how the query would be answered, refused exactly
+//     as the query would be (session.go);
+//   - the virtual schema dpproxy: the read-only views dpproxy.budget and
+//     dpproxy.queries, the analyst's own budget and charges (virtual.go);
+//   - catalogs: catalog queries and statements dpproxy cannot parse run as
+//     written under the catalog role, which cannot read protected tables
+//     (catalog.go);
+//   - prepared statements (PostgreSQL Parse/Bind, MySQL COM_STMT_PREPARE):
+//     checked and described once without charging, each execution bound
+//     into a fresh syntax tree and released like a query written with
+//     constants (prepared.go);
+//   - transactions: BEGIN, COMMIT and ROLLBACK are accepted and do nothing,
+//     since every statement is read-only;
+//   - MySQL session emulation: session and user variables, USE, SHOW and
+//     information_schema, answered from the policy (mysql.go,
+//     mysql_infoschema.go).
+//
+// A Session is used by one goroutine at a time; sessions of one engine
+// share its memos of analyzed public-table queries.
+package session

@@ -1,0 +1,229 @@
+package session
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/backend"
+	"github.com/dpproxy/dpproxy/budget"
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
+	_ "modernc.org/sqlite"
+)
+
+const testPolicy = `
+backend: {kind: sqlite, path: unused.db}
+defaults: {epsilon: 0.5, max_groups_per_unit: 2, max_rows_per_unit: 3}
+analysts:
+  - name: ana
+    password:
+      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
+    budget: {epsilon: 1.2}
+protected_tables:
+  - name: visits
+    privacy_unit: patient_id
+    columns:
+      - {name: patient_id, type: int}
+      - {name: kind, type: text, group_by: true, keys: [a, b, empty]}
+      - {name: cost, type: numeric, bounds: [10, 20]}
+      - {name: n, type: int, bounds: [0, 5]}
+public_tables: [notes]
+`
+
+func loadPolicy(t testing.TB) *config.Policy {
+	t.Helper()
+	pol, err := config.Parse([]byte(testPolicy), "session_test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
+}
+
+// engineFixture is an engine over a small SQLite database and a ledger.
+func engineFixture(t testing.TB) (*engine.Engine, *budget.Accountant, backend.Backend) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "data.db")
+	db, err := sql.Open("sqlite", dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE visits (patient_id INTEGER, kind TEXT, cost NUMERIC, n INTEGER)`,
+		`INSERT INTO visits VALUES (1, 'a', 12, 1), (1, 'b', 15, 2), (2, 'a', 30, 9), (3, 'b', 5, 0)`,
+		`CREATE TABLE notes (body TEXT)`,
+		`INSERT INTO notes VALUES ('hello'), ('world')`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	be, err := backend.OpenSQLite(ctx, dbPath, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	store, err := budget.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	acct, err := budget.NewAccountant(ctx, store, map[string]budget.Cost{"ana": {Epsilon: 1.2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Options{Policy: loadPolicy(t), Backend: be, Dialect: rewrite.SQLite, Accountant: acct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, acct, be
+}
+
+// sessionFixture is engineFixture's engine, rebuilt over the same backend
+// and ledger with the policy changed by mutate (nil: unchanged), a second
+// analyst "bob", and a budget of ε = 100 for both analysts so that tests
+// can run many queries. It returns a session of ana.
+func sessionFixture(t *testing.T, mutate func(*config.Policy)) (*engine.Engine, *Session, *budget.Accountant, backend.Backend) {
+	t.Helper()
+	_, acct, be := engineFixture(t)
+	pol := loadPolicy(t)
+	bob := pol.Analysts[0]
+	bob.Name = "bob"
+	pol.Analysts = append(pol.Analysts, bob)
+	if mutate != nil {
+		mutate(pol)
+	}
+	acct.SetLimit("ana", budget.Cost{Epsilon: 100, Delta: 1e-4})
+	acct.SetLimit("bob", budget.Cost{Epsilon: 100, Delta: 1e-4})
+	e, err := engine.New(engine.Options{Policy: pol, Backend: be, Dialect: rewrite.SQLite, Accountant: acct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, newSession(t, e, "ana"), acct, be
+}
+
+func newSession(t *testing.T, e *engine.Engine, analyst string) *Session {
+	t.Helper()
+	s, err := New(e, analyst, rewrite.PostgresFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// exec runs one statement and returns its result, failing the test on an
+// error.
+func exec(t *testing.T, s *Session, sql string) *sqltypes.Result {
+	t.Helper()
+	res, err := s.Execute(context.Background(), sql)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	if len(res) != 1 {
+		t.Fatalf("%s: %d results, want 1", sql, len(res))
+	}
+	return res[0]
+}
+
+// execErr runs one statement that must fail and returns its error.
+func execErr(t *testing.T, s *Session, sql string) *sqlerr.Error {
+	t.Helper()
+	res, err := s.Execute(context.Background(), sql)
+	if err == nil {
+		t.Fatalf("%s: got %v, want an error", sql, res)
+	}
+	var e *sqlerr.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("%s: error %v (%T) is not an *sqlerr.Error", sql, err, err)
+	}
+	return e
+}
+
+// spent is the analyst's committed ε.
+func spent(t *testing.T, acct *budget.Accountant, analyst string) float64 {
+	t.Helper()
+	st, ok := acct.Status(analyst)
+	if !ok {
+		t.Fatalf("no budget for %s", analyst)
+	}
+	if !st.Reserved.IsZero() {
+		t.Errorf("%s has ε=%v still reserved", analyst, st.Reserved.Epsilon)
+	}
+	return st.Spent.Epsilon
+}
+
+// charges is the number of ledger entries of the analyst.
+func charges(t *testing.T, acct *budget.Accountant, analyst string) int {
+	t.Helper()
+	cs, err := acct.Charges(context.Background(), analyst, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(cs)
+}
+
+func TestSessionChargesAndRefusesWhenExhausted(t *testing.T) {
+	e, acct, _ := engineFixture(t)
+	ctx := context.Background()
+	s, err := New(e, "ana", rewrite.PostgresFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Public tables and session statements cost nothing.
+	for _, q := range []string{"SELECT body FROM notes", "SET application_name = 'x'", "BEGIN", "-- nothing"} {
+		if _, err := s.Execute(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if st, _ := acct.Status("ana"); st.Spent.Epsilon != 0 {
+		t.Fatalf("free statements spent ε=%v", st.Spent.Epsilon)
+	}
+	// Two answers at ε = 0.5 fit in 1.2; the third does not. (The queries
+	// differ: a repeated query is answered from the cache, at no cost.)
+	for _, q := range []string{"SELECT COUNT(n) FROM visits", "SELECT COUNT(*) FROM visits"} {
+		res, err := s.Execute(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != 1 || len(res[0].Rows) != 1 {
+			t.Fatalf("result %v", res)
+		}
+	}
+	st, _ := acct.Status("ana")
+	if st.Spent.Epsilon != 1.0 {
+		t.Fatalf("spent ε=%v after two queries, want 1.0", st.Spent.Epsilon)
+	}
+	charges, err := acct.Charges(ctx, "ana", 10)
+	if err != nil || len(charges) != 2 || charges[0].Query != "SELECT COUNT(*) FROM visits" {
+		t.Fatalf("ledger: %v %v", charges, err)
+	}
+	_, err = s.Execute(ctx, "SELECT SUM(n) FROM visits")
+	e2 := sqlerr.As(err)
+	if e2.Code != sqlerr.BudgetExhausted {
+		t.Fatalf("third query: %v, want %s", err, sqlerr.BudgetExhausted)
+	}
+	// Still usable for public data.
+	if _, err := s.Execute(ctx, "SELECT body FROM notes"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMultipleStatementsRejected(t *testing.T) {
+	e, acct, _ := engineFixture(t)
+	s, _ := New(e, "ana", rewrite.PostgresFrontEnd)
+	_, err := s.Execute(context.Background(), "SELECT COUNT(*) FROM visits; SELECT COUNT(*) FROM visits")
+	if sqlerr.As(err).Code != sqlerr.FeatureNotSupported {
+		t.Fatalf("got %v", err)
+	}
+	if st, _ := acct.Status("ana"); st.Spent.Epsilon != 0 {
+		t.Fatal("a rejected query was charged")
+	}
+}
