@@ -24,6 +24,11 @@ func sortedKeys(m map[string]bool) []string {
 	return keys
 }
 
+// MaxRows bounds a catalog query's result. The whole catalog of a large
+// policy is a few thousand rows; more can only come from a query that
+// generates rows (a recursive common table expression), which is stopped.
+const MaxRows = 100_000
+
 // Catalog answers catalog queries from an in-memory SQLite database built
 // from a Schema. It is safe for concurrent use.
 type Catalog struct {
@@ -140,6 +145,9 @@ func (f *flavor) run(ctx context.Context, query string, args []any, types func(d
 		}
 	}
 	for rows.Next() {
+		if len(res.Rows) == MaxRows {
+			return nil, &Error{Msg: fmt.Sprintf("a catalog query returned more than %d rows; the statement was stopped", MaxRows)}
+		}
 		vals := make([]any, len(cts))
 		ptrs := make([]any, len(cts))
 		for i := range vals {

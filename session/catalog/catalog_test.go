@@ -173,6 +173,7 @@ func TestPostgresCatalogRefusals(t *testing.T) {
 		{`SELECT unnest(ARRAY[1])`, "unnest() outside FROM is not supported"},
 		{`SELECT 1; SELECT 2`, "more than one statement"},
 		{`SELECT relname FROM pg_class WHERE relname ~* relname`, "case-insensitive match"},
+		{`WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r`, "more than 100000 rows"},
 	}
 	for _, tc := range tests {
 		_, err := c.QueryPostgres(context.Background(), tc.query, nil, testSession())
