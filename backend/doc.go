@@ -1,5 +1,11 @@
 // Package backend runs dpproxy's rewritten, read-only SQL on the database
 // that holds the protected data and returns fully materialized results.
+// Every statement dpproxy runs on a database goes through this package:
+// the engine's bounded SQL of DP plans and public-table queries, and
+// catalog queries on the catalog role's pool (OpenPostgresIsolated,
+// checked by VerifyCatalogRole). The package knows nothing above it: of
+// dpproxy, only the policy's types (config) and the result types
+// (sqltypes).
 //
 // Three things hold for every implementation:
 //
