@@ -16,27 +16,10 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
-// New starts a session of the engine e for an authenticated analyst,
-// speaking the front end's SQL. Its queries cost the policy's
-// defaults.epsilon until SET dpproxy.epsilon changes it. A session is
-// counted against the analyst's listen.max_connections_per_analyst until
-// Close.
-func New(e *engine.Engine, analyst string, fe rewrite.FrontEnd) (*Session, error) {
-	pol := e.Policy()
-	if _, ok := pol.Analyst(analyst); !ok {
-		return nil, sqlerr.New(sqlerr.InvalidAuthorization, "analyst %q is not in the policy", analyst)
-	}
-	if err := e.OpenSession(analyst); err != nil {
-		return nil, err
-	}
-	return &Session{
-		engine: e, analyst: analyst, frontEnd: fe, epsilon: pol.Defaults.Epsilon,
-		gucs: map[string]string{}, startupSettings: map[string]string{},
-	}, nil
-}
-
-// Session is one client connection's state. A session is used by one
-// goroutine at a time.
+// Session is one connection's conversation with its client: what the
+// client set (ε, run-time parameters, the database, variables) and the
+// answer to each statement it sends. A session is used by one goroutine
+// at a time.
 //
 // Besides SQL queries, a session answers these statements itself, without
 // the backend and at no cost:
@@ -73,6 +56,25 @@ type pendingParse struct {
 	sql    string
 	parsed *rewrite.Parsed
 	err    error
+}
+
+// New starts a session of the engine e for an authenticated analyst,
+// speaking the front end's SQL. Its queries cost the policy's
+// defaults.epsilon until SET dpproxy.epsilon changes it. A session is
+// counted against the analyst's listen.max_connections_per_analyst until
+// Close.
+func New(e *engine.Engine, analyst string, fe rewrite.FrontEnd) (*Session, error) {
+	pol := e.Policy()
+	if _, ok := pol.Analyst(analyst); !ok {
+		return nil, sqlerr.New(sqlerr.InvalidAuthorization, "analyst %q is not in the policy", analyst)
+	}
+	if err := e.OpenSession(analyst); err != nil {
+		return nil, err
+	}
+	return &Session{
+		engine: e, analyst: analyst, frontEnd: fe, epsilon: pol.Defaults.Epsilon,
+		gucs: map[string]string{}, startupSettings: map[string]string{},
+	}, nil
 }
 
 // Analyst returns the session's analyst.
