@@ -13,6 +13,10 @@ type Backend interface {
 	// Query runs one read-only statement and returns its full result. args
 	// are bound as parameters ($n for postgres, ? for sqlite and mysql).
 	Query(ctx context.Context, sql string, args ...any) (*Rows, error)
+	// DescribeTable reads a table's declared columns and primary key
+	// (ErrNoSuchTable when there is no such table); schema "" is the
+	// connection's default.
+	DescribeTable(ctx context.Context, schema, name string) (*TableInfo, error)
 	// Close releases the connection pool.
 	Close() error
 }

@@ -1,9 +1,10 @@
 // Package backend runs dpproxy's rewritten, read-only SQL on the database
 // that holds the protected data and returns fully materialized results.
 // Every statement dpproxy runs on a database goes through this package:
-// the engine's bounded SQL of DP plans and public-table queries, and
-// catalog queries on the catalog role's pool (OpenPostgresIsolated,
-// checked by VerifyCatalogRole). The package knows nothing above it: of
+// the engine's bounded SQL of DP plans and public-table queries, and, once
+// at start, the description of the policy's tables (DescribeTable) for
+// the virtual catalog. A client's text never reaches a database. The
+// package knows nothing above it: of
 // dpproxy, only the policy's types (config) and the result types
 // (sqltypes).
 //
@@ -11,10 +12,7 @@
 //
 //   - Connections never write. PostgreSQL connections open with
 //     default_transaction_read_only = on, so each statement is a read-only
-//     transaction of its own; the catalog role's pool, which runs
-//     client-written SQL, also wraps each statement in a READ ONLY
-//     transaction that is always rolled back, so that no session change
-//     survives it. SQLite files are opened with mode=ro and PRAGMA
+//     transaction of its own. SQLite files are opened with mode=ro and PRAGMA
 //     query_only, and an authorizer refuses every action but reading (no
 //     ATTACH, no writes, no setting pragmas). MySQL and MariaDB sessions are
 //     set to READ ONLY transactions and statements run alone in autocommit

@@ -34,12 +34,10 @@ const cleanupTimeout = 5 * time.Second
 //
 // The pool's connections are opened with default_transaction_read_only =
 // on, so every statement runs in a read-only transaction of its own. That
-// is enough for the SQL dpproxy writes itself (rewritten DP queries and
-// public-table queries re-emitted from an allowlisted AST, which cannot
-// change session state). A pool opened with OpenPostgresIsolated (the
-// catalog role, which runs client-written SQL) also wraps each statement
-// in BEGIN READ ONLY … ROLLBACK, so that no session change (set_config,
-// SET) survives it. Statements use the extended protocol, a single
+// is enough for the only SQL dpproxy sends: its own (rewritten DP queries
+// and public-table queries re-emitted from an allowlisted AST, which cannot
+// change session state); a client's text never reaches the backend.
+// Statements use the extended protocol, a single
 // statement per call, parameter types inferred by the server from the
 // statement, results in text format, which the backend decodes itself so
 // that numeric values keep their exact canonical text. A statement text
@@ -47,13 +45,11 @@ const cleanupTimeout = 5 * time.Second
 // (dpproxy's repeated public-table queries and rewritten DP queries), each
 // connection prepares it once and afterwards only binds and executes it,
 // which spares the server a parse and a plan per query. One-off texts are
-// never prepared. The catalog role's pool always uses the unnamed
-// statement.
+// never prepared.
 type Postgres struct {
-	pool    *pgPool
-	desc    string // host:port/database, for logs
-	isolate bool   // each statement in its own rolled-back transaction
-	// seen holds the statement texts run recently (nil when isolate).
+	pool *pgPool
+	desc string // host:port/database, for logs
+	// seen holds the statement texts run recently.
 	seen *lru.Cache[string, struct{}]
 }
 
@@ -68,18 +64,7 @@ var _ Backend = (*Postgres)(nil)
 // keyword/value connection string), and checks that a connection can be
 // made. A failure to connect wraps ErrUnavailable.
 func OpenPostgres(ctx context.Context, dsn string, maxConns int) (*Postgres, error) {
-	return openPostgres(ctx, dsn, maxConns, false)
-}
-
-// OpenPostgresIsolated is OpenPostgres for a pool that runs SQL dpproxy
-// did not write (the catalog role's): each statement also runs inside
-// BEGIN READ ONLY … ROLLBACK, which costs the server two more statements.
-func OpenPostgresIsolated(ctx context.Context, dsn string, maxConns int) (*Postgres, error) {
-	return openPostgres(ctx, dsn, maxConns, true)
-}
-
-func openPostgres(ctx context.Context, dsn string, maxConns int, isolate bool) (*Postgres, error) {
-	p, err := newPostgres(dsn, maxConns, isolate)
+	p, err := newPostgres(dsn, maxConns)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +77,7 @@ func openPostgres(ctx context.Context, dsn string, maxConns int, isolate bool) (
 }
 
 // newPostgres builds the pool without connecting.
-func newPostgres(dsn string, maxConns int, isolate bool) (*Postgres, error) {
+func newPostgres(dsn string, maxConns int) (*Postgres, error) {
 	cc, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("backend: parse postgres dsn: %w", err)
@@ -131,10 +116,8 @@ func newPostgres(dsn string, maxConns int, isolate bool) (*Postgres, error) {
 		return nil
 	}
 	desc := fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
-	p := &Postgres{pool: newPgPool(cc, maxConns, afterConnect), desc: desc, isolate: isolate}
-	if !isolate {
-		p.seen, _ = lru.New[string, struct{}](seenStatements)
-	}
+	p := &Postgres{pool: newPgPool(cc, maxConns, afterConnect), desc: desc}
+	p.seen, _ = lru.New[string, struct{}](seenStatements)
 	return p, nil
 }
 
@@ -169,16 +152,11 @@ func (p *Postgres) Query(ctx context.Context, sql string, args ...any) (*Rows, e
 	}
 	defer p.pool.release(pc)
 
-	var res *Rows
-	if p.isolate {
-		res, err = runReadOnly(ctx, pc.conn, sql, args)
-	} else {
-		mode := pgx.QueryExecModeExec
-		if seen, _ := p.seen.ContainsOrAdd(sql, struct{}{}); seen {
-			mode = pgx.QueryExecModeCacheStatement
-		}
-		res, err = runStatement(ctx, pc.conn, sql, args, mode)
+	mode := pgx.QueryExecModeExec
+	if seen, _ := p.seen.ContainsOrAdd(sql, struct{}{}); seen {
+		mode = pgx.QueryExecModeCacheStatement
 	}
+	res, err := runStatement(ctx, pc.conn, sql, args, mode)
 	if err != nil {
 		cleanupConn(ctx, pc.conn)
 		slog.DebugContext(ctx, "backend: postgres query failed", "err", err, "elapsed", time.Since(start))
@@ -247,45 +225,6 @@ func stopIfTooLarge(ctx context.Context, c *pgx.Conn, err error) {
 			slog.WarnContext(ctx, "backend: postgres: cancelling an oversized result", "err", cerr)
 		}
 	}
-}
-
-// runReadOnly sends BEGIN READ ONLY, the statement and ROLLBACK in one
-// round trip and reads the statement's result.
-func runReadOnly(ctx context.Context, c *pgx.Conn, sql string, args []any) (res *Rows, err error) {
-	var b pgx.Batch
-	b.Queue("BEGIN TRANSACTION READ ONLY")
-	b.Queue(sql, args...)
-	b.Queue("ROLLBACK")
-	br := c.SendBatch(ctx, &b)
-	defer func() {
-		if cerr := br.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("backend: postgres: finish statement: %w", cerr)
-		}
-	}()
-
-	if _, err := br.Exec(); err != nil {
-		if pgconn.SafeToRetry(err) {
-			return nil, fmt.Errorf("%w: postgres: %w", ErrUnavailable, err)
-		}
-		return nil, fmt.Errorf("backend: postgres: begin read-only transaction: %w", err)
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, fmt.Errorf("backend: postgres: %w", err)
-	}
-	res, err = readPostgresRows(ctx, rows, c.TypeMap())
-	stopIfTooLarge(ctx, c, err)
-	rows.Close()
-	if err == nil {
-		err = rows.Err()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("backend: postgres: %w", err)
-	}
-	if _, err := br.Exec(); err != nil {
-		return nil, fmt.Errorf("backend: postgres: rollback: %w", err)
-	}
-	return res, nil
 }
 
 // cleanupConn ends a transaction a failed statement left open, so the

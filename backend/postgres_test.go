@@ -206,50 +206,13 @@ func TestPostgresArgs(t *testing.T) {
 	}
 }
 
-// TestPostgresReadOnly checks that no statement can write, on a plain pool
-// (dpproxy's own SQL: the read-only session default) and on an isolated
-// one (the catalog role: also a rolled-back transaction per statement).
+// TestPostgresReadOnly: writes fail on the pool (dpproxy's own SQL runs
+// with the read-only session default).
 func TestPostgresReadOnly(t *testing.T) {
 	dsn := pgDSN(t)
-	for _, isolate := range []bool{false, true} {
-		t.Run(fmt.Sprintf("isolate=%v", isolate), func(t *testing.T) {
-			schema := pgSchema(t, dsn)
-			open := OpenPostgres
-			if isolate {
-				open = OpenPostgresIsolated
-			}
-			p, err := open(context.Background(), dsn, 1) // one connection: every statement below shares it
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { p.Close() })
-			if isolate {
-				checkSessionChangesRolledBack(t, p)
-			}
-			checkWritesRefused(t, p, schema)
-		})
-	}
-}
-
-// checkSessionChangesRolledBack: on an isolated pool, session changes do
-// not survive the statement's transaction.
-func checkSessionChangesRolledBack(t *testing.T, p *Postgres) {
-	t.Helper()
-	ctx := context.Background()
-	for _, q := range []string{
-		`SET default_transaction_read_only = off`,
-		`SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE`,
-		`SELECT set_config('default_transaction_read_only', 'off', false)`,
-		`SET search_path = nowhere`,
-	} {
-		if _, err := p.Query(ctx, q); err != nil {
-			t.Errorf("%s: %v", q, err)
-		}
-	}
-	rows := mustQuery(t, p, `SELECT current_setting('default_transaction_read_only'), current_setting('search_path'), current_setting('transaction_read_only')`)
-	if !reflect.DeepEqual(rows.Values, [][]any{{"on", `"$user", public`, "on"}}) {
-		t.Errorf("settings after SETs: %#v", rows.Values)
-	}
+	schema := pgSchema(t, dsn)
+	p := openPostgresT(t, dsn, 1) // one connection: every statement below shares it
+	checkWritesRefused(t, p, schema)
 }
 
 func checkWritesRefused(t *testing.T, p *Postgres, schema string) {
@@ -335,7 +298,7 @@ func TestPostgresUnavailable(t *testing.T) {
 	if _, err := OpenPostgres(ctx, closed, 1); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("OpenPostgres(closed port): err = %v, want ErrUnavailable", err)
 	}
-	p, err := newPostgres(closed, 1, false)
+	p, err := newPostgres(closed, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,34 +451,9 @@ func TestPostgresConcurrent(t *testing.T) {
 	}
 }
 
-// TestPostgresReadOnlyTransactionAlone checks the per-statement READ ONLY
-// transaction on its own: without the read-only session default, writes
-// still fail.
-func TestPostgresReadOnlyTransactionAlone(t *testing.T) {
-	dsn := pgDSN(t)
-	schema := pgSchema(t, dsn)
-	p, err := newPostgres(dsn, 1, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	delete(p.pool.cfg.RuntimeParams, "default_transaction_read_only")
-	p.pool.afterConnect = nil
-
-	rows := mustQuery(t, p, `SELECT current_setting('default_transaction_read_only'), current_setting('transaction_read_only')`)
-	if !reflect.DeepEqual(rows.Values, [][]any{{"off", "on"}}) {
-		t.Errorf("settings: %#v, want session default off, transaction read-only", rows.Values)
-	}
-	var pgErr *pgconn.PgError
-	if _, err := p.Query(context.Background(), `INSERT INTO `+schema+`.t VALUES (9, 'z')`); !errors.As(err, &pgErr) || pgErr.Code != "25006" {
-		t.Errorf("INSERT: err = %v, want SQLSTATE 25006", err)
-	}
-}
-
 // TestPostgresPreparesRepeatedStatements: a text runs as the unnamed
 // statement the first time and is prepared on its connection from the
-// second; one-off texts are never prepared; the isolated pool never
-// prepares.
+// second; one-off texts are never prepared.
 func TestPostgresPreparesRepeatedStatements(t *testing.T) {
 	dsn := pgDSN(t)
 	schema := pgSchema(t, dsn)
@@ -540,17 +478,6 @@ func TestPostgresPreparesRepeatedStatements(t *testing.T) {
 	mustQuery(t, p, once)
 	if got := prepared(p); !reflect.DeepEqual(got, []any{repeated}) {
 		t.Errorf("prepared statements %#v, want only the repeated text", got)
-	}
-
-	iso, err := OpenPostgresIsolated(context.Background(), dsn, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer iso.Close()
-	mustQuery(t, iso, repeated, int64(1))
-	mustQuery(t, iso, repeated, int64(1))
-	if got := prepared(iso); len(got) != 0 {
-		t.Errorf("isolated pool prepared %#v, want nothing", got)
 	}
 }
 

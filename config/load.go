@@ -507,7 +507,7 @@ func (d *decoder) policy(root *yaml.Node, p *Policy) {
 				case "dsn":
 					d.str(v, path, &p.Backend.DSN)
 				case "catalog_dsn":
-					d.str(v, path, &p.Backend.CatalogDSN)
+					d.failAt(v, path, "was retired: dpproxy answers catalog queries (psql's \\d, JDBC metadata, information_schema) itself, from the policy, so no catalog role is needed; remove this key")
 				case "path":
 					d.str(v, path, &p.Backend.Path)
 				case "max_conns":

@@ -86,8 +86,7 @@ var badCases = []struct {
 	{"max_connections_zero", `max_connections_zero.yaml:2:20: listen.max_connections: must be a whole number from 1 to 100000, got 0`},
 	{"max_result_bytes_small", `max_result_bytes_small.yaml:2:21: listen.max_result_bytes: must be a whole number of bytes from 1024 to 1099511627776, got 10`},
 	{"login_backoff_max_short", `login_backoff_max_short.yaml:3:22: listen.login_backoff_max: 1s is shorter than listen.login_backoff (2s); expected at least as long`},
-	{"catalog_dsn_sqlite", `catalog_dsn_sqlite.yaml:4:16: backend.catalog_dsn: only used with kind postgres`},
-	{"catalog_dsn_same", `catalog_dsn_same.yaml:4:16: backend.catalog_dsn: is the same as backend.dsn`},
+	{"catalog_dsn_retired", `catalog_dsn_retired.yaml:4:16: backend.catalog_dsn: was retired: dpproxy answers catalog queries`},
 	{"cache_ttl_zero", `cache_ttl_zero.yaml:5:8: cache.ttl: must be a duration greater than 0 and at most 168h, got 0s; to turn the cache off, set cache.size to 0`},
 
 	// analysts

@@ -111,14 +111,6 @@ type Backend struct {
 	// DSN is the connection string for postgres and mysql backends (set for
 	// them, empty for sqlite).
 	DSN string `yaml:"dsn,omitempty"`
-	// CatalogDSN (postgres only, optional) connects as a role that cannot
-	// read protected tables. Catalog queries (pg_catalog,
-	// information_schema, psql's \d commands, BI tools' discovery) and
-	// statements dpproxy cannot parse run under it, so the database's own
-	// access control guards what the proxy cannot analyze. dpproxy checks
-	// the role's privileges at start and refuses a role that can read a
-	// protected table.
-	CatalogDSN string `yaml:"catalog_dsn,omitempty"`
 	// Path is the database file for the sqlite backend (set for it, empty
 	// otherwise). Load resolves a relative path against the policy file's
 	// directory; ":memory:" and "file:" URIs are left as written.

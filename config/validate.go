@@ -207,16 +207,7 @@ func (d *decoder) validateBackend(p *Policy, baseDir string) {
 			if b.Path != "" {
 				d.errorf("backend.path", "only used with kind sqlite; a %s backend is reached through dsn", b.Kind)
 			}
-			if b.Kind == BackendMySQL && b.CatalogDSN != "" {
-				d.errorf("backend.catalog_dsn", "not supported for kind mysql yet; expected it only with kind postgres")
-			}
-			if b.CatalogDSN != "" && b.CatalogDSN == b.DSN {
-				d.errorf("backend.catalog_dsn", "is the same as backend.dsn; expected the connection string of a separate role that cannot read protected tables (see `dpproxy catalog-role`)")
-			}
 		case BackendSQLite:
-			if b.CatalogDSN != "" {
-				d.errorf("backend.catalog_dsn", "only used with kind postgres: catalog queries run on the PostgreSQL backend under a role that cannot read protected tables")
-			}
 			if b.Path == "" {
 				d.errorf("backend.path", "required for kind sqlite; expected the database file's path")
 			}

@@ -21,9 +21,7 @@
 // for the first's answer.
 //
 // The engine also runs what costs nothing: public-table queries
-// (Passthrough, DescribePassthrough) and, under the catalog role, catalog
-// queries (CatalogQuery, DescribeCatalog), each held to the policy's result
-// limits; it counts each analyst's open sessions (OpenSession) and keeps
+// (Passthrough, DescribePassthrough), held to the policy's result limits; it counts each analyst's open sessions (OpenSession) and keeps
 // the sessions' shared memos of analyzed public-table queries. Explain and
 // ExplainSummary describe a plan without running it.
 package engine

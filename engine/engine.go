@@ -36,10 +36,6 @@ type Engine struct {
 	// and PreparedStatements).
 	passthroughs *lru.Cache[string, *rewrite.Passthrough]
 	prepared     *lru.Cache[string, *sqltypes.Prepared]
-	// catalog runs catalog queries and statements dpproxy cannot parse
-	// under a role that cannot read protected tables; nil when the policy
-	// configures none.
-	catalog CatalogBackend
 
 	// sessionsMu guards sessions, each analyst's open sessions, held to
 	// listen.max_connections_per_analyst.
@@ -60,10 +56,6 @@ type Options struct {
 	// may pass a seeded source.
 	Rand   *mechanisms.Rand
 	Logger *slog.Logger
-	// Catalog, optional, is the backend connected as the catalog role
-	// (policy backend.catalog_dsn), already verified to be unable to read
-	// protected tables.
-	Catalog CatalogBackend
 }
 
 // New returns an Engine.
@@ -79,7 +71,6 @@ func New(opts Options) (*Engine, error) {
 		rand:       opts.Rand,
 		log:        opts.Logger,
 		cache:      newResultCache(opts.Policy.Cache.Size, opts.Policy.Cache.TTL),
-		catalog:    opts.Catalog,
 		sessions:   map[string]int{},
 	}
 	var err error
@@ -97,6 +88,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// Backend returns the database the engine answers from.
+func (e *Engine) Backend() backend.Backend { return e.backend }
 
 // Policy returns the policy the engine enforces.
 func (e *Engine) Policy() *config.Policy { return e.policy }
@@ -190,50 +184,6 @@ func (e *Engine) DescribePassthrough(ctx context.Context, q *rewrite.Passthrough
 	return cols, nil
 }
 
-// Catalog queries and statements dpproxy cannot parse run, as the client
-// wrote them, on the backend under the catalog role (policy
-// backend.catalog_dsn): a role that dpproxy verified at start cannot read
-// any protected table (the sessions decide which statements go there). Such
-// statements run in a read-only transaction and cost no budget; since they
-// cannot depend on protected data, the database's errors are passed on as
-// they are.
-
-// CatalogBackend is the backend connected as the catalog role.
-type CatalogBackend interface {
-	backend.Backend
-	// Describe reports a statement's parameter and result types without
-	// running it.
-	Describe(ctx context.Context, sql string) (*backend.Description, error)
-}
-
-// HasCatalog reports whether the engine has a catalog role.
-func (e *Engine) HasCatalog() bool { return e.catalog != nil }
-
-// CatalogQuery runs sql as written under the catalog role, binding args to
-// its parameters in the database. Only when HasCatalog.
-func (e *Engine) CatalogQuery(ctx context.Context, sql string, args []any) (*sqltypes.Result, error) {
-	rows, err := e.query(ctx, e.catalog, sql, args...)
-	if err != nil {
-		return nil, catalogError(err)
-	}
-	res := &sqltypes.Result{Rows: rows.Values, Tag: fmt.Sprintf("SELECT %d", len(rows.Values))}
-	for _, c := range rows.Columns {
-		res.Columns = append(res.Columns, sqltypes.Column{Name: c.Name, Type: c.Type})
-	}
-	return res, nil
-}
-
-// DescribeCatalog reports the parameter and result types of a statement
-// that runs under the catalog role, without running it. Only when
-// HasCatalog.
-func (e *Engine) DescribeCatalog(ctx context.Context, sql string) (*backend.Description, error) {
-	d, err := e.catalog.Describe(ctx, sql)
-	if err != nil {
-		return nil, catalogError(err)
-	}
-	return d, nil
-}
-
 // chargedAnswer runs a DP plan: reserve budget, run the bounded query, add
 // noise, charge durably, and only then return the release.
 func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrite.Plan, queryText string) (*sqltypes.Result, error) {
@@ -284,7 +234,7 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 
 // query runs sql on b held to the policy's result limits
 // (listen.max_result_rows and max_result_bytes). Only for results that
-// may be shown as they are (public tables, catalogs): on protected data
+// may be shown as they are (public tables): on protected data
 // whether a cap is reached is an exact statistic.
 func (e *Engine) query(ctx context.Context, b backend.Backend, sql string, args ...any) (*backend.Rows, error) {
 	l := e.policy.Listen
@@ -313,18 +263,8 @@ func backendError(err error) error {
 	return &sqlerr.Error{Code: sqlerr.InternalError, Message: "the query failed on the database", Err: err}
 }
 
-// catalogError passes on the database's error for a statement run under
-// the catalog role, explaining a refused protected read.
-func catalogError(err error) error {
-	e := databaseError(err)
-	if se, ok := e.(*sqlerr.Error); ok && se.Code == sqlerr.InsufficientPrivilege && se.Hint == "" {
-		se.Hint = "this statement ran under dpproxy's catalog role, which cannot read protected tables; protected tables answer aggregate queries in the SQL dpproxy supports"
-	}
-	return e
-}
-
 // databaseError passes on the database's own error for a statement that
-// cannot have read protected data (catalog role, public tables only), so
+// cannot have read protected data (public tables only), so
 // its failure reveals none. Other failures are mapped by backendError.
 func databaseError(err error) error {
 	if dbErr, ok := backend.AsDatabaseError(err); ok {

@@ -3,14 +3,13 @@ package proxy
 import (
 	"context"
 
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/proxy/mysqlwire"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/session"
 )
 
-// MySQLSessions opens sessions of an Engine for the MySQL front end.
-type MySQLSessions struct{ Engine *engine.Engine }
+// MySQLSessions opens sessions of a session.Server for the MySQL front end.
+type MySQLSessions struct{ Server *session.Server }
 
 var _ mysqlwire.Sessions = MySQLSessions{}
 
@@ -19,7 +18,7 @@ var _ mysqlwire.Session = (*session.Session)(nil)
 
 // MySQLVerifiers implements mysqlwire.Sessions.
 func (m MySQLSessions) MySQLVerifiers(user string) (native, sha2 []byte, ok bool) {
-	a, ok := m.Engine.Policy().Analyst(user)
+	a, ok := m.Server.Engine().Policy().Analyst(user)
 	if !ok {
 		return nil, nil, false
 	}
@@ -31,7 +30,7 @@ func (m MySQLSessions) MySQLVerifiers(user string) (native, sha2 []byte, ok bool
 // Open implements mysqlwire.Sessions. A database the engine does not serve
 // is refused (1049 Unknown database).
 func (m MySQLSessions) Open(_ context.Context, user, database string) (mysqlwire.Session, error) {
-	s, err := session.New(m.Engine, user, rewrite.MySQLFrontEnd)
+	s, err := session.New(m.Server, user, rewrite.MySQLFrontEnd)
 	if err != nil {
 		return nil, err
 	}

@@ -4,14 +4,13 @@ import (
 	"context"
 
 	"github.com/dpproxy/dpproxy/auth"
-	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/proxy/pgwire"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/session"
 )
 
-// PostgresSessions opens sessions of an Engine for the PostgreSQL front end.
-type PostgresSessions struct{ Engine *engine.Engine }
+// PostgresSessions opens sessions of a session.Server for the PostgreSQL front end.
+type PostgresSessions struct{ Server *session.Server }
 
 var _ pgwire.Sessions = PostgresSessions{}
 
@@ -20,12 +19,12 @@ var _ pgwire.Session = (*session.Session)(nil)
 
 // SCRAMVerifier implements pgwire.Sessions.
 func (p PostgresSessions) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
-	return p.Engine.SCRAMVerifier(user)
+	return p.Server.Engine().SCRAMVerifier(user)
 }
 
 // Open implements pgwire.Sessions.
 func (p PostgresSessions) Open(_ context.Context, user, database string, params map[string]string) (pgwire.Session, error) {
-	s, err := session.New(p.Engine, user, rewrite.PostgresFrontEnd)
+	s, err := session.New(p.Server, user, rewrite.PostgresFrontEnd)
 	if err != nil {
 		return nil, err
 	}

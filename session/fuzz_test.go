@@ -31,10 +31,11 @@ func FuzzSessionStatements(f *testing.F) {
 		f.Add(s)
 	}
 	e, acct, _ := engineFixture(f)
+	srv := serverFor(f, e)
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, stmt string) {
 		for _, fe := range []rewrite.FrontEnd{rewrite.PostgresFrontEnd, rewrite.MySQLFrontEnd} {
-			s, err := New(e, "ana", fe)
+			s, err := New(srv, "ana", fe)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +74,7 @@ func FuzzPreparedParams(f *testing.F) {
 	e, acct, _ := engineFixture(f)
 	acct.SetLimit("ana", budget.Cost{Epsilon: 1e12, Delta: 0.5})
 	ctx := context.Background()
-	s, err := New(e, "ana", rewrite.PostgresFrontEnd)
+	s, err := New(serverFor(f, e), "ana", rewrite.PostgresFrontEnd)
 	if err != nil {
 		f.Fatal(err)
 	}

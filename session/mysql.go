@@ -236,33 +236,6 @@ func quoteMySQLIdent(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
-// mysqlTypeName is how SHOW COLUMNS names a type.
-func mysqlTypeName(t sqltypes.Type) string {
-	switch t {
-	case sqltypes.Bool:
-		return "tinyint(1)"
-	case sqltypes.Int2:
-		return "smallint"
-	case sqltypes.Int4:
-		return "int"
-	case sqltypes.Int8:
-		return "bigint"
-	case sqltypes.Float4:
-		return "float"
-	case sqltypes.Float8:
-		return "double"
-	case sqltypes.Numeric:
-		return "decimal(65,30)"
-	case sqltypes.Date:
-		return "date"
-	case sqltypes.Timestamp, sqltypes.Timestamptz:
-		return "datetime(6)"
-	case sqltypes.Bytea:
-		return "blob"
-	}
-	return "text"
-}
-
 // mysqlStatement answers the MySQL session and catalog statements listed
 // above. handled is false for anything else (including statements that do
 // not parse), which then takes the normal path. With apply false nothing
@@ -589,38 +562,21 @@ func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*sqltypes.Res
 				res.Rows = append(res.Rows, row)
 			}
 		}
-	case ast.ShowColumns:
-		if x.Table == nil {
-			return nil, false, nil
-		}
-		if x.Table.Schema.O != "" {
+	case ast.ShowColumns, ast.ShowCreateTable, ast.ShowIndex, ast.ShowTableStatus:
+		// Answered from the virtual catalog (package catalog).
+		if x.Table != nil && x.Table.Schema.O != "" {
 			if err := s.checkDatabase(x.Table.Schema.O); err != nil {
 				return nil, true, err
 			}
 		}
-		cols, err := s.FieldList(ctx, x.Table.Name.O)
+		if x.Table == nil && x.Tp != ast.ShowTableStatus {
+			return nil, false, nil
+		}
+		res, ok, err := s.server.catalog.ShowMySQL(ctx, x, s.catalogSession())
 		if err != nil {
-			return nil, true, err
+			return nil, true, catalogError(err)
 		}
-		if x.Full {
-			res.Columns = text("Field", "Type", "Collation", "Null", "Key", "Default", "Extra", "Privileges", "Comment")
-		} else {
-			res.Columns = text("Field", "Type", "Null", "Key", "Default", "Extra")
-		}
-		for _, c := range cols {
-			if !match(c.Name) {
-				continue
-			}
-			if x.Full {
-				var coll any
-				if policyText(c.Type) {
-					coll = "utf8mb4_general_ci"
-				}
-				res.Rows = append(res.Rows, []any{c.Name, mysqlTypeName(c.Type), coll, "YES", "", nil, "", "select", ""})
-			} else {
-				res.Rows = append(res.Rows, []any{c.Name, mysqlTypeName(c.Type), "YES", "", nil, ""})
-			}
-		}
+		return res, ok, nil
 	case ast.ShowVariables:
 		res.Columns = text("Variable_name", "Value")
 		names := make([]string, 0, len(mysqlVariables))
@@ -679,14 +635,6 @@ func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*sqltypes.Res
 		return nil, false, nil
 	}
 	return res, true, nil
-}
-
-func policyText(t sqltypes.Type) bool {
-	switch t {
-	case sqltypes.Text, sqltypes.Varchar, sqltypes.Bpchar, sqltypes.Name, sqltypes.Unknown:
-		return true
-	}
-	return false
 }
 
 // checkDatabase refuses a database other than the one served.

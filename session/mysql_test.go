@@ -13,9 +13,10 @@ import (
 // without the backend and at no cost.
 func TestMySQLSessionStatements(t *testing.T) {
 	e, acct, be := engineFixture(t)
-	be.Close() // none of this may need the backend
+	serverFor(t, e) // the catalog is built at start, while the backend is up
+	be.Close()      // none of this may need the backend
 	ctx := context.Background()
-	s, _ := New(e, "ana", rewrite.MySQLFrontEnd)
+	s, _ := New(serverFor(t, e), "ana", rewrite.MySQLFrontEnd)
 	if err := s.UseDatabase("unused"); err != nil { // the SQLite file's name
 		t.Fatal(err)
 	}

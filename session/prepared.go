@@ -116,19 +116,40 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 			return p, nil
 		}
 	}
-	stmt, parsed, err := s.parseForBinding(sql)
-	if (err != nil && s.toCatalog(err, nil)) || (err == nil && stmt != nil && s.toCatalog(nil, stmt)) {
-		return s.prepareCatalog(ctx, p)
+	if s.frontEnd == rewrite.PostgresFrontEnd {
+		if cmd, ok, err := parseCursorCommand(sql); ok {
+			if err != nil {
+				return nil, err
+			}
+			h.command = true
+			switch c := s.cursors[cmd.name]; {
+			case cmd.verb == "fetch" && c != nil:
+				p.Columns = c.result.Columns
+			case cmd.verb == "declare":
+				p.Tag = "DECLARE CURSOR"
+			case cmd.verb == "close":
+				p.Tag = "CLOSE CURSOR"
+			default:
+				p.Tag = strings.ToUpper(cmd.verb)
+			}
+			return p, nil
+		}
 	}
+	stmt, parsed, err := s.parseForBinding(sql)
 	if err != nil {
-		if cerr := s.noCatalogError(sql); cerr != nil && !errors.Is(err, errMultipleStatements) {
-			return nil, cerr
+		if s.frontEnd == rewrite.PostgresFrontEnd && !errors.Is(err, errMultipleStatements) && mentionsCatalog(sql) {
+			return s.prepareCatalog(ctx, p, nil, 0)
 		}
 		return nil, err
 	}
 	if stmt == nil {
 		p.Empty = true
 		return p, nil
+	}
+	if route, err := s.route(stmt); err != nil {
+		return nil, err
+	} else if route == toCatalog {
+		return s.prepareCatalog(ctx, p, stmt, parsed.ParamCount)
 	}
 	markers := parsed.Params
 	h.markerParams = markers
@@ -195,7 +216,14 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, par
 		return nil, sqlerr.New(sqlerr.ProtocolViolation, "the statement has %d parameter(s) but %d value(s) were supplied", len(p.Params), len(params))
 	}
 	if h.catalog {
-		res, err := s.engine.CatalogQuery(ctx, p.SQL, params)
+		var stmt ast.StmtNode
+		if s.frontEnd == rewrite.MySQLFrontEnd {
+			var err error
+			if stmt, _, err = s.parseForBinding(p.SQL); err != nil {
+				return nil, err
+			}
+		}
+		res, err := s.queryCatalog(ctx, p.SQL, stmt, params)
 		if err != nil {
 			return nil, err
 		}
@@ -249,17 +277,28 @@ func checkParam(v any, n int) error {
 	return nil
 }
 
-// prepareCatalog describes a statement that runs under the catalog role.
-func (s *Session) prepareCatalog(ctx context.Context, p *sqltypes.Prepared) (*sqltypes.Prepared, error) {
-	d, err := s.engine.DescribeCatalog(ctx, p.SQL)
-	if err != nil {
-		return nil, err
+// prepareCatalog describes a catalog statement: its parameters (text) and
+// result columns, from running it on the virtual catalog with every
+// parameter NULL (the catalog holds no data: this costs nothing).
+func (s *Session) prepareCatalog(ctx context.Context, p *sqltypes.Prepared, stmt ast.StmtNode, params int) (*sqltypes.Prepared, error) {
+	if s.frontEnd == rewrite.PostgresFrontEnd {
+		types, cols, err := s.describeCatalog(ctx, p.SQL)
+		if err != nil {
+			return nil, err
+		}
+		p.Params, p.Columns = types, cols
+	} else {
+		res, err := s.queryCatalog(ctx, p.SQL, stmt, make([]any, params))
+		if err != nil {
+			return nil, err
+		}
+		p.Params = make([]sqltypes.Type, params)
+		for i := range p.Params {
+			p.Params[i] = sqltypes.Text
+		}
+		p.Columns = res.Columns
 	}
 	handleOf(p).catalog = true
-	p.Params = d.Params
-	for _, c := range d.Columns {
-		p.Columns = append(p.Columns, sqltypes.Column{Name: c.Name, Type: c.Type})
-	}
 	if len(p.Columns) == 0 {
 		p.Tag = "SELECT 0"
 	}
@@ -282,8 +321,12 @@ func (s *Session) describe(ctx context.Context, p *sqltypes.Prepared, prep *prep
 	case prep.local != nil:
 		p.Columns = prep.local.Columns
 		return nil
-	case prep.info != nil:
-		p.Columns = prep.info.resultColumns()
+	case prep.catalog != nil:
+		res, err := s.queryCatalog(ctx, p.SQL, prep.catalog, nil)
+		if err != nil {
+			return err
+		}
+		p.Columns = res.Columns
 		return nil
 	case prep.virtual != nil:
 		// Reading a view is free and has no side effects.

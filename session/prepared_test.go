@@ -13,7 +13,7 @@ import (
 func TestPreparedDPQueryWithParameters(t *testing.T) {
 	e, acct, _ := engineFixture(t)
 	ctx := context.Background()
-	s, _ := New(e, "ana", rewrite.PostgresFrontEnd)
+	s, _ := New(serverFor(t, e), "ana", rewrite.PostgresFrontEnd)
 
 	p, err := s.Prepare(ctx, "SELECT kind, COUNT(*) AS n FROM visits WHERE n >= ? AND cost < ? GROUP BY kind", nil)
 	if err != nil {
@@ -76,7 +76,7 @@ func TestPreparedDPQueryWithParameters(t *testing.T) {
 func TestPreparedParametersCannotInject(t *testing.T) {
 	e, _, _ := engineFixture(t)
 	ctx := context.Background()
-	s, _ := New(e, "ana", rewrite.PostgresFrontEnd)
+	s, _ := New(serverFor(t, e), "ana", rewrite.PostgresFrontEnd)
 	p, err := s.Prepare(ctx, "SELECT body FROM notes WHERE body = ?", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestPreparedParametersCannotInject(t *testing.T) {
 func TestPrepareRefusesWhatExecuteWould(t *testing.T) {
 	e, _, _ := engineFixture(t)
 	ctx := context.Background()
-	s, _ := New(e, "ana", rewrite.PostgresFrontEnd)
+	s, _ := New(serverFor(t, e), "ana", rewrite.PostgresFrontEnd)
 	if _, err := s.Prepare(ctx, "SELECT * FROM visits WHERE n = ?", nil); sqlerr.As(err).Code != sqlerr.InsufficientPrivilege {
 		t.Errorf("raw read: %v", err)
 	}
@@ -132,8 +132,8 @@ func TestPrepareRefusesWhatExecuteWould(t *testing.T) {
 func TestPreparedPassthroughMemo(t *testing.T) {
 	e, _, _ := engineFixture(t)
 	ctx := context.Background()
-	s1, _ := New(e, "ana", rewrite.PostgresFrontEnd)
-	s2, _ := New(e, "ana", rewrite.PostgresFrontEnd)
+	s1, _ := New(serverFor(t, e), "ana", rewrite.PostgresFrontEnd)
+	s2, _ := New(serverFor(t, e), "ana", rewrite.PostgresFrontEnd)
 	p1, err := s1.Prepare(ctx, "SELECT body FROM notes WHERE body = ?", nil)
 	if err != nil {
 		t.Fatal(err)

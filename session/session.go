@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/dpproxy/dpproxy/engine"
@@ -34,9 +35,16 @@ import (
 // Other SET statements, BEGIN, COMMIT and ROLLBACK are accepted and have no
 // effect.
 type Session struct {
-	engine   *engine.Engine
-	analyst  string
-	frontEnd rewrite.FrontEnd
+	server  *Server
+	engine  *engine.Engine
+	analyst string
+	// id numbers the session (pg_backend_pid(), CONNECTION_ID()).
+	id uint32
+	// cursors are the open SQL cursors (cursor.go), by name.
+	cursors map[string]*cursor
+	// inTransaction is set between BEGIN and COMMIT/ROLLBACK.
+	inTransaction bool
+	frontEnd      rewrite.FrontEnd
 	// epsilon is what the session's next query on protected data costs:
 	// always in [mechanisms.MinEpsilon, policy max_epsilon_per_query].
 	epsilon float64
@@ -52,6 +60,9 @@ type Session struct {
 	closed bool
 }
 
+// sessionIDs numbers sessions.
+var sessionIDs atomic.Uint32
+
 type pendingParse struct {
 	sql    string
 	parsed *rewrite.Parsed
@@ -63,7 +74,8 @@ type pendingParse struct {
 // defaults.epsilon until SET dpproxy.epsilon changes it. A session is
 // counted against the analyst's listen.max_connections_per_analyst until
 // Close.
-func New(e *engine.Engine, analyst string, fe rewrite.FrontEnd) (*Session, error) {
+func New(srv *Server, analyst string, fe rewrite.FrontEnd) (*Session, error) {
+	e := srv.engine
 	pol := e.Policy()
 	if _, ok := pol.Analyst(analyst); !ok {
 		return nil, sqlerr.New(sqlerr.InvalidAuthorization, "analyst %q is not in the policy", analyst)
@@ -72,7 +84,8 @@ func New(e *engine.Engine, analyst string, fe rewrite.FrontEnd) (*Session, error
 		return nil, err
 	}
 	return &Session{
-		engine: e, analyst: analyst, frontEnd: fe, epsilon: pol.Defaults.Epsilon,
+		server: srv, engine: e, analyst: analyst, frontEnd: fe, epsilon: pol.Defaults.Epsilon,
+		id:   sessionIDs.Add(1),
 		gucs: map[string]string{}, startupSettings: map[string]string{},
 	}, nil
 }
@@ -129,21 +142,33 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 			return []*sqltypes.Result{res}, nil
 		}
 	}
+	if s.frontEnd == rewrite.PostgresFrontEnd {
+		if res, ok, err := s.cursorStatement(ctx, sql); ok {
+			if err != nil {
+				return nil, err
+			}
+			return []*sqltypes.Result{res}, nil
+		}
+	}
 	stmt, parsed, err := s.parseOne(sql)
 	if err != nil {
-		if s.toCatalog(err, nil) {
-			return s.catalogQuery(ctx, sql, nil)
-		}
-		if cerr := s.noCatalogError(sql); cerr != nil && !errors.Is(err, errMultipleStatements) {
-			return nil, cerr
+		if s.frontEnd == rewrite.PostgresFrontEnd && !errors.Is(err, errMultipleStatements) && mentionsCatalog(sql) {
+			res, cerr := s.queryCatalog(ctx, sql, nil, nil)
+			if cerr != nil {
+				return nil, cerr
+			}
+			return []*sqltypes.Result{res}, nil
 		}
 		return nil, err
 	}
 	if stmt == nil {
 		return nil, nil
 	}
-	if s.toCatalog(nil, stmt) {
-		return s.catalogQuery(ctx, sql, nil)
+	if res, ok, err := s.catalogStatement(ctx, sql, stmt, parsed); ok {
+		if err != nil {
+			return nil, err
+		}
+		return []*sqltypes.Result{res}, nil
 	}
 	if len(parsed.Params) > 0 {
 		return nil, sqlerr.New(sqlerr.ProtocolViolation, "the query has parameters ($n) but no values: send it with the extended query protocol (Parse/Bind)")
@@ -213,7 +238,7 @@ func castLookup(p *rewrite.Parsed) rewrite.CastLookup {
 var errMultipleStatements = errors.New("multiple statements")
 
 // prepared is a statement checked and planned, ready to run or explain:
-// exactly one of tag, local, virtual, info and query is set.
+// exactly one of tag, local, virtual, catalog and query is set.
 type prepared struct {
 	// tag answers a session statement (SET, BEGIN, ...) that does nothing.
 	tag string
@@ -222,8 +247,9 @@ type prepared struct {
 	local *sqltypes.Result
 	// virtual is a query on a dpproxy.* view.
 	virtual *virtualQuery
-	// info is a MySQL client's query on information_schema (mysql.go).
-	info *infoQuery
+	// catalog is a catalog query (catalog.go), answered by the virtual
+	// catalog.
+	catalog ast.StmtNode
 	// query is a query for the backend, DP or passthrough.
 	query *rewrite.Query
 	// canonical is the statement's canonical text (rewrite.Canonical),
@@ -262,14 +288,10 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 			return &prepared{local: res}, nil
 		}
 	}
-	if s.frontEnd == rewrite.MySQLFrontEnd {
-		q, err := s.parseInformationSchema(stmt)
-		if err != nil {
-			return nil, err
-		}
-		if q != nil {
-			return &prepared{info: q}, nil
-		}
+	if route, err := s.route(stmt); err != nil {
+		return nil, err
+	} else if route == toCatalog {
+		return &prepared{catalog: stmt}, nil
 	}
 	v, err := parseVirtual(stmt)
 	if err != nil {
@@ -302,13 +324,19 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.Result, error) {
 	switch {
 	case p.tag != "":
+		switch p.tag {
+		case "BEGIN":
+			s.inTransaction = true
+		case "COMMIT", "ROLLBACK":
+			s.endTransaction()
+		}
 		return &sqltypes.Result{Tag: p.tag}, nil
 	case p.local != nil:
 		return p.local, nil
 	case p.virtual != nil:
 		return s.answerVirtual(ctx, p.virtual)
-	case p.info != nil:
-		return s.answerInformationSchema(ctx, p.info)
+	case p.catalog != nil:
+		return s.queryCatalog(ctx, sql, p.catalog, nil)
 	case p.query.Passthrough != nil:
 		return s.engine.Passthrough(ctx, p.query.Passthrough)
 	case p.query.Empty != nil:
@@ -408,8 +436,8 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 	switch {
 	case p.virtual != nil:
 		addExplainNote(res, "summary", fmt.Sprintf("%s is answered by dpproxy itself from the budget ledger: nothing runs on the backend and no budget is spent", p.virtual.view.qualified()))
-	case p.info != nil:
-		addExplainNote(res, "summary", "information_schema is answered by dpproxy itself from the policy: nothing protected is read and no budget is spent")
+	case p.catalog != nil:
+		addExplainNote(res, "summary", "a catalog query (or one without a table), answered by dpproxy's virtual catalog from the policy: nothing runs on the backend and no budget is spent")
 	case p.local != nil:
 		addExplainNote(res, "summary", "a question about the server or session, answered by dpproxy itself: nothing runs on the backend and no budget is spent")
 	case p.query.Empty != nil:

@@ -56,7 +56,7 @@ func benchEngine(b *testing.B, cacheSize int) *engine.Engine {
 
 func benchSession(b *testing.B, e *engine.Engine) *Session {
 	b.Helper()
-	s, err := New(e, "analyst", rewrite.PostgresFrontEnd)
+	s, err := New(serverFor(b, e), "analyst", rewrite.PostgresFrontEnd)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/dpproxy/dpproxy/backend"
@@ -112,7 +113,7 @@ func sessionFixture(t *testing.T, mutate func(*config.Policy)) (*engine.Engine, 
 
 func newSession(t *testing.T, e *engine.Engine, analyst string) *Session {
 	t.Helper()
-	s, err := New(e, analyst, rewrite.PostgresFrontEnd)
+	s, err := New(serverFor(t, e), analyst, rewrite.PostgresFrontEnd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func charges(t *testing.T, acct *budget.Accountant, analyst string) int {
 func TestSessionChargesAndRefusesWhenExhausted(t *testing.T) {
 	e, acct, _ := engineFixture(t)
 	ctx := context.Background()
-	s, err := New(e, "ana", rewrite.PostgresFrontEnd)
+	s, err := New(serverFor(t, e), "ana", rewrite.PostgresFrontEnd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestSessionChargesAndRefusesWhenExhausted(t *testing.T) {
 
 func TestMultipleStatementsRejected(t *testing.T) {
 	e, acct, _ := engineFixture(t)
-	s, _ := New(e, "ana", rewrite.PostgresFrontEnd)
+	s, _ := New(serverFor(t, e), "ana", rewrite.PostgresFrontEnd)
 	_, err := s.Execute(context.Background(), "SELECT COUNT(*) FROM visits; SELECT COUNT(*) FROM visits")
 	if sqlerr.As(err).Code != sqlerr.FeatureNotSupported {
 		t.Fatalf("got %v", err)
@@ -226,4 +227,23 @@ func TestMultipleStatementsRejected(t *testing.T) {
 	if st, _ := acct.Status("ana"); st.Spent.Epsilon != 0 {
 		t.Fatal("a rejected query was charged")
 	}
+}
+
+// servers holds one Server per test engine (building the catalog takes a
+// few milliseconds; tests open many sessions).
+var servers sync.Map
+
+// serverFor returns the Server of engine e, built once.
+func serverFor(tb testing.TB, e *engine.Engine) *Server {
+	tb.Helper()
+	if srv, ok := servers.Load(e); ok {
+		return srv.(*Server)
+	}
+	srv, err := NewServer(context.Background(), e)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	servers.Store(e, srv)
+	tb.Cleanup(func() { servers.Delete(e); srv.Close() })
+	return srv
 }

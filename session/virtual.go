@@ -229,11 +229,18 @@ func parseVirtual(stmt ast.StmtNode) (*virtualQuery, error) {
 }
 
 // tableNames collects every table named in a statement.
-type tableNames struct{ names []*ast.TableName }
+type tableNames struct {
+	names []*ast.TableName
+	// withs are the WITH clauses met (their names are not tables).
+	withs []*ast.WithClause
+}
 
 func (c *tableNames) Enter(n ast.Node) (ast.Node, bool) {
-	if tn, ok := n.(*ast.TableName); ok {
-		c.names = append(c.names, tn)
+	switch x := n.(type) {
+	case *ast.TableName:
+		c.names = append(c.names, x)
+	case *ast.WithClause:
+		c.withs = append(c.withs, x)
 	}
 	return n, false
 }

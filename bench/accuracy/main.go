@@ -114,7 +114,7 @@ func main() {
 
 type env struct {
 	pol *config.Policy
-	eng *engine.Engine
+	srv *session.Server
 	db  *sql.DB
 }
 
@@ -159,7 +159,12 @@ func run(runs int, out string, patients int, policyPath string, workers int) err
 		return err
 	}
 	defer db.Close()
-	e := &env{pol: pol, eng: eng, db: db}
+	srv, err := session.NewServer(ctx, eng)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	e := &env{pol: pol, srv: srv, db: db}
 
 	var stats []Stat
 	for _, q := range demoQueries {
@@ -295,7 +300,7 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := session.New(e.eng, "analyst", rewrite.PostgresFrontEnd)
+			s, err := session.New(e.srv, "analyst", rewrite.PostgresFrontEnd)
 			if err == nil {
 				defer s.Close()
 				_, err = s.Execute(ctx, fmt.Sprintf("SET dpproxy.epsilon = %s", strconv.FormatFloat(eps, 'g', -1, 64)))

@@ -5,7 +5,6 @@
 //	dpproxy explain  --config FILE "SQL"
 //	dpproxy passwd   [--password-stdin]
 //	dpproxy budget   --config FILE
-//	dpproxy catalog-role --config FILE [--role NAME]
 package main
 
 import (
@@ -33,8 +32,6 @@ Usage:
                   print the password verifiers to paste into a policy file
   dpproxy budget  --config FILE
                   show every analyst's spent and remaining budget
-  dpproxy catalog-role --config FILE [--role NAME]
-                  print the SQL creating the PostgreSQL role for backend.catalog_dsn
 
 Run "dpproxy COMMAND -h" for a command's flags.
 `
@@ -78,8 +75,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runPasswd(args[1:], stdin, stdout, stderr)
 	case "budget":
 		return runBudget(ctx, args[1:], stdout, stderr)
-	case "catalog-role":
-		return runCatalogRole(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

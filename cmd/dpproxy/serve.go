@@ -66,17 +66,17 @@ func dialectFor(kind config.BackendKind) (rewrite.Dialect, error) {
 // runtime is everything a running proxy holds open.
 type runtime struct {
 	engine  *engine.Engine
+	server  *session.Server
 	backend backend.Backend
-	catalog *backend.Postgres
 	ledger  *budget.SQLiteStore
 }
 
 func (r *runtime) Close() {
+	if r.server != nil {
+		r.server.Close()
+	}
 	if r.backend != nil {
 		r.backend.Close()
-	}
-	if r.catalog != nil {
-		r.catalog.Close()
 	}
 	if r.ledger != nil {
 		r.ledger.Close()
@@ -98,12 +98,6 @@ func open(ctx context.Context, pol *config.Policy) (*runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s backend: %w", pol.Backend.Kind, err)
 	}
-	if pol.Backend.CatalogDSN != "" {
-		if rt.catalog, err = openCatalog(ctx, pol); err != nil {
-			rt.Close()
-			return nil, err
-		}
-	}
 	rt.ledger, err = budget.OpenSQLite(ctx, pol.Ledger.Path)
 	if err != nil {
 		rt.Close()
@@ -118,34 +112,19 @@ func open(ctx context.Context, pol *config.Policy) (*runtime, error) {
 		rt.Close()
 		return nil, err
 	}
-	opts := engine.Options{Policy: pol, Backend: rt.backend, Dialect: dialect, Accountant: acct}
-	if rt.catalog != nil {
-		opts.Catalog = rt.catalog
-	}
-	rt.engine, err = engine.New(opts)
+	rt.engine, err = engine.New(engine.Options{Policy: pol, Backend: rt.backend, Dialect: dialect, Accountant: acct})
 	if err != nil {
 		rt.Close()
 		return nil, err
 	}
-	return rt, nil
-}
-
-// openCatalog connects as the catalog role and refuses a role that could
-// read a protected table.
-func openCatalog(ctx context.Context, pol *config.Policy) (*backend.Postgres, error) {
-	cat, err := backend.OpenPostgresIsolated(ctx, pol.Backend.CatalogDSN, pol.Backend.MaxConns)
+	// The virtual catalog clients see, built once from the policy and the
+	// backend's declarations of its tables.
+	rt.server, err = session.NewServer(ctx, rt.engine)
 	if err != nil {
-		return nil, fmt.Errorf("opening the catalog role's connection (backend.catalog_dsn): %w", err)
+		rt.Close()
+		return nil, fmt.Errorf("building the catalog: %w", err)
 	}
-	var tables []backend.ProtectedTable
-	for _, t := range pol.ProtectedTables {
-		tables = append(tables, backend.ProtectedTable{Schema: t.Schema, Name: t.Name})
-	}
-	if err := backend.VerifyCatalogRole(ctx, cat, tables); err != nil {
-		cat.Close()
-		return nil, fmt.Errorf("backend.catalog_dsn: %w", err)
-	}
-	return cat, nil
+	return rt, nil
 }
 
 // frontEnd is one protocol's server as serve runs it.
@@ -191,7 +170,7 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 		if err != nil {
 			return fmt.Errorf("listening for PostgreSQL clients: %w", err)
 		}
-		srv := pgwire.NewServer(proxy.PostgresSessions{Engine: rt.engine}, pgwire.Options{
+		srv := pgwire.NewServer(proxy.PostgresSessions{Server: rt.server}, pgwire.Options{
 			Logger:           slog.Default(),
 			ServerVersion:    session.ServerVersion,
 			StatementTimeout: pol.Listen.StatementTimeout,
@@ -211,7 +190,7 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 		if err != nil {
 			return fmt.Errorf("listening for MySQL clients: %w", err)
 		}
-		srv := mysqlwire.NewServer(proxy.MySQLSessions{Engine: rt.engine}, mysqlwire.Options{
+		srv := mysqlwire.NewServer(proxy.MySQLSessions{Server: rt.server}, mysqlwire.Options{
 			Logger:           slog.Default(),
 			ServerVersion:    session.MySQLServerVersion,
 			StatementTimeout: pol.Listen.StatementTimeout,

@@ -26,6 +26,7 @@ import (
 	"github.com/dpproxy/dpproxy/proxy"
 	"github.com/dpproxy/dpproxy/proxy/mysqlwire"
 	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/session"
 )
 
 // testPolicy has the demo's tables and three analysts (password = name):
@@ -139,7 +140,12 @@ func startServer(t testing.TB, opts mysqlwire.Options) string {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	srv := mysqlwire.NewServer(proxy.MySQLSessions{Engine: e}, opts)
+	sessions, err := session.NewServer(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sessions.Close() })
+	srv := mysqlwire.NewServer(proxy.MySQLSessions{Server: sessions}, opts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

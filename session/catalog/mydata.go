@@ -21,30 +21,30 @@ func buildMySQL(b *builder, s Schema) error {
 	}
 	for _, d := range defs {
 		// MySQL compares information_schema strings case-insensitively.
-		b.createCollated(myTable(d.name), d)
+		b.createCollated(myStored(d.name), d)
 	}
 	// FROM DUAL, which the TiDB parser restores for SELECT ... WHERE
 	// without a table: one row.
 	b.exec(`CREATE TABLE "DUAL" ("DUMMY" TEXT)`)
 	b.exec(`INSERT INTO "DUAL" VALUES ('X')`)
-	b.insert(myTable("SCHEMATA"), row{"CATALOG_NAME": "def", "SCHEMA_NAME": "information_schema",
+	b.insert(myStored("SCHEMATA"), row{"CATALOG_NAME": "def", "SCHEMA_NAME": "information_schema",
 		"DEFAULT_CHARACTER_SET_NAME": "utf8mb3", "DEFAULT_COLLATION_NAME": "utf8mb3_general_ci"})
 	schemas := map[string]bool{}
 	for _, t := range s.Tables {
 		sch := mySchema(s, t)
 		if !schemas[sch] {
 			schemas[sch] = true
-			b.insert(myTable("SCHEMATA"), row{"CATALOG_NAME": "def", "SCHEMA_NAME": sch,
+			b.insert(myStored("SCHEMATA"), row{"CATALOG_NAME": "def", "SCHEMA_NAME": sch,
 				"DEFAULT_CHARACTER_SET_NAME": "utf8mb4", "DEFAULT_COLLATION_NAME": "utf8mb4_general_ci"})
 		}
 	}
 	for _, d := range defs {
-		b.insert(myTable("TABLES"), row{"TABLE_CATALOG": "def", "TABLE_SCHEMA": "information_schema", "TABLE_NAME": d.name,
+		b.insert(myStored("TABLES"), row{"TABLE_CATALOG": "def", "TABLE_SCHEMA": "information_schema", "TABLE_NAME": d.name,
 			"TABLE_TYPE": "SYSTEM VIEW", "ENGINE": "MEMORY", "VERSION": 11, "ROW_FORMAT": "Fixed", "TABLE_COLLATION": "utf8mb3_general_ci",
 			"TABLE_COMMENT": "", "CREATE_OPTIONS": ""})
 		for i, c := range d.columns {
 			dataType, _, _ := strings.Cut(c.typ, "(")
-			b.insert(myTable("COLUMNS"), row{"TABLE_CATALOG": "def", "TABLE_SCHEMA": "information_schema", "TABLE_NAME": d.name,
+			b.insert(myStored("COLUMNS"), row{"TABLE_CATALOG": "def", "TABLE_SCHEMA": "information_schema", "TABLE_NAME": d.name,
 				"COLUMN_NAME": c.name, "ORDINAL_POSITION": i + 1, "IS_NULLABLE": "YES", "DATA_TYPE": dataType,
 				"COLUMN_TYPE": c.typ, "COLUMN_KEY": "", "EXTRA": "", "PRIVILEGES": "select", "COLUMN_COMMENT": ""})
 		}
@@ -55,7 +55,7 @@ func buildMySQL(b *builder, s Schema) error {
 		if t.Kind == View {
 			tableType, engine = "VIEW", nil
 		}
-		b.insert(myTable("TABLES"), row{"TABLE_CATALOG": "def", "TABLE_SCHEMA": sch, "TABLE_NAME": t.Name,
+		b.insert(myStored("TABLES"), row{"TABLE_CATALOG": "def", "TABLE_SCHEMA": sch, "TABLE_NAME": t.Name,
 			"TABLE_TYPE": tableType, "ENGINE": engine, "VERSION": 10, "ROW_FORMAT": "Dynamic",
 			"TABLE_COLLATION": "utf8mb4_general_ci", "TABLE_COMMENT": "", "CREATE_OPTIONS": "", "TEMPORARY": "N"})
 		pk := map[string]int{}
@@ -100,30 +100,30 @@ func buildMySQL(b *builder, s Schema) error {
 			case sqltypes.Timestamp, sqltypes.Timestamptz:
 				ic["DATETIME_PRECISION"] = 0
 			}
-			b.insert(myTable("COLUMNS"), ic)
+			b.insert(myStored("COLUMNS"), ic)
 		}
 		if t.Kind == Public && len(t.PrimaryKey) > 0 {
-			b.insert(myTable("TABLE_CONSTRAINTS"), row{"CONSTRAINT_CATALOG": "def", "CONSTRAINT_SCHEMA": sch,
+			b.insert(myStored("TABLE_CONSTRAINTS"), row{"CONSTRAINT_CATALOG": "def", "CONSTRAINT_SCHEMA": sch,
 				"CONSTRAINT_NAME": "PRIMARY", "TABLE_SCHEMA": sch, "TABLE_NAME": t.Name, "CONSTRAINT_TYPE": "PRIMARY KEY"})
 			for i, k := range t.PrimaryKey {
-				b.insert(myTable("KEY_COLUMN_USAGE"), row{"CONSTRAINT_CATALOG": "def", "CONSTRAINT_SCHEMA": sch,
+				b.insert(myStored("KEY_COLUMN_USAGE"), row{"CONSTRAINT_CATALOG": "def", "CONSTRAINT_SCHEMA": sch,
 					"CONSTRAINT_NAME": "PRIMARY", "TABLE_CATALOG": "def", "TABLE_SCHEMA": sch, "TABLE_NAME": t.Name,
 					"COLUMN_NAME": k, "ORDINAL_POSITION": i + 1})
-				b.insert(myTable("STATISTICS"), row{"TABLE_CATALOG": "def", "TABLE_SCHEMA": sch, "TABLE_NAME": t.Name,
+				b.insert(myStored("STATISTICS"), row{"TABLE_CATALOG": "def", "TABLE_SCHEMA": sch, "TABLE_NAME": t.Name,
 					"NON_UNIQUE": 0, "INDEX_SCHEMA": sch, "INDEX_NAME": "PRIMARY", "SEQ_IN_INDEX": i + 1, "COLUMN_NAME": k,
 					"COLLATION": "A", "CARDINALITY": nil, "NULLABLE": "", "INDEX_TYPE": "BTREE", "COMMENT": "",
 					"INDEX_COMMENT": "", "IGNORED": "NO"})
 			}
 		}
 	}
-	b.insert(myTable("ENGINES"), row{"ENGINE": "InnoDB", "SUPPORT": "DEFAULT", "COMMENT": "Supports transactions, row-level locking, foreign keys and encryption for tables",
+	b.insert(myStored("ENGINES"), row{"ENGINE": "InnoDB", "SUPPORT": "DEFAULT", "COMMENT": "Supports transactions, row-level locking, foreign keys and encryption for tables",
 		"TRANSACTIONS": "YES", "XA": "YES", "SAVEPOINTS": "YES"})
-	b.insert(myTable("CHARACTER_SETS"),
+	b.insert(myStored("CHARACTER_SETS"),
 		row{"CHARACTER_SET_NAME": "utf8mb4", "DEFAULT_COLLATE_NAME": "utf8mb4_general_ci", "DESCRIPTION": "UTF-8 Unicode", "MAXLEN": 4},
 		row{"CHARACTER_SET_NAME": "utf8mb3", "DEFAULT_COLLATE_NAME": "utf8mb3_general_ci", "DESCRIPTION": "UTF-8 Unicode", "MAXLEN": 3},
 		row{"CHARACTER_SET_NAME": "latin1", "DEFAULT_COLLATE_NAME": "latin1_swedish_ci", "DESCRIPTION": "cp1252 West European", "MAXLEN": 1},
 		row{"CHARACTER_SET_NAME": "binary", "DEFAULT_COLLATE_NAME": "binary", "DESCRIPTION": "Binary pseudo charset", "MAXLEN": 1})
-	b.insert(myTable("COLLATIONS"),
+	b.insert(myStored("COLLATIONS"),
 		row{"COLLATION_NAME": "utf8mb4_general_ci", "CHARACTER_SET_NAME": "utf8mb4", "ID": 45, "IS_DEFAULT": "Yes", "IS_COMPILED": "Yes", "SORTLEN": 1},
 		row{"COLLATION_NAME": "utf8mb4_bin", "CHARACTER_SET_NAME": "utf8mb4", "ID": 46, "IS_DEFAULT": "", "IS_COMPILED": "Yes", "SORTLEN": 1},
 		row{"COLLATION_NAME": "utf8mb3_general_ci", "CHARACTER_SET_NAME": "utf8mb3", "ID": 33, "IS_DEFAULT": "Yes", "IS_COMPILED": "Yes", "SORTLEN": 1},
@@ -137,7 +137,31 @@ func mySchema(s Schema, t Table) string {
 	if t.Schema != "" {
 		return t.Schema
 	}
-	return s.Database
+	if s.MySQLDatabase != "" {
+		return s.MySQLDatabase
+	}
+	return sessionDatabase
+}
+
+// sessionDatabase stands, in the stored rows, for the session's current
+// database; mySessionViews put the session's name in its place.
+const sessionDatabase = "\x01session database\x01"
+
+// mySessionViews are the information_schema views whose schema columns
+// may hold sessionDatabase. They are stored as "_dpproxy_information_schema.X"
+// and read through a common table expression per statement.
+var mySessionViews = map[string][]string{
+	"SCHEMATA": {"SCHEMA_NAME"}, "TABLES": {"TABLE_SCHEMA"}, "COLUMNS": {"TABLE_SCHEMA"},
+	"STATISTICS": {"TABLE_SCHEMA", "INDEX_SCHEMA"}, "KEY_COLUMN_USAGE": {"CONSTRAINT_SCHEMA", "TABLE_SCHEMA"},
+	"TABLE_CONSTRAINTS": {"CONSTRAINT_SCHEMA", "TABLE_SCHEMA"},
+}
+
+// myStored is where information_schema.X's rows are stored.
+func myStored(name string) string {
+	if mySessionViews[strings.ToUpper(name)] != nil {
+		return "_dpproxy_" + myTable(name)
+	}
+	return myTable(name)
 }
 
 // myTypeOf is a column's MySQL COLUMN_TYPE and DATA_TYPE.

@@ -26,11 +26,49 @@ func (c *Catalog) QueryMySQL(ctx context.Context, stmt ast.StmtNode, args []any,
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.my.run(ctx, q, args, myTypeOfDecl)
+	res, err := c.my.run(ctx, c.withMySQLViews(q, sess), args, myTypeOfDecl)
 	if err != nil {
 		return nil, classify(err)
 	}
 	return res, nil
+}
+
+// withMySQLViews prefixes a MySQL catalog query with the session views it
+// reads (mySessionViews), as common table expressions that put the
+// session's database in place of sessionDatabase.
+func (c *Catalog) withMySQLViews(query string, sess *Session) string {
+	var ctes []string
+	for _, name := range sortedKeys(keysOf(mySessionViews)) {
+		if !strings.Contains(query, sqliteIdent(myTable(name))) {
+			continue
+		}
+		subst := map[string]bool{}
+		for _, col := range mySessionViews[name] {
+			subst[col] = true
+		}
+		var cols []string
+		for _, col := range c.my.columns[strings.ToLower(myStored(name))] {
+			q := sqliteIdent(col.name)
+			if subst[col.name] {
+				cols = append(cols, "(CASE WHEN "+q+" = "+sqliteString(sessionDatabase)+" THEN "+sqliteString(sess.Database)+" ELSE "+q+" END) COLLATE NOCASE AS "+q)
+			} else {
+				cols = append(cols, q)
+			}
+		}
+		ctes = append(ctes, sqliteIdent(myTable(name))+" AS (SELECT "+strings.Join(cols, ", ")+" FROM "+sqliteIdent(myStored(name))+")")
+	}
+	if len(ctes) == 0 {
+		return query
+	}
+	return prependCTEs(query, strings.Join(ctes, ", "))
+}
+
+func keysOf[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 // TranslateMySQL rewrites a parsed MySQL catalog query as SQLite SQL.
@@ -46,7 +84,7 @@ func (c *Catalog) TranslateMySQL(stmt ast.StmtNode, sess *Session) (string, erro
 		return "", classify(v.err)
 	}
 	var b strings.Builder
-	rc := format.NewRestoreCtx(format.RestoreStringSingleQuotes|format.RestoreKeyWordUppercase|format.RestoreNameDoubleQuotes|format.RestoreStringWithoutCharset, &b)
+	rc := format.NewRestoreCtx(format.RestoreStringSingleQuotes|format.RestoreKeyWordUppercase|format.RestoreNameBackQuotes|format.RestoreStringWithoutCharset, &b)
 	if err := stmt.Restore(rc); err != nil {
 		return "", classify(&notSupported{"this statement (" + err.Error() + ")"})
 	}
@@ -70,7 +108,7 @@ func (v *myRewriter) Leave(n ast.Node) (ast.Node, bool) {
 		if x.Schema.O == "" && x.Name.L == "dual" {
 			break
 		}
-		if IsMySQLCatalogTable(x.Schema.O) {
+		if IsMySQLCatalogTable(x.Schema.O) || x.Schema.O == "" && IsMySQLCatalogTable(v.sess.Database) {
 			x.Name.O, x.Name.L = myTable(x.Name.O), strings.ToLower(myTable(x.Name.O))
 			x.Schema.O, x.Schema.L = "", ""
 		} else if v.err == nil {

@@ -34,21 +34,21 @@ func (c *Catalog) ShowMySQL(ctx context.Context, x *ast.ShowStmt, sess *Session)
 		q = `SELECT COLUMN_NAME AS "Field", COLUMN_TYPE AS "Type", ` +
 			`CASE WHEN ? THEN COLLATION_NAME END AS "Collation", IS_NULLABLE AS "Null", COLUMN_KEY AS "Key", ` +
 			`COLUMN_DEFAULT AS "Default", EXTRA AS "Extra", PRIVILEGES AS "Privileges", COLUMN_COMMENT AS "Comment" ` +
-			`FROM "information_schema.COLUMNS" WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`
+			`FROM ` + "`information_schema.COLUMNS`" + ` WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`
 		args = []any{x.Full, db, x.Table.Name.O}
 		if !x.Full {
 			q = `SELECT "Field", "Type", "Null", "Key", "Default", "Extra" FROM (` + q + `)`
 		}
-		if err := c.requireTable(ctx, db, x.Table.Name.O); err != nil {
+		if err := c.requireTable(ctx, db, x.Table.Name.O, sess); err != nil {
 			return nil, true, err
 		}
 	case ast.ShowIndex:
 		q = `SELECT TABLE_NAME AS "Table", NON_UNIQUE AS "Non_unique", INDEX_NAME AS "Key_name", SEQ_IN_INDEX AS "Seq_in_index", ` +
 			`COLUMN_NAME AS "Column_name", COLLATION AS "Collation", CARDINALITY AS "Cardinality", SUB_PART AS "Sub_part", ` +
 			`PACKED AS "Packed", NULLABLE AS "Null", INDEX_TYPE AS "Index_type", COMMENT AS "Comment", INDEX_COMMENT AS "Index_comment", ` +
-			`IGNORED AS "Ignored" FROM "information_schema.STATISTICS" WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME, SEQ_IN_INDEX`
+			`IGNORED AS "Ignored" FROM ` + "`information_schema.STATISTICS`" + ` WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME, SEQ_IN_INDEX`
 		args = []any{db, x.Table.Name.O}
-		if err := c.requireTable(ctx, db, x.Table.Name.O); err != nil {
+		if err := c.requireTable(ctx, db, x.Table.Name.O, sess); err != nil {
 			return nil, true, err
 		}
 	case ast.ShowTableStatus:
@@ -58,7 +58,7 @@ func (c *Catalog) ShowMySQL(ctx context.Context, x *ast.ShowStmt, sess *Session)
 			`AUTO_INCREMENT AS "Auto_increment", CREATE_TIME AS "Create_time", UPDATE_TIME AS "Update_time", ` +
 			`CHECK_TIME AS "Check_time", TABLE_COLLATION AS "Collation", CHECKSUM AS "Checksum", ` +
 			`CREATE_OPTIONS AS "Create_options", TABLE_COMMENT AS "Comment", MAX_INDEX_LENGTH AS "Max_index_length", ` +
-			`TEMPORARY AS "Temporary" FROM "information_schema.TABLES" WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME`
+			`TEMPORARY AS "Temporary" FROM ` + "`information_schema.TABLES`" + ` WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME`
 		args = []any{db}
 	default:
 		return nil, false, nil
@@ -74,13 +74,13 @@ func (c *Catalog) ShowMySQL(ctx context.Context, x *ast.ShowStmt, sess *Session)
 	}
 	if x.Where != nil {
 		var b strings.Builder
-		rc := format.NewRestoreCtx(format.RestoreStringSingleQuotes|format.RestoreKeyWordUppercase|format.RestoreNameDoubleQuotes|format.RestoreStringWithoutCharset, &b)
+		rc := format.NewRestoreCtx(format.RestoreStringSingleQuotes|format.RestoreKeyWordUppercase|format.RestoreNameBackQuotes|format.RestoreStringWithoutCharset, &b)
 		if err := x.Where.Restore(rc); err != nil {
 			return nil, true, classify(&notSupported{"this WHERE clause"})
 		}
 		q = `SELECT * FROM (` + q + `) WHERE ` + b.String()
 	}
-	res, err = c.my.run(ctx, q, args, myTypeOfDecl)
+	res, err = c.my.run(ctx, c.withMySQLViews(q, sess), args, myTypeOfDecl)
 	if err != nil {
 		return nil, true, classify(err)
 	}
@@ -96,9 +96,10 @@ func (e *TableMissingError) Error() string {
 	return fmt.Sprintf("Table '%s.%s' doesn't exist", e.Schema, e.Table)
 }
 
-func (c *Catalog) requireTable(ctx context.Context, db, table string) error {
+func (c *Catalog) requireTable(ctx context.Context, db, table string, sess *Session) error {
 	var n int
-	if err := c.my.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM "information_schema.TABLES" WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, db, table).Scan(&n); err != nil {
+	q := c.withMySQLViews(`SELECT COUNT(*) FROM `+"`information_schema.TABLES`"+` WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, sess)
+	if err := c.my.db.QueryRowContext(ctx, q, db, table).Scan(&n); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -108,11 +109,11 @@ func (c *Catalog) requireTable(ctx context.Context, db, table string) error {
 }
 
 func (c *Catalog) showCreateTable(ctx context.Context, db, table string, sess *Session) (*sqltypes.Result, bool, error) {
-	if err := c.requireTable(ctx, db, table); err != nil {
+	if err := c.requireTable(ctx, db, table, sess); err != nil {
 		return nil, true, err
 	}
-	rows, err := c.my.db.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY FROM "information_schema.COLUMNS" `+
-		`WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, db, table)
+	rows, err := c.my.db.QueryContext(ctx, c.withMySQLViews(`SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY FROM `+"`information_schema.COLUMNS`"+` `+
+		`WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, sess), db, table)
 	if err != nil {
 		return nil, true, classify(err)
 	}

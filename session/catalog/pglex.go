@@ -293,7 +293,9 @@ func sqliteString(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
-// sqliteIdent quotes s as an SQLite identifier.
+// sqliteIdent quotes s as an SQLite identifier. Grave accents, not double
+// quotes: SQLite reads a double-quoted name that matches no column as a
+// string, which would turn a misspelt column into a constant.
 func sqliteIdent(s string) string {
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
 }

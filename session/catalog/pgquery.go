@@ -55,7 +55,12 @@ func (c *Catalog) withSessionViews(f *flavor, query string, views map[string]boo
 		}
 		ctes = append(ctes, sqliteIdent(name)+" AS (SELECT "+strings.Join(cols, ", ")+" FROM "+sqliteIdent("_dpproxy_"+name)+")")
 	}
-	prefix := strings.Join(ctes, ", ")
+	return prependCTEs(query, strings.Join(ctes, ", "))
+}
+
+// prependCTEs adds common table expressions before a query, merging
+// them into its own WITH clause if it has one.
+func prependCTEs(query, prefix string) string {
 	trimmed := strings.TrimSpace(query)
 	upper := strings.ToUpper(trimmed)
 	switch {

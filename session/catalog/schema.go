@@ -9,9 +9,12 @@ import (
 // Schema is what the catalog shows: the policy's view of the database.
 // Nothing else is ever named by it.
 type Schema struct {
-	// Database is the database clients connect to (PostgreSQL datname;
-	// MySQL clients see it as the schema holding the tables).
+	// Database is the database PostgreSQL clients see (datname).
 	Database string
+	// MySQLDatabase is the schema MySQL clients see the policy's tables
+	// in (unless a table names its own schema); "" when it is whatever
+	// database the session uses (the policy accepts any name).
+	MySQLDatabase string
 	// Tables are the policy's tables and dpproxy's views, in policy order.
 	Tables []Table
 }

@@ -1,0 +1,129 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dpproxy/dpproxy/backend"
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/session/catalog"
+)
+
+// Server is what every session of one dpproxy shares: the engine and the
+// virtual catalog built from the policy.
+type Server struct {
+	engine  *engine.Engine
+	catalog *catalog.Catalog
+}
+
+// NewServer builds the virtual catalog of e's policy — each table's
+// columns as the backend declares them, read once — and returns the
+// server sessions are opened on.
+func NewServer(ctx context.Context, e *engine.Engine) (*Server, error) {
+	schema, err := CatalogSchema(ctx, e.Policy(), e.Backend())
+	if err != nil {
+		return nil, err
+	}
+	cat, err := catalog.New(ctx, schema)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{engine: e, catalog: cat}, nil
+}
+
+// Engine returns the server's engine.
+func (srv *Server) Engine() *engine.Engine { return srv.engine }
+
+// Close releases the catalog.
+func (srv *Server) Close() error { return srv.catalog.Close() }
+
+// CatalogSchema is the policy's view of the database: protected tables with
+// their exposed columns only, public tables with all their columns and
+// their primary key, and dpproxy's views. Column types come from the
+// backend (the policy's declared type when the backend does not know the
+// table); a public table the backend does not have is an error, since it
+// could not be queried either.
+func CatalogSchema(ctx context.Context, pol *config.Policy, b backend.Backend) (catalog.Schema, error) {
+	s := catalog.Schema{Database: catalogDatabase(pol), MySQLDatabase: MySQLDatabase(pol)}
+	for _, pt := range pol.ProtectedTables {
+		info, err := b.DescribeTable(ctx, pt.Schema, pt.Name)
+		if err != nil && !errors.Is(err, backend.ErrNoSuchTable) {
+			return s, fmt.Errorf("describing protected table %s: %w", pt.Name, err)
+		}
+		t := catalog.Table{Schema: pt.Schema, Name: pt.Name, Kind: catalog.Protected}
+		for _, pc := range pt.Columns {
+			col := catalog.Column{Name: pc.Name, Type: pc.Type.SQLType()}
+			if info != nil {
+				for _, bc := range info.Columns {
+					if strings.EqualFold(bc.Name, pc.Name) {
+						col = catalogColumn(bc)
+						col.Name = pc.Name
+					}
+				}
+			}
+			t.Columns = append(t.Columns, col)
+		}
+		s.Tables = append(s.Tables, t)
+	}
+	for _, pub := range pol.PublicTables {
+		info, err := b.DescribeTable(ctx, pub.Schema, pub.Name)
+		if err != nil {
+			return s, fmt.Errorf("describing public table %s: %w", pub.Name, err)
+		}
+		t := catalog.Table{Schema: pub.Schema, Name: pub.Name, Kind: catalog.Public, PrimaryKey: info.PrimaryKey}
+		for _, bc := range info.Columns {
+			t.Columns = append(t.Columns, catalogColumn(bc))
+		}
+		s.Tables = append(s.Tables, t)
+	}
+	for _, v := range virtualViews {
+		t := catalog.Table{Schema: VirtualSchema, Name: v.name, Kind: catalog.View}
+		for _, c := range v.columns {
+			t.Columns = append(t.Columns, catalog.Column{Name: c.Name, Type: c.Type})
+		}
+		s.Tables = append(s.Tables, t)
+	}
+	return s, nil
+}
+
+func catalogColumn(c backend.ColumnInfo) catalog.Column {
+	return catalog.Column{Name: c.Name, Type: c.Type, Length: c.Length, Precision: c.Precision, Scale: c.Scale, NotNull: c.NotNull}
+}
+
+// catalogDatabase is the database the catalog shows: the MySQL backend's
+// or the SQLite file's name, else the PostgreSQL DSN's, else "dpproxy".
+func catalogDatabase(pol *config.Policy) string {
+	if name := MySQLDatabase(pol); name != "" {
+		return name
+	}
+	return "dpproxy"
+}
+
+// catalogSession is what the catalog may ask about a session.
+func (s *Session) catalogSession() *catalog.Session {
+	version := ServerVersion
+	if s.frontEnd == rewrite.MySQLFrontEnd {
+		version = MySQLServerVersion
+	}
+	database := s.database
+	if database == "" {
+		database = catalogDatabase(s.engine.Policy())
+	}
+	return &catalog.Session{
+		User: s.analyst, Database: database, ServerVersion: version, BackendPID: s.id,
+		Setting: s.catalogSetting,
+	}
+}
+
+// catalogSetting is a run-time parameter for current_setting() and
+// @@variables.
+func (s *Session) catalogSetting(name string) (string, bool) {
+	if s.frontEnd == rewrite.MySQLFrontEnd {
+		return s.mysqlVariable(name)
+	}
+	return s.setting(name)
+}
