@@ -2,114 +2,350 @@ package integration
 
 import (
 	"context"
-	"errors"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// catalogRole creates the catalog role that `dpproxy catalog-role` prints
-// for policy, in the database of dsn, and returns its DSN.
-func catalogRole(t *testing.T, dsn, policy string) string {
+// The virtual catalog, end to end: what psql, pgx, JDBC's DatabaseMetaData
+// and a Python ORM's inspector (over psycopg2 and PyMySQL) learn through
+// dpproxy, on the embedded demo, a PostgreSQL backend and a MariaDB
+// backend, compared with what the same tools learn from a real server
+// holding only the policy's view of the schema.
+
+// catalogBackend is a running dpproxy on one backend.
+type catalogBackend struct {
+	name    string
+	proxy   *proxyProcess
+	pgDB    string // database name for PostgreSQL clients
+	mysqlDB string // database MySQL clients use
+}
+
+// startCatalogBackends starts dpproxy on the demo (SQLite), on PostgreSQL
+// and on MariaDB (those skipped without a server), each with both front
+// ends and an analyst with PostgreSQL and MySQL verifiers.
+func startCatalogBackends(t *testing.T) []catalogBackend {
 	t.Helper()
-	ctx := context.Background()
-	role := fmt.Sprintf("dpproxy_catalog_%d", os.Getpid())
-	out, err := exec.Command(binary, "catalog-role", "--config", policy, "--role", role).Output()
-	if err != nil {
-		t.Fatalf("dpproxy catalog-role: %v", err)
+	var out []catalogBackend
+	demo := startProxy(t, "demo", "--data-dir", t.TempDir(), "--pg-addr", "127.0.0.1:0")
+	out = append(out, catalogBackend{"demo", demo, "demo", "demo"})
+	if os.Getenv("DPPROXY_TEST_PG_DSN") != "" {
+		dsn := pgDatabase(t)
+		policy := writeMySQLPolicy(t, "backend:\n  kind: postgres\n  dsn: "+strconv.Quote(dsn)+"\n", 100)
+		p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
+		cfg, _ := pgx.ParseConfig(dsn)
+		out = append(out, catalogBackend{"postgres", p, cfg.Database, cfg.Database})
 	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
+	if os.Getenv("DPPROXY_TEST_MYSQL_DSN") != "" {
+		dsn := mysqlDatabase(t)
+		policy := writeMySQLPolicy(t, "backend:\n  kind: mysql\n  dsn: "+strconv.Quote(dsn)+"\n", 100)
+		p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
+		cfg, _ := mysql.ParseDSN(dsn)
+		out = append(out, catalogBackend{"mariadb", p, cfg.DBName, cfg.DBName})
 	}
-	defer conn.Close(ctx)
-	conn.Exec(ctx, "DROP ROLE IF EXISTS "+role)
-	if _, err := conn.Exec(ctx, string(out)); err != nil {
-		t.Fatalf("creating the catalog role: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), dsn)
-		if err == nil {
-			c.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE IF EXISTS "+role)
-			c.Close(context.Background())
-		}
-	})
-	cfg, _ := pgx.ParseConfig(dsn)
-	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", role, cfg.Host, cfg.Port, cfg.Database)
+	return out
 }
 
-// psql's meta-commands and the catalog queries of drivers run under the
-// catalog role: they work, cost nothing, and cannot read protected rows.
-func TestCatalogQueriesWithPsql(t *testing.T) {
-	dsn := pgDatabase(t)
-	backendYAML := "backend:\n  kind: postgres\n  dsn: " + strconv.Quote(dsn) + "\n"
-	policy := writePolicy(t, backendYAML, 100)
-	catalogDSN := catalogRole(t, dsn, policy)
-	policy = writePolicy(t, backendYAML+"  catalog_dsn: "+strconv.Quote(catalogDSN)+"\n", 100)
-	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
-
-	r := psql(t, p, "analyst", "analyst", "\\dt\n")
-	for _, table := range []string{"clinics", "patients", "visits"} {
-		if !strings.Contains(r.stdout, "|"+table+"|") {
-			t.Errorf("\\dt lacks %s:\nstdout %s\nstderr %s", table, r.stdout, r.stderr)
-		}
+// Every startup and catalog query of the client corpus is answered on
+// every backend, over the simple and the extended protocol, without error
+// and without budget.
+func TestClientStartupAndCatalogQueries(t *testing.T) {
+	queries := readClientQueries(t)
+	if len(queries) < 25 {
+		t.Fatalf("corpus has %d queries", len(queries))
 	}
-	r = psql(t, p, "analyst", "analyst", "\\d visits\n")
-	if !strings.Contains(r.stdout, "diagnosis|text") || r.err != nil {
-		t.Errorf("\\d visits: %v\nstdout %s\nstderr %s", r.err, r.stdout, r.stderr)
-	}
-	r = psql(t, p, "analyst", "analyst", "\\dn\n\\l\n\\conninfo\n")
-	if !strings.Contains(r.stdout, "public|") || !strings.Contains(r.stdout, "You are connected") || r.err != nil {
-		t.Errorf("\\dn \\l \\conninfo: %v\nstdout %s\nstderr %s", r.err, r.stdout, r.stderr)
-	}
-
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/clinic?sslmode=disable&default_query_exec_mode=simple_protocol")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	// information_schema shows a protected table with the policy's columns
-	// only (visit_id and clinic_id are not in this policy).
-	rows, err := conn.Query(ctx, "SELECT column_name FROM information_schema.columns WHERE table_name = 'visits' ORDER BY column_name")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || strings.Join(cols, ",") != "cost,diagnosis,patient_id,visit_date" {
-		t.Errorf("information_schema.columns for visits: %v %v", cols, err)
-	}
-	// A protected read dpproxy cannot parse falls to the catalog role,
-	// which cannot read it.
-	var n int64
-	err = conn.QueryRow(ctx, "SELECT count(*) FROM visits WHERE diagnosis ~ 'J'").Scan(&n)
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "42501" || !strings.Contains(pgErr.Message, "permission denied") {
-		t.Errorf("unparseable protected read: %v", err)
-	}
-	// The connection is still usable, and nothing was charged.
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_catalog.pg_namespace").Scan(&n); err != nil || n == 0 {
-		t.Errorf("catalog count: %d %v", n, err)
-	}
-	var spent float64
-	if err := conn.QueryRow(ctx, "SELECT epsilon_spent FROM dpproxy.budget").Scan(&spent); err != nil || spent != 0 {
-		t.Errorf("catalog queries spent ε=%v (%v)", spent, err)
+	for _, b := range startCatalogBackends(t) {
+		for _, mode := range []string{"simple_protocol", "cache_statement"} {
+			conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+b.proxy.addr+"/"+b.pgDB+"?sslmode=disable&default_query_exec_mode="+mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range queries {
+				rows, err := conn.Query(ctx, q.sql)
+				if err == nil {
+					for rows.Next() {
+					}
+					rows.Close()
+					err = rows.Err()
+				}
+				if err != nil {
+					t.Errorf("%s, %s (%s): %s\n  %v", b.name, q.client, mode, q.sql, err)
+				}
+			}
+			var spent float64
+			if err := conn.QueryRow(ctx, "SELECT epsilon_spent FROM dpproxy.budget").Scan(&spent); err != nil || spent != 0 {
+				t.Errorf("%s %s: the corpus spent ε=%v (%v)", b.name, mode, spent, err)
+			}
+			conn.Close(ctx)
+		}
 	}
 }
 
-// A catalog role that could read protected tables is refused at start.
-func TestServeRefusesPrivilegedCatalogRole(t *testing.T) {
+// psql's meta-commands on the demo: each works and shows the policy.
+func TestPsqlMetaCommands(t *testing.T) {
+	p := startProxy(t, "demo", "--data-dir", t.TempDir(), "--pg-addr", "127.0.0.1:0")
+	for _, c := range []struct {
+		cmd  string
+		want []string
+	}{
+		{`\l`, []string{"demo|analyst|UTF8|C|C"}},
+		{`\dn`, []string{"dpproxy|analyst", "public|analyst"}},
+		{`\dt`, []string{"public|clinics|table|analyst", "public|patients|table|analyst", "public|visits|table|analyst"}},
+		{`\d`, []string{"public|visits|table|analyst"}},
+		{`\d visits`, []string{"patient_id|", "diagnosis|", "cost|"}},
+		{`\d clinics`, []string{"clinic_id|", `"clinics_pkey" PRIMARY KEY, btree (clinic_id)`}},
+		{`\df`, nil},
+		{`\du`, []string{"analyst|"}},
+		{`\dv dpproxy.*`, []string{"dpproxy|budget|view|analyst", "dpproxy|queries|view|analyst"}},
+		{`\conninfo`, []string{`You are connected to database "demo" as user "analyst"`}},
+	} {
+		r := psql(t, p, "analyst", "analyst", "\\pset tuples_only off\n"+c.cmd+"\n")
+		if r.err != nil || strings.Contains(r.stderr, "ERROR") {
+			t.Errorf("%s: %v\nstdout %s\nstderr %s", c.cmd, r.err, r.stdout, r.stderr)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("%s lacks %q:\n%s", c.cmd, w, r.stdout)
+			}
+		}
+		// The demo's unexposed columns and tables are never named.
+		for _, hidden := range []string{"visit_id", "region", "demo_meta", "visits_patient_id"} {
+			if strings.Contains(r.stdout, hidden) {
+				t.Errorf("%s names %q:\n%s", c.cmd, hidden, r.stdout)
+			}
+		}
+	}
+}
+
+// debianPython is Debian's interpreter, which sees python3-sqlalchemy,
+// python3-psycopg2 and python3-pymysql (another python3 on PATH may not).
+func debianPython(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/python3"} {
+		if out, err := exec.Command(p, "-c", "import sqlalchemy, psycopg2, pymysql").CombinedOutput(); err == nil {
+			return p
+		} else {
+			t.Logf("%s: %s", p, out)
+		}
+	}
+	t.Skip("python3-sqlalchemy, python3-psycopg2 and python3-pymysql are not installed (scripts/test.sh installs them)")
+	return ""
+}
+
+// inspectSchema runs testdata/python/inspect_schema.py on url and decodes
+// its JSON.
+func inspectSchema(t *testing.T, python, url string, extra ...string) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, python, append([]string{filepath.Join("testdata", "python", "inspect_schema.py"), url}, extra...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("inspect_schema.py %s: %v\n%s", url, err, out)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out[strings.LastIndexByte(strings.TrimSpace(string(out)), '\n')+1:], &got); err != nil {
+		t.Fatalf("inspect_schema.py output: %v\n%s", err, out)
+	}
+	return got
+}
+
+// policyViewPostgres creates a PostgreSQL database holding only what the
+// integration policy shows (the demo schema without its unexposed columns,
+// keys, indexes and tables) and returns its DSN.
+func policyViewPostgres(t *testing.T) string {
+	t.Helper()
 	dsn := pgDatabase(t)
-	// The test database's owner is a superuser.
-	policy := writePolicy(t, "backend:\n  kind: postgres\n  dsn: "+strconv.Quote(dsn)+"\n  catalog_dsn: "+strconv.Quote(dsn+"&application_name=catalog")+"\n", 100)
-	out, err := exec.Command(binary, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "superuser") {
-		t.Errorf("serve with a superuser catalog role: err=%v\n%s", err, out)
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range []string{
+		`DROP TABLE demo_meta`,
+		`ALTER TABLE patients DROP CONSTRAINT patients_pkey, DROP COLUMN region`,
+		`ALTER TABLE visits DROP COLUMN visit_id, DROP COLUMN clinic_id`,
+		`DROP INDEX IF EXISTS visits_patient_id_idx`,
+	} {
+		if _, err := conn.Exec(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	return dsn
+}
+
+// policyViewMariaDB is policyViewPostgres on MariaDB.
+func policyViewMariaDB(t *testing.T) string {
+	t.Helper()
+	dsn := mysqlDatabase(t)
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range []string{
+		`DROP TABLE demo_meta`,
+		`ALTER TABLE patients DROP PRIMARY KEY, DROP COLUMN region`,
+		`ALTER TABLE visits DROP INDEX visits_patient_id, DROP COLUMN visit_id, DROP COLUMN clinic_id`,
+	} {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	return dsn
+}
+
+// withoutDpproxySchema drops what only dpproxy shows (its own schema of
+// views) from an inspector's answer.
+func withoutDpproxySchema(got map[string]any) map[string]any {
+	if schemas, ok := got["schemas"].([]any); ok {
+		var kept []any
+		for _, s := range schemas {
+			if s != "dpproxy" {
+				kept = append(kept, s)
+			}
+		}
+		got["schemas"] = kept
+	}
+	return got
+}
+
+// A Python ORM's inspector over psycopg2 and over PyMySQL learns through
+// dpproxy exactly what it learns from a real server holding the policy's
+// view; a server-side cursor streams results; a parameterized DP
+// aggregate runs.
+func TestORMInspectorSeesThePolicyView(t *testing.T) {
+	python := debianPython(t)
+	stream := []string{"--stream", "SELECT clinic_id FROM clinics ORDER BY clinic_id LIMIT 5",
+		"--aggregate", "SELECT sex, COUNT(*) FROM patients WHERE age >= :lo GROUP BY sex"}
+	for _, b := range startCatalogBackends(t) {
+		pg := inspectSchema(t, python, fmt.Sprintf("postgresql+psycopg2://analyst:analyst@%s/%s", b.proxy.addr, b.pgDB), stream...)
+		my := inspectSchema(t, python, fmt.Sprintf("mysql+pymysql://analyst:analyst@%s/%s", b.proxy.mysqlAddress(t), b.mysqlDB), stream...)
+		for name, got := range map[string]map[string]any{"psycopg2": pg, "pymysql": my} {
+			if fmt.Sprint(got["tables"]) != "[clinics patients visits]" {
+				t.Errorf("%s %s: tables %v", b.name, name, got["tables"])
+			}
+			if fmt.Sprint(got["primary_keys"]) != "map[clinics:[clinic_id] patients:[] visits:[]]" {
+				t.Errorf("%s %s: primary keys %v", b.name, name, got["primary_keys"])
+			}
+			if fmt.Sprint(got["stream_batches"]) != "[[[1] [2]] [[3] [4]] [[5]]]" {
+				t.Errorf("%s %s: streamed %v", b.name, name, got["stream_batches"])
+			}
+			if fmt.Sprint(got["aggregate_rows"]) != "2" {
+				t.Errorf("%s %s: aggregate rows %v", b.name, name, got["aggregate_rows"])
+			}
+			if fmt.Sprint(got["has_table"]) != "[true false]" {
+				t.Errorf("%s %s: has_table %v", b.name, name, got["has_table"])
+			}
+		}
+		delete(pg, "aggregate_rows")
+		delete(my, "aggregate_rows")
+		switch b.name {
+		case "postgres":
+			t.Run("real postgres", func(t *testing.T) {
+				want := inspectSchema(t, python, "postgresql+psycopg2://"+strings.TrimPrefix(strings.Split(policyViewPostgres(t), "?")[0], "postgres://"), stream[:2]...)
+				if g := withoutDpproxySchema(pg); !reflect.DeepEqual(g, want) {
+					t.Errorf("psycopg2 through dpproxy:\n%v\nreal PostgreSQL with the policy's view:\n%v", g, want)
+				}
+			})
+		case "mariadb":
+			t.Run("real mariadb", func(t *testing.T) {
+				cfg, _ := mysql.ParseDSN(policyViewMariaDB(t))
+				want := inspectSchema(t, python, fmt.Sprintf("mysql+pymysql://%s@%s/%s", cfg.User, cfg.Addr, cfg.DBName), stream[:2]...)
+				want["schemas"] = []any{b.mysqlDB, "information_schema"}
+				sort.Slice(want["schemas"], func(i, j int) bool {
+					return fmt.Sprint(want["schemas"].([]any)[i]) < fmt.Sprint(want["schemas"].([]any)[j])
+				})
+				if g := withoutDpproxySchema(my); !reflect.DeepEqual(g, want) {
+					t.Errorf("PyMySQL through dpproxy:\n%v\nreal MariaDB with the policy's view:\n%v", g, want)
+				}
+			})
+		}
+	}
+}
+
+// catalogJDBC runs testdata/java/CatalogJdbc.java with the driver jar.
+func catalogJDBC(t *testing.T, jar, url, user, password, schema string) string {
+	t.Helper()
+	java, err := exec.LookPath("java")
+	if err != nil {
+		t.Skip("java not installed")
+	}
+	javac, err := exec.LookPath("javac")
+	if err != nil {
+		t.Skip("javac not installed")
+	}
+	if _, err := os.Stat(jar); err != nil {
+		t.Skipf("no JDBC driver at %s", jar)
+	}
+	classes := t.TempDir()
+	if out, err := exec.Command(javac, "-d", classes, filepath.Join("testdata", "java", "CatalogJdbc.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, java, "-cp", jar+string(os.PathListSeparator)+classes, "CatalogJdbc", url, user, password, schema).CombinedOutput()
+	if err != nil {
+		t.Fatalf("CatalogJdbc %s: %v\n%s", url, err, out)
+	}
+	return string(out)
+}
+
+// JDBC DatabaseMetaData (PostgreSQL's and MariaDB's drivers) learns through
+// dpproxy what it learns from a real server holding the policy's view.
+func TestJDBCMetadataSeesThePolicyView(t *testing.T) {
+	pgJar := "/usr/share/java/postgresql.jar"
+	myJar := jdbcJar()
+	for _, b := range startCatalogBackends(t) {
+		gotPG := catalogJDBC(t, pgJar, "jdbc:postgresql://"+b.proxy.addr+"/"+b.pgDB, "analyst", "analyst", "public")
+		gotMy := catalogJDBC(t, myJar, "jdbc:mariadb://"+b.proxy.mysqlAddress(t)+"/"+b.mysqlDB, "analyst", "analyst", b.mysqlDB)
+		for name, got := range map[string]string{"pgjdbc": gotPG, "mariadb": gotMy} {
+			for _, want := range []string{"table clinics TABLE", "table visits TABLE", "pk clinics.clinic_id seq=1"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("%s %s lacks %q:\n%s", b.name, name, want, got)
+				}
+			}
+			hidden := []string{"visit_id", "demo_meta"} // the demo's policy exposes patients.region
+			if b.name != "demo" {
+				hidden = append(hidden, "region")
+			}
+			for _, h := range hidden {
+				if strings.Contains(got, h) {
+					t.Errorf("%s %s names %s, which the policy does not expose:\n%s", b.name, name, h, got)
+				}
+			}
+		}
+		switch b.name {
+		case "postgres":
+			t.Run("real postgres", func(t *testing.T) {
+				cfg, _ := pgx.ParseConfig(policyViewPostgres(t))
+				want := catalogJDBC(t, pgJar, fmt.Sprintf("jdbc:postgresql://%s:%d/%s", cfg.Host, cfg.Port, cfg.Database), cfg.User, "x", "public")
+				if gotPG != want {
+					t.Errorf("pgjdbc through dpproxy:\n%s\nreal PostgreSQL with the policy's view:\n%s", gotPG, want)
+				}
+			})
+		case "mariadb":
+			t.Run("real mariadb", func(t *testing.T) {
+				cfg, _ := mysql.ParseDSN(policyViewMariaDB(t))
+				want := catalogJDBC(t, myJar, "jdbc:mariadb://"+cfg.Addr+"/"+cfg.DBName, cfg.User, "", cfg.DBName)
+				want = strings.ReplaceAll(want, cfg.DBName, b.mysqlDB)
+				if gotMy != want {
+					t.Errorf("MariaDB Connector/J through dpproxy:\n%s\nreal MariaDB with the policy's view:\n%s", gotMy, want)
+				}
+			})
+		}
 	}
 }

@@ -19,14 +19,11 @@ import (
 	"github.com/lib/pq"
 )
 
-// servePostgresWithCatalog starts dpproxy serve on a fresh PostgreSQL
-// database holding the demo data, with a catalog role.
-func servePostgresWithCatalog(t *testing.T) *proxyProcess {
+// servePostgres starts dpproxy serve on a fresh PostgreSQL database
+// holding the demo data.
+func servePostgres(t *testing.T) *proxyProcess {
 	t.Helper()
-	dsn := pgDatabase(t)
-	backendYAML := "backend:\n  kind: postgres\n  dsn: " + strconv.Quote(dsn) + "\n"
-	catalogDSN := catalogRole(t, dsn, writePolicy(t, backendYAML, 100))
-	policy := writePolicy(t, backendYAML+"  catalog_dsn: "+strconv.Quote(catalogDSN)+"\n", 100)
+	policy := writePolicy(t, "backend:\n  kind: postgres\n  dsn: "+strconv.Quote(pgDatabase(t))+"\n", 100)
 	return startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
 }
 
@@ -45,7 +42,7 @@ func countPatients(keep func(demo.Patient) bool) int64 {
 // lib/pq through database/sql: prepared, parameterized DP aggregates,
 // catalog discovery, an error and a good query on the same connection.
 func TestLibPQ(t *testing.T) {
-	p := servePostgresWithCatalog(t)
+	p := servePostgres(t)
 	db, err := sql.Open("postgres", "postgres://analyst:analyst@"+p.addr+"/clinic?sslmode=disable")
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +84,7 @@ func TestNodePostgres(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "pg")); err != nil {
 		t.Skip("npm package pg not installed: run npm install --prefix integration/testdata/node (scripts/test.sh does)")
 	}
-	p := servePostgresWithCatalog(t)
+	p := servePostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, node, filepath.Join(dir, "client.js"), "postgres://analyst:analyst@"+p.addr+"/clinic").Output()
@@ -123,7 +120,7 @@ func TestNodePostgres(t *testing.T) {
 // and in batch mode, against dpproxy serve on PostgreSQL: parameterized DP
 // aggregates, catalog discovery, an error mid-pipeline then a good query.
 func TestPgxDefaultModeAndBatch(t *testing.T) {
-	p := servePostgresWithCatalog(t)
+	p := servePostgres(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/clinic?sslmode=disable")
 	if err != nil {

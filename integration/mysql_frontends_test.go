@@ -281,9 +281,7 @@ func checkSharedBudget(t *testing.T, p *proxyProcess, policy, db string) {
 // DP answers, discovery, refusals, and one budget for both front ends.
 func TestMySQLClientsPostgresBackend(t *testing.T) {
 	dsn := pgDatabase(t)
-	backendYAML := "backend:\n  kind: postgres\n  dsn: " + strconv.Quote(dsn) + "\n"
-	catalogDSN := catalogRole(t, dsn, writeMySQLPolicy(t, backendYAML, 100))
-	policy := writeMySQLPolicy(t, backendYAML+"  catalog_dsn: "+strconv.Quote(catalogDSN)+"\n", 100)
+	policy := writeMySQLPolicy(t, "backend:\n  kind: postgres\n  dsn: "+strconv.Quote(dsn)+"\n", 100)
 	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {

@@ -69,7 +69,7 @@ func Analyze(stmt ast.StmtNode, pol *config.Policy, opts Options) (*Query, error
 		if err := checkTables(s, pol, false); err != nil {
 			return nil, err
 		}
-		return passthrough(s, opts)
+		return passthrough(s, pol, opts)
 	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.LoadDataStmt, *ast.CallStmt:
 		return nil, sqlerr.New(sqlerr.ReadOnlyTransaction, "dpproxy is read-only: %s statements are not allowed", statementName(stmt)).
 			WithHint("only SELECT statements can be run through dpproxy")
@@ -104,7 +104,7 @@ func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Quer
 		if err := checkPassthrough(sel); err != nil {
 			return nil, err
 		}
-		return passthrough(sel, opts)
+		return passthrough(sel, pol, opts)
 	}
 	a := &analyzer{pol: pol, table: protected, opts: opts}
 	if empty := a.emptyProbe(sel, len(tables)); empty != nil {
@@ -171,12 +171,28 @@ func checkTables(n ast.Node, pol *config.Policy, allowProtected bool) error {
 	return checkPassthrough(n)
 }
 
-func passthrough(n ast.Node, opts Options) (*Query, error) {
+func passthrough(n ast.Node, pol *config.Policy, opts Options) (*Query, error) {
+	dropDefaultSchema(n, pol)
 	sql, err := restoreFor(n, opts.Dialect, opts.Casts)
 	if err != nil {
 		return nil, err
 	}
 	return &Query{Passthrough: &Passthrough{SQL: sql}}, nil
+}
+
+// dropDefaultSchema removes the qualifier of references to tables the
+// policy declares without a schema ("public.clinics", "main.clinics":
+// the schema the catalog shows them in), so that the backend reads them
+// in its own default schema, whatever the backend calls it.
+func dropDefaultSchema(n ast.Node, pol *config.Policy) {
+	for _, tn := range collectTables(n) {
+		if tn.Schema.O == "" {
+			continue
+		}
+		if pt, pub := pol.LookupTable(tn.Schema.O, tn.Name.O); (pt != nil && pt.Schema == "") || (pub != nil && pub.Schema == "") {
+			tn.Schema = ast.NewCIStr("")
+		}
+	}
 }
 
 // analyzer plans one SELECT over a protected table.

@@ -95,6 +95,9 @@ func (c *Catalog) TranslateMySQL(stmt ast.StmtNode, sess *Session) (string, erro
 // is one of information_schema's.
 func IsMySQLCatalogTable(schema string) bool { return strings.EqualFold(schema, "information_schema") }
 
+// myRenamed are MySQL functions SQLite has under another name.
+var myRenamed = map[string]string{"greatest": "max", "least": "min", "char_length": "length", "character_length": "length", "mid": "substr"}
+
 type myRewriter struct {
 	sess *Session
 	err  error
@@ -120,6 +123,9 @@ func (v *myRewriter) Leave(n ast.Node) (ast.Node, bool) {
 			x.Schema.O, x.Schema.L = "", ""
 		}
 	case *ast.FuncCallExpr:
+		if to, ok := myRenamed[x.FnName.L]; ok {
+			x.FnName = ast.NewCIStr(to)
+		}
 		switch x.FnName.L {
 		case "database", "schema":
 			return ast.NewValueExpr(v.sess.Database, "", ""), true
@@ -127,6 +133,11 @@ func (v *myRewriter) Leave(n ast.Node) (ast.Node, bool) {
 			return ast.NewValueExpr(v.sess.User+"@%", "", ""), true
 		case "version":
 			return ast.NewValueExpr(v.sess.ServerVersion, "", ""), true
+		case "convert":
+			// CONVERT(x USING charset): the catalog's strings are UTF-8.
+			if len(x.Args) >= 1 {
+				return x.Args[0], true
+			}
 		case "isnull":
 			// ISNULL is an operator to SQLite.
 			if len(x.Args) == 1 {
@@ -135,6 +146,9 @@ func (v *myRewriter) Leave(n ast.Node) (ast.Node, bool) {
 		case "connection_id":
 			return ast.NewValueExpr(int64(v.sess.BackendPID), "", ""), true
 		}
+	case *ast.FuncCastExpr:
+		// CONVERT(x, type) is CAST(x AS type) to SQLite.
+		x.FunctionType = ast.CastFunction
 	case *ast.VariableExpr:
 		if x.IsSystem {
 			val, ok := v.sess.setting(strings.ToLower(x.Name))

@@ -118,6 +118,11 @@ func (c *Catalog) showCreateTable(ctx context.Context, db, table string, sess *S
 		return nil, true, classify(err)
 	}
 	defer rows.Close()
+	// Names are quoted as the session's sql_mode says (MySQL's rule).
+	quote := "`"
+	if mode, ok := sess.setting("sql_mode"); ok && strings.Contains(strings.ToUpper(mode), "ANSI_QUOTES") {
+		quote = `"`
+	}
 	var lines, keys []string
 	name := table
 	for rows.Next() {
@@ -125,7 +130,7 @@ func (c *Catalog) showCreateTable(ctx context.Context, db, table string, sess *S
 		if err := rows.Scan(&name, &col, &typ, &nullable, &key); err != nil {
 			return nil, true, err
 		}
-		line := "  `" + col + "` " + typ
+		line := "  " + quote + col + quote + " " + typ
 		if nullable == "NO" {
 			line += " NOT NULL"
 		} else {
@@ -133,7 +138,7 @@ func (c *Catalog) showCreateTable(ctx context.Context, db, table string, sess *S
 		}
 		lines = append(lines, line)
 		if key == "PRI" {
-			keys = append(keys, "`"+col+"`")
+			keys = append(keys, quote+col+quote)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -142,7 +147,7 @@ func (c *Catalog) showCreateTable(ctx context.Context, db, table string, sess *S
 	if len(keys) > 0 {
 		lines = append(lines, "  PRIMARY KEY ("+strings.Join(keys, ",")+")")
 	}
-	ddl := "CREATE TABLE `" + name + "` (\n" + strings.Join(lines, ",\n") + "\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"
+	ddl := "CREATE TABLE " + quote + name + quote + " (\n" + strings.Join(lines, ",\n") + "\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"
 	return &sqltypes.Result{
 		Columns: []sqltypes.Column{{Name: "Table", Type: sqltypes.Varchar}, {Name: "Create Table", Type: sqltypes.Varchar}},
 		Rows:    [][]any{{name, ddl}},

@@ -14,7 +14,9 @@ var renamedFunctions = map[string]string{
 	"character_length": "length", "btrim": "trim", "strpos": "instr", "to_regclass": "pg_to_regclass",
 	"to_regtype": "pg_to_regtype", "to_regnamespace": "pg_to_regnamespace", "now": "pg_now",
 	"transaction_timestamp": "pg_now", "statement_timestamp": "pg_now", "clock_timestamp": "pg_now",
-	"regexp_like": "regexp_like",
+	"json_build_object": "json_object", "jsonb_build_object": "json_object", "json_build_array": "json_array",
+	"jsonb_build_array": "json_array", "json_agg": "json_group_array", "jsonb_agg": "json_group_array",
+	"json_object_agg": "json_group_object", "jsonb_object_agg": "json_group_object", "to_json": "pg_to_json", "to_jsonb": "pg_to_json",
 }
 
 // call translates name(args) followed by rest; it returns how many nodes
@@ -43,6 +45,10 @@ func (t *pgTranslator) call(parts []token, args node, rest []node, out *[]unit, 
 		return t.tableFunction(name, args, rest)
 	case "cast":
 		return t.castCall(args)
+	case "trim", "btrim", "substring", "position", "overlay", "extract":
+		if us, ok, err := t.keywordCall(name, args); ok || err != nil {
+			return us, 0, err
+		}
 	case "version":
 		return []unit{{sqliteString(t.sess.ServerVersion), true}}, 0, nil
 	case "current_database":
@@ -286,4 +292,98 @@ func castTo(x string, typ pgType) string {
 	// Other types (int2vector, oidvector, dates, json, ...) keep the
 	// value as it is.
 	return x
+}
+
+// keywordCall translates the SQL-standard call forms with keywords inside
+// the parentheses: trim([both|leading|trailing] [x] from y),
+// substring(x from a [for b]), position(a in b). ok is false for the
+// ordinary comma form.
+func (t *pgTranslator) keywordCall(name string, args node) ([]unit, bool, error) {
+	at := func(word string) int {
+		for i, c := range args.children {
+			if c.isWord(word) {
+				return i
+			}
+		}
+		return -1
+	}
+	part := func(nodes []node) (string, error) {
+		if len(nodes) == 0 {
+			return "", nil
+		}
+		return t.translate(nodes)
+	}
+	switch name {
+	case "trim", "btrim":
+		from := at("from")
+		if from < 0 {
+			return nil, false, nil
+		}
+		fn, chars := "trim", args.children[:from]
+		if len(chars) > 0 && chars[0].group == 0 && chars[0].tok.kind == tokIdent {
+			switch chars[0].tok.text {
+			case "both":
+				chars = chars[1:]
+			case "leading":
+				fn, chars = "ltrim", chars[1:]
+			case "trailing":
+				fn, chars = "rtrim", chars[1:]
+			}
+		}
+		x, err := part(args.children[from+1:])
+		if err != nil {
+			return nil, true, err
+		}
+		c, err := part(chars)
+		if err != nil {
+			return nil, true, err
+		}
+		if c == "" {
+			return []unit{{fn + "(" + x + ")", true}}, true, nil
+		}
+		return []unit{{fn + "(" + x + ", " + c + ")", true}}, true, nil
+	case "substring":
+		from, forAt := at("from"), at("for")
+		if from < 0 && forAt < 0 {
+			return nil, false, nil
+		}
+		if from < 0 {
+			return nil, true, &notSupported{"substring(x FOR n) without FROM"}
+		}
+		end := len(args.children)
+		if forAt > from {
+			end = forAt
+		}
+		x, err := part(args.children[:from])
+		if err != nil {
+			return nil, true, err
+		}
+		a, err := part(args.children[from+1 : end])
+		if err != nil {
+			return nil, true, err
+		}
+		if forAt > from {
+			b, err := part(args.children[forAt+1:])
+			if err != nil {
+				return nil, true, err
+			}
+			return []unit{{"substr(" + x + ", " + a + ", " + b + ")", true}}, true, nil
+		}
+		return []unit{{"substr(" + x + ", " + a + ")", true}}, true, nil
+	case "position":
+		in := at("in")
+		if in < 0 {
+			return nil, false, nil
+		}
+		a, err := part(args.children[:in])
+		if err != nil {
+			return nil, true, err
+		}
+		b, err := part(args.children[in+1:])
+		if err != nil {
+			return nil, true, err
+		}
+		return []unit{{"instr(" + b + ", " + a + ")", true}}, true, nil
+	}
+	return nil, true, &notSupported{name + "(...)"}
 }

@@ -170,6 +170,15 @@ func buildPostgres(b *builder, s Schema) error {
 		{"TimeZone", "UTC", "string", "Client Connection Defaults"},
 		{"search_path", `"$user", public`, "string", "Client Connection Defaults"},
 		{"default_transaction_read_only", "on", "bool", "Client Connection Defaults"},
+		{"max_index_keys", "32", "integer", "Preset Options"},
+		{"max_function_args", "100", "integer", "Preset Options"},
+		{"block_size", "8192", "integer", "Preset Options"},
+		{"lc_collate", "C", "string", "Preset Options"},
+		{"lc_ctype", "C", "string", "Preset Options"},
+		{"server_version", "15.0", "string", "Preset Options"},
+		{"server_version_num", "150000", "integer", "Preset Options"},
+		{"transaction_isolation", "read committed", "enum", "Client Connection Defaults"},
+		{"IntervalStyle", "postgres", "enum", "Client Connection Defaults"},
 	} {
 		b.insert("pg_settings", row{"name": st.name, "setting": st.setting, "vartype": st.vartype, "category": st.category,
 			"context": "user", "source": "default", "boot_val": st.setting, "reset_val": st.setting, "pending_restart": false})
@@ -178,11 +187,18 @@ func buildPostgres(b *builder, s Schema) error {
 }
 
 func pgTypeRow(oid int64, name string, length int64, byVal bool, category, kind string, elem, array, relid int64, input string) row {
+	collation := 0
+	switch name {
+	case "text", "varchar", "bpchar":
+		collation = 100
+	case "name":
+		collation = 950
+	}
 	return row{"oid": oid, "typname": name, "typnamespace": pgCatalogOID, "typowner": analystOID, "typlen": length,
 		"typbyval": byVal, "typtype": kind, "typcategory": category, "typisdefined": true, "typdelim": ",",
 		"typrelid": relid, "typelem": elem, "typarray": array, "typinput": input, "typoutput": strings.TrimSuffix(input, "in") + "out",
 		"typreceive": "-", "typsend": "-", "typmodin": "-", "typmodout": "-", "typanalyze": "-",
-		"typalign": "i", "typstorage": "p", "typtypmod": -1, "typndims": 0, "typcollation": 0, "typsubscript": "-"}
+		"typalign": "i", "typstorage": "p", "typtypmod": -1, "typndims": 0, "typcollation": collation, "typsubscript": "-"}
 }
 
 // addPGRelation adds a table or view: pg_class, its row type, pg_attribute,

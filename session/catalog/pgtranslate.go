@@ -42,6 +42,8 @@ type node struct {
 	tok      token
 	group    byte // '(' or '[' for a group, 0 for a token
 	children []node
+	// raw, when set, is already SQLite text (an operand).
+	raw string
 }
 
 func (n node) isTok(kind tokenKind, text string) bool { return n.group == 0 && n.tok.is(kind, text) }
@@ -157,8 +159,16 @@ func (t *pgTranslator) units(nodes []node) ([]unit, error) {
 	var out []unit
 	clause := ""
 	lastAtom := func() bool { return len(out) > 0 && out[len(out)-1].atom }
+	nodes, err := t.selectListSRFs(nodes)
+	if err != nil {
+		return nil, err
+	}
 	for i := 0; i < len(nodes); i++ {
 		n := nodes[i]
+		if n.raw != "" {
+			out = append(out, unit{n.raw, true})
+			continue
+		}
 		if n.group != 0 {
 			if n.group == '[' {
 				if !lastAtom() {
@@ -202,9 +212,13 @@ func (t *pgTranslator) units(nodes []node) ([]unit, error) {
 			switch tok.text {
 			case ".":
 				// A qualified name is read as a chain below; a dot
-				// here follows a parenthesized row: (x).field.
+				// here follows a parenthesized composite value,
+				// (v).field, which the catalog keeps as a JSON object.
 				if i+1 < len(nodes) && nodes[i+1].group == 0 && nodes[i+1].tok.isName() && lastAtom() {
-					return nil, &notSupported{"a field of a composite value"}
+					prev := out[len(out)-1]
+					out[len(out)-1] = unit{"json_extract(" + prev.text + ", " + sqliteString("$."+nodes[i+1].tok.text) + ")", true}
+					i++
+					continue
 				}
 				return nil, fmt.Errorf("unexpected '.'")
 			case ";":
@@ -269,7 +283,7 @@ func (t *pgTranslator) operator(nodes []node, i *int, out *[]unit) ([]unit, erro
 		return []unit{{"LIKE", false}}, nil
 	case "!~~", "!~~*":
 		return []unit{{"NOT LIKE", false}}, nil
-	case "=", "<>", "!=", "<", ">", "<=", ">=", "+", "-", "*", "/", "%", "||":
+	case "=", "<>", "!=", "<", ">", "<=", ">=", "+", "-", "*", "/", "%", "||", "&", "|", "<<", ">>":
 		return []unit{{op, false}}, nil
 	}
 	return nil, &notSupported{"the operator " + op}
@@ -441,14 +455,13 @@ func (t *pgTranslator) relationName(parts []token) string {
 	return strings.Join(names, ".")
 }
 
+// quotePart writes one part of a name, always quoted: a PostgreSQL name
+// may be an SQLite keyword (default, key, ...).
 func quotePart(p token) string {
 	if p.kind == tokOp {
 		return "*"
 	}
-	if p.kind == tokQuoted || isKeyword(p.text) {
-		return sqliteIdent(p.text)
-	}
-	return p.text
+	return sqliteIdent(p.text)
 }
 
 // isKeyword reports words that are SQL syntax rather than names, so they
@@ -460,7 +473,9 @@ func isKeyword(w string) bool {
 		"distinct", "case", "when", "then", "else", "end", "in", "is", "null", "like", "between", "exists",
 		"asc", "desc", "nulls", "first", "last", "with", "recursive", "using", "over", "partition", "filter",
 		"intersect", "except", "escape", "values", "lateral", "window", "rows", "range", "preceding",
-		"following", "unbounded", "current", "row", "for", "update", "share", "nowait", "of", "only":
+		"following", "unbounded", "current", "row", "for", "update", "share", "nowait", "of", "only",
+		"isnull", "notnull", "interval", "ties", "exclude", "others", "groups", "no", "ordinality", "symmetric",
+		"asymmetric", "tablesample", "at", "zone", "similar", "glob", "collate", "cast", "within":
 		return true
 	}
 	return false
