@@ -118,3 +118,24 @@ func TestParseCursorCommand(t *testing.T) {
 		}
 	}
 }
+
+// SET ROLE and SET SESSION AUTHORIZATION cannot make a session act as
+// someone else: refused, never accepted as if they changed anything.
+func TestSetRoleRefused(t *testing.T) {
+	_, s, _, _ := sessionFixture(t, nil)
+	ctx := context.Background()
+	for _, sql := range []string{`SET ROLE other`, `SET SESSION AUTHORIZATION 'other'`, `SET SESSION ROLE other`, `SET role = 'x'`} {
+		if _, err := s.Execute(ctx, sql); sqlerr.As(err).Code != sqlerr.FeatureNotSupported {
+			t.Errorf("%s: got %v, want 0A000", sql, err)
+		}
+	}
+	for _, sql := range []string{`RESET ROLE`, `SET ROLE NONE`, `SET SESSION AUTHORIZATION DEFAULT`, `RESET SESSION AUTHORIZATION`} {
+		if _, err := s.Execute(ctx, sql); err != nil {
+			t.Errorf("%s: %v", sql, err)
+		}
+	}
+	res, err := s.Execute(ctx, `SELECT current_user, session_user`)
+	if err != nil || fmt.Sprint(res[0].Rows) != "[[ana ana]]" {
+		t.Errorf("after: %v %v", res, err)
+	}
+}

@@ -155,7 +155,7 @@ func matchPostgresSetting(sql string) (*gucCommand, error) {
 		rest = strings.TrimSpace(rest[1:])
 	case len(rest) > 2 && strings.EqualFold(rest[:2], "to") && (rest[2] == ' ' || rest[2] == '\''):
 		rest = strings.TrimSpace(rest[2:])
-	case name == "timezone" || name == "client_encoding" || name == "session_authorization":
+	case name == "timezone" || name == "client_encoding" || name == "session_authorization" || name == "role":
 		// SET TIME ZONE 'UTC', SET NAMES 'UTF8': no = or TO.
 	default:
 		return nil, sqlerr.New(sqlerr.SyntaxError, "syntax error in SET %s: expected = or TO", name)
@@ -171,6 +171,12 @@ func matchPostgresSetting(sql string) (*gucCommand, error) {
 		value = ""
 	} else if len(value) >= 2 && value[0] == '\'' && value[len(value)-1] == '\'' {
 		value = strings.ReplaceAll(value[1:len(value)-1], "''", "'")
+	}
+	if (name == "role" || name == "session_authorization") && value != "" && !strings.EqualFold(value, "none") {
+		// Accepting it would pretend the session changed whose budget
+		// and permissions apply; it cannot.
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SET %s is not supported: a dpproxy session always acts as the analyst who logged in", strings.ToUpper(strings.ReplaceAll(name, "_", " "))).
+			WithHint("connect as the other analyst instead")
 	}
 	return &gucCommand{kind: cmdSet, name: name, value: value}, nil
 }
