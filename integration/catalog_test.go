@@ -349,3 +349,45 @@ func TestJDBCMetadataSeesThePolicyView(t *testing.T) {
 		}
 	}
 }
+
+// A psycopg2 named cursor (DECLARE ... CURSOR / FETCH / CLOSE) over a DP
+// aggregate: the answer is released and charged once, however it is
+// fetched.
+func TestPsycopg2NamedCursor(t *testing.T) {
+	python := debianPython(t)
+	p := startProxy(t, "demo", "--data-dir", t.TempDir(), "--pg-addr", "127.0.0.1:0")
+	script := `
+import sys, psycopg2
+conn = psycopg2.connect(sys.argv[1])
+cur = conn.cursor(name="dp_stream")
+cur.itersize = 1
+cur.execute("SELECT sex, COUNT(*) FROM patients GROUP BY sex ORDER BY sex")
+first = cur.fetchmany(1)
+rest = cur.fetchall()
+cur.close()
+conn.commit()
+plain = conn.cursor()
+plain.execute("SELECT epsilon_spent FROM dpproxy.budget")
+print(len(first), len(rest), [r[0] for r in first + rest], plain.fetchone()[0])
+`
+	out, err := exec.Command(python, "-c", script, "postgresql://analyst:analyst@"+p.addr+"/demo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s\nproxy log:\n%s", err, out, p.stderr.String())
+	}
+	fields := strings.Fields(strings.TrimSpace(string(out)))
+	if len(fields) < 4 || fields[0] != "1" || fields[1] != "1" || !strings.Contains(string(out), "['F', 'M']") {
+		t.Fatalf("named cursor: %s", out)
+	}
+	spent, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+	if err != nil || spent <= 0 || spent > 1.0001 {
+		t.Errorf("spent %q: one DP query, charged once, expected", fields[len(fields)-1])
+	}
+	// The same statement again costs nothing more (the result cache).
+	out2, err := exec.Command(python, "-c", script, "postgresql://analyst:analyst@"+p.addr+"/demo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out2)
+	}
+	if f := strings.Fields(strings.TrimSpace(string(out2))); f[len(f)-1] != fields[len(fields)-1] {
+		t.Errorf("the repeated cursor was charged again: %s then %s", out, out2)
+	}
+}
