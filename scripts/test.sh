@@ -45,6 +45,20 @@ if command -v javac >/dev/null && [ ! -f /usr/share/java/mariadb-java-client.jar
   apt_install libmariadb-java || log "libmariadb-java not installed: the JDBC test will skip"
 fi
 
+# PostgreSQL's JDBC driver, for the catalog tests (DatabaseMetaData).
+if command -v javac >/dev/null && [ ! -f /usr/share/java/postgresql.jar ]; then
+  log "installing the PostgreSQL JDBC driver (libpostgresql-jdbc-java)"
+  apt_install libpostgresql-jdbc-java || log "libpostgresql-jdbc-java not installed: the JDBC catalog test will skip"
+fi
+
+# A Python ORM and its drivers (Debian's packages; PyPI is not needed), for
+# the catalog and cursor tests: SQLAlchemy's inspector over psycopg2 and
+# PyMySQL, psycopg2's named cursors.
+if ! /usr/bin/python3 -c 'import sqlalchemy, psycopg2, pymysql' 2>/dev/null; then
+  log "installing python3-sqlalchemy, python3-psycopg2, python3-pymysql"
+  apt_install python3-sqlalchemy python3-psycopg2 python3-pymysql || log "Python packages not installed: the ORM tests will skip"
+fi
+
 # PostgreSQL refuses to run as root: run the cluster as an unprivileged user.
 PG_USER=$(id -un)
 if [ "$(id -u)" = 0 ]; then
@@ -123,7 +137,7 @@ go vet ./...
 log "go test ./..."
 go test -count=1 -timeout 20m "$@" ./...
 log "go test -race (budget, engine, session, rewrite, pgwire, mysqlwire: the concurrent paths)"
-go test -race -count=1 -timeout 20m "$@" ./budget/ ./engine/ ./session/ ./rewrite/ ./proxy/pgwire/ ./proxy/mysqlwire/
+go test -race -count=1 -timeout 20m "$@" ./budget/ ./engine/ ./session/ ./session/catalog/ ./rewrite/ ./proxy/pgwire/ ./proxy/mysqlwire/
 # A short run of every fuzz target (their seed corpora under testdata/fuzz
 # also run as ordinary tests above), unless flags chose tests.
 # The budget is a count of executions, not a duration: Go 1.26's fuzz
@@ -134,6 +148,6 @@ go test -race -count=1 -timeout 20m "$@" ./budget/ ./engine/ ./session/ ./rewrit
 log "fuzz targets, ${DPPROXY_FUZZTIME:-8000x} each"
 for target in rewrite:FuzzAnalyze rewrite:FuzzNormalizePostgres config:FuzzParse auth:FuzzSCRAMServer \
   auth:FuzzParseSCRAMVerifier session:FuzzSessionStatements session:FuzzPreparedParams proxy/pgwire:FuzzStartup \
-  proxy/pgwire:FuzzMessages proxy/mysqlwire:FuzzPacketParsing proxy/mysqlwire:FuzzCommands; do
+  proxy/pgwire:FuzzMessages proxy/mysqlwire:FuzzPacketParsing proxy/mysqlwire:FuzzCommands session/catalog:FuzzCatalogQueries; do
   go test "./${target%%:*}" -run '^$' -fuzz "^${target##*:}\$" -fuzztime "${DPPROXY_FUZZTIME:-8000x}"
 done

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dpproxy/dpproxy/sqltypes"
@@ -34,13 +35,16 @@ func testSession() *Session {
 		}}
 }
 
+// sharedCatalog is built once: the catalog is read-only, and building it
+// is the slow part of these tests (more so under the race detector).
+var sharedCatalog = sync.OnceValues(func() (*Catalog, error) { return New(context.Background(), testSchema()) })
+
 func newTestCatalog(t *testing.T) *Catalog {
 	t.Helper()
-	c, err := New(context.Background(), testSchema())
+	c, err := sharedCatalog()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
 	return c
 }
 
@@ -271,5 +275,34 @@ func TestSelectListSetReturningFunctions(t *testing.T) {
 	}
 	if got := fmt.Sprint(queryPG(t, c, `SELECT unnest(ARRAY['a', 'b']) AS x, generate_subscripts(ARRAY['a', 'b'], 1) AS i`)); got != "[[a 1] [b 2]]" {
 		t.Errorf("without FROM: %s", got)
+	}
+}
+
+// Sessions share one catalog: concurrent queries of both front ends, with
+// their own session constants, do not disturb each other.
+func TestConcurrentSessions(t *testing.T) {
+	c := newTestCatalog(t)
+	done := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			sess := &Session{User: fmt.Sprintf("user%d", i), Database: "demo"}
+			for range 20 {
+				res, err := c.QueryPostgres(context.Background(), `SELECT rolname FROM pg_roles`, nil, sess)
+				if err != nil {
+					done <- err
+					return
+				}
+				if got := fmt.Sprint(res.Rows); got != fmt.Sprintf("[[user%d]]", i) {
+					done <- fmt.Errorf("session user%d saw %s", i, got)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -29,7 +29,7 @@ func FuzzCatalogQueries(f *testing.F) {
 		`SELECT $1::int + $2`, `SELECT 1 IS NOT DISTINCT FROM 2 FETCH FIRST 1 ROWS ONLY`} {
 		f.Add(q)
 	}
-	c, err := New(context.Background(), testSchema())
+	c, err := sharedCatalog()
 	if err != nil {
 		f.Fatal(err)
 	}
