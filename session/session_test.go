@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/session/catalog"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
 	_ "modernc.org/sqlite"
@@ -229,9 +231,14 @@ func TestMultipleStatementsRejected(t *testing.T) {
 	}
 }
 
-// servers holds one Server per test engine (building the catalog takes a
-// few milliseconds; tests open many sessions).
-var servers sync.Map
+// servers holds one Server per test engine, and catalogs one catalog per
+// schema: the test fixtures' engines share a policy and a backend schema,
+// and building a catalog is the slow part of opening a session in tests
+// (much more so under the race detector).
+var (
+	servers  sync.Map
+	catalogs sync.Map
+)
 
 // serverFor returns the Server of engine e, built once.
 func serverFor(tb testing.TB, e *engine.Engine) *Server {
@@ -239,11 +246,22 @@ func serverFor(tb testing.TB, e *engine.Engine) *Server {
 	if srv, ok := servers.Load(e); ok {
 		return srv.(*Server)
 	}
-	srv, err := NewServer(context.Background(), e)
+	ctx := context.Background()
+	schema, err := CatalogSchema(ctx, e.Policy(), e.Backend())
 	if err != nil {
 		tb.Fatal(err)
 	}
+	key := fmt.Sprintf("%+v", schema)
+	cat, ok := catalogs.Load(key)
+	if !ok {
+		built, err := catalog.New(ctx, schema)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cat, _ = catalogs.LoadOrStore(key, built)
+	}
+	srv := &Server{engine: e, catalog: cat.(*catalog.Catalog)}
 	servers.Store(e, srv)
-	tb.Cleanup(func() { servers.Delete(e); srv.Close() })
+	tb.Cleanup(func() { servers.Delete(e) })
 	return srv
 }

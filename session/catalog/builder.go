@@ -4,17 +4,24 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 )
 
-// builder creates and fills a flavor's tables; the first error sticks.
+// builder creates and fills a flavor's tables, in one transaction with
+// each INSERT prepared once; the first error sticks.
 type builder struct {
 	ctx   context.Context
 	db    *sql.DB
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
 	names *objectNames
-	// columns of each created table, by SQLite name, for insert.
+	// columns of each created table, by lower-case SQLite name; known
+	// the same as sets of lower-case column names, for insert.
 	columns map[string][]columnDef
+	known   map[string]map[string]bool
 	err     error
 }
 
@@ -49,8 +56,16 @@ func (b *builder) createTable(name string, def relationDef, zeroDefaults, nocase
 		}
 		cols = append(cols, decl)
 	}
-	_, b.err = b.db.ExecContext(b.ctx, "CREATE TABLE "+sqliteIdent(name)+" ("+strings.Join(cols, ", ")+")")
+	_, b.err = b.exec1("CREATE TABLE " + sqliteIdent(name) + " (" + strings.Join(cols, ", ") + ")")
 	b.columns[strings.ToLower(name)] = def.columns
+	if b.known == nil {
+		b.known = map[string]map[string]bool{}
+	}
+	known := make(map[string]bool, len(def.columns))
+	for _, c := range def.columns {
+		known[strings.ToLower(c.name)] = true
+	}
+	b.known[strings.ToLower(name)] = known
 }
 
 func zeroDefaultType(t string) bool {
@@ -69,20 +84,17 @@ func (b *builder) insert(table string, rows ...row) {
 	if b.err != nil || len(rows) == 0 {
 		return
 	}
-	cols := b.columns[strings.ToLower(table)]
-	if cols == nil {
+	known := b.known[strings.ToLower(table)]
+	if known == nil {
 		b.err = fmt.Errorf("insert into unknown catalog table %s", table)
 		return
-	}
-	known := map[string]bool{}
-	for _, c := range cols {
-		known[strings.ToLower(c.name)] = true
 	}
 	for _, r := range rows {
 		names := make([]string, 0, len(r))
 		marks := make([]string, 0, len(r))
 		args := make([]any, 0, len(r))
-		for k, v := range r {
+		for _, k := range slices.Sorted(maps.Keys(r)) { // one statement text per column set
+			v := r[k]
 			if !known[strings.ToLower(k)] {
 				b.err = fmt.Errorf("catalog table %s has no column %s", table, k)
 				return
@@ -92,7 +104,7 @@ func (b *builder) insert(table string, rows ...row) {
 			args = append(args, v)
 		}
 		q := "INSERT INTO " + sqliteIdent(table) + " (" + strings.Join(names, ", ") + ") VALUES (" + strings.Join(marks, ", ") + ")"
-		if _, err := b.db.ExecContext(b.ctx, q, args...); err != nil {
+		if _, err := b.exec1(q, args...); err != nil {
 			b.err = fmt.Errorf("%s: %w", q, err)
 			return
 		}
@@ -101,8 +113,40 @@ func (b *builder) insert(table string, rows ...row) {
 
 func (b *builder) exec(q string) {
 	if b.err == nil {
-		_, b.err = b.db.ExecContext(b.ctx, q)
+		_, b.err = b.exec1(q)
 	}
+}
+
+// exec1 runs one statement in the build's transaction, prepared once.
+func (b *builder) exec1(q string, args ...any) (sql.Result, error) {
+	if b.tx == nil {
+		tx, err := b.db.BeginTx(b.ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		b.tx, b.stmts = tx, map[string]*sql.Stmt{}
+	}
+	st, ok := b.stmts[q]
+	if !ok {
+		var err error
+		if st, err = b.tx.PrepareContext(b.ctx, q); err != nil {
+			return nil, err
+		}
+		b.stmts[q] = st
+	}
+	return st.ExecContext(b.ctx, args...)
+}
+
+// commit ends the build's transaction.
+func (b *builder) commit() error {
+	if b.tx == nil {
+		return b.err
+	}
+	if b.err != nil {
+		b.tx.Rollback()
+		return b.err
+	}
+	return b.tx.Commit()
 }
 
 // objectNames resolves the names reg* casts look up ("regclass" +

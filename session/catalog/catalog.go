@@ -103,12 +103,13 @@ func newFlavor(ctx context.Context, build func(*builder) error) (*flavor, error)
 	f.keeper.SetConnMaxIdleTime(0)
 	b := &builder{ctx: ctx, db: f.keeper, names: f.names}
 	if err := build(b); err != nil {
+		b.commit()
 		f.keeper.Close()
 		return nil, err
 	}
-	if b.err != nil {
+	if err := b.commit(); err != nil {
 		f.keeper.Close()
-		return nil, b.err
+		return nil, err
 	}
 	f.columns = b.columns
 	// Clients' queries run on read-only connections of the same
