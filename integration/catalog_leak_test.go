@@ -116,7 +116,7 @@ func readCatalog(t *testing.T, p *proxyProcess, pgDB, myDB string) string {
 func TestCatalogLeaksNothing(t *testing.T) {
 	type backendCase struct {
 		name       string
-		dsn        func(*testing.T) string
+		dsn        func(testing.TB) string
 		admin      func(*testing.T, string, ...string)
 		extras     []string
 		change     []string

@@ -9,7 +9,7 @@ import (
 type clientQuery struct{ client, sql string }
 
 // readClientQueries reads testdata/client_queries.sql.
-func readClientQueries(t *testing.T) []clientQuery {
+func readClientQueries(t testing.TB) []clientQuery {
 	t.Helper()
 	data, err := os.ReadFile("testdata/client_queries.sql")
 	if err != nil {

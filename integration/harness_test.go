@@ -81,7 +81,7 @@ var mysqlListeningAddr = regexp.MustCompile(`msg="dpproxy listening" protocol=my
 // gets --mysql-addr 127.0.0.1:0 unless args set it, so that tests do not
 // compete for port 3307. The process is stopped with SIGTERM when the test
 // ends.
-func startProxy(t *testing.T, args ...string) *proxyProcess {
+func startProxy(t testing.TB, args ...string) *proxyProcess {
 	t.Helper()
 	if len(args) > 0 && args[0] == "demo" && !slices.Contains(args, "--mysql-addr") {
 		args = append(args, "--mysql-addr", "127.0.0.1:0")
@@ -129,7 +129,7 @@ func startProxy(t *testing.T, args ...string) *proxyProcess {
 
 // stop sends SIGTERM and waits for a clean exit. A process that has
 // already exited (killed by the test) is left alone.
-func (p *proxyProcess) stop(t *testing.T) {
+func (p *proxyProcess) stop(t testing.TB) {
 	select {
 	case <-p.exited:
 		return

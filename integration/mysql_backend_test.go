@@ -22,7 +22,7 @@ import (
 // mysqlDatabase creates a fresh database on the test MySQL/MariaDB server
 // holding the demo data and returns its DSN. It skips the test without a
 // server.
-func mysqlDatabase(t *testing.T) string {
+func mysqlDatabase(t testing.TB) string {
 	t.Helper()
 	admin := os.Getenv("DPPROXY_TEST_MYSQL_DSN")
 	if admin == "" {

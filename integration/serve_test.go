@@ -51,7 +51,7 @@ public_tables:
   - clinics
 `
 
-func writePolicy(t *testing.T, backend string, budgetEpsilon float64) string {
+func writePolicy(t testing.TB, backend string, budgetEpsilon float64) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	policy := backend + "\nledger:\n  path: ledger.db\ndefaults:\n  epsilon: 0.1\n" + fmt.Sprintf(analystYAML, budgetEpsilon) + tablesYAML
@@ -63,7 +63,7 @@ func writePolicy(t *testing.T, backend string, budgetEpsilon float64) string {
 
 // pgDatabase creates a fresh database holding the demo data and returns
 // its DSN. It skips the test without a PostgreSQL server.
-func pgDatabase(t *testing.T) string {
+func pgDatabase(t testing.TB) string {
 	t.Helper()
 	admin := os.Getenv("DPPROXY_TEST_PG_DSN")
 	if admin == "" {

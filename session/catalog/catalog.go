@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/dpproxy/dpproxy/sqltypes"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"modernc.org/sqlite"
 )
 
@@ -35,7 +36,13 @@ type Catalog struct {
 	schema Schema
 	pg     *flavor
 	my     *flavor
+	// translations memoizes PostgreSQL translations by text and session
+	// constants (those reading run-time parameters are not kept).
+	translations *lru.Cache[string, translation]
 }
+
+// translationMemoSize bounds the memo of translations.
+const translationMemoSize = 1024
 
 // flavor is one front end's catalog database.
 type flavor struct {
@@ -53,6 +60,9 @@ type flavor struct {
 func New(ctx context.Context, schema Schema) (*Catalog, error) {
 	c := &Catalog{schema: schema}
 	var err error
+	if c.translations, err = lru.New[string, translation](translationMemoSize); err != nil {
+		return nil, err
+	}
 	if c.pg, err = newFlavor(ctx, func(b *builder) error { return buildPostgres(b, schema) }); err != nil {
 		return nil, fmt.Errorf("catalog: PostgreSQL: %w", err)
 	}

@@ -116,6 +116,10 @@ func buildMySQL(b *builder, s Schema) error {
 			}
 		}
 	}
+	for _, ix := range []string{"COLUMNS (TABLE_SCHEMA, TABLE_NAME)", "TABLES (TABLE_SCHEMA, TABLE_NAME)", "STATISTICS (TABLE_NAME)"} {
+		name, cols, _ := strings.Cut(ix, " ")
+		b.exec("CREATE INDEX " + sqliteIdent("ix_"+ix) + " ON " + sqliteIdent(myStored(name)) + " " + cols)
+	}
 	b.insert(myStored("ENGINES"), row{"ENGINE": "InnoDB", "SUPPORT": "DEFAULT", "COMMENT": "Supports transactions, row-level locking, foreign keys and encryption for tables",
 		"TRANSACTIONS": "YES", "XA": "YES", "SAVEPOINTS": "YES"})
 	b.insert(myStored("CHARACTER_SETS"),

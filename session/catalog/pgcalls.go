@@ -54,6 +54,7 @@ func (t *pgTranslator) call(parts []token, args node, rest []node, out *[]unit, 
 	case "current_database":
 		return []unit{{sqliteString(t.sess.Database), true}}, 0, nil
 	case "current_schema":
+		t.usesSettings = true
 		return []unit{{sqliteString(t.sess.currentSchema()), true}}, 0, nil
 	case "current_user", "session_user", "current_role":
 		return []unit{{sqliteString(t.sess.User), true}}, 0, nil
@@ -63,6 +64,7 @@ func (t *pgTranslator) call(parts []token, args node, rest []node, out *[]unit, 
 		if withImplicit {
 			names = append(names, sqliteString("pg_catalog"))
 		}
+		t.usesSettings = true
 		for _, s := range t.sess.searchPath() {
 			names = append(names, sqliteString(s))
 		}
@@ -72,6 +74,7 @@ func (t *pgTranslator) call(parts []token, args node, rest []node, out *[]unit, 
 			return nil, 0, &notSupported{"current_setting() of anything but a constant name"}
 		}
 		setting := strings.ToLower(args.children[0].tok.text)
+		t.usesSettings = true
 		v, ok := t.sess.setting(setting)
 		if !ok {
 			missingOK := len(args.children) == 3 && args.children[2].isWord("true")

@@ -183,6 +183,14 @@ func buildPostgres(b *builder, s Schema) error {
 		b.insert("pg_settings", row{"name": st.name, "setting": st.setting, "vartype": st.vartype, "category": st.category,
 			"context": "user", "source": "default", "boot_val": st.setting, "reset_val": st.setting, "pending_restart": false})
 	}
+	// Indexes for the lookups catalog queries make (by OID, by name).
+	for _, ix := range []string{
+		"pg_class (oid)", "pg_class (relname)", "pg_class (relnamespace)", "pg_attribute (attrelid, attnum)",
+		"pg_type (oid)", "pg_type (typname)", "pg_namespace (oid)", "pg_index (indrelid)", "pg_index (indexrelid)",
+		"pg_constraint (conrelid)", "`information_schema.columns` (table_schema, table_name)", "`information_schema.tables` (table_name)",
+	} {
+		b.exec("CREATE INDEX " + sqliteIdent("ix_"+ix) + " ON " + ix)
+	}
 	return nil
 }
 
@@ -304,7 +312,12 @@ func addPGRelation(b *builder, s Schema, ns int64, schema, name, kind string, oi
 		if udt == "text" || udt == "varchar" || udt == "bpchar" {
 			ic["collation_catalog"], ic["collation_schema"], ic["collation_name"] = nil, nil, nil
 		}
-		b.insert(pgTable("information_schema", "columns"), ic)
+		if t != nil {
+			// Only the policy's tables: a client's column listing never
+			// wants the catalogs' own ~4,000 columns (psql's \d pg_class
+			// reads pg_attribute, which has them).
+			b.insert(pgTable("information_schema", "columns"), ic)
+		}
 	}
 }
 

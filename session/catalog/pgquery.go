@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/sqltypes"
@@ -11,26 +12,44 @@ import (
 // catalog database's SQL, for sess. It returns the number of parameters
 // ($n) the query uses.
 func (c *Catalog) TranslatePostgres(sql string, sess *Session) (string, int, error) {
+	key := strings.Join([]string{sql, sess.User, sess.Database, sess.ServerVersion, strconv.FormatUint(uint64(sess.BackendPID), 10)}, "\x00")
+	if tr, ok := c.translations.Get(key); ok {
+		return tr.sql, tr.params, nil
+	}
+	q, params, cacheable, err := c.translatePostgres(sql, sess)
+	if err == nil && cacheable {
+		c.translations.Add(key, translation{q, params})
+	}
+	return q, params, err
+}
+
+// translation is a cached PostgreSQL translation.
+type translation struct {
+	sql    string
+	params int
+}
+
+func (c *Catalog) translatePostgres(sql string, sess *Session) (string, int, bool, error) {
 	toks, err := lexPostgres(sql)
 	if err != nil {
-		return "", 0, classify(&notSupported{"this statement (" + err.Error() + ")"})
+		return "", 0, false, classify(&notSupported{"this statement (" + err.Error() + ")"})
 	}
 	if len(toks) == 0 {
-		return "", 0, classify(&notSupported{"an empty statement"})
+		return "", 0, false, classify(&notSupported{"an empty statement"})
 	}
 	if first := toks[0]; !(first.isWord("select") || first.isWord("with") || first.isWord("values") || first.is(tokPunct, "(")) {
-		return "", 0, classify(&notSupported{"the statement " + strings.ToUpper(first.text)})
+		return "", 0, false, classify(&notSupported{"the statement " + strings.ToUpper(first.text)})
 	}
 	tree, err := buildTree(toks)
 	if err != nil {
-		return "", 0, classify(&notSupported{"this statement (" + err.Error() + ")"})
+		return "", 0, false, classify(&notSupported{"this statement (" + err.Error() + ")"})
 	}
 	t := &pgTranslator{sess: sess, sessionViews: map[string]bool{}}
 	out, err := t.translate(tree)
 	if err != nil {
-		return "", 0, classify(err)
+		return "", 0, false, classify(err)
 	}
-	return c.withSessionViews(c.pg, out, t.sessionViews, sess), t.maxParam, nil
+	return c.withSessionViews(c.pg, out, t.sessionViews, sess), t.maxParam, !t.usesSettings, nil
 }
 
 // withSessionViews prefixes query with the session views it reads, as

@@ -107,6 +107,9 @@ type pgTranslator struct {
 	// reads, which the translation defines as common table expressions.
 	sessionViews map[string]bool
 	maxParam     int
+	// usesSettings is set when the translation read the session's
+	// run-time parameters, which SET changes: it is not cached.
+	usesSettings bool
 }
 
 // notSupported is an error naming a construct the catalog does not answer.
@@ -403,6 +406,7 @@ func (t *pgTranslator) word(nodes []node, i int, out *[]unit, clause string) (in
 			return 1, []unit{{sqliteString(t.sess.Database), true}}, nil
 		case "current_schema":
 			if next(1).group != '(' {
+				t.usesSettings = true
 				return 1, []unit{{sqliteString(t.sess.currentSchema()), true}}, nil
 			}
 		case "current_timestamp", "localtimestamp", "current_date", "current_time", "localtime":
