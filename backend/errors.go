@@ -20,8 +20,8 @@ type DatabaseError struct {
 }
 
 // AsDatabaseError extracts the database's own error from err. Only
-// statements whose failure cannot depend on protected data (those run
-// under the catalog role) may show it to a client.
+// statements whose failure cannot depend on protected data (public-table
+// queries) may show it to a client.
 //
 // MySQL errors keep their SQLSTATE; SQLite errors, which have none, get
 // the PostgreSQL code of the common cases (unknown column or table,

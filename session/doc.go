@@ -17,19 +17,22 @@
 //     as the query would be (session.go);
 //   - the virtual schema dpproxy: the read-only views dpproxy.budget and
 //     dpproxy.queries, the analyst's own budget and charges (virtual.go);
-//   - catalogs: catalog queries and statements dpproxy cannot parse run as
-//     written under the catalog role, which cannot read protected tables
-//     (catalog.go);
+//   - the virtual catalog: catalog queries (pg_catalog, information_schema,
+//     SHOW) and statements without a table are answered in process from
+//     the policy (catalog.go routes them; package catalog answers them);
+//     nothing a client writes reaches the backend unless it was analyzed
+//     as a DP or public-table query;
+//   - cursors: DECLARE/FETCH/MOVE/CLOSE over answered queries (cursor.go);
 //   - prepared statements (PostgreSQL Parse/Bind, MySQL COM_STMT_PREPARE):
 //     checked and described once without charging, each execution bound
 //     into a fresh syntax tree and released like a query written with
 //     constants (prepared.go);
-//   - transactions: BEGIN, COMMIT and ROLLBACK are accepted and do nothing,
-//     since every statement is read-only;
-//   - MySQL session emulation: session and user variables, USE, SHOW and
-//     information_schema, answered from the policy (mysql.go,
-//     mysql_infoschema.go).
+//   - transactions: BEGIN, COMMIT and ROLLBACK are accepted and only end
+//     cursors declared without HOLD, since every statement is read-only;
+//   - MySQL session emulation: session and user variables, USE and SHOW
+//     (mysql.go).
 //
-// A Session is used by one goroutine at a time; sessions of one engine
-// share its memos of analyzed public-table queries.
+// A Session is used by one goroutine at a time; sessions of one Server
+// (server.go) share its engine, with its memos of analyzed public-table
+// queries, and its catalog.
 package session

@@ -234,7 +234,7 @@ func castLookup(p *rewrite.Parsed) rewrite.CastLookup {
 }
 
 // errMultipleStatements marks the refusal of a multi-statement string, which
-// never falls back to the catalog role.
+// is never tried as a catalog query.
 var errMultipleStatements = errors.New("multiple statements")
 
 // prepared is a statement checked and planned, ready to run or explain:

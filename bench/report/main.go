@@ -635,7 +635,8 @@ leaves to PostgreSQL decide the ratio. Before: 0.55 (simple protocol) and
 What was changed: dpproxy's own SQL (rewritten DP queries, re-emitted
 public-table queries) runs as a single statement on sessions opened with
 ` + "`default_transaction_read_only`" + ` instead of inside ` + "`BEGIN READ ONLY … ROLLBACK`" + `
-(kept for the catalog role's client-written SQL), and a statement text
+(since retired with the catalog role: no client-written SQL reaches the
+backend), and a statement text
 seen before is prepared once per backend connection and afterwards only
 bound and executed (one-off texts use the unnamed statement), which
 spares PostgreSQL a parse and a plan per query. The rows above are the
