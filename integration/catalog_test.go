@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -389,5 +390,45 @@ print(len(first), len(rest), [r[0] for r in first + rest], plain.fetchone()[0])
 	}
 	if f := strings.Fields(strings.TrimSpace(string(out2))); f[len(f)-1] != fields[len(fields)-1] {
 		t.Errorf("the repeated cursor was charged again: %s then %s", out, out2)
+	}
+}
+
+// What the virtual catalog does not support is refused with 0A000 (MySQL
+// 1235) naming it, and the connection stays usable.
+func TestCatalogUnsupportedKeepsConnection(t *testing.T) {
+	p := startProxy(t, "demo", "--data-dir", t.TempDir(), "--pg-addr", "127.0.0.1:0")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/demo?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for q, name := range map[string]string{
+		`SELECT pg_catalog.pg_frobnicate(1)`:                    "pg_frobnicate",
+		`SELECT * FROM pg_catalog.pg_nosuch`:                    "pg_nosuch",
+		`SELECT relname FROM pg_class WHERE relname ~* relname`: "case-insensitive match",
+	} {
+		var n int
+		err := conn.QueryRow(ctx, q).Scan(&n)
+		if err == nil || !strings.Contains(err.Error(), "0A000") || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", q, err)
+		}
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_catalog.pg_class WHERE relname = 'visits'").Scan(&n); err != nil || n != 1 {
+			t.Errorf("after %s: %d %v", q, n, err)
+		}
+	}
+	db, err := sql.Open("mysql", "analyst:analyst@tcp("+p.mysqlAddress(t)+")/demo?timeout=10s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var me *mysql.MySQLError
+	if _, err := db.Exec("SELECT * FROM information_schema.NOSUCH"); !errors.As(err, &me) || me.Number != 1235 || !strings.Contains(me.Message, "NOSUCH") {
+		t.Errorf("unknown information_schema view: %v", err)
+	}
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'demo'").Scan(&n); err != nil || n != 3 {
+		t.Errorf("after the error: %d %v", n, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,19 +97,27 @@ func TestNodePostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	var report struct {
-		Tables     []string  `json:"tables"`
-		Adults     int64     `json:"adults"`
-		CountType  uint32    `json:"countType"`
-		Groups     []string  `json:"groups"`
-		AvgIncome  []float64 `json:"avgIncome"`
-		RawRead    string    `json:"rawRead"`
-		AfterError int64     `json:"afterError"`
+		Tables       []string  `json:"tables"`
+		VisitColumns []string  `json:"visitColumns"`
+		ClinicsKey   []string  `json:"clinicsKey"`
+		Adults       int64     `json:"adults"`
+		CountType    uint32    `json:"countType"`
+		Groups       []string  `json:"groups"`
+		AvgIncome    []float64 `json:"avgIncome"`
+		RawRead      string    `json:"rawRead"`
+		AfterError   int64     `json:"afterError"`
 	}
 	if err := json.Unmarshal(out, &report); err != nil {
 		t.Fatalf("report %q: %v", out, err)
 	}
 	if len(report.Tables) != 3 || report.CountType != 20 || report.RawRead != "42501" || report.AfterError != 5 {
 		t.Errorf("report %+v", report)
+	}
+	if got := strings.Join(report.VisitColumns, " "); got != "patient_id:integer visit_date:date diagnosis:text cost:numeric" {
+		t.Errorf("visits' columns through information_schema: %s", got)
+	}
+	if got := strings.Join(report.ClinicsKey, " "); got != "clinic_id" {
+		t.Errorf("clinics' primary key through pg_index: %q", got)
 	}
 	want := countPatients(func(p demo.Patient) bool { return p.Age >= 18 })
 	if math.Abs(float64(report.Adults-want)) > 200 || len(report.Groups) != 2 {

@@ -306,6 +306,9 @@ func classify(err error) error {
 	}
 	msg = strings.TrimSuffix(msg, " (1)")
 	switch {
+	case strings.Contains(msg, "is not supported by dpproxy's catalog"):
+		// A registered function's own error (regCast, a regexp).
+		return &Error{Unsupported: true, Msg: msg, Err: err}
 	case strings.HasPrefix(msg, "no such table: "):
 		return &Error{Unsupported: true, Msg: "the catalog relation " + strings.TrimPrefix(msg, "no such table: ") + " is not supported by dpproxy's catalog", Err: err}
 	case strings.HasPrefix(msg, "no such function: "):

@@ -429,6 +429,9 @@ func pgSubscript(_ *sqlite.FunctionContext, a []driver.Value) (driver.Value, err
 // regCast is x::regclass (and the other reg types): a name becomes its
 // OID, an OID its name (as PostgreSQL prints it).
 func regCast(names *objectNames, kind string, x driver.Value) (driver.Value, error) {
+	if x == nil {
+		return nil, nil
+	}
 	if kind == "regproc" || kind == "regprocedure" {
 		// Functions are kept by name: 'pg_catalog.array_in'::regproc
 		// compares equal to pg_type.typinput.

@@ -11,6 +11,16 @@ async function main() {
   const tables = await client.query(
     "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1");
   report.tables = tables.rows.map((r) => r.table_name);
+  // Introspection as node ORMs do it: columns through information_schema
+  // with a parameter, the primary key through pg_index and a regclass
+  // parameter.
+  const columns = await client.query(
+    'SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position', ['visits']);
+  report.visitColumns = columns.rows.map((r) => r.column_name + ':' + r.data_type);
+  const pk = await client.query(
+    'SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) ' +
+    'WHERE i.indrelid = $1::regclass AND i.indisprimary', ['clinics']);
+  report.clinicsKey = pk.rows.map((r) => r.attname);
   const count = await client.query('SELECT COUNT(*) AS n FROM patients WHERE age >= $1', [18]);
   report.adults = Number(count.rows[0].n);
   report.countType = count.fields[0].dataTypeID;
