@@ -12,7 +12,6 @@ import (
 	"net"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dpproxy/dpproxy/auth"
@@ -32,14 +31,6 @@ const errorWriteTimeout = 5 * time.Second
 // exchanges: a few hundred bytes from real clients, connection attributes
 // included). Options.MaxPacketSize applies only after login.
 const maxHandshakePacket = 16 << 10
-
-type connState int
-
-const (
-	stateStartup connState = iota
-	stateIdle
-	stateActive
-)
 
 // conn is one client connection, owned by the goroutine running Serve
 // except for the fields under mu.
@@ -68,9 +59,8 @@ type conn struct {
 	stmts   map[uint32]*statement
 	nextID  uint32
 
-	mu      sync.Mutex
-	state   connState
-	closing bool
+	// life is the connection's phase as Shutdown sees it.
+	life netserver.ConnState
 }
 
 // newConn prepares a connection accepted by Serve. Its context keeps the
@@ -350,8 +340,8 @@ func (c *conn) denied(withPassword bool) error {
 // must close.
 func (c *conn) loop() error {
 	for {
-		if !c.setState(stateIdle) {
-			return nil
+		if ok, _ := c.life.EnterIdle(c.srv.ns.ShuttingDown()); !ok {
+			return nil // MySQL has no message to tell a client it is shut out
 		}
 		if t := c.srv.opts.IdleTimeout; t > 0 {
 			if err := c.nc.SetReadDeadline(time.Now().Add(t)); err != nil {
@@ -368,7 +358,7 @@ func (c *conn) loop() error {
 			}
 			return c.readError(err)
 		}
-		if !c.setState(stateActive) {
+		if !c.life.EnterActive() {
 			return nil
 		}
 		if t := c.srv.opts.IdleTimeout; t > 0 {
@@ -391,26 +381,11 @@ func (c *conn) loop() error {
 	}
 }
 
-// setState moves between idle and active; it returns false when the
-// connection is to close (Shutdown took it over).
-func (c *conn) setState(s connState) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closing {
-		return false
-	}
-	c.state = s
-	return true
-}
-
-// ShutdownIfIdle closes the connection now if it waits for a command;
-// otherwise it closes once the running command has answered.
+// ShutdownIfIdle closes the connection now if it waits for a command or
+// is logging in; otherwise it closes once the running command has
+// answered (EnterIdle refuses it).
 func (c *conn) ShutdownIfIdle() {
-	c.mu.Lock()
-	c.closing = true
-	idle := c.state != stateActive
-	c.mu.Unlock()
-	if idle {
+	if _, take := c.life.TakeOverIfNotActive(); take {
 		c.cancel()
 	}
 }
@@ -418,6 +393,7 @@ func (c *conn) ShutdownIfIdle() {
 // ForceClose closes the connection whatever it is doing: cancelling its
 // context closes the socket.
 func (c *conn) ForceClose() {
+	c.life.TakeOver()
 	c.cancel()
 }
 

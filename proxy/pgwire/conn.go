@@ -33,14 +33,6 @@ const maxRetainedWriteBuf = 64 << 10
 // out in the middle of a result.
 const flushThreshold = 32 << 10
 
-type connState int
-
-const (
-	stateStartup connState = iota // startup packet and authentication
-	stateIdle                     // waiting for the client's next message
-	stateActive                   // handling a message
-)
-
 // conn is one client connection. Its fields are owned by the goroutine
 // running Serve, except those under mu, which Shutdown and CancelRequests
 // from other connections touch.
@@ -83,9 +75,10 @@ type conn struct {
 	stmts   map[string]*preparedStatement
 	portals map[string]*portal
 
+	// life is the connection's phase as Shutdown sees it.
+	life netserver.ConnState
+
 	mu          sync.Mutex
-	state       connState
-	closing     bool               // Shutdown or ForceClose has taken over the connection
 	cancelQuery context.CancelFunc // non-nil while a query runs
 	canceled    bool               // a CancelRequest hit the running query
 }
@@ -181,8 +174,8 @@ func (c *conn) run() error {
 
 	// From the first ReadyForQuery on, a Shutdown must tell the client
 	// (FATAL 57P01) rather than drop it: the connection counts as busy
-	// until loop marks it idle, and enterIdle then does the telling.
-	if !c.enterActive() {
+	// until loop marks it idle, and EnterIdle then does the telling.
+	if !c.life.EnterActive() {
 		return errClosedByServer
 	}
 	c.sendParameterStatus(params)
@@ -229,7 +222,7 @@ func (c *conn) sendParameterStatus(params map[string]string) {
 // loop reads and handles messages after authentication.
 func (c *conn) loop() error {
 	for {
-		ok, notify := c.enterIdle()
+		ok, notify := c.life.EnterIdle(c.srv.ns.ShuttingDown())
 		if !ok {
 			if notify {
 				return c.fatal(sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command"))
@@ -244,7 +237,7 @@ func (c *conn) loop() error {
 			return fmt.Errorf("pgwire: setting read deadline: %w", err)
 		}
 		msg, err := c.receive()
-		if !c.enterActive() {
+		if !c.life.EnterActive() {
 			return errClosedByServer
 		}
 		if err != nil {
@@ -418,70 +411,30 @@ func (c *conn) cancelRunningQuery(secret uint32) bool {
 	return true
 }
 
-// enterIdle marks the connection idle before it waits for a message. ok is
-// false when the connection must close instead; notify then says whether
-// the client still needs to be told (Shutdown began while it was busy).
-func (c *conn) enterIdle() (ok, notify bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closing {
-		return false, false
-	}
-	if c.srv.ns.ShuttingDown() {
-		c.closing = true
-		return false, true
-	}
-	c.state = stateIdle
-	return true, false
-}
-
-// enterActive marks the connection busy after a message arrived; false if
-// Shutdown closed it meanwhile.
-func (c *conn) enterActive() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closing {
-		return false
-	}
-	c.state = stateActive
-	return true
-}
-
 // ShutdownIfIdle is Shutdown's part: an idle session is told and closed,
 // a connection still authenticating is closed, a busy one is left to
 // finish its query (it closes itself in enterIdle).
 func (c *conn) ShutdownIfIdle() {
-	c.mu.Lock()
-	state, closing := c.state, c.closing
-	if state != stateActive {
-		c.closing = true
-	}
-	c.mu.Unlock()
-	if closing {
+	phase, take := c.life.TakeOverIfNotActive()
+	if !take {
 		return
 	}
-	switch state {
-	case stateIdle:
+	if phase == netserver.Idle {
 		// The serving goroutine is blocked reading and writes nothing
-		// until enterActive, which now fails: this goroutine may write.
+		// until EnterActive, which now fails: this goroutine may write.
 		msg, err := errorResponse("FATAL", sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command")).Encode(nil)
 		if err == nil {
 			_ = c.nc.SetWriteDeadline(time.Now().Add(fatalWriteTimeout))
 			_, _ = c.nc.Write(msg)
 		}
-		c.cancel()
-		c.raw.Close()
-	case stateStartup:
-		c.cancel()
-		c.raw.Close()
 	}
+	c.cancel()
+	c.raw.Close()
 }
 
 // ForceClose closes the connection whatever it is doing.
 func (c *conn) ForceClose() {
-	c.mu.Lock()
-	c.closing = true
-	c.mu.Unlock()
+	c.life.TakeOver()
 	c.cancel()
 	c.raw.Close()
 }
