@@ -576,6 +576,9 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 			ref := q(fmt.Sprintf("dp_v%d", j))
 			outerCols[v.count] = "COUNT(" + ref + ")"
 			outerCols[v.sum] = "SUM(" + ref + ")"
+			if !v.col.Type.Numeric() {
+				outerCols[v.sum] = "0" // only counted: text, booleans and dates cannot be summed
+			}
 			if v.sq >= 0 {
 				outerCols[v.sq] = "SUM(" + square(ref) + ")"
 			}
@@ -602,7 +605,10 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	}
 	for j, v := range b.values {
 		ref := q(fmt.Sprintf("dp_v%d", j))
-		middle = append(middle, "COUNT("+ref+") AS "+q(fmt.Sprintf("dp_c%d", j)), "SUM("+ref+") AS "+q(fmt.Sprintf("dp_s%d", j)))
+		middle = append(middle, "COUNT("+ref+") AS "+q(fmt.Sprintf("dp_c%d", j)))
+		if v.col.Type.Numeric() {
+			middle = append(middle, "SUM("+ref+") AS "+q(fmt.Sprintf("dp_s%d", j)))
+		}
 		if v.sq >= 0 {
 			middle = append(middle, "SUM("+square(ref)+") AS "+q(fmt.Sprintf("dp_q%d", j)))
 		}
@@ -631,6 +637,9 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		c := q(fmt.Sprintf("dp_c%d", j))
 		outerCols[v.count] = "SUM(" + capped(c, linf) + ")"
 		outerCols[v.sum] = "SUM(" + scaled(q(fmt.Sprintf("dp_s%d", j)), c, linf) + ")"
+		if !v.col.Type.Numeric() {
+			outerCols[v.sum] = "0" // only counted: text, booleans and dates cannot be summed
+		}
 		if v.sq >= 0 {
 			outerCols[v.sq] = "SUM(" + scaled(q(fmt.Sprintf("dp_q%d", j)), c, linf) + ")"
 		}

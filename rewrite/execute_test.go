@@ -81,6 +81,12 @@ var executeCases = []executeCase{
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3) },
 	},
 	{
+		// COUNT of a text column: counted, never summed (PostgreSQL
+		// refuses SUM(text)); p1's two notes, p2's one.
+		sql:   `SELECT COUNT(note) FROM visits`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3, 0) },
+	},
+	{
 		sql:   `SELECT COUNT(*) FROM visits WHERE note = 'it''s' OR (diagnosis IN ('C', 'D') AND visit_date BETWEEN '2025-01-05' AND '2025-01-07')`,
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 1+2) },
 	},

@@ -54,3 +54,5 @@ SELECT date_trunc('month', visit_date) AS month, EXTRACT(YEAR FROM visit_date), 
 SELECT COUNT(*) FROM visits WHERE nights >= '2' AND cost BETWEEN '10' AND ' 99.5' AND clinic_id IN ('1', 2)
 -- name: case_and_coalesce
 SELECT COUNT(*) FROM visits WHERE COALESCE(note, 'none') <> 'none' AND CASE WHEN nights > 3 THEN 'long' WHEN nights IS NULL THEN 'unknown' ELSE 'short' END = 'long' AND CASE diagnosis WHEN 'A' THEN cost ELSE 0 END > 100
+-- name: count_text_col
+SELECT diagnosis, COUNT(note) FROM visits GROUP BY diagnosis
