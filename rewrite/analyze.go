@@ -89,6 +89,10 @@ func statementName(stmt ast.StmtNode) string {
 }
 
 func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Query, error) {
+	if sel.With != nil && len(sel.With.CTEs) > 0 {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "common table expressions (WITH %s AS (...)) are not supported yet", sel.With.CTEs[0].Name.O).
+			WithHint("write the common table expression's conditions into the query's WHERE clause")
+	}
 	tables := collectTables(sel)
 	var protected *config.ProtectedTable
 	for _, tn := range tables {

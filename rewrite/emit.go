@@ -147,6 +147,12 @@ func (e *emitter) comparison(x *ast.BinaryOperationExpr) (string, error) {
 	if err := compatible(lk, rk, x.L, x.R); err != nil {
 		return "", err
 	}
+	if r, err = boolLiteral(r, lk, rk, x.R); err != nil {
+		return "", err
+	}
+	if l, err = boolLiteral(l, rk, lk, x.L); err != nil {
+		return "", err
+	}
 	ops := map[opcode.Op]string{opcode.EQ: "=", opcode.NE: "<>", opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">="}
 	return "(" + l + " " + ops[x.Op] + " " + r + ")", nil
 }
@@ -278,6 +284,15 @@ func (e *emitter) operand(expr ast.ExprNode) (string, valueKind, error) {
 	case *ast.FuncCallExpr:
 		if x.FnName.L == "coalesce" && x.Schema.L == "" {
 			return e.coalesce(x)
+		}
+		if lit := typedLiteral(x); lit != nil {
+			// DATE '2024-01-01' (and TIME, TIMESTAMP): the quoted
+			// constant, checked as a date where it meets one.
+			s, _, err := e.literal(lit)
+			if err != nil {
+				return "", 0, err
+			}
+			return s, kindText, nil
 		}
 		return "", 0, sqlerr.New(sqlerr.FeatureNotSupported, "function %s() is not allowed on protected tables yet", x.FnName.O).
 			WithHint("compare columns with constants; CASE and COALESCE are allowed")
@@ -490,6 +505,41 @@ func coerceLiteral(sql string, k valueKind, expr ast.ExprNode, want valueKind) (
 	return strconv.FormatFloat(f, 'g', -1, 64), kindNumber, nil
 }
 
+// typedLiteral is the string of DATE 'x', TIME 'x' or TIMESTAMP 'x', which
+// the TiDB parser reads as calls of internal functions; nil for other calls.
+func typedLiteral(x *ast.FuncCallExpr) *test_driver.ValueExpr {
+	switch x.FnName.L {
+	case strings.ToLower(ast.DateLiteral), strings.ToLower(ast.TimeLiteral), strings.ToLower(ast.TimestampLiteral):
+		if len(x.Args) == 1 {
+			if v, ok := x.Args[0].(*test_driver.ValueExpr); ok && v.Kind() == test_driver.KindString {
+				return v
+			}
+		}
+	}
+	return nil
+}
+
+// boolLiteral writes a number constant compared with a boolean column as
+// the boolean it stands for (TRUE is the number 1 to the TiDB parser):
+// PostgreSQL refuses boolean = integer; TRUE and FALSE read the same on
+// all three backends. Other numbers are refused.
+func boolLiteral(sql string, other, k valueKind, expr ast.ExprNode) (string, error) {
+	if other != kindBool || k != kindNumber {
+		return sql, nil
+	}
+	v, ok := unparen(expr).(*test_driver.ValueExpr)
+	if ok && v.Kind() == test_driver.KindInt64 {
+		switch v.GetInt64() {
+		case 1:
+			return "TRUE", nil
+		case 0:
+			return "FALSE", nil
+		}
+	}
+	return "", sqlerr.New(sqlerr.DatatypeMismatch, "cannot compare boolean with number %s", sql).
+		WithHint("compare a boolean column with TRUE or FALSE")
+}
+
 // compatible checks that two operands may be compared. Text constants may
 // be compared with dates when they are well-formed dates, so the backend
 // never fails to parse them.
@@ -511,6 +561,10 @@ func compatible(a, b valueKind, ea, eb ast.ExprNode) error {
 
 func validDate(expr ast.ExprNode) error {
 	v, ok := unparen(expr).(*test_driver.ValueExpr)
+	if call, isCall := unparen(expr).(*ast.FuncCallExpr); isCall {
+		v = typedLiteral(call)
+		ok = v != nil
+	}
 	if !ok {
 		return sqlerr.New(sqlerr.DatatypeMismatch, "cannot compare a date with a text column")
 	}

@@ -29,6 +29,9 @@ var fixture = []string{
 	`CREATE TABLE visits (patient_id INTEGER, visit_date DATE, diagnosis TEXT, clinic_id INTEGER, cost NUMERIC, nights INTEGER, score DOUBLE PRECISION, note TEXT, region TEXT)`,
 	`CREATE TABLE people (age INTEGER, sex TEXT, income BIGINT)`,
 	`CREATE TABLE clinics (name TEXT, city TEXT)`,
+	// surveys: a boolean and a date, row privacy.
+	`CREATE TABLE surveys (married BOOLEAN, answered_on DATE)`,
+	`INSERT INTO surveys VALUES (TRUE, '2024-01-01'), (FALSE, '2024-02-01'), (TRUE, '2024-03-01')`,
 	// Patient 1: five rows in A, each cost 100, nights 20 (clamped to 10).
 	`INSERT INTO visits VALUES (1, '2024-01-01', 'A', 1, 100, 20, 1.5, 'x1', 'n'), (1, '2024-02-01', 'A', 1, 100, 20, 1.5, 'x2', 'n'), (1, '2024-03-01', 'A', 1, 100, 20, 1.5, NULL, 'n'), (1, '2024-04-01', 'A', 1, 100, 20, 1.5, NULL, 'n'), (1, '2024-05-01', 'A', 1, 100, 20, 1.5, NULL, 'n')`,
 	// Patient 2: one row in B, cost 5000 (clamped to 1000), nights 3, score -9 (clamped to -5).
@@ -79,6 +82,16 @@ var executeCases = []executeCase{
 		// WHERE before bounding: only p1's rows with a note (2 rows) and p2's.
 		sql:   `SELECT COUNT(*) FROM visits WHERE note IS NOT NULL`,
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3) },
+	},
+	{
+		// A boolean compared with TRUE (the number 1 to the TiDB parser)
+		// is sent as TRUE: PostgreSQL refuses boolean = integer.
+		sql:   `SELECT COUNT(*) FROM surveys WHERE married = TRUE`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 2) },
+	},
+	{
+		sql:   `SELECT COUNT(married) FROM surveys WHERE answered_on >= DATE '2024-02-01'`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 2, 0) },
 	},
 	{
 		// COUNT of a text column: counted, never summed (PostgreSQL

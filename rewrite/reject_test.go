@@ -30,6 +30,11 @@ var rejections = []struct {
 	// floating-point cancellation would exceed the sensitivity.
 	{`SELECT VARIANCE(stamp) FROM visits`, sqlerr.FeatureNotSupported, `too narrow for their distance from zero`},
 	{`SELECT diagnosis, STDDEV_POP(stamp) FROM visits GROUP BY diagnosis`, sqlerr.FeatureNotSupported, `too narrow`},
+	// A common table expression is named as one, never as an unknown table.
+	{`WITH recent AS (SELECT * FROM visits WHERE visit_date > '2024-01-01') SELECT COUNT(*) FROM recent`, sqlerr.FeatureNotSupported, `common table expressions (WITH recent AS (...)) are not supported yet`},
+	// Booleans compare with TRUE and FALSE only.
+	{`SELECT COUNT(*) FROM surveys WHERE married = 2`, sqlerr.DatatypeMismatch, `cannot compare boolean with number 2`},
+	{`SELECT COUNT(*) FROM surveys WHERE answered_on > DATE 'soon'`, sqlerr.InvalidTextRepresent, `invalid date/time constant "soon"`},
 	// Writes and DDL.
 	{`INSERT INTO visits VALUES (1)`, sqlerr.ReadOnlyTransaction, `read-only: INSERT`},
 	{`UPDATE visits SET cost = 0`, sqlerr.ReadOnlyTransaction, `read-only: UPDATE`},
@@ -90,7 +95,7 @@ var rejections = []struct {
 	{`SELECT COUNT(*) FROM visits WHERE cost > (SELECT AVG(cost) FROM visits)`, sqlerr.FeatureNotSupported, `subqueries`},
 	{`SELECT name FROM clinics WHERE name IN (SELECT note FROM visits)`, sqlerr.FeatureNotSupported, `protected table "visits"`},
 	{`SELECT name FROM clinics UNION SELECT note FROM visits`, sqlerr.InsufficientPrivilege, `set operation`},
-	{`WITH v AS (SELECT * FROM visits) SELECT COUNT(*) FROM visits`, sqlerr.FeatureNotSupported, `subqueries`},
+	{`WITH v AS (SELECT * FROM visits) SELECT COUNT(*) FROM visits`, sqlerr.FeatureNotSupported, `common table expressions (WITH v AS (...))`},
 	{`SELECT DISTINCT COUNT(*) FROM visits`, sqlerr.FeatureNotSupported, `SELECT DISTINCT`},
 	{`SELECT COUNT(*) FROM visits HAVING COUNT(*) > 5`, sqlerr.FeatureNotSupported, `HAVING`},
 	{`SELECT COUNT(*) FROM visits FOR UPDATE`, sqlerr.FeatureNotSupported, `locking`},
