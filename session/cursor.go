@@ -69,6 +69,9 @@ func parseCursorCommand(sql string) (cmd *cursorCommand, ok bool, err error) {
 		case "forward":
 			i++
 			if n, err := strconv.Atoi(lower(i)); err == nil {
+				if n < 0 {
+					return nil, true, sqlerr.New(sqlerr.FeatureNotSupported, "FETCH FORWARD with a negative count is not supported: dpproxy's cursors move forward only")
+				}
 				c.count = n
 				i++
 			} else if lower(i) == "all" {
@@ -150,6 +153,13 @@ func parseDeclare(text string, words []word) (*cursorCommand, bool, error) {
 		return nil, true, sqlerr.New(sqlerr.SyntaxError, "syntax error in DECLARE: expected DECLARE name [NO SCROLL] CURSOR [WITH HOLD] FOR query")
 	}
 	c.query = text[words[i+1].offset:]
+	switch strings.ToLower(words[i+1].text) {
+	case "select", "with", "values", "table":
+	default:
+		if !strings.HasPrefix(c.query, "(") {
+			return nil, true, sqlerr.New(sqlerr.SyntaxError, "DECLARE CURSOR needs a query (SELECT, WITH, VALUES), not %s", strings.ToUpper(words[i+1].text))
+		}
+	}
 	return c, true, nil
 }
 

@@ -81,6 +81,9 @@ func TestCursors(t *testing.T) {
 		`DECLARE c CURSOR WITH HOLD SELECT 1`:                 sqlerr.SyntaxError,
 		`DECLARE c CURSOR WITH HOLD FOR SELECT * FROM visits`: sqlerr.InsufficientPrivilege,
 		`FETCH 1 2 FROM c`: sqlerr.SyntaxError,
+		`DECLARE d CURSOR WITH HOLD FOR DECLARE e CURSOR WITH HOLD FOR SELECT 1`: sqlerr.SyntaxError,
+		`DECLARE d CURSOR WITH HOLD FOR COMMIT`:                                  sqlerr.SyntaxError,
+		`FETCH FORWARD -1 FROM c`:                                                sqlerr.FeatureNotSupported,
 	} {
 		fail(sql, code)
 	}

@@ -94,8 +94,10 @@ func catalogColumn(c backend.ColumnInfo) catalog.Column {
 	return catalog.Column{Name: c.Name, Type: c.Type, Length: c.Length, Precision: c.Precision, Scale: c.Scale, NotNull: c.NotNull}
 }
 
-// catalogDatabase is the database the catalog shows: the MySQL backend's
-// or the SQLite file's name, else the PostgreSQL DSN's, else "dpproxy".
+// catalogDatabase is the database the catalog shows: the backend's
+// database name as MySQLDatabase reads it from the policy (the MySQL DSN's
+// database, the SQLite file's base name, the PostgreSQL DSN's dbname),
+// else "dpproxy".
 func catalogDatabase(pol *config.Policy) string {
 	if name := MySQLDatabase(pol); name != "" {
 		return name

@@ -63,10 +63,10 @@ func New(ctx context.Context, schema Schema) (*Catalog, error) {
 	if c.translations, err = lru.New[string, translation](translationMemoSize); err != nil {
 		return nil, err
 	}
-	if c.pg, err = newFlavor(ctx, func(b *builder) error { return buildPostgres(b, schema) }); err != nil {
+	if c.pg, err = newFlavor(ctx, false, func(b *builder) error { return buildPostgres(b, schema) }); err != nil {
 		return nil, fmt.Errorf("catalog: PostgreSQL: %w", err)
 	}
-	if c.my, err = newFlavor(ctx, func(b *builder) error { return buildMySQL(b, schema) }); err != nil {
+	if c.my, err = newFlavor(ctx, true, func(b *builder) error { return buildMySQL(b, schema) }); err != nil {
 		c.pg.close()
 		return nil, fmt.Errorf("catalog: MySQL: %w", err)
 	}
@@ -95,7 +95,7 @@ type connector struct {
 func (c connector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
 func (c connector) Driver() driver.Driver                        { return c.drv }
 
-func newFlavor(ctx context.Context, build func(*builder) error) (*flavor, error) {
+func newFlavor(ctx context.Context, caseInsensitiveLike bool, build func(*builder) error) (*flavor, error) {
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
@@ -103,9 +103,11 @@ func newFlavor(ctx context.Context, build func(*builder) error) (*flavor, error)
 	name := "dpproxy-catalog-" + hex.EncodeToString(id[:])
 	f := &flavor{names: newObjectNames()}
 	drv := &sqlite.Driver{}
-	if err := registerFunctions(drv, f.names); err != nil {
+	registered, err := registerFunctions(drv, f.names, caseInsensitiveLike)
+	if err != nil {
 		return nil, err
 	}
+	registerGuard(drv, registered)
 	base := "file:" + name + "?mode=memory&cache=shared"
 	f.keeper = sql.OpenDB(connector{drv, base})
 	f.keeper.SetMaxOpenConns(1)
@@ -135,7 +137,15 @@ func newFlavor(ctx context.Context, build func(*builder) error) (*flavor, error)
 // run runs a translated statement and converts its rows. Columns whose
 // declared type is known keep it; others take the type of their values.
 func (f *flavor) run(ctx context.Context, query string, args []any, types func(decl string) sqltypes.Type) (*sqltypes.Result, error) {
-	rows, err := f.db.QueryContext(ctx, query, args...)
+	conn, err := f.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if err := limitConnection(conn); err != nil {
+		return nil, err
+	}
+	rows, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -155,9 +165,10 @@ func (f *flavor) run(ctx context.Context, query string, args []any, types func(d
 			arrays[i] = strings.HasPrefix(d, "_")
 		}
 	}
+	size := 0
 	for rows.Next() {
-		if len(res.Rows) == MaxRows {
-			return nil, &Error{Msg: fmt.Sprintf("a catalog query returned more than %d rows; the statement was stopped", MaxRows)}
+		if len(res.Rows) == MaxRows || size > maxResultBytes {
+			return nil, &Error{Msg: fmt.Sprintf("a catalog query returned more than %d rows or %d MiB; the statement was stopped", MaxRows, maxResultBytes>>20)}
 		}
 		vals := make([]any, len(cts))
 		ptrs := make([]any, len(cts))
@@ -166,6 +177,16 @@ func (f *flavor) run(ctx context.Context, query string, args []any, types func(d
 		}
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
+		}
+		for _, v := range vals {
+			switch x := v.(type) {
+			case string:
+				size += len(x)
+			case []byte:
+				size += len(x)
+			default:
+				size += 8
+			}
 		}
 		res.Rows = append(res.Rows, vals)
 	}

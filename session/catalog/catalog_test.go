@@ -141,8 +141,13 @@ func TestPostgresCatalogShowsThePolicy(t *testing.T) {
 		{"is distinct from", `SELECT 1 IS DISTINCT FROM 2, NULL IS NOT DISTINCT FROM NULL`, "[[1 1]]"},
 		{"parameters", `SELECT relname FROM pg_class WHERE relname = $1`, "[[visits]]"},
 		{"constant select", `SELECT 1 AS b WHERE 1=1`, "[[1]]"},
+		{"cast forms", `SELECT CAST('visits' AS regclass) = 'visits'::regclass, CAST('t' AS boolean), (SELECT oid FROM pg_class WHERE relname = 'visits')::regclass = attrelid FROM pg_attribute WHERE attname = 'patient_id'`, "[[1 1 1]]"},
+		{"like is postgres's", `SELECT 'VISITS' LIKE 'visits', 'a_b' LIKE 'a\_b', 'axb' LIKE 'a\_b', 'VISITS' ILIKE 'vis%', 'visits' NOT ILIKE 'V_S%'`, "[[0 1 0 1 0]]"},
+		{"not like with escapes", `SELECT count(*) FROM pg_class WHERE relname NOT LIKE 'pg\_%' AND relnamespace = 11`, "[[0]]"},
+		{"empty series", `SELECT count(*) FROM generate_series(5, 1) AS s(x)`, "[[0]]"},
+		{"descending series", `SELECT x FROM generate_series(3, 1, -1) AS s(x)`, "[[3] [2] [1]]"},
 		{"keyword calls", `SELECT trim(both '"' from '"x"'), trim(leading 'a' from 'aab'), substring('hello' from 2 for 3), position('l' in 'hello')`, "[[x b ell 3]]"},
-		{"casts", `SELECT 'pg_class'::regclass::oid, 23::regtype, '1'::boolean, CAST('5' AS integer) + 1`, "[[1259 int4 1 6]]"},
+		{"casts", `SELECT 'pg_class'::regclass::oid, 23::regtype, '1'::boolean, CAST('5' AS integer) + 1`, "[[1259 23 1 6]]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,6 +176,18 @@ func TestPostgresCatalogRefusals(t *testing.T) {
 		{`SELECT 1; SELECT 2`, "more than one statement"},
 		{`SELECT relname FROM pg_class WHERE relname ~* relname`, "case-insensitive match"},
 		{`WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r`, "more than 100000 rows"},
+		// Client text never becomes SQL structure: a quoted function name
+		// is refused, not written out (it once ran as a second statement).
+		{`SELECT "1; ATTACH 'x.db' AS e; SELECT 1 --"()`, "a quoted or unusual function name"},
+		{`SELECT "lower"('A')`, "a quoted or unusual function name"},
+		// Only SELECT, reads and the allowed functions: large values and
+		// SQLite's own pragmas are refused by the authorizer.
+		{`SELECT length(zeroblob(100000000))`, "not authorized"},
+		{`SELECT printf('%.*c', 100000000, 'x')`, "not authorized"},
+		{`SELECT * FROM pragma_table_info('pg_class')`, "not authorized"},
+		{`WITH RECURSIVE r(s, n) AS (SELECT 'x', 0 UNION ALL SELECT s || s, n + 1 FROM r WHERE n < 40) SELECT max(length(s)) FROM r`, "too big"},
+		{`SELECT * FROM _pg_expandarray()`, "without arguments"},
+		{`SELECT x FROM generate_series(1, 5, 0) AS s(x)`, "step 0"},
 	}
 	for _, tc := range tests {
 		_, err := c.QueryPostgres(context.Background(), tc.query, nil, testSession())
@@ -225,6 +242,27 @@ func TestMySQLCatalogShowsThePolicy(t *testing.T) {
 		if got := fmt.Sprint(queryMy(t, c, tc.query)); got != tc.want {
 			t.Errorf("%s\n got %s\nwant %s", tc.query, got, tc.want)
 		}
+	}
+}
+
+// The MySQL path refuses what the PostgreSQL path refuses: a function name
+// the TiDB parser took from backquotes is never written into the SQL.
+func TestMySQLInjectionRefused(t *testing.T) {
+	c := newTestCatalog(t)
+	for _, q := range []string{
+		"SELECT `1; ATTACH 'x.db' AS e; SELECT 1 --`()",
+		"SELECT length(zeroblob(100000000))",
+	} {
+		stmt, err := parser.New().ParseOneStmt(q, "", "")
+		if err != nil {
+			t.Fatalf("parse %s: %v", q, err)
+		}
+		if _, err := c.QueryMySQL(context.Background(), stmt, nil, testSession()); err == nil {
+			t.Errorf("%s: answered", q)
+		}
+	}
+	if got := fmt.Sprint(queryMy(t, c, "SELECT 'VISITS' LIKE 'visits', 'a_b' LIKE 'a\\_b', 'axb' LIKE 'a\\_b'")); got != "[[1 1 0]]" {
+		t.Errorf("MySQL LIKE (case-insensitive, backslash escape): %s", got)
 	}
 }
 

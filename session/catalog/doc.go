@@ -40,8 +40,11 @@
 // of the process. Session-dependent relations (pg_roles, pg_tables'
 // owner, ...) are common table expressions added per statement, and the
 // session's constants (current_user, version(), current_setting('x'),
-// DATABASE(), @@x) are substituted as literals. Clients' statements run
-// on read-only connections (PRAGMA query_only).
+// DATABASE(), @@x) are substituted as literals. Client text reaches the
+// SQL only as escaped strings and identifiers, numbers, operators from a
+// fixed set and plain function names, and clients' statements run on
+// connections guarded by an authorizer (SELECT, reads and allowed
+// functions only), PRAGMA query_only and length limits (guard.go).
 //
 // What the catalog cannot answer fails with an *Error naming what is
 // unsupported (the session reports SQLSTATE 0A000 / MySQL 1235); the

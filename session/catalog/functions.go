@@ -7,9 +7,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"modernc.org/sqlite"
 )
 
@@ -19,7 +19,10 @@ import (
 
 type sqlFunc = func(ctx *sqlite.FunctionContext, args []driver.Value) (driver.Value, error)
 
-func registerFunctions(drv *sqlite.Driver, names *objectNames) error {
+// registerFunctions registers the catalog's functions on drv and returns
+// their names. caseInsensitiveLike gives LIKE MySQL's default collation's
+// behaviour; otherwise it is PostgreSQL's (case-sensitive).
+func registerFunctions(drv *sqlite.Driver, names *objectNames, caseInsensitiveLike bool) ([]string, error) {
 	constant := func(v driver.Value) sqlFunc {
 		return func(*sqlite.FunctionContext, []driver.Value) (driver.Value, error) { return v, nil }
 	}
@@ -166,7 +169,7 @@ func registerFunctions(drv *sqlite.Driver, names *objectNames) error {
 			if err != nil {
 				return nil, err
 			}
-			rep := regexp.MustCompile(`\\(\d)`).ReplaceAllString(str(arg(a, 2)), "$${$1}")
+			rep := backref.ReplaceAllString(str(arg(a, 2)), "$${$1}")
 			if strings.Contains(flags, "g") {
 				return re.ReplaceAllString(str(arg(a, 0)), rep), nil
 			}
@@ -264,12 +267,91 @@ func registerFunctions(drv *sqlite.Driver, names *objectNames) error {
 		"pg_encoding_max_length":  constant(int64(4)),
 		"pg_char_to_encoding":     constant(int64(6)),
 	}
+	// LIKE as the clients' servers have it, with a backslash as the
+	// default escape (SQLite's has none and ignores case); GLOB, which
+	// the PostgreSQL translation writes for ILIKE, is LIKE ignoring case.
+	funcs["like"] = func(_ *sqlite.FunctionContext, a []driver.Value) (driver.Value, error) {
+		return likeFunc(a, caseInsensitiveLike)
+	}
+	funcs["glob"] = func(_ *sqlite.FunctionContext, a []driver.Value) (driver.Value, error) {
+		return likeFunc(a, true)
+	}
+	var registered []string
 	for name, fn := range funcs {
 		if err := drv.RegisterScalarFunction(name, -1, fn); err != nil {
-			return fmt.Errorf("registering %s: %w", name, err)
+			return nil, fmt.Errorf("registering %s: %w", name, err)
+		}
+		registered = append(registered, name)
+	}
+	return registered, nil
+}
+
+// likeFunc is like(pattern, value [, escape]): % any run, _ one
+// character, the escape character (backslash by default) quoting the next.
+func likeFunc(a []driver.Value, fold bool) (driver.Value, error) {
+	if arg(a, 0) == nil || arg(a, 1) == nil {
+		return nil, nil
+	}
+	pattern, value := []rune(str(arg(a, 0))), []rune(str(arg(a, 1)))
+	escape := '\\'
+	if len(a) > 2 {
+		e := []rune(str(arg(a, 2)))
+		if len(e) != 1 {
+			return nil, &notSupported{"an ESCAPE of other than one character"}
+		}
+		escape = e[0]
+	}
+	if fold {
+		pattern, value = []rune(strings.ToLower(string(pattern))), []rune(strings.ToLower(string(value)))
+	}
+	return likeMatch(pattern, value, escape), nil
+}
+
+func likeMatch(pattern, v []rune, escape rune) bool {
+	// The pattern as items: a literal rune, one character (_) or a run
+	// (%); then the two-pointer match that backtracks only to the last
+	// run, O(len(pattern)·len(v)) at worst.
+	type item struct {
+		r         rune
+		one, many bool
+	}
+	var p []item
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; {
+		case c == escape && i+1 < len(pattern):
+			i++
+			p = append(p, item{r: pattern[i]})
+		case c == '%':
+			if len(p) == 0 || !p[len(p)-1].many {
+				p = append(p, item{many: true})
+			}
+		case c == '_':
+			p = append(p, item{one: true})
+		default:
+			p = append(p, item{r: c})
 		}
 	}
-	return nil
+	pi, vi, star, mark := 0, 0, -1, 0
+	for vi < len(v) {
+		switch {
+		case pi < len(p) && !p[pi].many && (p[pi].one || p[pi].r == v[vi]):
+			pi++
+			vi++
+		case pi < len(p) && p[pi].many:
+			star, mark = pi, vi
+			pi++
+		case star >= 0:
+			pi = star + 1
+			mark++
+			vi = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi].many {
+		pi++
+	}
+	return pi == len(p)
 }
 
 func arg(a []driver.Value, i int) driver.Value {
@@ -307,17 +389,24 @@ func integer(v driver.Value) (int64, bool) {
 	return 0, false
 }
 
-var regexpCache sync.Map
+// regexpCache holds compiled patterns; bounded, since clients choose them.
+var regexpCache, _ = lru.New[string, *regexp.Regexp](256)
+
+// backref is a replacement's \1, written ${1} for Go.
+var backref = regexp.MustCompile(`\\(\d)`)
 
 func compileRegexp(p string) (*regexp.Regexp, error) {
-	if re, ok := regexpCache.Load(p); ok {
-		return re.(*regexp.Regexp), nil
+	if re, ok := regexpCache.Get(p); ok {
+		return re, nil
+	}
+	if len(p) > 1000 {
+		return nil, &notSupported{"a regular expression over 1000 characters"}
 	}
 	re, err := regexp.Compile(p)
 	if err != nil {
 		return nil, &notSupported{fmt.Sprintf("the regular expression %q", p)}
 	}
-	regexpCache.Store(p, re)
+	regexpCache.Add(p, re)
 	return re, nil
 }
 
@@ -442,12 +531,8 @@ func regCast(names *objectNames, kind string, x driver.Value) (driver.Value, err
 		return s, nil
 	}
 	if n, ok := integer(x); ok {
-		if _, isStr := x.(string); !isStr {
-			if name, ok := names.name(kind, n); ok {
-				return name, nil
-			}
-			return fmt.Sprint(n), nil
-		}
+		// An OID stays an OID, so that it compares equal to the OID
+		// columns (PostgreSQL would print the name).
 		return n, nil
 	}
 	name := str(x)

@@ -123,6 +123,14 @@ func (v *myRewriter) Leave(n ast.Node) (ast.Node, bool) {
 			x.Schema.O, x.Schema.L = "", ""
 		}
 	case *ast.FuncCallExpr:
+		// The name is written into the SQL as it is: only a plain
+		// identifier may be one.
+		if x.Schema.L != "" || !plainName(x.FnName.L) {
+			if v.err == nil {
+				v.err = &notSupported{"the function " + x.FnName.O}
+			}
+			return n, true
+		}
 		if to, ok := myRenamed[x.FnName.L]; ok {
 			x.FnName = ast.NewCIStr(to)
 		}

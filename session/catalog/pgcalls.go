@@ -23,6 +23,11 @@ var renamedFunctions = map[string]string{
 // of rest it consumed (an alias after a function in FROM).
 func (t *pgTranslator) call(parts []token, args node, rest []node, out *[]unit, clause string) ([]unit, int, error) {
 	name := parts[len(parts)-1].text
+	// The name is written into the SQL as it is: only a plain
+	// identifier may be one (a quoted name could hold anything).
+	if parts[len(parts)-1].kind != tokIdent || !plainName(name) {
+		return nil, 0, &notSupported{"a quoted or unusual function name"}
+	}
 	if len(parts) > 1 {
 		schema := parts[len(parts)-2].text
 		if schema != "pg_catalog" && schema != "information_schema" {
@@ -107,6 +112,22 @@ func (t *pgTranslator) call(parts []token, args node, rest []node, out *[]unit, 
 	return []unit{{name + "(" + inner + ")", true}}, 0, nil
 }
 
+// plainName reports whether s is a lower-case identifier of letters,
+// digits and underscores, starting with a letter or underscore: the only
+// client text written into catalog SQL unquoted.
+func plainName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // unknownSetting is current_setting() of a parameter the session does not
 // know (PostgreSQL's 42704).
 type unknownSetting struct{ name string }
@@ -148,6 +169,9 @@ func (t *pgTranslator) tableFunction(name string, args node, rest []node) ([]uni
 	if err != nil {
 		return nil, 0, err
 	}
+	if len(argv) == 0 && name != "pg_get_keywords" && name != "pg_show_all_settings" {
+		return nil, 0, &notSupported{name + "() without arguments"}
+	}
 	var sub string
 	switch name {
 	case "generate_series":
@@ -158,8 +182,16 @@ func (t *pgTranslator) tableFunction(name string, args node, rest []node) ([]uni
 		if len(argv) == 3 {
 			step = argv[2]
 		}
-		sub = fmt.Sprintf("WITH RECURSIVE _dpproxy_s(v) AS (SELECT %s UNION ALL SELECT v + (%s) FROM _dpproxy_s WHERE v + (%s) <= (%s)) SELECT v AS %s FROM _dpproxy_s",
-			argv[0], step, step, argv[1], col(0, alias))
+		if strings.TrimSpace(step) == "0" {
+			return nil, 0, &notSupported{"generate_series with step 0"}
+		}
+		// Rows from start while within stop, in the step's direction;
+		// none when start is already past stop or an argument is NULL.
+		within := func(v string) string {
+			return fmt.Sprintf("((%[2]s) > 0 AND %[1]s <= (%[3]s) OR (%[2]s) < 0 AND %[1]s >= (%[3]s))", v, step, argv[1])
+		}
+		sub = fmt.Sprintf("WITH RECURSIVE _dpproxy_s(v) AS (SELECT %s WHERE %s UNION ALL SELECT v + (%s) FROM _dpproxy_s WHERE %s) SELECT v AS %s FROM _dpproxy_s",
+			argv[0], within("("+argv[0]+")"), step, within("v + ("+step+")"), col(0, alias))
 	case "unnest", "json_array_elements":
 		if len(argv) != 1 {
 			return nil, 0, &notSupported{"unnest of several arrays"}

@@ -114,10 +114,6 @@ func buildPostgres(b *builder, s Schema) error {
 			oid = sysNext
 			sysNext++
 		}
-		cols := make([]Column, len(d.columns))
-		for i, c := range d.columns {
-			cols[i] = Column{Name: c.name}
-		}
 		kind := "r"
 		if d.view {
 			kind = "v"

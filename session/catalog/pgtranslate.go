@@ -17,7 +17,7 @@ import (
 //	x::type, CAST(x AS type)     CAST(x AS INTEGER | TEXT | REAL), pg_reg('regclass', x), ...
 //	OPERATOR(pg_catalog.~)       ~
 //	a ~ 'p', a !~ 'p', a ~* 'p'  a REGEXP 'p', a NOT REGEXP 'p', a REGEXP '(?i)p'
-//	~~ / ILIKE                   LIKE
+//	~~, ILIKE (~~*)              LIKE, GLOB (both the catalog's own: PostgreSQL's rules)
 //	COLLATE name                 dropped (catalog strings compare bytewise)
 //	IS [NOT] DISTINCT FROM       IS NOT / IS
 //	ARRAY[a, b], ARRAY(SELECT)   json_array(a, b), a JSON array of the subquery's rows
@@ -127,7 +127,7 @@ var keywordsBeforeParen = map[string]bool{
 	"recursive": true, "having": true, "limit": true, "offset": true, "is": true, "between": true,
 	"like": true, "ilike": true, "case": true, "end": true, "group": true, "within": true, "row": true,
 	"return": true, "into": true, "set": true, "escape": true, "asc": true, "desc": true,
-	"any": true, "some": true, "array": true, "cast": true,
+	"any": true, "some": true, "array": true,
 }
 
 // clauseWords change what a comma or a call means (FROM items vs values).
@@ -282,10 +282,14 @@ func (t *pgTranslator) operator(nodes []node, i *int, out *[]unit) ([]unit, erro
 			return []unit{{word, false}, {sqliteString("(?i)" + nodes[*i].tok.text), true}}, nil
 		}
 		return []unit{{word, false}}, nil
-	case "~~", "~~*":
+	case "~~":
 		return []unit{{"LIKE", false}}, nil
-	case "!~~", "!~~*":
+	case "!~~":
 		return []unit{{"NOT LIKE", false}}, nil
+	case "~~*":
+		return []unit{{"GLOB", false}}, nil // the catalog's glob() is ILIKE
+	case "!~~*":
+		return []unit{{"NOT GLOB", false}}, nil
 	case "=", "<>", "!=", "<", ">", "<=", ">=", "+", "-", "*", "/", "%", "||", "&", "|", "<<", ">>":
 		return []unit{{op, false}}, nil
 	}
@@ -374,7 +378,9 @@ func (t *pgTranslator) word(nodes []node, i int, out *[]unit, clause string) (in
 				return 4, []unit{{"IS", false}}, nil
 			}
 		case "ilike":
-			return 1, []unit{{"LIKE", false}}, nil
+			// GLOB calls the catalog's glob(), which is LIKE ignoring
+			// case (functions.go).
+			return 1, []unit{{"GLOB", false}}, nil
 		case "limit":
 			if next(1).isWord("all") {
 				return 2, nil, nil
@@ -479,7 +485,7 @@ func isKeyword(w string) bool {
 		"intersect", "except", "escape", "values", "lateral", "window", "rows", "range", "preceding",
 		"following", "unbounded", "current", "row", "for", "update", "share", "nowait", "of", "only",
 		"isnull", "notnull", "interval", "ties", "exclude", "others", "groups", "no", "ordinality", "symmetric",
-		"asymmetric", "tablesample", "at", "zone", "similar", "glob", "collate", "cast", "within":
+		"asymmetric", "tablesample", "at", "zone", "similar", "glob", "collate", "within":
 		return true
 	}
 	return false
