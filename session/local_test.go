@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -204,5 +205,30 @@ func TestPassthroughMemo(t *testing.T) {
 	}
 	if st, _ := acct.Status("ana"); st.Spent.Epsilon == 0 {
 		t.Error("the DP query was not charged")
+	}
+}
+
+// Client text never becomes SQL of the catalog's SQLite: a function name
+// holding a second statement (ATTACH of a database file) is refused on
+// both front ends, and no file appears.
+func TestCatalogInjectionRefused(t *testing.T) {
+	e, _, _ := engineFixture(t)
+	dir := t.TempDir()
+	target := dir + "/attached.db"
+	for _, c := range []struct {
+		fe  rewrite.FrontEnd
+		sql string
+	}{
+		{rewrite.PostgresFrontEnd, `SELECT "1; ATTACH '` + target + `' AS e; SELECT 1 --"()`},
+		{rewrite.MySQLFrontEnd, "SELECT `1; ATTACH '" + target + "' AS e; SELECT 1 --`()"},
+		{rewrite.PostgresFrontEnd, `SELECT * FROM pg_class WHERE relname = 'x'; ATTACH '` + target + `' AS e`},
+	} {
+		s, _ := New(serverFor(t, e), "ana", c.fe)
+		if _, err := s.Execute(context.Background(), c.sql); err == nil {
+			t.Errorf("%s: answered", c.sql)
+		}
+		if _, err := os.Stat(target); err == nil {
+			t.Fatalf("%s: created %s", c.sql, target)
+		}
 	}
 }
