@@ -27,15 +27,18 @@ func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
 		{Name: "noise_scale", Type: sqltypes.Float8},
 		{Name: "error_bound_95", Type: sqltypes.Float8},
 	}}
-	for _, o := range plan.Output {
-		if o.Source.Aggregate < 0 {
-			continue
-		}
-		a := plan.Aggregates[o.Source.Aggregate]
+	seen := map[string]bool{}
+	for _, a := range plan.Aggregates {
 		label := a.Func.String()
 		if a.Column != nil {
 			label = fmt.Sprintf("%s(%s)", a.Func, a.Column.Name)
 		}
+		// Each aggregate once, selected or used only in an expression
+		// or HAVING (a repeated one shares its measurements).
+		if seen[label] {
+			continue
+		}
+		seen[label] = true
 		for _, mi := range a.Measurements {
 			m := plan.Measurements[mi]
 			if m.Sensitivity == 0 {

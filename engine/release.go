@@ -61,13 +61,35 @@ func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*sqlty
 			}
 			noisy[i] = v
 		}
-		row := make([]any, len(plan.Output))
-		for i, o := range plan.Output {
-			if o.Source.Group >= 0 {
-				row[i] = g.keys[o.Source.Group]
+		// Every aggregate's released value, for expressions and HAVING
+		// (post-processing of the noisy measurements).
+		aggs := make([]any, len(plan.Aggregates))
+		for i, a := range plan.Aggregates {
+			aggs[i] = aggregateValue(a, noisy, a.Type)
+		}
+		if plan.Having != nil {
+			keep, err := plan.Having.Eval(g.keys, aggs)
+			if err != nil {
+				return nil, err
+			}
+			if b, _ := keep.(bool); !b {
 				continue
 			}
-			row[i] = aggregateValue(plan.Aggregates[o.Source.Aggregate], noisy, o.Type)
+		}
+		row := make([]any, len(plan.Output))
+		for i, o := range plan.Output {
+			switch {
+			case o.Source.Group >= 0:
+				row[i] = g.keys[o.Source.Group]
+			case o.Source.Derived != nil:
+				v, err := o.Source.Derived.Eval(g.keys, aggs)
+				if err != nil {
+					return nil, err
+				}
+				row[i] = typedDerived(v, o.Type)
+			default:
+				row[i] = aggregateValue(plan.Aggregates[o.Source.Aggregate], noisy, o.Type)
+			}
 		}
 		res.Rows = append(res.Rows, row)
 	}
@@ -279,6 +301,34 @@ func variance(a rewrite.Aggregate, noisy []float64) float64 {
 	}
 	if a.Func == rewrite.StddevPop || a.Func == rewrite.StddevSamp {
 		return math.Sqrt(v)
+	}
+	return v
+}
+
+// typedDerived gives a computed value its column's Go type.
+func typedDerived(v any, typ sqltypes.Type) any {
+	f, isFloat := v.(float64)
+	switch {
+	case v == nil:
+		return nil
+	case typ == sqltypes.Int8 && isFloat:
+		return int64(math.Round(f))
+	case typ == sqltypes.Float8 && !isFloat:
+		switch x := v.(type) {
+		case int64:
+			return float64(x)
+		case sqltypes.Decimal:
+			g, _ := strconv.ParseFloat(string(x), 64)
+			return g
+		}
+	case typ == sqltypes.Text:
+		if _, isText := v.(string); !isText {
+			return fmt.Sprint(v)
+		}
+	case typ == sqltypes.Bool:
+		if _, isBool := v.(bool); !isBool {
+			return nil
+		}
 	}
 	return v
 }

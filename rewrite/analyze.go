@@ -249,7 +249,7 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	// Select list: group columns and aggregates.
 	b := &backendColumns{groups: len(p.Groups), unitCol: -1}
 	for i, f := range sel.Fields.Fields {
-		out, err := a.outputColumn(p, b, f, i)
+		out, err := a.outputColumn(p, b, f, i, sel.Fields.Fields)
 		if err != nil {
 			return nil, err
 		}
@@ -257,6 +257,14 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	}
 	if len(p.Aggregates) == 0 {
 		return nil, a.rawRowsError()
+	}
+	if sel.Having != nil {
+		// A condition on released rows: post-processing (post.go).
+		d, _, err := a.derived(sel.Having.Expr, p, b, sel.Fields.Fields)
+		if err != nil {
+			return nil, err
+		}
+		p.Having = d
 	}
 	if err := a.checkKeyLists(p); err != nil {
 		return nil, err
@@ -511,8 +519,6 @@ func (a *analyzer) checkShape(sel *ast.SelectStmt, tableRefs int) error {
 		return unsupported("WITH")
 	case sel.Distinct:
 		return unsupported("SELECT DISTINCT")
-	case sel.Having != nil:
-		return unsupported("HAVING")
 	case len(sel.WindowSpecs) > 0:
 		return unsupported("WINDOW")
 	case sel.SelectIntoOpt != nil:
@@ -731,7 +737,7 @@ func groupNames(p *Plan) string {
 const maxReleasedGroups = 100000
 
 // outputColumn plans one select-list item.
-func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, index int) (OutputColumn, error) {
+func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, index int, fields []*ast.SelectField) (OutputColumn, error) {
 	if f.WildCard != nil {
 		return OutputColumn{}, a.rawRowsError()
 	}
@@ -770,14 +776,27 @@ func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, 
 		if err != nil {
 			return OutputColumn{}, err
 		}
+		agg.Type = typ
 		p.Aggregates = append(p.Aggregates, agg)
 		return OutputColumn{Name: a.exprName(f, name), Type: typ, Source: OutputSource{Group: -1, Aggregate: len(p.Aggregates) - 1}}, nil
 	case *ast.WindowFuncExpr:
 		return OutputColumn{}, sqlerr.New(sqlerr.FeatureNotSupported, "window functions are not allowed on protected table %q", a.table.Name).
 			WithHint("use aggregates: %s", supportedAggregates)
 	}
-	return OutputColumn{}, sqlerr.New(sqlerr.FeatureNotSupported, "select-list item %d is not supported on protected table %q: only group columns and aggregates may be selected", index+1, a.table.Name).
-		WithHint("use %s", supportedAggregates)
+	// An expression over aggregates, group columns and constants,
+	// computed on the released row (post.go).
+	d, typ, err := a.derived(expr, p, b, fields)
+	if err != nil {
+		return OutputColumn{}, err
+	}
+	if typ == sqltypes.Unknown {
+		typ = sqltypes.Text
+	}
+	name := "?column?"
+	if call, ok := expr.(*ast.FuncCallExpr); ok {
+		name = call.FnName.L
+	}
+	return OutputColumn{Name: a.exprName(f, name), Type: typ, Source: OutputSource{Group: -1, Aggregate: -1, Derived: d}}, nil
 }
 
 // writtenName is the function name as the query spells it (the parser

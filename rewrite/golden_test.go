@@ -91,7 +91,14 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 			fmt.Fprintf(&sb, "group %s keys=%v backend_col=%d\n", g.Column.Name, g.Keys, g.BackendColumn)
 		}
 		for _, o := range p.Output {
-			fmt.Fprintf(&sb, "output %s %s group=%d aggregate=%d\n", o.Name, o.Type, o.Source.Group, o.Source.Aggregate)
+			fmt.Fprintf(&sb, "output %s %s group=%d aggregate=%d", o.Name, o.Type, o.Source.Group, o.Source.Aggregate)
+			if o.Source.Derived != nil {
+				fmt.Fprintf(&sb, " derived=%s", o.Source.Derived.Text)
+			}
+			sb.WriteString("\n")
+		}
+		if p.Having != nil {
+			fmt.Fprintf(&sb, "having %s\n", p.Having.Text)
 		}
 		for _, o := range p.OrderBy {
 			fmt.Fprintf(&sb, "order output=%d desc=%v\n", o.Output, o.Desc)

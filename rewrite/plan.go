@@ -104,6 +104,8 @@ type Aggregate struct {
 	// Measurements are indexes into Plan.Measurements.
 	Measurements []int
 	Bounds       config.Bounds
+	// Type is the aggregate's result type.
+	Type sqltypes.Type
 }
 
 // GroupColumn is one GROUP BY column, or a time bucket of one
@@ -150,6 +152,9 @@ func (g GroupColumn) Name() string {
 type OutputSource struct {
 	Group     int // index into Plan.Groups, or -1
 	Aggregate int // index into Plan.Aggregates, or -1
+	// Derived, when set (Group and Aggregate -1), computes the column
+	// from the released row (post.go).
+	Derived *Derived
 }
 
 // OutputColumn is one column returned to the client.
@@ -199,6 +204,9 @@ type Plan struct {
 	// SELECT (BI tools' nested questions): the outer query only picks,
 	// renames, orders and limits the released rows — post-processing.
 	Outer *OuterQuery
+	// Having, when set, keeps only the released rows for which it is
+	// true (post-processing, post.go).
+	Having *Derived
 }
 
 // OuterQuery is a SELECT over the released rows of a DP query.

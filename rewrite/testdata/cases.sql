@@ -56,3 +56,5 @@ SELECT COUNT(*) FROM visits WHERE nights >= '2' AND cost BETWEEN '10' AND ' 99.5
 SELECT COUNT(*) FROM visits WHERE COALESCE(note, 'none') <> 'none' AND CASE WHEN nights > 3 THEN 'long' WHEN nights IS NULL THEN 'unknown' ELSE 'short' END = 'long' AND CASE diagnosis WHEN 'A' THEN cost ELSE 0 END > 100
 -- name: count_text_col
 SELECT diagnosis, COUNT(note) FROM visits GROUP BY diagnosis
+-- name: post_processing
+SELECT diagnosis, COUNT(*) * 5 AS five, ROUND(AVG(cost), 2) AS avg_cost, SUM(cost) / COUNT(*) AS mean, 3 AS three FROM visits GROUP BY diagnosis HAVING COUNT(*) > 1 AND diagnosis <> 'C' ORDER BY five DESC
