@@ -194,9 +194,9 @@ func auditCases() []auditCase {
 		// it are computed from released values, so the plan's bound holds.
 		auditCase{
 			name: "post-processing HAVING and arithmetic/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 2, linf: 3,
-			query:    "SELECT kg, COUNT(*) * 2 + 1 AS c FROM people WHERE f = 1 GROUP BY kg HAVING COUNT(*) > -1000 AND kg <> 'h4'",
-			inD:      unitRows{groups: []string{"h1", "h2", "h3", "h4"}, rows: 4, x: 1000, f: 1},
-			runs:     0.5,
+			query: "SELECT kg, COUNT(*) * 2 + 1 AS c FROM people WHERE f = 1 GROUP BY kg HAVING COUNT(*) > -1000 AND kg <> 'h4'",
+			inD:   unitRows{groups: []string{"h1", "h2", "h3", "h4"}, rows: 4, x: 1000, f: 1},
+			runs:  0.5,
 		},
 		// A unit in two groups with L0 = 1: the backend keeps one at
 		// random, a choice that depends only on the unit's own rows.
