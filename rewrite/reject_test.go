@@ -39,6 +39,7 @@ var rejections = []struct {
 	{`SELECT UPPER(diagnosis), COUNT(*) FROM visits GROUP BY diagnosis`, sqlerr.FeatureNotSupported, `the function UPPER() is not supported on released values`},
 	{`SELECT COUNT(*) FROM visits HAVING cost > 5`, sqlerr.GroupingError, `column "cost" must appear in the GROUP BY clause`},
 	{`SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis HAVING COUNT(*) > (SELECT 1)`, sqlerr.FeatureNotSupported, `not supported on released values`},
+	{`SELECT MEDIAN(cost) FROM visits`, sqlerr.FeatureNotSupported, `MEDIAN() needs a DP quantile`},
 	// Writes and DDL.
 	{`INSERT INTO visits VALUES (1)`, sqlerr.ReadOnlyTransaction, `read-only: INSERT`},
 	{`UPDATE visits SET cost = 0`, sqlerr.ReadOnlyTransaction, `read-only: UPDATE`},

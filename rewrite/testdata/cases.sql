@@ -58,3 +58,5 @@ SELECT COUNT(*) FROM visits WHERE COALESCE(note, 'none') <> 'none' AND CASE WHEN
 SELECT diagnosis, COUNT(note) FROM visits GROUP BY diagnosis
 -- name: post_processing
 SELECT diagnosis, COUNT(*) * 5 AS five, ROUND(AVG(cost), 2) AS avg_cost, SUM(cost) / COUNT(*) AS mean, 3 AS three FROM visits GROUP BY diagnosis HAVING COUNT(*) > 1 AND diagnosis <> 'C' ORDER BY five DESC
+-- name: aggregate_spellings
+SELECT VAR(cost), STDEV(nights), ROUND(VARP(cost)) FROM visits
