@@ -313,6 +313,13 @@ func typedDerived(v any, typ sqltypes.Type) any {
 		return nil
 	case typ == sqltypes.Int8 && isFloat:
 		return int64(math.Round(f))
+	case typ == sqltypes.Numeric:
+		switch x := v.(type) {
+		case float64:
+			return sqltypes.Decimal(strconv.FormatFloat(x, 'f', -1, 64))
+		case int64:
+			return sqltypes.Decimal(strconv.FormatInt(x, 10))
+		}
 	case typ == sqltypes.Float8 && !isFloat:
 		switch x := v.(type) {
 		case int64:
