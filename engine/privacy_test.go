@@ -198,6 +198,21 @@ func auditCases() []auditCase {
 			inD:   unitRows{groups: []string{"h1", "h2", "h3", "h4"}, rows: 4, x: 1000, f: 1},
 			runs:  0.5,
 		},
+		// Conditional aggregation: the CASE's value is one row's value,
+		// bounded by the hull of its results ([-5, 10] ∪ {0}).
+		auditCase{
+			name: "conditional SUM(CASE)/add_remove", neighbouring: config.AddRemove, l0: 1, linf: 2,
+			query: "SELECT SUM(CASE WHEN f = 1 THEN x ELSE 0 END) FROM people",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			sharp: 0.8,
+		},
+		auditCase{
+			name: "conditional COUNT(CASE)/replace", neighbouring: config.Replace, l0: 1, linf: 2,
+			query:    "SELECT COUNT(CASE WHEN f = 1 THEN 1 END) FROM people",
+			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1, f: 1},
+			inDPrime: unitRows{groups: []string{"h1"}, rows: 3, x: 1, f: 0},
+			sharp:    0.8,
+		},
 		// A unit in two groups with L0 = 1: the backend keeps one at
 		// random, a choice that depends only on the unit's own rows.
 		auditCase{

@@ -206,6 +206,10 @@ type analyzer struct {
 	opts  Options
 	// alias is the name the query gives the table (its own name by default).
 	alias string
+	// valueExprs are the conditional aggregates' CASE values by their SQL,
+	// and valueSQL the same the other way (conditional.go).
+	valueExprs map[string]*config.Column
+	valueSQL   map[*config.Column]string
 }
 
 func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
@@ -917,10 +921,13 @@ func (a *analyzer) countDistinct(x *ast.AggregateFuncExpr, p *Plan, b *backendCo
 // numeric with bounds when summed.
 func (a *analyzer) aggregateColumn(x *ast.AggregateFuncExpr, summed bool) (*config.Column, error) {
 	fn := strings.ToUpper(x.F)
+	if c, ok := unparen(x.Args[0]).(*ast.CaseExpr); ok {
+		return a.conditionalColumn(c, fn, summed)
+	}
 	cn, ok := unparen(x.Args[0]).(*ast.ColumnNameExpr)
 	if !ok {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s supports a plain column argument only", fn).
-			WithHint("write %s(column)", fn)
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s supports a column or a CASE as its argument", fn).
+			WithHint("write %s(column) or %s(CASE WHEN condition THEN column END)", fn, fn)
 	}
 	col, err := a.column(cn.Name)
 	if err != nil {

@@ -602,7 +602,11 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		inner = append(inner, groupExprs[i]+" AS "+groupRefs[i])
 	}
 	for j, v := range b.values {
-		inner = append(inner, e.clamp(v.col)+" AS "+q(fmt.Sprintf("dp_v%d", j)))
+		value := e.clamp(v.col)
+		if sql, ok := e.a.valueSQL[v.col]; ok {
+			value = sql // a conditional aggregate's CASE (conditional.go)
+		}
+		inner = append(inner, value+" AS "+q(fmt.Sprintf("dp_v%d", j)))
 	}
 	if len(inner) == 0 {
 		inner = append(inner, "1 AS "+q("dp_one"))

@@ -94,6 +94,15 @@ var executeCases = []executeCase{
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 2, 0) },
 	},
 	{
+		// Conditional aggregation: the CASE is each row's value. SUM(CASE
+		// A THEN cost ELSE 0): p1 five values of 100 → 500·2/5 = 200; p2
+		// one 0; p3 ten values, two of 10 → 20·2/10 = 4: 204, over
+		// 2 + 1 + 2 = 5 capped values. COUNT(CASE nights > 2 THEN 1):
+		// p1 5 rows → 2, p2 1, p3 none: 3 (its sum of ones, 2 + 1).
+		sql:   `SELECT SUM(CASE WHEN diagnosis = 'A' THEN cost ELSE 0 END), COUNT(CASE WHEN nights > 2 THEN 1 END) FROM visits`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 5, 204, 3, 3) },
+	},
+	{
 		// COUNT of a text column: counted, never summed (PostgreSQL
 		// refuses SUM(text)); p1's two notes, p2's one.
 		sql:   `SELECT COUNT(note) FROM visits`,

@@ -60,3 +60,5 @@ SELECT diagnosis, COUNT(note) FROM visits GROUP BY diagnosis
 SELECT diagnosis, COUNT(*) * 5 AS five, ROUND(AVG(cost), 2) AS avg_cost, SUM(cost) / COUNT(*) AS mean, 3 AS three FROM visits GROUP BY diagnosis HAVING COUNT(*) > 1 AND diagnosis <> 'C' ORDER BY five DESC
 -- name: aggregate_spellings
 SELECT VAR(cost), STDEV(nights), ROUND(VARP(cost)) FROM visits
+-- name: conditional_aggregation
+SELECT diagnosis, SUM(CASE WHEN nights > 2 THEN cost ELSE 0 END) AS long_cost, COUNT(CASE WHEN note IS NOT NULL THEN 1 END), AVG(CASE WHEN cost >= 100 THEN score END) FROM visits GROUP BY diagnosis

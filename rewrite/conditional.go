@@ -1,0 +1,138 @@
+package rewrite
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
+)
+
+// Conditional aggregation: an aggregate over a searched CASE,
+//
+//	SUM(CASE WHEN diagnosis = 'J06' THEN cost ELSE 0 END)
+//	COUNT(CASE WHEN age < 18 THEN 1 END)
+//	AVG(CASE WHEN sex = 'F' THEN income END)
+//
+// The CASE is a value of each row, computed in the bounding query's
+// innermost level like a clamped column: its conditions are WHERE
+// conditions (the same allowlist, so they cannot fail on a row), each
+// result is a column (clamped to its bounds when summed), a number or
+// NULL. Its bounds are the hull of the results' ranges — what one row can
+// contribute — so sensitivities follow as for a column with those bounds.
+
+// conditionalColumn plans CASE x as an aggregate's argument: a synthetic
+// column whose value is the CASE, with the hull of its results' bounds.
+func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*config.Column, error) {
+	if x.Value != nil {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s(CASE value WHEN ...) is not supported", fn).
+			WithHint("write the searched form: %s(CASE WHEN condition THEN value [ELSE value] END)", fn)
+	}
+	e := &emitter{d: a.opts.Dialect, a: a}
+	var sb strings.Builder
+	sb.WriteString("CASE")
+	lo, hi := math.Inf(1), math.Inf(-1)
+	typ := config.ColumnType("")
+	result := func(r ast.ExprNode) (string, error) {
+		switch v := unparen(r).(type) {
+		case *test_driver.ValueExpr:
+			if v.Kind() == test_driver.KindNull {
+				return "NULL", nil
+			}
+			f, ok := releasedNumber(numberOf(v))
+			if !ok {
+				if summed {
+					return "", sqlerr.New(sqlerr.DatatypeMismatch, "%s(CASE ...) needs numeric results", fn)
+				}
+				s, _, err := e.literal(v)
+				return s, err
+			}
+			lo, hi = math.Min(lo, f), math.Max(hi, f)
+			if typ == "" {
+				typ = config.TypeInt
+			}
+			if f != math.Trunc(f) {
+				typ = config.TypeNumeric
+			}
+			return formatNumber(f), nil
+		case *ast.ColumnNameExpr:
+			col, err := a.column(v.Name)
+			if err != nil {
+				return "", err
+			}
+			if a.isUnit(col) {
+				return "", sqlerr.New(sqlerr.InsufficientPrivilege, "the privacy unit column %q cannot be aggregated", col.Name)
+			}
+			if summed {
+				if !col.Type.Numeric() || col.Bounds == nil {
+					return "", sqlerr.New(sqlerr.InsufficientPrivilege, "%s(CASE ... THEN %s ...) needs a numeric column with clamp bounds in the policy", fn, col.Name).
+						WithHint("declare `bounds: [lo, hi]` for %q", col.Name)
+				}
+				lo, hi = math.Min(lo, col.Bounds.Lo), math.Max(hi, col.Bounds.Hi)
+			}
+			if typ == "" || typ == config.TypeInt {
+				typ = col.Type
+			}
+			return e.clamp(col), nil
+		}
+		return "", sqlerr.New(sqlerr.FeatureNotSupported, "the results of %s(CASE ...) must be columns, numbers or NULL", fn)
+	}
+	for _, w := range x.WhenClauses {
+		cond, err := e.boolExpr(w.Expr)
+		if err != nil {
+			return nil, err
+		}
+		r, err := result(w.Result)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&sb, " WHEN %s THEN %s", cond, r)
+	}
+	if x.ElseClause != nil {
+		r, err := result(x.ElseClause)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&sb, " ELSE %s", r)
+	}
+	sb.WriteString(" END")
+	if typ == "" {
+		typ = config.TypeInt // only NULLs: counts nothing
+	}
+	col := &config.Column{Name: "CASE", Type: typ}
+	if summed {
+		if lo > hi {
+			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "%s(CASE ...) has no numeric result", fn)
+		}
+		col.Bounds = &config.Bounds{Lo: lo, Hi: hi}
+	}
+	key := sb.String()
+	if have, ok := a.valueExprs[key]; ok && (have.Bounds == nil) == (col.Bounds == nil) {
+		return have, nil // the same CASE again: one value column
+	}
+	if a.valueExprs == nil {
+		a.valueExprs = map[string]*config.Column{}
+		a.valueSQL = map[*config.Column]string{}
+	}
+	a.valueExprs[key] = col
+	a.valueSQL[col] = key
+	return col, nil
+}
+
+// numberOf reads a numeric constant; nil for others.
+func numberOf(v *test_driver.ValueExpr) any {
+	switch v.Kind() {
+	case test_driver.KindInt64:
+		return v.GetInt64()
+	case test_driver.KindUint64:
+		return float64(v.GetUint64())
+	case test_driver.KindFloat64:
+		return v.GetFloat64()
+	case test_driver.KindMysqlDecimal:
+		return v.GetMysqlDecimal().String()
+	}
+	return nil
+}
