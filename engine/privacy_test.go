@@ -198,6 +198,13 @@ func auditCases() []auditCase {
 			inD:   unitRows{groups: []string{"h1", "h2", "h3", "h4"}, rows: 4, x: 1000, f: 1},
 			runs:  0.5,
 		},
+		// Keys alone (SELECT DISTINCT g): partition selection spends the
+		// whole ε; the unit tips its group over the threshold.
+		auditCase{
+			name: "selection keys only/add_remove", neighbouring: config.AddRemove, l0: 1, linf: 2,
+			query: "SELECT DISTINCT g FROM people WHERE f = 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+		},
 		// Conditional aggregation: the CASE's value is one row's value,
 		// bounded by the hull of its results ([-5, 10] ∪ {0}).
 		auditCase{

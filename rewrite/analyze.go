@@ -233,6 +233,26 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	}
 	e := &emitter{d: a.opts.Dialect, a: a}
 
+	// SELECT DISTINCT a, b without GROUP BY is GROUP BY a, b with the keys
+	// alone in the select list.
+	if sel.Distinct {
+		if sel.GroupBy != nil {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SELECT DISTINCT with GROUP BY is not supported on protected table %q", a.table.Name).
+				WithHint("drop DISTINCT: the groups are distinct already")
+		}
+		items := make([]*ast.ByItem, 0, len(sel.Fields.Fields))
+		for _, f := range sel.Fields.Fields {
+			if f.WildCard != nil {
+				return nil, a.rawRowsError()
+			}
+			if _, isAgg := unparen(f.Expr).(*ast.AggregateFuncExpr); isAgg {
+				return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SELECT DISTINCT over aggregates is not supported on protected table %q", a.table.Name).
+					WithHint("drop DISTINCT")
+			}
+			items = append(items, &ast.ByItem{Expr: f.Expr})
+		}
+		sel = shallowWithGroupBy(sel, items)
+	}
 	// GROUP BY columns, in the order the query lists them.
 	if sel.GroupBy != nil {
 		for _, item := range sel.GroupBy.Items {
@@ -259,7 +279,11 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 		}
 		p.Output = append(p.Output, out)
 	}
-	if len(p.Aggregates) == 0 {
+	if len(p.Aggregates) == 0 && !a.keysOnly(p) {
+		if keys := publicKeysOnly(p); keys != "" {
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "the keys of %s are public: the policy lists them (%s), so dpproxy does not query them", groupNames(p), keys).
+				WithHint("add an aggregate, such as COUNT(*), to learn something about each key")
+		}
 		return nil, a.rawRowsError()
 	}
 	if sel.Having != nil {
@@ -302,6 +326,58 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	}
 	p.BackendSQL = sql
 	return p, nil
+}
+
+// shallowWithGroupBy is sel with GROUP BY items and without DISTINCT; the
+// caller's statement is left as it was.
+func shallowWithGroupBy(sel *ast.SelectStmt, items []*ast.ByItem) *ast.SelectStmt {
+	c := *sel
+	c.Distinct = false
+	c.GroupBy = &ast.GroupByClause{Items: items}
+	return &c
+}
+
+// publicKeysOnly lists the public keys of a select list of group keys
+// that all have key lists; "" otherwise.
+func publicKeysOnly(p *Plan) string {
+	if len(p.Groups) == 0 {
+		return ""
+	}
+	for _, o := range p.Output {
+		if o.Source.Group < 0 {
+			return ""
+		}
+	}
+	var lists []string
+	for _, g := range p.Groups {
+		if len(g.Keys) == 0 {
+			return ""
+		}
+		lists = append(lists, g.Column.Name+": "+strings.Join(g.Keys, ", "))
+	}
+	return strings.Join(lists, "; ")
+}
+
+// keysOnly reports whether a select list of group keys alone can be
+// released: through partition selection, which decides which keys occur
+// (a group column without a public key list). With public key lists only
+// the answer would be the lists themselves, which is refused (the policy
+// shows them) rather than charged.
+func (a *analyzer) keysOnly(p *Plan) bool {
+	if len(p.Groups) == 0 {
+		return false
+	}
+	for _, o := range p.Output {
+		if o.Source.Group < 0 {
+			return false
+		}
+	}
+	for _, g := range p.Groups {
+		if len(g.Keys) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // derivedTable returns the SELECT of a FROM clause that is a single
@@ -521,8 +597,8 @@ func (a *analyzer) checkShape(sel *ast.SelectStmt, tableRefs int) error {
 	switch {
 	case sel.With != nil:
 		return unsupported("WITH")
-	case sel.Distinct:
-		return unsupported("SELECT DISTINCT")
+	case sel.Having != nil && sel.Distinct:
+		return unsupported("SELECT DISTINCT with HAVING")
 	case len(sel.WindowSpecs) > 0:
 		return unsupported("WINDOW")
 	case sel.SelectIntoOpt != nil:

@@ -153,6 +153,21 @@ var executeCases = []executeCase{
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3, 23, 209) },
 	},
 	{
+		// Keys alone (SELECT DISTINCT region): per region, the distinct
+		// units that partition selection tests: n has p1, s has p2 and p3.
+		sql: `SELECT DISTINCT region FROM visits`,
+		check: func(rows [][]float64, keys []string) error {
+			got := map[string]float64{}
+			for i, r := range rows {
+				got[keys[i]] = r[0]
+			}
+			if len(got) != 2 || got["n"] != 1 || got["s"] != 2 {
+				return fmt.Errorf("units per region %v, want n:1 s:2", got)
+			}
+			return nil
+		},
+	},
+	{
 		// Partition selection (region has no key list): per region, rows
 		// and the distinct units that selection tests. p1 → n: 2 rows;
 		// p2 and p3 → s: 1 + 2 rows (p3 keeps 2 rows in its single group).

@@ -51,7 +51,9 @@ func FuzzAnalyze(f *testing.F) {
 					t.Fatalf("%q names a protected table and was passed through as %q", in, q.Passthrough.SQL)
 				}
 				if p := q.Plan; p != nil {
-					if len(p.Measurements) == 0 || p.BackendSQL == "" || p.Epsilon <= 0 {
+					// A plan releases noisy measurements, or keys through
+					// partition selection (which spends ε and δ).
+					if (len(p.Measurements) == 0 && (p.Selection == nil || p.Selection.Epsilon <= 0 || p.Selection.Delta <= 0)) || p.BackendSQL == "" || p.Epsilon <= 0 {
 						t.Fatalf("%q: a plan without noise: %+v", in, p)
 					}
 					for _, m := range p.Measurements {

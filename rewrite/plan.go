@@ -259,7 +259,7 @@ type PartitionSelection struct {
 // the measurements and the selection (basic composition); the selection
 // alone spends δ.
 func (p *Plan) assignPrivacy(epsilon, delta float64) error {
-	if len(p.Measurements) == 0 {
+	if len(p.Measurements) == 0 && p.Selection == nil {
 		return fmt.Errorf("no measurements")
 	}
 	parts := len(p.Measurements)

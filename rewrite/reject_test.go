@@ -21,7 +21,9 @@ var rejections = []struct {
 	{`SELECT patient_id FROM visits`, sqlerr.InsufficientPrivilege, `must aggregate`},
 	{`SELECT cost, note FROM visits WHERE cost > 10`, sqlerr.InsufficientPrivilege, `must aggregate`},
 	{`SELECT v.* FROM visits v`, sqlerr.InsufficientPrivilege, `must aggregate`},
-	{`SELECT diagnosis FROM visits GROUP BY diagnosis`, sqlerr.InsufficientPrivilege, `must aggregate`},
+	{`SELECT diagnosis FROM visits GROUP BY diagnosis`, sqlerr.FeatureNotSupported, `the keys of diagnosis are public`},
+	{`SELECT DISTINCT diagnosis FROM visits`, sqlerr.FeatureNotSupported, `the keys of diagnosis are public`},
+	{`SELECT DISTINCT note FROM visits`, sqlerr.InsufficientPrivilege, `GROUP BY`},
 	// The parser panics on some numeric literals of many digits (found by
 	// FuzzAnalyze): a clear error, and the connection lives on.
 	{`0000000000000000000000000000000000000000000000000000000000000100000000000000000000`, sqlerr.SyntaxError, `cannot parse this statement`},

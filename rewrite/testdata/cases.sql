@@ -62,3 +62,5 @@ SELECT diagnosis, COUNT(*) * 5 AS five, ROUND(AVG(cost), 2) AS avg_cost, SUM(cos
 SELECT VAR(cost), STDEV(nights), ROUND(VARP(cost)) FROM visits
 -- name: conditional_aggregation
 SELECT diagnosis, SUM(CASE WHEN nights > 2 THEN cost ELSE 0 END) AS long_cost, COUNT(CASE WHEN note IS NOT NULL THEN 1 END), AVG(CASE WHEN cost >= 100 THEN score END) FROM visits GROUP BY diagnosis
+-- name: distinct_keys_selection
+SELECT DISTINCT region FROM visits
