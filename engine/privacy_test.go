@@ -205,6 +205,14 @@ func auditCases() []auditCase {
 			query: "SELECT DISTINCT g FROM people WHERE f = 1",
 			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
 		},
+		// GROUP BY a CASE with constant results: public keys named by the
+		// query; the unit's rows all fall in one of them.
+		auditCase{
+			name: "group by CASE/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: 2,
+			query: "SELECT CASE WHEN x > 5 THEN 'high' ELSE 'low' END AS band, COUNT(*) FROM people WHERE f = 1 GROUP BY 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			sharp: 0.8,
+		},
 		// Conditional aggregation: the CASE's value is one row's value,
 		// bounded by the hull of its results ([-5, 10] ∪ {0}).
 		auditCase{

@@ -711,8 +711,10 @@ func (a *analyzer) groupColumn(expr ast.ExprNode, fields []*ast.SelectField) (Gr
 		if b.Func == "extract" {
 			g.Type = sqltypes.Numeric
 		}
+	case *ast.CaseExpr:
+		return a.caseGroup(x)
 	default:
-		return g, sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY supports columns and time buckets (date_trunc, EXTRACT) of columns only").
+		return g, sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY supports columns, time buckets (date_trunc, EXTRACT) of columns and CASE with constant results only").
 			WithHint("group by one of: %s", a.groupableList())
 	}
 	col := g.Column
@@ -779,6 +781,9 @@ func (a *analyzer) timeBucket(x *ast.FuncCallExpr) (*TimeBucket, *config.Column,
 }
 
 func sameGroup(a, b GroupColumn) bool {
+	if a.SQL != "" || b.SQL != "" {
+		return a.SQL == b.SQL
+	}
 	if a.Column != b.Column || (a.Bucket == nil) != (b.Bucket == nil) {
 		return false
 	}
@@ -850,6 +855,15 @@ func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, 
 				}
 			}
 			return OutputColumn{}, sqlerr.New(sqlerr.GroupingError, "%s must appear in the GROUP BY clause", want.Name())
+		}
+	case *ast.CaseExpr:
+		// The select list's CASE that a GROUP BY CASE groups by.
+		if g, err := a.caseGroup(x); err == nil {
+			for gi, have := range p.Groups {
+				if sameGroup(have, g) {
+					return OutputColumn{Name: a.exprName(f, "case"), Type: have.Type, Source: OutputSource{Group: gi, Aggregate: -1}}, nil
+				}
+			}
 		}
 	case *ast.AggregateFuncExpr:
 		agg, name, typ, err := a.aggregate(x, writtenName(f), p, b)

@@ -596,7 +596,10 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	for i, g := range p.Groups {
 		groupRefs[i] = q(fmt.Sprintf("dp_g%d", i))
 		groupExprs[i] = q(g.Column.Name)
-		if g.Bucket != nil {
+		switch {
+		case g.SQL != "":
+			groupExprs[i] = g.SQL // GROUP BY CASE (casegroup.go)
+		case g.Bucket != nil:
 			groupExprs[i] = e.d.TimeBucket(g.Bucket, q(g.Column.Name))
 		}
 		inner = append(inner, groupExprs[i]+" AS "+groupRefs[i])

@@ -153,6 +153,22 @@ var executeCases = []executeCase{
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3, 23, 209) },
 	},
 	{
+		// GROUP BY a CASE with constant results: public keys high and low.
+		// p1's 5 rows (cost 100) and p2's 1 are high: 2 + 1; p3's 10 rows
+		// (cost 10) are low: 2.
+		sql: `SELECT CASE WHEN cost >= 100 THEN 'high' ELSE 'low' END AS band, COUNT(*) FROM visits GROUP BY 1`,
+		check: func(rows [][]float64, keys []string) error {
+			got := map[string]float64{}
+			for i, r := range rows {
+				got[keys[i]] = r[0]
+			}
+			if len(got) != 2 || got["high"] != 3 || got["low"] != 2 {
+				return fmt.Errorf("counts per band %v, want high:3 low:2", got)
+			}
+			return nil
+		},
+	},
+	{
 		// Keys alone (SELECT DISTINCT region): per region, the distinct
 		// units that partition selection tests: n has p1, s has p2 and p3.
 		sql: `SELECT DISTINCT region FROM visits`,

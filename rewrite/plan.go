@@ -121,6 +121,9 @@ type GroupColumn struct {
 	BackendColumn int
 	// Keys is the public key list the policy declares for the column.
 	Keys []string
+	// SQL, when set, is the key's expression: GROUP BY CASE with
+	// constant results (casegroup.go), whose results are the Keys.
+	SQL string
 }
 
 // TimeBucket is a function of a date or timestamp column that cannot fail
@@ -139,6 +142,9 @@ func (b *TimeBucket) String() string {
 
 // Name is how a group is shown by explain.
 func (g GroupColumn) Name() string {
+	if g.SQL != "" {
+		return g.SQL
+	}
 	if g.Bucket == nil {
 		return g.Column.Name
 	}

@@ -46,6 +46,10 @@ var rejections = []struct {
 	{`SELECT SUM(CASE WHEN cost > 2 THEN note END) FROM visits`, sqlerr.InsufficientPrivilege, `needs a numeric column with clamp bounds`},
 	{`SELECT SUM(CASE cost WHEN 1 THEN cost END) FROM visits`, sqlerr.FeatureNotSupported, `CASE value WHEN`},
 	{`SELECT SUM(CASE WHEN cost > 2 THEN patient_id END) FROM visits`, sqlerr.InsufficientPrivilege, `privacy unit`},
+	// GROUP BY CASE: constant results and an ELSE.
+	{`SELECT COUNT(*) FROM visits GROUP BY CASE WHEN cost > 5 THEN note ELSE 'x' END`, sqlerr.FeatureNotSupported, `GROUP BY CASE needs constant results`},
+	{`SELECT COUNT(*) FROM visits GROUP BY CASE WHEN cost > 5 THEN 'a' END`, sqlerr.FeatureNotSupported, `needs an ELSE`},
+	{`SELECT COUNT(*) FROM visits GROUP BY CASE WHEN cost + 1 > 5 THEN 'a' ELSE 'b' END`, sqlerr.FeatureNotSupported, `arithmetic`},
 	{`SELECT MEDIAN(cost) FROM visits`, sqlerr.FeatureNotSupported, `MEDIAN() needs a DP quantile`},
 	// Writes and DDL.
 	{`INSERT INTO visits VALUES (1)`, sqlerr.ReadOnlyTransaction, `read-only: INSERT`},
@@ -86,7 +90,7 @@ var rejections = []struct {
 	// GROUP BY restrictions.
 	{`SELECT patient_id, COUNT(*) FROM visits GROUP BY patient_id`, sqlerr.InsufficientPrivilege, `privacy unit column "patient_id"`},
 	{`SELECT note, COUNT(*) FROM visits GROUP BY note`, sqlerr.InsufficientPrivilege, `does not allow GROUP BY on column "note"`},
-	{`SELECT COUNT(*) FROM visits GROUP BY cost > 10`, sqlerr.FeatureNotSupported, `GROUP BY supports columns and time buckets`},
+	{`SELECT COUNT(*) FROM visits GROUP BY cost > 10`, sqlerr.FeatureNotSupported, `GROUP BY supports columns, time buckets`},
 	{`SELECT date_trunc('minute', visit_date), COUNT(*) FROM visits GROUP BY 1`, sqlerr.FeatureNotSupported, `unit "minute" is not supported`},
 	{`SELECT date_trunc('month', note), COUNT(*) FROM visits GROUP BY 1`, sqlerr.DatatypeMismatch, `needs a date or timestamp column`},
 	{`SELECT date_trunc('month', visit_date), COUNT(*) FROM visits GROUP BY visit_date`, sqlerr.GroupingError, `must appear in the GROUP BY`},

@@ -64,3 +64,5 @@ SELECT VAR(cost), STDEV(nights), ROUND(VARP(cost)) FROM visits
 SELECT diagnosis, SUM(CASE WHEN nights > 2 THEN cost ELSE 0 END) AS long_cost, COUNT(CASE WHEN note IS NOT NULL THEN 1 END), AVG(CASE WHEN cost >= 100 THEN score END) FROM visits GROUP BY diagnosis
 -- name: distinct_keys_selection
 SELECT DISTINCT region FROM visits
+-- name: group_by_case
+SELECT CASE WHEN nights < 3 THEN 'short' WHEN nights < 7 THEN 'medium' ELSE 'long' END AS stay, COUNT(*), AVG(cost) FROM visits GROUP BY stay
