@@ -1023,9 +1023,9 @@ func (a *analyzer) aggregateColumn(x *ast.AggregateFuncExpr, summed bool) (*conf
 	if err != nil {
 		return nil, err
 	}
-	if a.isUnit(col) {
+	if a.isUnit(col) && summed {
 		return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "the privacy unit column %q cannot be aggregated with %s", col.Name, fn).
-			WithHint("COUNT(DISTINCT %s) counts units (coming in a later release)", col.Name)
+			WithHint("COUNT(%s) counts rows and COUNT(DISTINCT %s) counts people", col.Name, col.Name)
 	}
 	if summed {
 		if !col.Type.Numeric() {

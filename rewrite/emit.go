@@ -637,8 +637,8 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 			ref := q(fmt.Sprintf("dp_v%d", j))
 			outerCols[v.count] = "COUNT(" + ref + ")"
 			outerCols[v.sum] = "SUM(" + ref + ")"
-			if !v.col.Type.Numeric() {
-				outerCols[v.sum] = "0" // only counted: text, booleans and dates cannot be summed
+			if !e.summable(v.col) {
+				outerCols[v.sum] = "0" // only counted: text, booleans, dates and the unit are not summed
 			}
 			if v.sq >= 0 {
 				outerCols[v.sq] = "SUM(" + square(ref) + ")"
@@ -667,7 +667,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	for j, v := range b.values {
 		ref := q(fmt.Sprintf("dp_v%d", j))
 		middle = append(middle, "COUNT("+ref+") AS "+q(fmt.Sprintf("dp_c%d", j)))
-		if v.col.Type.Numeric() {
+		if e.summable(v.col) {
 			middle = append(middle, "SUM("+ref+") AS "+q(fmt.Sprintf("dp_s%d", j)))
 		}
 		if v.sq >= 0 {
@@ -698,8 +698,8 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		c := q(fmt.Sprintf("dp_c%d", j))
 		outerCols[v.count] = "SUM(" + capped(c, linf) + ")"
 		outerCols[v.sum] = "SUM(" + scaled(q(fmt.Sprintf("dp_s%d", j)), c, linf) + ")"
-		if !v.col.Type.Numeric() {
-			outerCols[v.sum] = "0" // only counted: text, booleans and dates cannot be summed
+		if !e.summable(v.col) {
+			outerCols[v.sum] = "0" // only counted: text, booleans, dates and the unit are not summed
 		}
 		if v.sq >= 0 {
 			outerCols[v.sq] = "SUM(" + scaled(q(fmt.Sprintf("dp_q%d", j)), c, linf) + ")"
@@ -718,6 +718,12 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	}
 	return "SELECT " + strings.Join(outerCols, ", ") +
 		" FROM (" + middleSQL + ") AS " + q("dp_units") + outerWhere + groupBy, nil
+}
+
+// summable reports whether a value column's sum is computed: numeric
+// columns other than the privacy unit (which is only counted).
+func (e *emitter) summable(col *config.Column) bool {
+	return col.Type.Numeric() && !e.a.isUnit(col)
 }
 
 // capped writes min(n, Linf): one unit's count in one group, capped at Linf.

@@ -103,6 +103,11 @@ var executeCases = []executeCase{
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 5, 204, 3, 3) },
 	},
 	{
+		// COUNT(unit) counts rows, like COUNT(*); the unit is not summed.
+		sql:   `SELECT COUNT(patient_id) FROM visits`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 5, 0) },
+	},
+	{
 		// COUNT of a text column: counted, never summed (PostgreSQL
 		// refuses SUM(text)); p1's two notes, p2's one.
 		sql:   `SELECT COUNT(note) FROM visits`,
