@@ -103,6 +103,14 @@ var executeCases = []executeCase{
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 5, 204, 3, 3) },
 	},
 	{
+		// FILTER (WHERE ...) is the conditional aggregate it means:
+		// COUNT(*) FILTER (WHERE nights > 2) as above (3, its ones 3);
+		// SUM(cost) FILTER (WHERE diagnosis = 'A'): p1 five 100s → 2
+		// values, 200; p3 two 10s → 2 values, 20: 4 values, 220.
+		sql:   `SELECT COUNT(*) FILTER (WHERE nights > 2), SUM(cost) FILTER (WHERE diagnosis = 'A') FROM visits`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3, 3, 4, 220) },
+	},
+	{
 		// COUNT(unit) counts rows, like COUNT(*); the unit is not summed.
 		sql:   `SELECT COUNT(patient_id) FROM visits`,
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 5, 0) },
