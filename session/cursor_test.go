@@ -63,6 +63,14 @@ func TestCursors(t *testing.T) {
 		t.Errorf("fetching charged again: %v, then %v", spent, st.Spent.Epsilon)
 	}
 
+	// ROLLBACK TO SAVEPOINT stays in the transaction: the cursor stays.
+	run("SAVEPOINT sp")
+	run(`DECLARE kept CURSOR FOR SELECT body FROM notes`)
+	run("ROLLBACK TO SAVEPOINT sp")
+	if got := run(`FETCH 1 FROM kept`); got != "FETCH 1 1" {
+		t.Errorf("cursor after ROLLBACK TO SAVEPOINT: %s", got)
+	}
+
 	// WITH HOLD outlives the transaction; without HOLD does not.
 	run(`DECLARE held CURSOR WITH HOLD FOR SELECT body FROM notes`)
 	run(`DECLARE scoped CURSOR FOR SELECT body FROM notes`)

@@ -242,6 +242,9 @@ var errMultipleStatements = errors.New("multiple statements")
 type prepared struct {
 	// tag answers a session statement (SET, BEGIN, ...) that does nothing.
 	tag string
+	// keepsTransaction marks a COMMIT or ROLLBACK that does not end the
+	// transaction (AND CHAIN, TO SAVEPOINT): cursors without HOLD stay.
+	keepsTransaction bool
 	// local is the answer to a query about the session or server
 	// (SELECT version(), ...), computed without the backend.
 	local *sqltypes.Result
@@ -276,9 +279,14 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 	case *ast.BeginStmt:
 		return &prepared{tag: "BEGIN"}, nil
 	case *ast.CommitStmt:
-		return &prepared{tag: "COMMIT"}, nil
+		return &prepared{tag: "COMMIT", keepsTransaction: x.CompletionType == ast.CompletionTypeChain}, nil
 	case *ast.RollbackStmt:
-		return &prepared{tag: "ROLLBACK"}, nil
+		// ROLLBACK TO SAVEPOINT and AND CHAIN stay in the transaction.
+		return &prepared{tag: "ROLLBACK", keepsTransaction: x.SavepointName != "" || x.CompletionType == ast.CompletionTypeChain}, nil
+	case *ast.SavepointStmt:
+		return &prepared{tag: "SAVEPOINT"}, nil
+	case *ast.ReleaseSavepointStmt:
+		return &prepared{tag: "RELEASE"}, nil
 	case *ast.ExplainStmt:
 		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "EXPLAIN statements are not supported by dpproxy").
 			WithHint("EXPLAIN DP <query> shows how dpproxy would answer a query, at no cost")
@@ -328,7 +336,9 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 		case "BEGIN":
 			s.inTransaction = true
 		case "COMMIT", "ROLLBACK":
-			s.endTransaction()
+			if !p.keepsTransaction {
+				s.endTransaction()
+			}
 		}
 		return &sqltypes.Result{Tag: p.tag}, nil
 	case p.local != nil:

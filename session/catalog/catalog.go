@@ -219,9 +219,13 @@ func postgresArrayText(v any) any {
 	for i, it := range items {
 		if it == nil {
 			parts[i] = "NULL"
-		} else {
-			parts[i] = fmt.Sprint(it)
+			continue
 		}
+		s := fmt.Sprint(it)
+		if s == "" || strings.ContainsAny(s, ",{}\" \\\t\n") || strings.EqualFold(s, "NULL") {
+			s = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+		}
+		parts[i] = s
 	}
 	return "{" + strings.Join(parts, ",") + "}"
 }

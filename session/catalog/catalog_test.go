@@ -146,6 +146,7 @@ func TestPostgresCatalogShowsThePolicy(t *testing.T) {
 		{"not like with escapes", `SELECT count(*) FROM pg_class WHERE relname NOT LIKE 'pg\_%' AND relnamespace = 11`, "[[0]]"},
 		{"empty series", `SELECT count(*) FROM generate_series(5, 1) AS s(x)`, "[[0]]"},
 		{"descending series", `SELECT x FROM generate_series(3, 1, -1) AS s(x)`, "[[3] [2] [1]]"},
+		{"typed array literals", `SELECT 1 = ANY('{1,2}'::int[]), 'a,b' = ANY('{"a,b",c}'::text[]), array_length('{x,NULL,"y\\"z"}'::text[], 1)`, "[[1 1 3]]"},
 		{"keyword calls", `SELECT trim(both '"' from '"x"'), trim(leading 'a' from 'aab'), substring('hello' from 2 for 3), position('l' in 'hello')`, "[[x b ell 3]]"},
 		{"casts", `SELECT 'pg_class'::regclass::oid, 23::regtype, '1'::boolean, CAST('5' AS integer) + 1`, "[[1259 23 1 6]]"},
 	}

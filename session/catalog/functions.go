@@ -33,6 +33,9 @@ func registerFunctions(drv *sqlite.Driver, names *objectNames, caseInsensitiveLi
 			return regexpFunc(c, []driver.Value{arg(a, 1), arg(a, 0)})
 		},
 		"pg_bool": pgBool,
+		"pg_array_of": func(_ *sqlite.FunctionContext, a []driver.Value) (driver.Value, error) {
+			return typedArray(arg(a, 0), str(arg(a, 1)) == "number"), nil
+		},
 		"pg_array": func(_ *sqlite.FunctionContext, a []driver.Value) (driver.Value, error) {
 			return toJSONArray(arg(a, 0)), nil
 		},
@@ -467,13 +470,7 @@ func arrayItems(v driver.Value) ([]any, bool) {
 		}
 		return items, true
 	case strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}"):
-		var items []any
-		if inner := s[1 : len(s)-1]; inner != "" {
-			for _, p := range strings.Split(inner, ",") {
-				items = append(items, strings.Trim(p, `"`))
-			}
-		}
-		return items, true
+		return pgArrayLiteral(s[1 : len(s)-1]), true
 	}
 	var items []any
 	for _, f := range strings.Fields(s) {
@@ -484,6 +481,73 @@ func arrayItems(v driver.Value) ([]any, bool) {
 		}
 	}
 	return items, true
+}
+
+// pgArrayLiteral reads the inside of PostgreSQL's {a,"b,c",NULL} form:
+// elements separated by commas, double-quoted ones with backslash escapes,
+// unquoted NULL as NULL.
+func pgArrayLiteral(inner string) []any {
+	var items []any
+	if strings.TrimSpace(inner) == "" {
+		return items
+	}
+	var b strings.Builder
+	quoted, wasQuoted := false, false
+	flush := func() {
+		s := b.String()
+		if !wasQuoted {
+			s = strings.TrimSpace(s)
+		}
+		if !wasQuoted && strings.EqualFold(s, "NULL") {
+			items = append(items, nil)
+		} else {
+			items = append(items, s)
+		}
+		b.Reset()
+		wasQuoted = false
+	}
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		switch {
+		case quoted && c == '\\' && i+1 < len(inner):
+			i++
+			b.WriteByte(inner[i])
+		case c == '"':
+			quoted = !quoted
+			wasQuoted = true
+		case c == ',' && !quoted:
+			flush()
+		default:
+			b.WriteByte(c)
+		}
+	}
+	flush()
+	return items
+}
+
+// typedArray converts an array's elements to numbers for a numeric
+// element type (the cast '{1,2}'::int[]).
+func typedArray(v driver.Value, numeric bool) driver.Value {
+	items, ok := arrayItems(v)
+	if !ok {
+		return v
+	}
+	if numeric {
+		for i, it := range items {
+			if s, isStr := it.(string); isStr {
+				if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+					items[i] = n
+				} else if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+					items[i] = f
+				}
+			}
+		}
+	}
+	if items == nil {
+		items = []any{}
+	}
+	b, _ := json.Marshal(items)
+	return string(b)
 }
 
 func toJSONArray(v driver.Value) driver.Value {

@@ -310,7 +310,11 @@ func multiWordType(words []string, w string) bool {
 // castTo translates a cast of the SQLite expression x.
 func castTo(x string, typ pgType) string {
 	if typ.array {
-		return "pg_array(" + x + ")"
+		switch typ.name {
+		case "int", "int2", "int4", "int8", "integer", "smallint", "bigint", "oid", "float4", "float8", "real", "double precision", "numeric", "regtype", "regclass":
+			return "pg_array_of(" + x + ", 'number')"
+		}
+		return "pg_array_of(" + x + ", 'text')"
 	}
 	switch typ.name {
 	case "regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole", "regoper", "regoperator", "regconfig", "regcollation":
