@@ -448,7 +448,7 @@ var (
 	backendKeys   = []string{"kind", "dsn", "catalog_dsn", "path", "max_conns"}
 	ledgerKeys    = []string{"path"}
 	cacheKeys     = []string{"size", "ttl"}
-	defaultsKeys  = []string{"epsilon", "delta", "max_epsilon_per_query", "max_groups_per_unit", "max_rows_per_unit", "neighbouring"}
+	defaultsKeys  = []string{"epsilon", "delta", "max_epsilon_per_query", "max_groups_per_unit", "max_rows_per_unit", "neighbouring", "mechanism"}
 	analystKeys   = []string{"name", "password", "budget"}
 	passwordKeys  = []string{"scram_sha_256", "mysql_native_password", "caching_sha2_password"}
 	budgetKeys    = []string{"epsilon", "delta"}
@@ -563,6 +563,8 @@ func (d *decoder) defaults(n *yaml.Node, path string, df *Defaults) {
 			d.int(v, path, &df.MaxRowsPerUnit)
 		case "neighbouring":
 			d.str(v, path, (*string)(&df.Neighbouring))
+		case "mechanism":
+			d.str(v, path, (*string)(&df.Mechanism))
 		}
 	})
 }

@@ -86,6 +86,8 @@ var badCases = []struct {
 	{"max_connections_zero", `max_connections_zero.yaml:2:20: listen.max_connections: must be a whole number from 1 to 100000, got 0`},
 	{"max_result_bytes_small", `max_result_bytes_small.yaml:2:21: listen.max_result_bytes: must be a whole number of bytes from 1024 to 1099511627776, got 10`},
 	{"login_backoff_max_short", `login_backoff_max_short.yaml:3:22: listen.login_backoff_max: 1s is shorter than listen.login_backoff (2s); expected at least as long`},
+	{"mechanism_unknown", `mechanism_unknown.yaml:7:14: defaults.mechanism: unknown mechanism "gauss"`},
+	{"mechanism_gaussian_no_delta", `mechanism_gaussian_no_delta.yaml:7:14: defaults.mechanism: gaussian needs defaults.delta > 0`},
 	{"catalog_dsn_retired", `catalog_dsn_retired.yaml:4:16: backend.catalog_dsn: was retired: dpproxy answers catalog queries`},
 	{"cache_ttl_zero", `cache_ttl_zero.yaml:5:8: cache.ttl: must be a duration greater than 0 and at most 168h, got 0s; to turn the cache off, set cache.size to 0`},
 
@@ -224,7 +226,7 @@ func checkGood(t *testing.T, p *Policy, dir string) {
 	if want := filepath.Join(dir, "state", "ledger.db"); p.Ledger.Path != want {
 		t.Errorf("Ledger.Path = %q, want %q", p.Ledger.Path, want)
 	}
-	wantDefaults := Defaults{Epsilon: 0.5, Delta: 1e-7, MaxEpsilonPerQuery: 2, MaxGroupsPerUnit: 3, MaxRowsPerUnit: 2, Neighbouring: Replace}
+	wantDefaults := Defaults{Epsilon: 0.5, Delta: 1e-7, MaxEpsilonPerQuery: 2, MaxGroupsPerUnit: 3, MaxRowsPerUnit: 2, Neighbouring: Replace, Mechanism: MechanismLaplace}
 	if p.Defaults != wantDefaults {
 		t.Errorf("Defaults = %+v, want %+v", p.Defaults, wantDefaults)
 	}
@@ -358,7 +360,7 @@ func TestLoadDefaults(t *testing.T) {
 	if want := filepath.Join(dir, "dpproxy-ledger.db"); p.Ledger.Path != want {
 		t.Errorf("Ledger.Path = %q, want %q", p.Ledger.Path, want)
 	}
-	wantDefaults := Defaults{Epsilon: 0.1, Delta: 1e-6, MaxEpsilonPerQuery: 1, MaxGroupsPerUnit: 1, MaxRowsPerUnit: 1, Neighbouring: AddRemove}
+	wantDefaults := Defaults{Epsilon: 0.1, Delta: 1e-6, MaxEpsilonPerQuery: 1, MaxGroupsPerUnit: 1, MaxRowsPerUnit: 1, Neighbouring: AddRemove, Mechanism: MechanismLaplace}
 	if p.Defaults != wantDefaults {
 		t.Errorf("Defaults = %+v, want %+v", p.Defaults, wantDefaults)
 	}

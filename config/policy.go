@@ -157,6 +157,11 @@ type Defaults struct {
 	MaxRowsPerUnit int `yaml:"max_rows_per_unit"`
 	// Neighbouring definition, AddRemove or Replace (default AddRemove).
 	Neighbouring Neighbouring `yaml:"neighbouring"`
+	// Mechanism chooses the noise of measurements: MechanismLaplace
+	// (default), MechanismGaussian when the query has δ > 0, or
+	// MechanismAuto, whichever has the smaller 95 % error bound per
+	// measurement.
+	Mechanism Mechanism `yaml:"mechanism,omitempty"`
 }
 
 // Cache configures the result cache: an analyst who repeats a query (the
@@ -396,3 +401,13 @@ func equalFold(a, b string) bool {
 	}
 	return true
 }
+
+// Mechanism names the noise mechanism of measurements.
+type Mechanism string
+
+// Mechanisms a policy may choose.
+const (
+	MechanismLaplace  Mechanism = "laplace"
+	MechanismGaussian Mechanism = "gaussian"
+	MechanismAuto     Mechanism = "auto"
+)

@@ -279,6 +279,19 @@ func (d *decoder) validateDefaults(p *Policy) {
 		d.errorf("defaults.neighbouring", "unknown neighbouring definition %q%s; expected %s or %s", df.Neighbouring,
 			caseHint(string(df.Neighbouring), []string{string(AddRemove), string(Replace)}), AddRemove, Replace)
 	}
+	if df.Mechanism == "" {
+		df.Mechanism = MechanismLaplace
+	}
+	switch df.Mechanism {
+	case MechanismLaplace, MechanismGaussian, MechanismAuto:
+	default:
+		d.errorf("defaults.mechanism", "unknown mechanism %q%s; expected %s, %s or %s", df.Mechanism,
+			caseHint(string(df.Mechanism), []string{string(MechanismLaplace), string(MechanismGaussian), string(MechanismAuto)}),
+			MechanismLaplace, MechanismGaussian, MechanismAuto)
+	}
+	if df.Mechanism == MechanismGaussian && df.Delta <= 0 {
+		d.errorf("defaults.mechanism", "gaussian needs defaults.delta > 0 (the Gaussian mechanism is (ε, δ)-DP)")
+	}
 }
 
 func (d *decoder) validateCache(p *Policy) {

@@ -45,6 +45,19 @@ func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
 				res.Rows = append(res.Rows, []any{label, m.Kind.String(), "none (constant)", 0.0, m.Epsilon, 0.0, 0.0})
 				continue
 			}
+			if m.Gaussian {
+				g, err := mechanisms.NewGaussian(m.Epsilon, m.Delta, m.L2)
+				if err != nil {
+					return nil, err
+				}
+				mech := fmt.Sprintf("Gaussian, L2 sensitivity (δ=%g)", m.Delta)
+				if m.Integer {
+					mech = fmt.Sprintf("discrete Gaussian, L2 sensitivity (δ=%g)", m.Delta)
+				}
+				// noise_scale is σ; the sensitivity column shows L2.
+				res.Rows = append(res.Rows, []any{label, m.Kind.String(), mech, m.L2, m.Epsilon, g.Sigma(), g.ErrorBound(ExplainConfidence)})
+				continue
+			}
 			l, err := mechanisms.NewLaplace(m.Epsilon, m.Sensitivity)
 			if err != nil {
 				return nil, err

@@ -90,11 +90,13 @@ type auditCase struct {
 	// its ε, which shows the databases and events are worst cases and the
 	// audit is not vacuous.
 	sharp float64
+	// mechanism is the policy's noise (laplace when empty).
+	mechanism config.Mechanism
 }
 
 const auditPolicy = `
 backend: {kind: sqlite, path: unused.db}
-defaults: {epsilon: %g, delta: %g, max_groups_per_unit: %d, max_rows_per_unit: %d, neighbouring: %s}
+defaults: {epsilon: %g, delta: %g, max_groups_per_unit: %d, max_rows_per_unit: %d, neighbouring: %s, mechanism: %s}
 analysts:
   - name: ana
     password:
@@ -198,6 +200,23 @@ func auditCases() []auditCase {
 			inD:   unitRows{groups: []string{"h1", "h2", "h3", "h4"}, rows: 4, x: 1000, f: 1},
 			runs:  0.5,
 		},
+		// The Gaussian mechanism, calibrated to the L2 sensitivity: √L0
+		// groups' worth under add/remove, twice that bound under replace.
+		// Its loss reaches ε only with small probability (the rest is in
+		// δ), so the sampled bound stays well below ε: sharp is low.
+		auditCase{
+			name: "gaussian/keys/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 2, linf: 3, mechanism: config.MechanismGaussian,
+			query: "SELECT kg, COUNT(*) FROM people WHERE f = 1 GROUP BY kg",
+			inD:   unitRows{groups: []string{"h1", "h2"}, rows: 3, x: 1000, f: 1},
+			runs:  0.5, sharp: 0.05,
+		},
+		auditCase{
+			name: "gaussian/ungrouped/replace/SUM(x)", neighbouring: config.Replace, l0: 1, linf: 2, mechanism: config.MechanismGaussian,
+			query:    "SELECT SUM(x) FROM people WHERE f = 1",
+			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h1"}, rows: 3, x: -1000, f: 1},
+			sharp:    0.15,
+		},
 		// Keys alone (SELECT DISTINCT g): partition selection spends the
 		// whole ε; the unit tips its group over the threshold.
 		auditCase{
@@ -260,7 +279,7 @@ func TestPlanPrivacyAudit(t *testing.T) {
 // auditPlan plans the case's query, builds D and D′, and returns the
 // audit's ε lower bound.
 func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewrite.Plan) {
-	pol, err := config.Parse([]byte(fmt.Sprintf(auditPolicy, auditEpsilon, auditDelta, c.l0, c.linf, c.neighbouring)), "audit.yaml")
+	pol, err := config.Parse([]byte(fmt.Sprintf(auditPolicy, auditEpsilon, auditDelta, c.l0, c.linf, c.neighbouring, cmp.Or(c.mechanism, config.MechanismLaplace))), "audit.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

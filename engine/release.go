@@ -22,16 +22,16 @@ import (
 // clamping, AVG as a ratio), ordered and limited. Everything after the
 // noise is post-processing and costs no privacy.
 func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*sqltypes.Result, error) {
-	mechs := make([]*mechanisms.Laplace, len(plan.Measurements))
+	mechs := make([]noiser, len(plan.Measurements))
 	for i, m := range plan.Measurements {
 		if m.Sensitivity == 0 {
 			continue // the value is the same on every database: no noise needed
 		}
-		l, err := mechanisms.NewLaplace(m.Epsilon, m.Sensitivity)
+		mech, err := measurementMechanism(m)
 		if err != nil {
 			return nil, &sqlerr.Error{Code: sqlerr.PrivacyParameterError, Message: fmt.Sprintf("cannot calibrate noise: %v", err), Err: err}
 		}
-		mechs[i] = l
+		mechs[i] = mech
 	}
 	// A plan that weights groups returns a row per group and k: fold them.
 	folded, err := plan.FoldGroups(rows.Values)
@@ -248,7 +248,24 @@ func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) ([
 }
 
 // noisyMeasurement perturbs one measurement of one group.
-func noisyMeasurement(m rewrite.Measurement, mech *mechanisms.Laplace, exact []any, r *mechanisms.Rand) (float64, error) {
+// noiser is a calibrated additive noise mechanism (Laplace or Gaussian).
+type noiser interface {
+	AddNoiseInt(r *mechanisms.Rand, x int64) (int64, error)
+	AddNoiseFloat(r *mechanisms.Rand, x float64) (float64, error)
+	ErrorBound(confidence float64) float64
+}
+
+// measurementMechanism calibrates a measurement's noise: Gaussian at
+// (ε, δ) over its L2 sensitivity when the plan chose it, else Laplace at ε
+// over its L1 sensitivity.
+func measurementMechanism(m rewrite.Measurement) (noiser, error) {
+	if m.Gaussian {
+		return mechanisms.NewGaussian(m.Epsilon, m.Delta, m.L2)
+	}
+	return mechanisms.NewLaplace(m.Epsilon, m.Sensitivity)
+}
+
+func noisyMeasurement(m rewrite.Measurement, mech noiser, exact []any, r *mechanisms.Rand) (float64, error) {
 	value := m.Value(exact)
 	if mech == nil {
 		return value, nil

@@ -221,6 +221,7 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 		MaxGroupsPerUnit: a.table.MaxGroupsPerUnit,
 		MaxRowsPerUnit:   a.table.MaxRowsPerUnit,
 		Neighbouring:     a.pol.Defaults.Neighbouring,
+		Mechanism:        a.pol.Defaults.Mechanism,
 		Limit:            -1,
 		UnitsColumn:      -1,
 		GroupCountColumn: -1,

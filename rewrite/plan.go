@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/mechanisms"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
@@ -63,6 +64,12 @@ type Measurement struct {
 	Integer     bool
 	Sensitivity float64
 	Epsilon     float64
+	// Gaussian selects the Gaussian mechanism, calibrated to L2 (the L2
+	// sensitivity over all groups) at (Epsilon, Delta); otherwise Laplace
+	// noise calibrated to Sensitivity (L1) at Epsilon.
+	Gaussian bool
+	L2       float64
+	Delta    float64
 	// CountColumn, SumColumn and SquaresColumn index the backend result
 	// columns the exact value is computed from (-1 when not used).
 	CountColumn   int
@@ -202,6 +209,8 @@ type Plan struct {
 	// groups of the units a row sums, when the plan weights groups
 	// (WeightsGroups; -1 otherwise). FoldGroups combines such rows.
 	GroupCountColumn int
+	// Mechanism is the policy's choice of noise (config.Mechanism*).
+	Mechanism config.Mechanism
 	// Selection is set when GROUP BY keys come from the data and must pass
 	// DP partition selection; nil when every group column has a public key
 	// list (or there is no GROUP BY).
@@ -273,9 +282,17 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 		parts++
 	}
 	share := epsilon / float64(parts)
+	// δ is shared by the selection and the Gaussian measurements (basic
+	// composition); each Gaussian measurement is calibrated to a share as
+	// if every measurement were Gaussian, so the total stays within δ.
+	gaussianOK := delta > 0 && p.Mechanism != config.MechanismLaplace && p.Mechanism != ""
+	deltaShare := delta
+	if gaussianOK {
+		deltaShare = delta / float64(parts)
+	}
 	if p.Selection != nil {
 		p.Selection.Epsilon = share
-		p.Selection.Delta = delta
+		p.Selection.Delta = deltaShare
 		p.Selection.ChangedGroups = p.changedGroups()
 		p.Delta = delta
 	}
@@ -295,10 +312,49 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 			// over its groups (public key lists, see the emitter).
 			m.Integer = !weighted && (m.Kind == MeasureCount || m.Kind == MeasureUnits ||
 				(m.Kind == MeasureSum && p.Table.IsRowPrivacy() && a.Column.Type.Integer() && isWhole(a.Bounds.Lo) && isWhole(a.Bounds.Hi)))
+			if gaussianOK && m.Sensitivity > 0 {
+				m.L2 = p.l2Sensitivity(m.Kind, a.Bounds)
+				m.Gaussian = p.Mechanism == config.MechanismGaussian || gaussianWins(share, deltaShare, m.Sensitivity, m.L2)
+				if m.Gaussian {
+					m.Delta = deltaShare
+					p.Delta = delta
+				}
+			}
 		}
 	}
 	p.Epsilon = epsilon
 	return nil
+}
+
+// l2Sensitivity is the L2 sensitivity of one measurement over all groups,
+// for the Gaussian mechanism. A unit's contributions form a vector with at
+// most L0 non-zero coordinates, each of magnitude at most m (weights over
+// public keys only shrink it: k coordinates of L0/k give L0/√k ≤ √L0), so
+// its norm is at most √L0·m; adding or removing the unit moves the vector
+// of group values by that, replacing it by at most twice that (the triangle
+// inequality). Without GROUP BY there is one coordinate, as for L1.
+func (p *Plan) l2Sensitivity(kind MeasurementKind, b config.Bounds) float64 {
+	magnitude, width := p.contribution(kind, b)
+	switch {
+	case len(p.Groups) > 0 && p.Neighbouring == config.Replace:
+		return 2 * math.Sqrt(float64(p.MaxGroupsPerUnit)) * magnitude
+	case len(p.Groups) > 0:
+		return math.Sqrt(float64(p.MaxGroupsPerUnit)) * magnitude
+	case p.Neighbouring == config.Replace:
+		return width
+	}
+	return magnitude
+}
+
+// gaussianWins reports whether the Gaussian mechanism at (ε, δ) with L2
+// sensitivity l2 has a smaller 95 % error bound than Laplace at ε with L1
+// sensitivity l1 (policy mechanism: auto).
+func gaussianWins(epsilon, delta, l1, l2 float64) bool {
+	sigma, err := mechanisms.AnalyticGaussianSigma(epsilon, delta, l2)
+	if err != nil {
+		return false
+	}
+	return 1.96*sigma < math.Log(20)*l1/epsilon
 }
 
 // sensitivity is the L1 sensitivity of one measurement over all groups:

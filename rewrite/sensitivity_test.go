@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/mechanisms"
 	"github.com/dpproxy/dpproxy/sqltypes"
 	_ "modernc.org/sqlite"
 )
@@ -339,4 +340,53 @@ func unionKeys(a, b map[string][]any) []string {
 		}
 	}
 	return keys
+}
+
+// The Gaussian mechanism's calibration in a plan: L2 sensitivity √L0 (add
+// or remove) or 2√L0 (replace) times a unit's largest contribution to one
+// group, one coordinate without GROUP BY; the query's δ shared by the
+// selection and the Gaussian measurements; auto picks Gaussian where its
+// 95 % bound is smaller.
+func TestGaussianAssignment(t *testing.T) {
+	pol := testPolicy(t)
+	pol.Defaults.Delta = 1e-6
+	plan := func(mech config.Mechanism, nb config.Neighbouring, sql string) *Plan {
+		t.Helper()
+		pol.Defaults.Mechanism, pol.Defaults.Neighbouring = mech, nb
+		parsed, err := ParseStatement(sql, PostgresFrontEnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Analyze(parsed.Stmts[0], pol, Options{Dialect: SQLite, Epsilon: 1})
+		if err != nil || q.Plan == nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return q.Plan
+	}
+	// visits: L0 = 3, Linf = 2; region has no key list (selection).
+	p := plan(config.MechanismGaussian, config.AddRemove, `SELECT region, COUNT(*) FROM visits GROUP BY region`)
+	m := p.Measurements[0]
+	if !m.Gaussian || math.Abs(m.L2-math.Sqrt(3)*2) > 1e-12 || m.Sensitivity != 6 {
+		t.Errorf("grouped add/remove: %+v, want Gaussian with L2 = √3·2, L1 = 6", m)
+	}
+	if total := m.Delta + p.Selection.Delta; total > p.Delta*(1+1e-12) || p.Delta != 1e-6 {
+		t.Errorf("δ: measurement %g + selection %g > query %g", m.Delta, p.Selection.Delta, p.Delta)
+	}
+	p = plan(config.MechanismGaussian, config.Replace, `SELECT region, COUNT(*) FROM visits GROUP BY region`)
+	if m := p.Measurements[0]; math.Abs(m.L2-2*math.Sqrt(3)*2) > 1e-12 {
+		t.Errorf("grouped replace: L2 = %g, want 2·√3·2", m.L2)
+	}
+	p = plan(config.MechanismGaussian, config.AddRemove, `SELECT SUM(cost) FROM visits`)
+	if m := p.Measurements[0]; m.L2 != m.Sensitivity || m.L2 != 2000 {
+		t.Errorf("ungrouped: L2 %g, L1 %g, want both 2·1000", m.L2, m.Sensitivity)
+	}
+	// Laplace by default; auto where Gaussian's bound is smaller.
+	if p := plan(config.MechanismLaplace, config.AddRemove, `SELECT region, COUNT(*) FROM visits GROUP BY region`); p.Measurements[0].Gaussian {
+		t.Error("laplace policy chose Gaussian")
+	}
+	auto := plan(config.MechanismAuto, config.AddRemove, `SELECT region, COUNT(*) FROM visits GROUP BY region`).Measurements[0]
+	sigma, _ := mechanisms.AnalyticGaussianSigma(auto.Epsilon, 1e-6/2, math.Sqrt(3)*2)
+	if want := 1.96*sigma < math.Log(20)*6/auto.Epsilon; auto.Gaussian != want {
+		t.Errorf("auto chose Gaussian=%v; Gaussian bound %g vs Laplace %g", auto.Gaussian, 1.96*sigma, math.Log(20)*6/auto.Epsilon)
+	}
 }
