@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/config"
@@ -100,6 +101,20 @@ func ExplainSummary(plan *rewrite.Plan) string {
 	default:
 		fmt.Fprintf(&sb, "contribution bounds: at most %d group(s) per unit (chosen at random), "+
 			"at most %d row(s) per unit per group (a unit's larger sum is scaled down to %d values)\n", l0, plan.MaxRowsPerUnit, plan.MaxRowsPerUnit)
+	}
+	// What bounding can drop: the error bounds below cover the noise only.
+	if !plan.Table.IsRowPrivacy() {
+		fmt.Fprintf(&sb, "bias: the error bounds cover the noise only; bounding drops what people contribute beyond %d group(s) and %d row(s) per group", l0, plan.MaxRowsPerUnit)
+		var clamped []string
+		for _, a := range plan.Aggregates {
+			if a.Column != nil && a.Column.Bounds != nil {
+				clamped = append(clamped, fmt.Sprintf("%s to [%g, %g]", a.Column.Name, a.Bounds.Lo, a.Bounds.Hi))
+			}
+		}
+		if len(clamped) > 0 {
+			fmt.Fprintf(&sb, " and clamps %s", strings.Join(slices.Compact(clamped), ", "))
+		}
+		sb.WriteString(", so counts and sums can be lower than the truth by more than the bound when people exceed these limits\n")
 	}
 	parts := fmt.Sprintf("%d measurement(s)", len(plan.Measurements))
 	if plan.Selection != nil {

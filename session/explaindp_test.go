@@ -62,6 +62,10 @@ func TestExplainDP(t *testing.T) {
 	if len(notes["summary"]) < 3 || !strings.Contains(strings.Join(notes["summary"], "\n"), "cost: ε = 0.5") {
 		t.Errorf("summary %q", notes["summary"])
 	}
+	// What bounding can drop is stated, with the clamp of AVG's column.
+	if summary := strings.Join(notes["summary"], "\n"); !strings.Contains(summary, "bias: the error bounds cover the noise only; bounding drops what people contribute beyond 2 group(s) and 3 row(s) per group and clamps cost to [10, 20]") {
+		t.Errorf("summary lacks the bias statement: %q", summary)
+	}
 	if sql := notes["backend SQL (sqlite)"]; len(sql) != 1 || !strings.Contains(sql[0], "COUNT(*) OVER (PARTITION BY") {
 		t.Errorf("backend SQL %q", sql)
 	}
