@@ -220,8 +220,12 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 	}
 	res, err := release(plan, rows, e.rand)
 	if err != nil {
-		// Nothing left the proxy: noise generation failed closed.
-		reservation.Release()
+		// The data was read: whether the release fails may depend on it
+		// (found in review: an error in post-processing could otherwise
+		// be a free bit about the noisy values), so the charge stands.
+		if _, cerr := reservation.Commit(context.WithoutCancel(ctx), queryText); cerr != nil {
+			e.log.Error("charging a failed release", "analyst", analyst, "err", cerr)
+		}
 		return nil, err
 	}
 	if _, err := reservation.Commit(ctx, queryText); err != nil {

@@ -274,7 +274,7 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	// Select list: group columns and aggregates.
 	b := &backendColumns{groups: len(p.Groups), unitCol: -1}
 	for i, f := range sel.Fields.Fields {
-		out, err := a.outputColumn(p, b, f, i, sel.Fields.Fields)
+		out, err := a.outputColumn(p, b, f, i)
 		if err != nil {
 			return nil, err
 		}
@@ -823,7 +823,7 @@ func groupNames(p *Plan) string {
 const maxReleasedGroups = 100000
 
 // outputColumn plans one select-list item.
-func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, index int, fields []*ast.SelectField) (OutputColumn, error) {
+func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, index int) (OutputColumn, error) {
 	if f.WildCard != nil {
 		return OutputColumn{}, a.rawRowsError()
 	}
@@ -879,8 +879,8 @@ func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, 
 			WithHint("use aggregates: %s", supportedAggregates)
 	}
 	// An expression over aggregates, group columns and constants,
-	// computed on the released row (post.go).
-	d, typ, err := a.derived(expr, p, b, fields)
+	// computed on the released row (post.go). Aliases are not names here.
+	d, typ, err := a.derived(expr, p, b, nil)
 	if err != nil {
 		return OutputColumn{}, err
 	}

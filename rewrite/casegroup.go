@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/sqlerr"
@@ -25,7 +26,7 @@ import (
 func (a *analyzer) caseGroup(x *ast.CaseExpr) (GroupColumn, error) {
 	hint := "write CASE WHEN condition THEN 'key' ... ELSE 'other key' END, with constant results"
 	var keys []string
-	seen := map[string]bool{}
+	seen := map[string]string{} // folded key → key as written
 	isText, isNumber := false, false
 	add := func(r ast.ExprNode) error {
 		v, ok := unparen(r).(*test_driver.ValueExpr)
@@ -41,10 +42,18 @@ func (a *analyzer) caseGroup(x *ast.CaseExpr) (GroupColumn, error) {
 		default:
 			return sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY CASE needs text or integer results").WithHint("%s", hint)
 		}
-		if !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
+		// Keys a backend could take for one (MySQL's default collations
+		// ignore case and trailing spaces) would merge two groups under
+		// a label chosen by the data.
+		folded := strings.ToLower(strings.TrimRight(k, " "))
+		if first, dup := seen[folded]; dup {
+			if first != k {
+				return sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY CASE keys %q and %q differ only in case or trailing spaces", first, k).WithHint("%s", hint)
+			}
+			return nil
 		}
+		seen[folded] = k
+		keys = append(keys, k)
 		return nil
 	}
 	for _, w := range x.WhenClauses {

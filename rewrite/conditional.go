@@ -3,11 +3,13 @@ package rewrite
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 )
 
@@ -36,26 +38,51 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 	sb.WriteString("CASE")
 	lo, hi := math.Inf(1), math.Inf(-1)
 	typ := config.ColumnType("")
+	// combine widens the CASE's type: any fractional result makes it
+	// numeric, so that a sum is never taken as whole when it is not.
+	combine := func(t config.ColumnType) {
+		switch {
+		case typ == "":
+			typ = t
+		case typ.Integer() && t.Integer():
+		case typ.Numeric() && t.Numeric():
+			typ = config.TypeNumeric
+		case !t.Numeric():
+			typ = t
+		}
+	}
 	result := func(r ast.ExprNode) (string, error) {
-		switch v := unparen(r).(type) {
+		expr := unparen(r)
+		negative := false
+		if u, ok := expr.(*ast.UnaryOperationExpr); ok && u.Op == opcode.Minus {
+			expr, negative = unparen(u.V), true
+		}
+		switch v := expr.(type) {
 		case *test_driver.ValueExpr:
-			if v.Kind() == test_driver.KindNull {
+			if v.Kind() == test_driver.KindNull && !negative {
 				return "NULL", nil
 			}
-			f, ok := releasedNumber(numberOf(v))
+			f, ok := constantNumber(v)
 			if !ok {
-				if summed {
+				if summed || negative {
 					return "", sqlerr.New(sqlerr.DatatypeMismatch, "%s(CASE ...) needs numeric results", fn)
 				}
 				s, _, err := e.literal(v)
 				return s, err
 			}
-			lo, hi = math.Min(lo, f), math.Max(hi, f)
-			if typ == "" {
-				typ = config.TypeInt
+			if negative {
+				f = -f
 			}
-			if f != math.Trunc(f) {
-				typ = config.TypeNumeric
+			// A large constant could overflow the backend's sum, an
+			// error that would depend on how many rows match.
+			if math.Abs(f) > maxCaseConstant {
+				return "", sqlerr.New(sqlerr.FeatureNotSupported, "%s(CASE ...) constants must lie within ±%g", fn, maxCaseConstant)
+			}
+			lo, hi = math.Min(lo, f), math.Max(hi, f)
+			if f == math.Trunc(f) {
+				combine(config.TypeInt)
+			} else {
+				combine(config.TypeNumeric)
 			}
 			return formatNumber(f), nil
 		case *ast.ColumnNameExpr:
@@ -63,7 +90,7 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 			if err != nil {
 				return "", err
 			}
-			if a.isUnit(col) {
+			if a.isUnit(col) && summed {
 				return "", sqlerr.New(sqlerr.InsufficientPrivilege, "the privacy unit column %q cannot be aggregated", col.Name)
 			}
 			if summed {
@@ -73,9 +100,7 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 				}
 				lo, hi = math.Min(lo, col.Bounds.Lo), math.Max(hi, col.Bounds.Hi)
 			}
-			if typ == "" || typ == config.TypeInt {
-				typ = col.Type
-			}
+			combine(col.Type)
 			return e.clamp(col), nil
 		}
 		return "", sqlerr.New(sqlerr.FeatureNotSupported, "the results of %s(CASE ...) must be columns, numbers or NULL", fn)
@@ -110,7 +135,10 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 		col.Bounds = &config.Bounds{Lo: lo, Hi: hi}
 	}
 	key := sb.String()
-	if have, ok := a.valueExprs[key]; ok && (have.Bounds == nil) == (col.Bounds == nil) {
+	if summed {
+		key += " -- summed"
+	}
+	if have, ok := a.valueExprs[key]; ok {
 		return have, nil // the same CASE again: one value column
 	}
 	if a.valueExprs == nil {
@@ -118,21 +146,25 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 		a.valueSQL = map[*config.Column]string{}
 	}
 	a.valueExprs[key] = col
-	a.valueSQL[col] = key
+	a.valueSQL[col] = strings.TrimSuffix(key, " -- summed")
 	return col, nil
 }
 
-// numberOf reads a numeric constant; nil for others.
-func numberOf(v *test_driver.ValueExpr) any {
+// maxCaseConstant bounds a conditional aggregate's constants.
+const maxCaseConstant = 1e9
+
+// constantNumber reads a numeric constant.
+func constantNumber(v *test_driver.ValueExpr) (float64, bool) {
 	switch v.Kind() {
 	case test_driver.KindInt64:
-		return v.GetInt64()
+		return float64(v.GetInt64()), true
 	case test_driver.KindUint64:
-		return float64(v.GetUint64())
+		return float64(v.GetUint64()), true
 	case test_driver.KindFloat64:
-		return v.GetFloat64()
+		return v.GetFloat64(), true
 	case test_driver.KindMysqlDecimal:
-		return v.GetMysqlDecimal().String()
+		f, err := strconv.ParseFloat(v.GetMysqlDecimal().String(), 64)
+		return f, err == nil
 	}
-	return nil
+	return 0, false
 }

@@ -82,6 +82,12 @@ var postFunctions = map[string]bool{
 	"sqrt": true, "ln": true, "exp": true, "greatest": true, "least": true, "coalesce": true, "nullif": true,
 }
 
+// postArity is each function's least and most arguments.
+var postArity = map[string][2]int{
+	"round": {1, 2}, "abs": {1, 1}, "ceil": {1, 1}, "ceiling": {1, 1}, "floor": {1, 1}, "power": {2, 2}, "pow": {2, 2},
+	"sqrt": {1, 1}, "ln": {1, 1}, "exp": {1, 1}, "greatest": {1, 64}, "least": {1, 64}, "coalesce": {1, 64}, "nullif": {2, 2},
+}
+
 func postError(format string, args ...any) error {
 	return sqlerr.New(sqlerr.FeatureNotSupported, format, args...).
 		WithHint("expressions over aggregates, group columns and constants may use arithmetic, comparisons, CASE, CAST, ROUND, ABS, CEIL, FLOOR, POWER, SQRT, LN, EXP, GREATEST, LEAST, COALESCE and NULLIF")
@@ -100,8 +106,10 @@ func (a *analyzer) checkDerived(d *Derived, expr ast.ExprNode, p *Plan, b *backe
 			return sqltypes.Unknown, nil
 		case test_driver.KindInt64, test_driver.KindUint64:
 			return sqltypes.Int8, nil
+		case test_driver.KindFloat64, test_driver.KindMysqlDecimal:
+			return sqltypes.Float8, nil
 		}
-		return sqltypes.Float8, nil
+		return 0, postError("this kind of constant is not supported on released values")
 	case *ast.AggregateFuncExpr:
 		agg, _, typ, err := a.aggregate(x, strings.ToLower(x.F), p, b)
 		if err != nil {
@@ -112,8 +120,10 @@ func (a *analyzer) checkDerived(d *Derived, expr ast.ExprNode, p *Plan, b *backe
 		d.refs[x] = derivedRef{group: -1, aggregate: len(p.Aggregates) - 1}
 		return typ, nil
 	case *ast.ColumnNameExpr:
-		// A select-list alias (HAVING n > 10) stands for its expression.
-		if x.Name.Table.O == "" {
+		// In HAVING, a select-list alias that is not a column of the
+		// table (HAVING n > 10) stands for its expression (checked without
+		// aliases, so it cannot refer to itself).
+		if _, isColumn := a.table.Column(x.Name.Name.O); x.Name.Table.O == "" && !isColumn {
 			for _, f := range fields {
 				if f.AsName.O != "" && strings.EqualFold(f.AsName.O, x.Name.Name.O) {
 					return a.aliasRef(d, x, f, p, b, fields)
@@ -249,6 +259,9 @@ func (a *analyzer) checkDerived(d *Derived, expr ast.ExprNode, p *Plan, b *backe
 		if !postFunctions[name] || x.Schema.L != "" {
 			return 0, postError("the function %s() is not supported on released values", x.FnName.O)
 		}
+		if n := len(x.Args); n < postArity[name][0] || n > postArity[name][1] {
+			return 0, postError("%s() takes %d to %d arguments, got %d", x.FnName.O, postArity[name][0], postArity[name][1], n)
+		}
 		result := sqltypes.Unknown
 		for _, arg := range x.Args {
 			t, err := check(arg)
@@ -370,7 +383,7 @@ func (d *Derived) eval(expr ast.ExprNode, keys, aggs []any) (any, error) {
 		case test_driver.KindMysqlDecimal:
 			return strconv.ParseFloat(x.GetMysqlDecimal().String(), 64)
 		}
-		return nil, fmt.Errorf("post-processing: constant of kind %d", x.Kind())
+		return nil, nil // other constants are refused when the query is checked
 	case *ast.UnaryOperationExpr:
 		v, err := ev(x.V)
 		if err != nil || v == nil {
@@ -526,11 +539,15 @@ func (d *Derived) eval(expr ast.ExprNode, keys, aggs []any) (any, error) {
 		}
 		f, ok := releasedNumber(v)
 		if !ok {
-			if s, isStr := v.(string); isStr {
-				var err error
-				if f, err = strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
-					return nil, sqlerr.New(sqlerr.InvalidTextRepresent, "invalid input syntax for a number: %q", s)
-				}
+			// A cast that does not apply gives NULL, never an error: an
+			// error here could depend on the noisy values.
+			s, isStr := v.(string)
+			if !isStr {
+				return nil, nil
+			}
+			var err error
+			if f, err = strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
+				return nil, nil
 			}
 		}
 		switch x.Tp.GetType() {
@@ -549,7 +566,7 @@ func (d *Derived) eval(expr ast.ExprNode, keys, aggs []any) (any, error) {
 		}
 		return postCall(x.FnName.L, args)
 	}
-	return nil, fmt.Errorf("post-processing: unexpected %T", expr)
+	return nil, nil // other expressions are refused when the query is checked
 }
 
 func postCall(name string, args []any) (any, error) {
@@ -618,7 +635,7 @@ func postCall(name string, args []any) (any, error) {
 	case "exp":
 		return math.Exp(arg(0)), nil
 	}
-	return nil, fmt.Errorf("post-processing: function %s", name)
+	return nil, nil
 }
 
 // compareAny orders two released values: numbers as numbers, anything

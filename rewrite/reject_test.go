@@ -50,6 +50,11 @@ var rejections = []struct {
 	{`SELECT COUNT(*) FROM visits GROUP BY CASE WHEN cost > 5 THEN note ELSE 'x' END`, sqlerr.FeatureNotSupported, `GROUP BY CASE needs constant results`},
 	{`SELECT COUNT(*) FROM visits GROUP BY CASE WHEN cost > 5 THEN 'a' END`, sqlerr.FeatureNotSupported, `needs an ELSE`},
 	{`SELECT COUNT(*) FROM visits GROUP BY CASE WHEN cost + 1 > 5 THEN 'a' ELSE 'b' END`, sqlerr.FeatureNotSupported, `arithmetic`},
+	// Found in review: constants that could overflow a backend sum,
+	// function arities, keys a collation could merge.
+	{`SELECT SUM(CASE WHEN diagnosis = 'A' THEN 4611686018427387904 ELSE 0 END) FROM visits`, sqlerr.FeatureNotSupported, `constants must lie within`},
+	{`SELECT NULLIF(COUNT(*)) FROM visits`, sqlerr.FeatureNotSupported, `NULLIF() takes 2 to 2 arguments`},
+	{`SELECT COUNT(*) FROM visits GROUP BY CASE WHEN cost > 5 THEN 'A' ELSE 'a' END`, sqlerr.FeatureNotSupported, `differ only in case`},
 	{`SELECT MEDIAN(cost) FROM visits`, sqlerr.FeatureNotSupported, `MEDIAN() needs a DP quantile`},
 	// Writes and DDL.
 	{`INSERT INTO visits VALUES (1)`, sqlerr.ReadOnlyTransaction, `read-only: INSERT`},
