@@ -109,7 +109,13 @@ func rewriteOneFilter(sql string, toks []token) (string, bool, error) {
 		}
 		cond := sql[tok(k+2).end:tok(closeFilter).pos]
 		args := sql[tok(openArgs).end:tok(closeArgs).pos]
-		if openArgs+1 == closeArgs-0 || (openArgs+2 == closeArgs && tok(openArgs+1).kind == tkOp && sql[tok(openArgs+1).pos:tok(openArgs+1).end] == "*") {
+		star := openArgs+2 == closeArgs && tok(openArgs+1).kind == tkOp && sql[tok(openArgs+1).pos:tok(openArgs+1).end] == "*"
+		switch {
+		case openArgs+1 == closeArgs:
+			return "", false, sqlerr.New(sqlerr.SyntaxError, "%s() needs an argument", tok(openArgs-1).val)
+		case star && tok(openArgs-1).val != "count":
+			return "", false, sqlerr.New(sqlerr.SyntaxError, "%s(*) is not an aggregate", tok(openArgs-1).val)
+		case star:
 			args = "1" // COUNT(*)
 		}
 		out := sql[:tok(openArgs).end] + "CASE WHEN (" + cond + ") THEN " + args + " END" +
