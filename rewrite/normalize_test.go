@@ -634,6 +634,8 @@ func TestFilterClause(t *testing.T) {
 		`SELECT max(x) FILTER (WHERE a) FROM t`:            "FILTER is supported after COUNT",
 		`SELECT count(DISTINCT x) FILTER (WHERE a) FROM t`: "FILTER with DISTINCT",
 		`SELECT count(x) FILTER (a) FROM t`:                "FILTER must be followed by (WHERE condition)",
+		`SELECT sum(*) FILTER (WHERE a) FROM t`:            "sum(*) is not an aggregate",
+		`SELECT count() FILTER (WHERE a) FROM t`:           "count() needs an argument",
 	} {
 		if _, err := rewriteFilters(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", in, err, want)
