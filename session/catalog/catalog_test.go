@@ -345,3 +345,25 @@ func TestConcurrentSessions(t *testing.T) {
 		}
 	}
 }
+
+// The translation memo is shared by an analyst's sessions but never hands
+// one session another's own values (process id, settings).
+func TestTranslationMemo(t *testing.T) {
+	c := newTestCatalog(t)
+	a := &Session{User: "alice", Database: "demo", BackendPID: 1}
+	b := &Session{User: "alice", Database: "demo", BackendPID: 2}
+	for _, s := range []*Session{a, b} {
+		res, err := c.QueryPostgres(context.Background(), `SELECT pg_backend_pid()`, nil, s)
+		if err != nil || fmt.Sprint(res.Rows) != fmt.Sprintf("[[%d]]", s.BackendPID) {
+			t.Errorf("session %d: %v %v", s.BackendPID, res, err)
+		}
+	}
+	q := `SELECT relname FROM pg_class WHERE relname = 'visits'`
+	if _, err := c.QueryPostgres(context.Background(), q, nil, a); err != nil {
+		t.Fatal(err)
+	}
+	before := c.translations.Len()
+	if _, err := c.QueryPostgres(context.Background(), q, nil, b); err != nil || c.translations.Len() != before {
+		t.Errorf("the same text for the same analyst translated again (%d → %d entries): %v", before, c.translations.Len(), err)
+	}
+}

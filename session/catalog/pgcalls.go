@@ -90,6 +90,7 @@ func (t *pgTranslator) call(parts []token, args node, rest []node, out *[]unit, 
 		}
 		return []unit{{sqliteString(v), true}}, 0, nil
 	case "pg_backend_pid":
+		t.usesSettings = true // the session's own: not memoized
 		return []unit{{strconv.Itoa(int(t.sess.BackendPID)), true}}, 0, nil
 	case "pg_get_userbyid":
 		inner, err := t.translate(args.children)

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"strconv"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/sqltypes"
@@ -12,7 +11,10 @@ import (
 // catalog database's SQL, for sess. It returns the number of parameters
 // ($n) the query uses.
 func (c *Catalog) TranslatePostgres(sql string, sess *Session) (string, int, error) {
-	key := strings.Join([]string{sql, sess.User, sess.Database, sess.ServerVersion, strconv.FormatUint(uint64(sess.BackendPID), 10)}, "\x00")
+	// The memo is shared by the sessions of one analyst and database; a
+	// translation that reads the session's own values (its settings, its
+	// process id) is not kept.
+	key := strings.Join([]string{sql, sess.User, sess.Database, sess.ServerVersion}, "\x00")
 	if tr, ok := c.translations.Get(key); ok {
 		return tr.sql, tr.params, nil
 	}

@@ -108,7 +108,8 @@ type pgTranslator struct {
 	sessionViews map[string]bool
 	maxParam     int
 	// usesSettings is set when the translation read the session's
-	// run-time parameters, which SET changes: it is not cached.
+	// run-time parameters (which SET changes) or its process id: it is
+	// not cached.
 	usesSettings bool
 }
 
