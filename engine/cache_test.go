@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"github.com/dpproxy/dpproxy/internal/fixture"
 	"reflect"
 	"sync"
 	"testing"
@@ -66,25 +67,12 @@ func execErr(t *testing.T, a *asker, sql string) *sqlerr.Error {
 
 // spent is the analyst's committed ε.
 func spent(t *testing.T, acct *budget.Accountant, analyst string) float64 {
-	t.Helper()
-	st, ok := acct.Status(analyst)
-	if !ok {
-		t.Fatalf("no budget for %s", analyst)
-	}
-	if !st.Reserved.IsZero() {
-		t.Errorf("%s has ε=%v still reserved", analyst, st.Reserved.Epsilon)
-	}
-	return st.Spent.Epsilon
+	return fixture.Spent(t, acct, analyst)
 }
 
 // charges is the number of ledger entries of the analyst.
 func charges(t *testing.T, acct *budget.Accountant, analyst string) int {
-	t.Helper()
-	cs, err := acct.Charges(context.Background(), analyst, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(cs)
+	return fixture.Charges(t, acct, analyst)
 }
 
 func TestCacheRepeatedQueries(t *testing.T) {

@@ -2,11 +2,9 @@ package engine
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/internal/fixture"
 	"github.com/dpproxy/dpproxy/mechanisms"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
@@ -21,33 +20,7 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-const testPolicy = `
-backend: {kind: sqlite, path: unused.db}
-defaults: {epsilon: 0.5, max_groups_per_unit: 2, max_rows_per_unit: 3}
-analysts:
-  - name: ana
-    password:
-      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
-    budget: {epsilon: 1.2}
-protected_tables:
-  - name: visits
-    privacy_unit: patient_id
-    columns:
-      - {name: patient_id, type: int}
-      - {name: kind, type: text, group_by: true, keys: [a, b, empty]}
-      - {name: cost, type: numeric, bounds: [10, 20]}
-      - {name: n, type: int, bounds: [0, 5]}
-public_tables: [notes]
-`
-
-func loadPolicy(t testing.TB) *config.Policy {
-	t.Helper()
-	pol, err := config.Parse([]byte(testPolicy), "engine_test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pol
-}
+func loadPolicy(t testing.TB) *config.Policy { return fixture.Policy(t) }
 
 func plan(t testing.TB, pol *config.Policy, query string) *rewrite.Plan {
 	t.Helper()
@@ -153,38 +126,7 @@ func (failingReader) Read([]byte) (int, error) { return 0, errors.New("entropy s
 // engineFixture is an engine over a small SQLite database and a ledger.
 func engineFixture(t testing.TB) (*Engine, *budget.Accountant, backend.Backend) {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	dbPath := filepath.Join(dir, "data.db")
-	db, err := sql.Open("sqlite", dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
-		`CREATE TABLE visits (patient_id INTEGER, kind TEXT, cost NUMERIC, n INTEGER)`,
-		`INSERT INTO visits VALUES (1, 'a', 12, 1), (1, 'b', 15, 2), (2, 'a', 30, 9), (3, 'b', 5, 0)`,
-		`CREATE TABLE notes (body TEXT)`,
-		`INSERT INTO notes VALUES ('hello'), ('world')`,
-	} {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	be, err := backend.OpenSQLite(ctx, dbPath, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { be.Close() })
-	store, err := budget.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	acct, err := budget.NewAccountant(ctx, store, map[string]budget.Cost{"ana": {Epsilon: 1.2}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, acct := fixture.Open(t)
 	e, err := New(Options{Policy: loadPolicy(t), Backend: be, Dialect: rewrite.SQLite, Accountant: acct})
 	if err != nil {
 		t.Fatal(err)
