@@ -448,7 +448,7 @@ var (
 	backendKeys   = []string{"kind", "dsn", "catalog_dsn", "path", "max_conns"}
 	ledgerKeys    = []string{"path"}
 	cacheKeys     = []string{"size", "ttl"}
-	defaultsKeys  = []string{"epsilon", "delta", "max_epsilon_per_query", "max_groups_per_unit", "max_rows_per_unit", "neighbouring", "mechanism"}
+	defaultsKeys  = []string{"epsilon", "delta", "max_epsilon_per_query", "max_groups_per_unit", "max_rows_per_unit", "neighbouring", "mechanism", "min_max_quantiles"}
 	analystKeys   = []string{"name", "password", "budget"}
 	passwordKeys  = []string{"scram_sha_256", "mysql_native_password", "caching_sha2_password"}
 	budgetKeys    = []string{"epsilon", "delta"}
@@ -565,6 +565,13 @@ func (d *decoder) defaults(n *yaml.Node, path string, df *Defaults) {
 			d.str(v, path, (*string)(&df.Neighbouring))
 		case "mechanism":
 			d.str(v, path, (*string)(&df.Mechanism))
+		case "min_max_quantiles":
+			if isNull(v) {
+				return
+			}
+			if err := df.MinMaxQuantiles.UnmarshalYAML(v); err != nil {
+				d.failAt(v, path, "%s", err.Error())
+			}
 		}
 	})
 }

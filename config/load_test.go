@@ -88,6 +88,8 @@ var badCases = []struct {
 	{"login_backoff_max_short", `login_backoff_max_short.yaml:3:22: listen.login_backoff_max: 1s is shorter than listen.login_backoff (2s); expected at least as long`},
 	{"mechanism_unknown", `mechanism_unknown.yaml:7:14: defaults.mechanism: unknown mechanism "gauss"`},
 	{"mechanism_gaussian_no_delta", `mechanism_gaussian_no_delta.yaml:7:14: defaults.mechanism: gaussian needs defaults.delta > 0`},
+	{"min_max_quantiles_inverted", `min_max_quantiles_inverted.yaml:7:22: defaults.min_max_quantiles: expected [min level, max level] with 0 ≤ min level ≤ 0.5 ≤ max level ≤ 1, such as [0.01, 0.99]; got [0.6, 0.99]`},
+	{"min_max_quantiles_single", `min_max_quantiles_single.yaml:7:22: defaults.min_max_quantiles: expected [lo, hi], a list of two numbers; got a list of 1`},
 	{"catalog_dsn_retired", `catalog_dsn_retired.yaml:4:16: backend.catalog_dsn: was retired: dpproxy answers catalog queries`},
 	{"cache_ttl_zero", `cache_ttl_zero.yaml:5:8: cache.ttl: must be a duration greater than 0 and at most 168h, got 0s; to turn the cache off, set cache.size to 0`},
 
@@ -226,7 +228,7 @@ func checkGood(t *testing.T, p *Policy, dir string) {
 	if want := filepath.Join(dir, "state", "ledger.db"); p.Ledger.Path != want {
 		t.Errorf("Ledger.Path = %q, want %q", p.Ledger.Path, want)
 	}
-	wantDefaults := Defaults{Epsilon: 0.5, Delta: 1e-7, MaxEpsilonPerQuery: 2, MaxGroupsPerUnit: 3, MaxRowsPerUnit: 2, Neighbouring: Replace, Mechanism: MechanismLaplace}
+	wantDefaults := Defaults{Epsilon: 0.5, Delta: 1e-7, MaxEpsilonPerQuery: 2, MaxGroupsPerUnit: 3, MaxRowsPerUnit: 2, Neighbouring: Replace, Mechanism: MechanismLaplace, MinMaxQuantiles: Bounds{Lo: 0, Hi: 1}}
 	if p.Defaults != wantDefaults {
 		t.Errorf("Defaults = %+v, want %+v", p.Defaults, wantDefaults)
 	}
@@ -360,7 +362,7 @@ func TestLoadDefaults(t *testing.T) {
 	if want := filepath.Join(dir, "dpproxy-ledger.db"); p.Ledger.Path != want {
 		t.Errorf("Ledger.Path = %q, want %q", p.Ledger.Path, want)
 	}
-	wantDefaults := Defaults{Epsilon: 0.1, Delta: 1e-6, MaxEpsilonPerQuery: 1, MaxGroupsPerUnit: 1, MaxRowsPerUnit: 1, Neighbouring: AddRemove, Mechanism: MechanismLaplace}
+	wantDefaults := Defaults{Epsilon: 0.1, Delta: 1e-6, MaxEpsilonPerQuery: 1, MaxGroupsPerUnit: 1, MaxRowsPerUnit: 1, Neighbouring: AddRemove, Mechanism: MechanismLaplace, MinMaxQuantiles: Bounds{Lo: 0, Hi: 1}}
 	if p.Defaults != wantDefaults {
 		t.Errorf("Defaults = %+v, want %+v", p.Defaults, wantDefaults)
 	}

@@ -162,6 +162,12 @@ type Defaults struct {
 	// MechanismAuto, whichever has the smaller 95 % error bound per
 	// measurement.
 	Mechanism Mechanism `yaml:"mechanism,omitempty"`
+	// MinMaxQuantiles are the quantile levels MIN and MAX are answered as
+	// (a DP quantile, see rewrite): [0, 1] by default. A level just inside
+	// (such as [0.01, 0.99]) is far more accurate: the 0 quantile is any
+	// value between the lower bound and the true minimum. In YAML a pair
+	// `min_max_quantiles: [0.01, 0.99]`.
+	MinMaxQuantiles Bounds `yaml:"min_max_quantiles"`
 }
 
 // Cache configures the result cache: an analyst who repeats a query (the

@@ -292,6 +292,11 @@ func (d *decoder) validateDefaults(p *Policy) {
 	if df.Mechanism == MechanismGaussian && df.Delta <= 0 {
 		d.errorf("defaults.mechanism", "gaussian needs defaults.delta > 0 (the Gaussian mechanism is (ε, δ)-DP)")
 	}
+	if !d.has("defaults.min_max_quantiles") {
+		df.MinMaxQuantiles = Bounds{Lo: 0, Hi: 1}
+	} else if q := df.MinMaxQuantiles; !(q.Lo >= 0 && q.Lo <= 0.5 && q.Hi >= 0.5 && q.Hi <= 1) {
+		d.errorf("defaults.min_max_quantiles", "expected [min level, max level] with 0 ≤ min level ≤ 0.5 ≤ max level ≤ 1, such as [0.01, 0.99]; got [%v, %v]", q.Lo, q.Hi)
+	}
 }
 
 func (d *decoder) validateCache(p *Policy) {

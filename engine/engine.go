@@ -204,7 +204,7 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 	// No result caps here: the bounded result has a row per group found in
 	// the data, before partition selection, so an error at a cap would
 	// tell the exact number of groups. Only released rows are capped.
-	rows, err := e.backend.Query(ctx, plan.BackendSQL)
+	data, err := readBounded(ctx, e.backend, plan)
 	if err != nil {
 		if errors.Is(err, backend.ErrUnavailable) {
 			// The query never reached the data: nothing depends on it.
@@ -218,7 +218,7 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 		}
 		return nil, backendError(err)
 	}
-	res, err := release(plan, rows, e.rand)
+	res, err := release(plan, data, e.rand)
 	if err != nil {
 		// The data was read: whether the release fails may depend on it
 		// (found in review: an error in post-processing could otherwise

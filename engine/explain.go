@@ -34,12 +34,28 @@ func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
 		if a.Column != nil {
 			label = fmt.Sprintf("%s(%s)", a.Func, a.Column.Name)
 		}
+		if a.Func == rewrite.QuantileAgg {
+			label = fmt.Sprintf("quantile %g of %s", plan.Quantiles[a.Quantile].Level, a.Column.Name)
+		}
 		// Each aggregate once, selected or used only in an expression
 		// or HAVING (a repeated one shares its measurements).
 		if seen[label] {
 			continue
 		}
 		seen[label] = true
+		if a.Func == rewrite.QuantileAgg {
+			// For a quantile, the sensitivity is one unit's mass (Linf),
+			// noise_scale the exponential mechanism's 2·Linf/ε per group,
+			// and the error bound is in rank: values between the released
+			// one and the true quantile.
+			q := plan.Quantiles[a.Quantile]
+			h := plan.Histograms[q.Histogram]
+			perGroup := q.Epsilon / float64(q.ChangedGroups)
+			mech := fmt.Sprintf("exponential mechanism over %d values of [%g, %g]", h.Grid.Buckets, h.Grid.Lo, h.Grid.Hi)
+			res.Rows = append(res.Rows, []any{label, "rank", mech, q.MassSensitivity, q.Epsilon, 2 * q.MassSensitivity / perGroup,
+				mechanisms.QuantileRankError(perGroup, q.MassSensitivity, h.Grid.Buckets, 1-ExplainConfidence)})
+			continue
+		}
 		for _, mi := range a.Measurements {
 			m := plan.Measurements[mi]
 			if m.Sensitivity == 0 {
@@ -117,6 +133,9 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		sb.WriteString(", so counts and sums can be lower than the truth by more than the bound when people exceed these limits\n")
 	}
 	parts := fmt.Sprintf("%d measurement(s)", len(plan.Measurements))
+	if len(plan.Quantiles) > 0 {
+		parts += fmt.Sprintf(", %d quantile(s)", len(plan.Quantiles))
+	}
 	if plan.Selection != nil {
 		parts += " and partition selection"
 	}
@@ -127,6 +146,17 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		} else {
 			fmt.Fprintf(&sb, "group keys of %s: from the data, released only if they pass DP partition selection\n", g.Name())
 		}
+	}
+	for _, h := range plan.Histograms {
+		fmt.Fprintf(&sb, "quantiles of %s: the exponential mechanism over %d values of [%g, %g]", h.Column.Name, h.Grid.Buckets, h.Grid.Lo, h.Grid.Hi)
+		if w := h.Grid.Width(); w > 0 {
+			fmt.Fprintf(&sb, " (bucket midpoints, %g apart)", w)
+		}
+		sb.WriteString(", from at most " + fmt.Sprint(plan.MaxRowsPerUnit) + " value(s)' weight per unit per group")
+		if len(plan.Groups) > 0 {
+			fmt.Fprintf(&sb, "; each group's runs at ε/%d", plan.Quantiles[0].ChangedGroups)
+		}
+		sb.WriteString("; its error bound counts values (rank) between the released value and the true quantile\n")
 	}
 	if s := plan.Selection; s != nil {
 		why := "the unit's groups"

@@ -111,6 +111,7 @@ protected_tables:
       - {name: kg, type: text, group_by: true, keys: [h1, h2, h3, h4]}
       - {name: f, type: int}
       - {name: x, type: numeric, bounds: [-5, 10]}
+      - {name: n, type: int, bounds: [0, 10]}
 `
 
 // auditCases lists every aggregate ungrouped, grouped over public keys and
@@ -247,6 +248,36 @@ func auditCases() []auditCase {
 			inDPrime: unitRows{groups: []string{"h1"}, rows: 3, x: 1, f: 0},
 			sharp:    0.8,
 		},
+		// Quantiles (the exponential mechanism over a histogram of n on
+		// the grid 0..10; the others' values are 0..4): the unit's Linf
+		// values at the top move every score by up to Linf; under replace
+		// they move from the top to the bottom.
+		auditCase{
+			name: "quantile/ungrouped/add_remove/MAX(n)", neighbouring: config.AddRemove, l0: 1, linf: 2,
+			query: "SELECT MAX(n) FROM people WHERE f = 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+		},
+		auditCase{
+			name: "quantile/ungrouped/replace/MEDIAN(n)", neighbouring: config.Replace, l0: 1, linf: 2,
+			query:    "SELECT MEDIAN(n) FROM people WHERE f = 1",
+			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h1"}, rows: 3, x: -1000, f: 1},
+		},
+		// Over public keys the unit is in L0 = 2 groups, each mechanism
+		// at ε/2; under partition selection it moves groups.
+		auditCase{
+			name: "quantile/keys/add_remove/MAX(n)", neighbouring: config.AddRemove, l0: 2, linf: 3,
+			query: "SELECT kg, MAX(n) FROM people WHERE f = 1 GROUP BY kg",
+			inD:   unitRows{groups: []string{"h1", "h2"}, rows: 4, x: 1000, f: 1},
+			runs:  0.5,
+		},
+		auditCase{
+			name: "quantile/selection/replace/MAX(n)", neighbouring: config.Replace, l0: 1, linf: 2,
+			query:    "SELECT g, MAX(n), COUNT(*) FROM people WHERE f = 1 GROUP BY g",
+			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h2"}, rows: 3, x: 1000, f: 1},
+			runs:     2,
+		},
 		// A unit in two groups with L0 = 1: the backend keeps one at
 		// random, a choice that depends only on the unit's own rows.
 		auditCase{
@@ -294,14 +325,12 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 	h.Write([]byte(c.name))
 	r := mechanisms.Seeded(h.Sum64())
 	observe := func(s *auditSide) map[string][]float64 {
-		rows := s.rows
-		if c.resample || rows == nil {
-			if rows, err = s.be.Query(context.Background(), plan.BackendSQL); err != nil {
+		if c.resample || s.data.rows == nil {
+			if s.data, err = readBounded(context.Background(), s.be, plan); err != nil {
 				t.Fatal(err)
 			}
-			s.rows = rows
 		}
-		res, err := release(plan, rows, r)
+		res, err := release(plan, s.data, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,7 +396,7 @@ func groupSizes(t *testing.T, plan *rewrite.Plan, c auditCase) map[string]int {
 // auditSide is one of the two neighbouring databases.
 type auditSide struct {
 	be   backend.Backend
-	rows *backend.Rows // the bounded result, once queried
+	data bounded // the bounded result, once queried
 }
 
 // openSide writes a database: sizes[g] other units with one row each in
@@ -387,7 +416,7 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 			t.Fatal(err)
 		}
 	}
-	exec(`CREATE TABLE people (uid INTEGER, g TEXT, kg TEXT, f INTEGER, x NUMERIC)`)
+	exec(`CREATE TABLE people (uid INTEGER, g TEXT, kg TEXT, f INTEGER, x NUMERIC, n INTEGER)`)
 	uid := 1
 	groups := make([]string, 0, len(sizes))
 	for g := range sizes {
@@ -396,13 +425,13 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 	slices.Sort(groups)
 	for _, g := range groups {
 		for i := 0; i < sizes[g]; i++ {
-			exec(`INSERT INTO people VALUES (?, ?, ?, 1, ?)`, uid, g, g, uid%5-1)
+			exec(`INSERT INTO people VALUES (?, ?, ?, 1, ?, ?)`, uid, g, g, uid%5-1, uid%5)
 			uid++
 		}
 	}
 	for _, g := range unit.groups {
 		for i := 0; i < unit.rows; i++ {
-			exec(`INSERT INTO people VALUES (0, ?, ?, ?, ?)`, g, g, unit.f, unit.x)
+			exec(`INSERT INTO people VALUES (0, ?, ?, ?, ?, ?)`, g, g, unit.f, unit.x, unit.x)
 		}
 	}
 	if err := tx.Commit(); err != nil {

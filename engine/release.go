@@ -21,7 +21,8 @@ import (
 // calibrated to its sensitivity and ε share, then post-processed (rounding,
 // clamping, AVG as a ratio), ordered and limited. Everything after the
 // noise is post-processing and costs no privacy.
-func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*sqltypes.Result, error) {
+func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Result, error) {
+	rows := data.rows
 	mechs := make([]noiser, len(plan.Measurements))
 	for i, m := range plan.Measurements {
 		if m.Sensitivity == 0 {
@@ -48,6 +49,7 @@ func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*sqlty
 	if err != nil {
 		return nil, err
 	}
+	hists := groupHistograms(plan, data)
 	res := &sqltypes.Result{}
 	for _, o := range plan.Output {
 		res.Columns = append(res.Columns, sqltypes.Column{Name: o.Name, Type: o.Type})
@@ -61,11 +63,15 @@ func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*sqlty
 			}
 			noisy[i] = v
 		}
+		quantiles, err := groupQuantiles(plan, hists, g.canon, r)
+		if err != nil {
+			return nil, err
+		}
 		// Every aggregate's released value, for expressions and HAVING
 		// (post-processing of the noisy measurements).
 		aggs := make([]any, len(plan.Aggregates))
 		for i, a := range plan.Aggregates {
-			aggs[i] = aggregateValue(a, noisy, a.Type)
+			aggs[i] = aggregateValue(a, noisy, quantiles, a.Type)
 		}
 		if plan.Having != nil {
 			keep, _ := plan.Having.Eval(g.keys, aggs)
@@ -85,7 +91,7 @@ func release(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) (*sqlty
 				}
 				row[i] = typedDerived(v, o.Type)
 			default:
-				row[i] = aggregateValue(plan.Aggregates[o.Source.Aggregate], noisy, o.Type)
+				row[i] = aggregateValue(plan.Aggregates[o.Source.Aggregate], noisy, quantiles, o.Type)
 			}
 		}
 		res.Rows = append(res.Rows, row)
@@ -131,6 +137,8 @@ func applyOuter(res *sqltypes.Result, plan *rewrite.Plan) {
 type groupResult struct {
 	keys  []any
 	exact []any
+	// canon is the canonical key (canonicalKey of each key, joined).
+	canon string
 }
 
 // groupRows pairs the backend rows with the groups to release. Without
@@ -144,7 +152,7 @@ func groupRows(plan *rewrite.Plan, rows *backend.Rows) ([]groupResult, error) {
 		if len(rows.Values) > 0 {
 			exact = rows.Values[0]
 		}
-		return []groupResult{{exact: exact}}, nil
+		return []groupResult{{exact: exact}}, nil // canon "": no keys
 	}
 	byKey := make(map[string][]any, len(rows.Values))
 	for _, row := range rows.Values {
@@ -175,7 +183,8 @@ func groupRows(plan *rewrite.Plan, rows *backend.Rows) ([]groupResult, error) {
 			keys[i] = typedKeys[i][idx[i]]
 			parts[i] = canonKeys[i][idx[i]]
 		}
-		out = append(out, groupResult{keys: keys, exact: byKey[strings.Join(parts, "\x00")]})
+		canon := strings.Join(parts, "\x00")
+		out = append(out, groupResult{keys: keys, exact: byKey[canon], canon: canon})
 		// Advance the mixed-radix counter over the key lists.
 		i := len(idx) - 1
 		for ; i >= 0; i-- {
@@ -230,7 +239,7 @@ func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) ([
 			}
 		}
 		if keep {
-			out = append(out, groupResult{keys: keys, exact: row})
+			out = append(out, groupResult{keys: keys, exact: row, canon: rowGroupKey(plan, row)})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -276,8 +285,10 @@ func noisyMeasurement(m rewrite.Measurement, mech noiser, exact []any, r *mechan
 
 // aggregateValue post-processes noisy measurements into an aggregate's
 // value of the output type.
-func aggregateValue(a rewrite.Aggregate, noisy []float64, typ sqltypes.Type) any {
+func aggregateValue(a rewrite.Aggregate, noisy, quantiles []float64, typ sqltypes.Type) any {
 	switch a.Func {
+	case rewrite.QuantileAgg:
+		return typedNumber(quantiles[a.Quantile], typ, a.Column.Type.Integer())
 	case rewrite.CountStar, rewrite.CountCol, rewrite.CountDistinctUnit:
 		return int64(math.Max(0, math.Round(noisy[a.Measurements[0]])))
 	case rewrite.Sum:

@@ -56,7 +56,7 @@ func TestPartitionSelectionReleasesOnlyLargeGroups(t *testing.T) {
 	lonely := 0
 	const runs = 2000
 	for i := 0; i < runs; i++ {
-		res, err := release(p, rows, r)
+		res, err := release(p, bounded{rows: rows}, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestPartitionSelectionRespectsPublicKeys(t *testing.T) {
 		{"oslo", "x", int64(5000), int64(5000)},
 		{"oslo", "secret", int64(5000), int64(5000)},
 	}}
-	res, err := release(p, rows, mechanisms.Seeded(1))
+	res, err := release(p, bounded{rows: rows}, mechanisms.Seeded(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestSpreadMatchesExplainedErrorBound(t *testing.T) {
 	within := []int{0, 0}
 	const runs = 4000
 	for i := 0; i < runs; i++ {
-		res, err := release(p, rows, r)
+		res, err := release(p, bounded{rows: rows}, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestVarianceAndConstantsPostProcessing(t *testing.T) {
 	rows := &backend.Rows{Values: [][]any{{int64(1000), 5000.0, 34000.0, int64(3), int64(15)}}}
 	r := mechanisms.Seeded(5)
 	for i := 0; i < 500; i++ {
-		res, err := release(p, rows, r)
+		res, err := release(p, bounded{rows: rows}, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestVarianceAndConstantsPostProcessing(t *testing.T) {
 	}
 	// The exact variance is 34000/1000 − 5² = 9; the noisy one is close
 	// at n = 1000 (the centred squares' scale is 25·2·3/1 = 150 per 1000 rows).
-	res, _ := release(p, rows, r)
+	res, _ := release(p, bounded{rows: rows}, r)
 	if v := res.Rows[0][0].(float64); math.Abs(v-9) > 2 {
 		t.Errorf("VAR_POP = %v, want about 9", v)
 	}
@@ -164,7 +164,7 @@ func TestReleaseOuterQuery(t *testing.T) {
 	p := releasePlan(t, `SELECT "source"."kind" AS "k", "source"."n" AS "visits" FROM (SELECT "kind", COUNT(*) AS "n" FROM "t" GROUP BY "kind") AS "source" ORDER BY "source"."n" DESC LIMIT 1`)
 	// Backend rows per group and k (the units' number of groups).
 	rows := &backend.Rows{Values: [][]any{{"x", int64(10), int64(1)}, {"y", int64(4000), int64(1)}, {"y", int64(1000), int64(2)}}}
-	res, err := release(p, rows, mechanisms.Seeded(9))
+	res, err := release(p, bounded{rows: rows}, mechanisms.Seeded(9))
 	if err != nil {
 		t.Fatal(err)
 	}

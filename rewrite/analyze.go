@@ -321,11 +321,18 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	if err := p.assignPrivacy(a.opts.Epsilon, delta); err != nil {
 		return nil, err
 	}
-	sql, err := e.backendSQL(p, b, where)
-	if err != nil {
-		return nil, err
+	if len(p.Measurements) > 0 || p.Selection != nil {
+		// (A plan of quantiles alone over public keys, or without GROUP
+		// BY, needs only its histograms.)
+		sql, err := e.backendSQL(p, b, where)
+		if err != nil {
+			return nil, err
+		}
+		p.BackendSQL = sql
 	}
-	p.BackendSQL = sql
+	for i := range p.Histograms {
+		p.Histograms[i].BackendSQL = e.histogramSQL(p, &p.Histograms[i], where)
+	}
 	return p, nil
 }
 
@@ -973,7 +980,8 @@ func (a *analyzer) aggregate(x *ast.AggregateFuncExpr, written string, p *Plan, 
 		return Aggregate{Func: f, Column: col, Bounds: bounds, Measurements: []int{ci, si, qi}}, fn, avgType(col.Type), nil
 	}
 	if fn == "min" || fn == "max" {
-		return Aggregate{}, "", 0, notSupported("aggregate %s is not supported on protected data: an extreme value is one person's value, which no amount of noise hides well", strings.ToUpper(fn))
+		agg, typ, err := a.minMax(x, p)
+		return agg, fn, typ, err
 	}
 	return Aggregate{}, "", 0, notSupported("aggregate %s is not supported on protected data", strings.ToUpper(fn))
 }

@@ -595,13 +595,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	groupExprs := make([]string, len(p.Groups))
 	for i, g := range p.Groups {
 		groupRefs[i] = q(fmt.Sprintf("dp_g%d", i))
-		groupExprs[i] = q(g.Column.Name)
-		switch {
-		case g.SQL != "":
-			groupExprs[i] = g.SQL // GROUP BY CASE (casegroup.go)
-		case g.Bucket != nil:
-			groupExprs[i] = e.d.TimeBucket(g.Bucket, q(g.Column.Name))
-		}
+		groupExprs[i] = e.groupExpr(g)
 		inner = append(inner, groupExprs[i]+" AS "+groupRefs[i])
 	}
 	for j, v := range b.values {
@@ -718,6 +712,17 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	}
 	return "SELECT " + strings.Join(outerCols, ", ") +
 		" FROM (" + middleSQL + ") AS " + q("dp_units") + outerWhere + groupBy, nil
+}
+
+// groupExpr writes a GROUP BY key's expression over the table's columns.
+func (e *emitter) groupExpr(g GroupColumn) string {
+	switch {
+	case g.SQL != "":
+		return g.SQL // GROUP BY CASE (casegroup.go)
+	case g.Bucket != nil:
+		return e.d.TimeBucket(g.Bucket, e.d.QuoteIdent(g.Column.Name))
+	}
+	return e.d.QuoteIdent(g.Column.Name)
 }
 
 // summable reports whether a value column's sum is computed: numeric

@@ -430,27 +430,7 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 			p := q.Plan
 			// Random choices differ run to run; the results must not.
 			for run := 0; run < 5; run++ {
-				rows, err := db.QueryContext(ctx, p.BackendSQL)
-				if err != nil {
-					t.Fatalf("%v\n%s", err, p.BackendSQL)
-				}
-				cols, _ := rows.Columns()
-				var raws [][]any
-				for rows.Next() {
-					raw := make([]any, len(cols))
-					ptrs := make([]any, len(cols))
-					for i := range raw {
-						ptrs[i] = &raw[i]
-					}
-					if err := rows.Scan(ptrs...); err != nil {
-						t.Fatal(err)
-					}
-					raws = append(raws, raw)
-				}
-				if err := rows.Err(); err != nil {
-					t.Fatal(err)
-				}
-				rows.Close()
+				raws := queryRaw(t, db, p.BackendSQL)
 				// Plans that weight groups return a row per group and k.
 				raws, err = p.FoldGroups(raws)
 				if err != nil {
@@ -466,13 +446,7 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 							continue
 						}
 						if i < len(p.Groups) {
-							if b, ok := v.([]byte); ok {
-								v = string(b) // MySQL's strings
-							}
-							key = fmt.Sprint(v)
-							if tm, ok := v.(time.Time); ok {
-								key = tm.Format("2006-01-02")
-							}
+							key = keyText(v)
 							continue
 						}
 						nums = append(nums, number(t, v))
@@ -485,6 +459,147 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 				}
 			}
 		})
+	}
+	for _, c := range histogramCases {
+		t.Run(c.sql, func(t *testing.T) {
+			stmts, err := Parse(c.sql, PostgresFrontEnd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := q.Plan
+			if len(p.Histograms) != 1 {
+				t.Fatalf("%d histograms, want 1", len(p.Histograms))
+			}
+			sql := p.Histograms[0].BackendSQL
+			for run := 0; run < 5; run++ {
+				got := map[string]float64{}
+				for _, raw := range queryRaw(t, db, sql) {
+					parts := make([]string, len(p.Groups))
+					for i := range p.Groups {
+						parts[i] = keyText(raw[i])
+					}
+					bucket := number(t, raw[len(p.Groups)])
+					got[strings.Join(append(parts, strconv.FormatFloat(bucket, 'f', -1, 64)), "|")] += number(t, raw[len(p.Groups)+1])
+				}
+				if err := c.check(got); err != nil {
+					t.Fatalf("run %d: %v\nSQL: %s", run, err, sql)
+				}
+			}
+		})
+	}
+}
+
+// queryRaw runs sql and returns its rows as the driver scans them.
+func queryRaw(t *testing.T, db *sql.DB, sql string) [][]any {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), sql)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, sql)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var raws [][]any
+	for rows.Next() {
+		raw := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range raw {
+			ptrs[i] = &raw[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, raw)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return raws
+}
+
+// keyText renders a group key the same way on every backend.
+func keyText(v any) string {
+	if b, ok := v.([]byte); ok {
+		v = string(b) // MySQL's strings
+	}
+	if tm, ok := v.(time.Time); ok {
+		return tm.Format("2006-01-02")
+	}
+	return fmt.Sprint(v)
+}
+
+type histogramCase struct {
+	sql string
+	// check receives the histogram as "key|bucket" (or "bucket"
+	// without GROUP BY) to mass.
+	check func(got map[string]float64) error
+}
+
+// Hand-computed bounded histograms (quantile.go): each unit's values in a
+// group weigh min(1, Linf/c) each, Linf = 2; a unit keeps L0 = 3 groups.
+var histogramCases = []histogramCase{
+	{
+		// nights on the integer grid [0, 10]: p1 five 20s (clamped to
+		// 10) weigh 2/5 each, 2 in bucket 10; p2 one 3; p3 has none.
+		sql:   `SELECT MEDIAN(nights) FROM visits`,
+		check: expectHistogram(map[string]float64{"3": 1, "10": 2}),
+	},
+	{
+		// cost on 1024 buckets of [0, 1000] (×1.024): p1 100, 200, 300,
+		// 5000 → buckets 102, 204, 307, 1023, weighing 2/4 each; p2 50 →
+		// 51; p4 three values at or above 1000 → 1023, 2/3 each.
+		sql:   `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY cost) FROM stays`,
+		check: expectHistogram(map[string]float64{"51": 1, "102": 0.5, "204": 0.5, "307": 0.5, "1023": 2.5}),
+	},
+	{
+		// By ward: p1 nights 1, 2 (two values, weight 1); p2 9; p3 1, 1, 2
+		// (three values, 2/3 each).
+		sql:   `SELECT ward, MEDIAN(nights) FROM stays GROUP BY ward`,
+		check: expectHistogram(map[string]float64{"W|1": 1 + 4.0/3, "W|2": 1 + 2.0/3, "W|9": 1}),
+	},
+	{
+		// Row privacy: each row a unit, ages clamped to [0, 100].
+		sql:   `SELECT sex, MEDIAN(age) FROM people GROUP BY sex`,
+		check: expectHistogram(map[string]float64{"F|0": 1, "F|100": 1, "M|50": 1, "X|30": 1}),
+	},
+	{
+		// L0 = 3: p3's cost 10 (bucket 10) in five groups, two rows
+		// each; it keeps three groups at random, each weighing 2. p1
+		// (A, 100 → 102) and p2 (B, 5000 → 1023) keep their one group.
+		sql: `SELECT diagnosis, MEDIAN(cost) FROM visits GROUP BY diagnosis`,
+		check: func(got map[string]float64) error {
+			kept := 0
+			for _, g := range []string{"A", "B", "C", "D", "E"} {
+				switch m := got[g+"|10"]; m {
+				case 2:
+					kept++
+				case 0:
+				default:
+					return fmt.Errorf("group %s holds mass %v of p3, want 0 or 2: %v", g, m, got)
+				}
+			}
+			if kept != 3 || got["A|102"] != 2 || got["B|1023"] != 1 || len(got) != 5 {
+				return fmt.Errorf("got %v, want A|102 = 2, B|1023 = 1 and p3's mass 2 in exactly 3 groups", got)
+			}
+			return nil
+		},
+	},
+}
+
+func expectHistogram(want map[string]float64) func(map[string]float64) error {
+	return func(got map[string]float64) error {
+		if len(got) != len(want) {
+			return fmt.Errorf("got %v, want %v", got, want)
+		}
+		for k, w := range want {
+			if g, ok := got[k]; !ok || math.Abs(g-w) > 1e-9 {
+				return fmt.Errorf("got %v, want %v", got, want)
+			}
+		}
+		return nil
 	}
 }
 

@@ -53,7 +53,10 @@ func FuzzAnalyze(f *testing.F) {
 				if p := q.Plan; p != nil {
 					// A plan releases noisy measurements, or keys through
 					// partition selection (which spends ε and δ).
-					if (len(p.Measurements) == 0 && (p.Selection == nil || p.Selection.Epsilon <= 0 || p.Selection.Delta <= 0)) || p.BackendSQL == "" || p.Epsilon <= 0 {
+					// Quantiles are released by the exponential mechanism
+					// over their histograms.
+					noisy := len(p.Measurements) > 0 || len(p.Quantiles) > 0 || (p.Selection != nil && p.Selection.Epsilon > 0 && p.Selection.Delta > 0)
+					if !noisy || (p.BackendSQL == "" && len(p.Histograms) == 0) || p.Epsilon <= 0 {
 						t.Fatalf("%q: a plan without noise: %+v", in, p)
 					}
 					for _, m := range p.Measurements {
@@ -61,12 +64,26 @@ func FuzzAnalyze(f *testing.F) {
 							t.Fatalf("%q: measurement %+v", in, m)
 						}
 					}
-					if d == SQLite {
-						rows, err := db.QueryContext(context.Background(), p.BackendSQL)
-						if err != nil {
-							t.Fatalf("%q: the SQLite backend SQL fails: %v\n%s", in, err, p.BackendSQL)
+					for _, q := range p.Quantiles {
+						if q.Epsilon <= 0 || q.ChangedGroups < 1 || q.MassSensitivity < 1 {
+							t.Fatalf("%q: quantile %+v", in, q)
 						}
-						rows.Close()
+					}
+					if d == SQLite {
+						queries := []string{p.BackendSQL}
+						for _, h := range p.Histograms {
+							queries = append(queries, h.BackendSQL)
+						}
+						for _, sql := range queries {
+							if sql == "" {
+								continue
+							}
+							rows, err := db.QueryContext(context.Background(), sql)
+							if err != nil {
+								t.Fatalf("%q: the SQLite backend SQL fails: %v\n%s", in, err, sql)
+							}
+							rows.Close()
+						}
 					}
 				}
 			}

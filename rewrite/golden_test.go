@@ -67,6 +67,9 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 			continue
 		}
 		fmt.Fprintf(&sb, "-- %s\n%s\n", d.Name(), q.Plan.BackendSQL)
+		for i, h := range q.Plan.Histograms {
+			fmt.Fprintf(&sb, "-- %s histogram %d\n%s\n", d.Name(), i, h.BackendSQL)
+		}
 		if d != Postgres {
 			continue
 		}
@@ -79,6 +82,12 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 		for i, m := range p.Measurements {
 			fmt.Fprintf(&sb, "measurement %d: %s sensitivity=%g epsilon=%g integer=%v count_col=%d sum_col=%d squares_col=%d mid=%g\n",
 				i, m.Kind, m.Sensitivity, m.Epsilon, m.Integer, m.CountColumn, m.SumColumn, m.SquaresColumn, m.Mid)
+		}
+		for i, h := range p.Histograms {
+			fmt.Fprintf(&sb, "histogram %d: %s grid=%+v\n", i, h.Column.Name, h.Grid)
+		}
+		for i, q := range p.Quantiles {
+			fmt.Fprintf(&sb, "quantile %d: histogram=%d level=%g epsilon=%g changed_groups=%d mass_sensitivity=%g\n", i, q.Histogram, q.Level, q.Epsilon, q.ChangedGroups, q.MassSensitivity)
 		}
 		for _, a := range p.Aggregates {
 			col := "*"

@@ -208,7 +208,7 @@ const noLimit = "9223372036854775807"
 // changes and rejects. Errors are *sqlerr.Error with SQLSTATE 42601 or
 // 0A000 and the 1-based character position of the offending construct.
 func NormalizePostgres(sql string) (*Normalized, error) {
-	if containsFold(sql, "filter") {
+	if containsFold(sql, "filter") || containsFold(sql, "within") {
 		var err error
 		if sql, err = rewriteFilters(sql); err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/sqlerr"
@@ -27,6 +28,14 @@ var filterAggregates = map[string]bool{
 	"count": true, "sum": true, "avg": true, "var_pop": true, "var_samp": true, "variance": true,
 	"stddev_pop": true, "stddev_samp": true, "stddev": true,
 }
+
+// A quantile's WITHIN GROUP (ORDER BY x), which the TiDB parser does not
+// read either, becomes the column as the first argument:
+//
+//	percentile_cont(0.5) WITHIN GROUP (ORDER BY x)       →  percentile_cont(x, 0.5)
+//	percentile_disc(0.9) WITHIN GROUP (ORDER BY x DESC)  →  percentile_disc(x, 0.1)
+//
+// (quantile.go plans those).
 
 // maxFilters bounds the rewrites of one statement.
 const maxFilters = 64
@@ -78,6 +87,9 @@ func rewriteOneFilter(sql string, toks []token) (string, bool, error) {
 		return -1
 	}
 	for k := 1; k < len(sig); k++ {
+		if t := tok(k); t.kind == tkWord && t.val == "within" && isPunct(k-1, ")") && k+1 < len(sig) && tok(k+1).kind == tkWord && tok(k+1).val == "group" {
+			return rewriteWithinGroup(sql, toks, sig, k)
+		}
 		if t := tok(k); t.kind != tkWord || t.val != "filter" || !isPunct(k-1, ")") || !isPunct(k+1, "(") {
 			continue
 		}
@@ -123,4 +135,74 @@ func rewriteOneFilter(sql string, toks []token) (string, bool, error) {
 		return out, true, nil
 	}
 	return sql, false, nil
+}
+
+// rewriteWithinGroup rewrites the WITHIN GROUP clause whose WITHIN is the
+// k-th significant token.
+func rewriteWithinGroup(sql string, toks []token, sig []int, k int) (string, bool, error) {
+	tok := func(j int) token { return toks[sig[j]] }
+	text := func(j int) string { return sql[tok(j).pos:tok(j).end] }
+	isPunct := func(j int, p string) bool { return j >= 0 && j < len(sig) && tok(j).kind == tkPunct && text(j) == p }
+	isWord := func(j int, w string) bool { return j >= 0 && j < len(sig) && tok(j).kind == tkWord && tok(j).val == w }
+	hint := "write percentile_cont(0.5) WITHIN GROUP (ORDER BY column), or MEDIAN(column)"
+	// Errors point at WITHIN.
+	at := func(e *sqlerr.Error) error {
+		e.Position = charPosition(sql, tok(k).pos)
+		return e.WithHint("%s", hint)
+	}
+	// The call before WITHIN: name ( level ).
+	closeArgs := k - 1
+	openArgs, depth := -1, 0
+	for j := closeArgs; j >= 0; j-- {
+		if isPunct(j, ")") {
+			depth++
+		} else if isPunct(j, "(") {
+			if depth--; depth == 0 {
+				openArgs = j
+				break
+			}
+		}
+	}
+	if openArgs < 1 || tok(openArgs-1).kind != tkWord {
+		return "", false, at(sqlerr.New(sqlerr.SyntaxError, "WITHIN GROUP must follow an ordered-set aggregate"))
+	}
+	name := tok(openArgs - 1).val
+	if name != "percentile_cont" && name != "percentile_disc" {
+		return "", false, at(sqlerr.New(sqlerr.FeatureNotSupported, "%s ... WITHIN GROUP is not supported", name))
+	}
+	// WITHIN GROUP ( ORDER BY column [ASC | DESC] )
+	open := k + 2
+	if !isPunct(open, "(") || !isWord(open+1, "order") || !isWord(open+2, "by") {
+		return "", false, at(sqlerr.New(sqlerr.SyntaxError, "WITHIN GROUP must be followed by (ORDER BY column)"))
+	}
+	end := open + 3
+	for end < len(sig) && !isPunct(end, ")") && !isPunct(end, "(") && !isPunct(end, ",") {
+		end++
+	}
+	if !isPunct(end, ")") || end == open+3 {
+		return "", false, at(sqlerr.New(sqlerr.FeatureNotSupported, "%s WITHIN GROUP needs (ORDER BY column) with one column", name))
+	}
+	last := end - 1
+	desc := false
+	switch {
+	case isWord(last, "desc"):
+		desc, last = true, last-1
+	case isWord(last, "asc"):
+		last--
+	}
+	if last < open+3 {
+		return "", false, at(sqlerr.New(sqlerr.SyntaxError, "WITHIN GROUP (ORDER BY) needs a column"))
+	}
+	column := sql[tok(open+3).pos:tok(last).end]
+	level := strings.TrimSpace(sql[tok(openArgs).end:tok(closeArgs).pos])
+	if desc {
+		// The q-quantile in descending order is the (1 − q)-quantile.
+		q, err := strconv.ParseFloat(level, 64)
+		if err != nil || q < 0 || q > 1 {
+			return "", false, at(sqlerr.New(sqlerr.InvalidParameterValue, "%s needs a constant level from 0 to 1", name))
+		}
+		level = strconv.FormatFloat(1-q, 'g', 15, 64)
+	}
+	out := sql[:tok(openArgs).end] + column + ", " + level + sql[tok(closeArgs).pos:tok(closeArgs).end] + sql[tok(end).end:]
+	return out, true, nil
 }

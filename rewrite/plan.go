@@ -23,10 +23,11 @@ const (
 	VarSamp                          // VAR_SAMP(col), VARIANCE(col)
 	StddevPop                        // STDDEV_POP(col)
 	StddevSamp                       // STDDEV_SAMP(col), STDDEV(col)
+	QuantileAgg                      // MEDIAN, percentile_cont/disc, MIN, MAX (quantile.go)
 )
 
 func (f AggFunc) String() string {
-	return [...]string{"COUNT(*)", "COUNT", "SUM", "AVG", "COUNT(DISTINCT)", "VAR_POP", "VAR_SAMP", "STDDEV_POP", "STDDEV_SAMP"}[f]
+	return [...]string{"COUNT(*)", "COUNT", "SUM", "AVG", "COUNT(DISTINCT)", "VAR_POP", "VAR_SAMP", "STDDEV_POP", "STDDEV_SAMP", "QUANTILE"}[f]
 }
 
 // IsVariance reports whether f is one of the variance family.
@@ -113,6 +114,8 @@ type Aggregate struct {
 	Bounds       config.Bounds
 	// Type is the aggregate's result type.
 	Type sqltypes.Type
+	// Quantile indexes Plan.Quantiles when Func is QuantileAgg.
+	Quantile int
 }
 
 // GroupColumn is one GROUP BY column, or a time bucket of one
@@ -191,7 +194,11 @@ type Plan struct {
 	Groups       []GroupColumn
 	Aggregates   []Aggregate
 	Measurements []Measurement
-	Output       []OutputColumn
+	// Histograms and Quantiles are the DP quantiles (quantile.go): each
+	// histogram is one more backend query.
+	Histograms []Histogram
+	Quantiles  []Quantile
+	Output     []OutputColumn
 	OrderBy      []OrderKey
 	// Limit is the number of released rows to return (-1 = all).
 	Limit int64
@@ -274,10 +281,10 @@ type PartitionSelection struct {
 // the measurements and the selection (basic composition); the selection
 // alone spends δ.
 func (p *Plan) assignPrivacy(epsilon, delta float64) error {
-	if len(p.Measurements) == 0 && p.Selection == nil {
+	if len(p.Measurements) == 0 && len(p.Quantiles) == 0 && p.Selection == nil {
 		return fmt.Errorf("no measurements")
 	}
-	parts := len(p.Measurements)
+	parts := len(p.Measurements) + len(p.Quantiles)
 	if p.Selection != nil {
 		parts++
 	}
@@ -296,6 +303,7 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 		p.Selection.ChangedGroups = p.changedGroups()
 		p.Delta = delta
 	}
+	p.assignQuantiles(share)
 	weighted := p.WeightsGroups()
 	for _, a := range p.Aggregates {
 		for _, mi := range a.Measurements {

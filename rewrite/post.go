@@ -72,10 +72,6 @@ var aggregateSpellings = map[string]string{
 	"var": ast.AggFuncVarSamp, "varp": ast.AggFuncVarPop, "stdev": ast.AggFuncStddevSamp, "stdevp": ast.AggFuncStddevPop,
 }
 
-// quantileFunctions are quantile aggregates the TiDB parser reads as
-// ordinary calls.
-var quantileFunctions = map[string]bool{"median": true, "percentile_cont": true, "percentile_disc": true, "quantile": true}
-
 // postFunctions are the functions allowed in post-processing.
 var postFunctions = map[string]bool{
 	"round": true, "abs": true, "ceil": true, "ceiling": true, "floor": true, "power": true, "pow": true,
@@ -252,9 +248,14 @@ func (a *analyzer) checkDerived(d *Derived, expr ast.ExprNode, p *Plan, b *backe
 			d.refs[x] = derivedRef{group: -1, aggregate: len(p.Aggregates) - 1}
 			return typ, nil
 		}
-		if quantileFunctions[name] {
-			return 0, sqlerr.New(sqlerr.FeatureNotSupported, "%s() needs a DP quantile, which dpproxy does not compute yet", x.FnName.O).
-				WithHint("AVG and the variance family are supported; quantiles (MEDIAN, percentile_cont, MIN, MAX) are planned")
+		if _, ok := quantileNames[name]; ok && x.Schema.L == "" {
+			agg, typ, err := a.quantileCall(x, p)
+			if err != nil {
+				return 0, err
+			}
+			p.Aggregates = append(p.Aggregates, agg)
+			d.refs[x] = derivedRef{group: -1, aggregate: len(p.Aggregates) - 1}
+			return typ, nil
 		}
 		if !postFunctions[name] || x.Schema.L != "" {
 			return 0, postError("the function %s() is not supported on released values", x.FnName.O)

@@ -66,3 +66,11 @@ SELECT diagnosis, SUM(CASE WHEN nights > 2 THEN cost ELSE 0 END) AS long_cost, C
 SELECT DISTINCT region FROM visits
 -- name: group_by_case
 SELECT CASE WHEN nights < 3 THEN 'short' WHEN nights < 7 THEN 'medium' ELSE 'long' END AS stay, COUNT(*), AVG(cost) FROM visits GROUP BY stay
+-- name: quantiles
+SELECT MEDIAN(cost), percentile_cont(0.9) WITHIN GROUP (ORDER BY cost DESC) AS p10, MIN(nights), MAX(nights), COUNT(*) FROM visits WHERE diagnosis = 'A'
+-- name: quantiles_grouped
+SELECT region, percentile_disc(0.25) WITHIN GROUP (ORDER BY score) AS q1, MEDIAN(score) FROM visits GROUP BY region
+-- name: quantiles_public_keys
+SELECT diagnosis, MEDIAN(nights) AS median_nights FROM visits GROUP BY diagnosis
+-- name: quantiles_row_privacy
+SELECT sex, MEDIAN(age) FROM people GROUP BY sex

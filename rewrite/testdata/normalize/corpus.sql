@@ -300,10 +300,26 @@ SELECT name FROM clinics ORDER BY name OFFSET 10 ROWS FETCH FIRST 5 ROWS ONLY
 SELECT diagnosis, COUNT(*) FILTER (WHERE cost > 100) AS expensive FROM visits GROUP BY 1
 
 -- name: analyst_percentile
--- source: Metabase / Superset median
--- expect: 42601 "("
--- why: ordered-set aggregate WITHIN GROUP
+-- source: Metabase / Superset median (WITHIN GROUP rewritten into percentile_cont(age, 0.5))
+-- expect: ok
 SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY age) FROM people
+
+-- name: analyst_percentile_desc
+-- source: hand-written SQL, a percentile in descending order (the 0.1 quantile)
+-- expect: ok
+SELECT region, percentile_disc(0.9) WITHIN GROUP (ORDER BY "cost" DESC) AS p10 FROM visits GROUP BY region
+
+-- name: analyst_percentile_two_columns
+-- source: hand-written SQL, a hypothetical-set ordering of two columns
+-- expect: 0A000 needs (ORDER BY column) with one column
+-- why: a quantile orders one column
+SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY age, cost) FROM people
+
+-- name: analyst_mode_within_group
+-- source: PostgreSQL mode() ordered-set aggregate
+-- expect: 0A000 mode ... WITHIN GROUP is not supported
+-- why: only percentile_cont and percentile_disc are rewritten
+SELECT mode() WITHIN GROUP (ORDER BY region) FROM visits
 
 -- name: analyst_array_literal
 -- source: hand-written SQL with an array cast

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/dpproxy/dpproxy/backend"
+	"github.com/dpproxy/dpproxy/mechanisms"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// bounded is what the backend returns for a plan: the bounded
+// measurements (a row per group, or none when the plan has only
+// quantiles) and one histogram per quantile column.
+type bounded struct {
+	rows       *backend.Rows
+	histograms []*backend.Rows
+}
+
+// readBounded runs a plan's backend queries.
+func readBounded(ctx context.Context, be backend.Backend, plan *rewrite.Plan) (bounded, error) {
+	data := bounded{rows: &backend.Rows{}}
+	if plan.BackendSQL != "" {
+		rows, err := be.Query(ctx, plan.BackendSQL)
+		if err != nil {
+			return bounded{}, err
+		}
+		data.rows = rows
+	}
+	for _, h := range plan.Histograms {
+		rows, err := be.Query(ctx, h.BackendSQL)
+		if err != nil {
+			return bounded{}, err
+		}
+		data.histograms = append(data.histograms, rows)
+	}
+	return data, nil
+}
+
+// groupHistograms indexes each histogram query's rows by group: the
+// canonical group key (as groupResult.canon) to the mass per bucket.
+func groupHistograms(plan *rewrite.Plan, data bounded) []map[string][]float64 {
+	out := make([]map[string][]float64, len(plan.Histograms))
+	for hi, h := range plan.Histograms {
+		byGroup := map[string][]float64{}
+		if hi < len(data.histograms) {
+			for _, row := range data.histograms[hi].Values {
+				key := rowGroupKey(plan, row)
+				hist := byGroup[key]
+				if hist == nil {
+					hist = make([]float64, h.Grid.Buckets)
+					byGroup[key] = hist
+				}
+				// A bucket index rounding pushed past an end is clamped.
+				b := int(math.Max(0, math.Min(float64(h.Grid.Buckets-1), math.Floor(sqltypes.Float(row[len(plan.Groups)])))))
+				if mass := sqltypes.Float(row[len(plan.Groups)+1]); mass > 0 && !math.IsInf(mass, 0) {
+					hist[b] += mass
+				}
+			}
+		}
+		out[hi] = byGroup
+	}
+	return out
+}
+
+// rowGroupKey is the canonical key of a backend row whose first columns
+// are the group keys in plan order.
+func rowGroupKey(plan *rewrite.Plan, row []any) string {
+	parts := make([]string, len(plan.Groups))
+	for i, g := range plan.Groups {
+		parts[i] = canonicalKey(row[i], g.Column.Type)
+	}
+	return strings.Join(parts, "\x00")
+}
+
+// groupQuantiles releases every quantile of one group: the exponential
+// mechanism over the group's histogram (empty when the group has no
+// values), at the quantile's ε over the groups one unit can change.
+// Quantiles of one column are released in order of their levels.
+func groupQuantiles(plan *rewrite.Plan, hists []map[string][]float64, canon string, r *mechanisms.Rand) ([]float64, error) {
+	values := make([]float64, len(plan.Quantiles))
+	for hi, h := range plan.Histograms {
+		hist := hists[hi][canon]
+		if hist == nil {
+			hist = make([]float64, h.Grid.Buckets)
+		}
+		var idx []int
+		for qi, q := range plan.Quantiles {
+			if q.Histogram != hi {
+				continue
+			}
+			j, err := mechanisms.Quantile(r, q.Epsilon/float64(q.ChangedGroups), q.MassSensitivity, hist, q.Level)
+			if err != nil {
+				return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "quantile selection failed; no answer was released", Err: err}
+			}
+			values[qi] = h.Grid.Value(j)
+			idx = append(idx, qi)
+		}
+		// Post-processing: sort the column's values into level order.
+		sorted := make([]float64, len(idx))
+		for i, qi := range idx {
+			sorted[i] = values[qi]
+		}
+		slices.Sort(sorted)
+		slices.SortStableFunc(idx, func(a, b int) int {
+			switch {
+			case plan.Quantiles[a].Level < plan.Quantiles[b].Level:
+				return -1
+			case plan.Quantiles[a].Level > plan.Quantiles[b].Level:
+				return 1
+			}
+			return 0
+		})
+		for i, qi := range idx {
+			values[qi] = sorted[i]
+		}
+	}
+	return values, nil
+}
+
+// quantileBoundError is a quantile's 95 % rank error per group: the
+// released value's rank is within this much (bounded) mass of the true
+// quantile's.
+func quantileBoundError(q rewrite.Quantile, buckets int) string {
+	eps := q.Epsilon / float64(q.ChangedGroups)
+	return fmt.Sprintf("±%.4g values in rank", mechanisms.QuantileRankError(eps, q.MassSensitivity, buckets, 0.05))
+}

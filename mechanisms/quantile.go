@@ -1,0 +1,73 @@
+package mechanisms
+
+import (
+	"math"
+)
+
+// Quantile returns the index of a bucket holding a DP q-quantile of a
+// histogram: the exponential mechanism (McSherry & Talwar 2007; for
+// quantiles Smith 2011) over the buckets of a fixed, data-independent grid
+// of the value's bounds, with the score
+//
+//	score(j) = −max(0, below(j) − q·n, q·n − below(j) − mass(j))
+//
+// where mass(j) is the histogram's mass in bucket j, below(j) the mass of
+// the buckets before it and n the total. The score is 0 exactly for the
+// buckets that hold the q-quantile (the rank q·n falls inside them) and
+// falls by one per unit of mass between a bucket and the quantile's rank.
+//
+// Sensitivity: a privacy unit whose rows weigh m in total (its values
+// capped or scaled so that m ≤ massSensitivity) moves every score by at most
+// m, under add/remove and under replace: removing mass b with a of it
+// below bucket j and e in it moves below(j) − q·n by −(a − q·b) and
+// q·n − below(j) − mass(j) by −(q·b − a − e), each in [−b, b], and adding
+// mass moves them the other way; replacing removes one such term and adds
+// another, each of the two in [−q·m, (1−q)·m] or its mirror, so the
+// change stays within m. A maximum with 0 keeps the bound.
+//
+// DP guarantee: ε-DP (the exponential mechanism's, see Exponential) for
+// histograms that differ by one unit's mass of at most massSensitivity.
+// Callers that spread a unit's mass over several histograms (one per
+// group) run each at ε divided by the most histograms one unit can change.
+//
+// Accuracy: with probability at least 1 − β the returned bucket's score is
+// at least −(2·massSensitivity/ε)·ln(len(hist)/β), i.e. its rank is within
+// that much mass of q·n (QuantileRankError). The value error is that rank
+// error read through the data's distribution plus the bucket's width.
+func Quantile(r *Rand, epsilon, massSensitivity float64, hist []float64, q float64) (int, error) {
+	if !(q >= 0 && q <= 1) {
+		return 0, invalid("quantile level must be in [0, 1], got %v", q)
+	}
+	if len(hist) == 0 {
+		return 0, invalid("the histogram must have at least one bucket")
+	}
+	total := 0.0
+	for i, m := range hist {
+		if math.IsNaN(m) || math.IsInf(m, 0) || m < 0 {
+			return 0, invalid("hist[%d] must be a finite mass ≥ 0, got %v", i, m)
+		}
+		total += m
+	}
+	scores := QuantileScores(hist, q, total)
+	return Exponential(r, epsilon, massSensitivity, scores)
+}
+
+// QuantileScores returns the quantile score of every bucket (see Quantile)
+// for a histogram of total mass n.
+func QuantileScores(hist []float64, q, n float64) []float64 {
+	target := q * n
+	scores := make([]float64, len(hist))
+	below := 0.0
+	for j, m := range hist {
+		scores[j] = -math.Max(0, math.Max(below-target, target-below-m))
+		below += m
+	}
+	return scores
+}
+
+// QuantileRankError is the rank error bound of Quantile: with probability
+// 1 − beta the chosen bucket is within this much mass of the quantile's
+// rank q·n.
+func QuantileRankError(epsilon, massSensitivity float64, buckets int, beta float64) float64 {
+	return 2 * massSensitivity / epsilon * math.Log(float64(buckets)/beta)
+}
