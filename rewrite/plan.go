@@ -199,7 +199,7 @@ type Plan struct {
 	Histograms []Histogram
 	Quantiles  []Quantile
 	Output     []OutputColumn
-	OrderBy      []OrderKey
+	OrderBy    []OrderKey
 	// Limit is the number of released rows to return (-1 = all).
 	Limit int64
 	// Epsilon and Delta are what the query costs.
