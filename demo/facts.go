@@ -2,6 +2,7 @@ package demo
 
 import (
 	"maps"
+	"slices"
 	"sync"
 )
 
@@ -17,6 +18,7 @@ type Facts struct {
 	VisitsByClinic    map[int64]int
 
 	SumAge       int64
+	MedianAge    int64 // the lower median of patients' ages
 	SumIncome    int64
 	SumCostCents int64 // sum of visits.cost, in cents
 
@@ -36,7 +38,9 @@ func ComputeFacts(opts GenerateOptions) Facts {
 		VisitsByDiagnosis: map[string]int{},
 		VisitsByClinic:    map[int64]int{},
 	}
+	var ages []int64
 	for p, visits := range NewDataset(opts).All() {
+		ages = append(ages, p.Age)
 		f.Patients++
 		f.PatientsByRegion[p.Region]++
 		f.PatientsBySex[p.Sex]++
@@ -55,6 +59,10 @@ func ComputeFacts(opts GenerateOptions) Facts {
 				f.CostOver2000++
 			}
 		}
+	}
+	if len(ages) > 0 {
+		slices.Sort(ages)
+		f.MedianAge = ages[(len(ages)-1)/2]
 	}
 	return f
 }

@@ -178,3 +178,74 @@ func TestReleaseOuterQuery(t *testing.T) {
 		t.Errorf("tag %q", res.Tag)
 	}
 }
+
+// A released quantile's rank lies within the explained rank error bound
+// at least 95 % of the time, over fresh runs of the whole release path.
+func TestQuantileCoverageOfExplainedBound(t *testing.T) {
+	p := releasePlan(t, "SELECT MEDIAN(v) FROM t")
+	table, err := Explain(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := table.Rows[0][6].(float64)
+	grid := p.Histograms[0].Grid
+	// 3,000 values spread over [0, 10]: bucket j holds 1 + j%5.
+	hist := make([]float64, grid.Buckets)
+	var rows [][]any
+	total := 0.0
+	for j := range hist {
+		hist[j] = float64(1 + j%5)
+		total += hist[j]
+		rows = append(rows, []any{int64(j), hist[j]})
+	}
+	scores := mechanisms.QuantileScores(hist, 0.5, total)
+	data := bounded{rows: &backend.Rows{}, histograms: []*backend.Rows{{Values: rows}}}
+	r := mechanisms.Seeded(11)
+	const runs = 300
+	within := 0
+	for i := 0; i < runs; i++ {
+		res, err := release(p, data, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := res.Rows[0][0].(float64)
+		j := int(math.Floor((v - grid.Lo) / grid.Width()))
+		if -scores[j] <= bound {
+			within++
+		}
+	}
+	if frac := float64(within) / runs; frac < 0.93 {
+		t.Errorf("%.3f of medians within the explained rank bound %.4g; want ≥ 0.95", frac, bound)
+	}
+	if bound > total/10 {
+		t.Errorf("the rank bound %.4g is a tenth of the data (%v): vacuous", bound, total)
+	}
+}
+
+// Quantiles of one column come out in level order; a group without
+// values still gets a value inside the bounds.
+func TestQuantilesOrderedAndWithinBounds(t *testing.T) {
+	p := releasePlan(t, "SELECT kind, MIN(v), MEDIAN(v), MAX(v) FROM t GROUP BY kind")
+	grid := p.Histograms[0].Grid
+	var rows [][]any
+	for j := 0; j < grid.Buckets; j += 7 {
+		rows = append(rows, []any{"x", int64(j), 1.0})
+	}
+	data := bounded{rows: &backend.Rows{}, histograms: []*backend.Rows{{Values: rows}}}
+	r := mechanisms.Seeded(12)
+	for i := 0; i < 50; i++ {
+		res, err := release(p, data, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Rows) != 2 {
+			t.Fatalf("released %d groups, want the public keys x and y", len(res.Rows))
+		}
+		for _, row := range res.Rows {
+			lo, med, hi := sqltypes.Float(row[1]), sqltypes.Float(row[2]), sqltypes.Float(row[3])
+			if !(lo <= med && med <= hi) || lo < 0 || hi > 10 {
+				t.Fatalf("group %v: MIN %v, MEDIAN %v, MAX %v not ordered within [0, 10]", row[0], lo, med, hi)
+			}
+		}
+	}
+}

@@ -139,6 +139,14 @@ func checkMySQLClients(t *testing.T, addr, db string) {
 		if sum <= 0 || avg < 0 || avg > 2000 {
 			t.Errorf("%s: SUM %v AVG %v", params, sum, avg)
 		}
+		// A DP median of 10,000 ages lands within a few years.
+		var median float64
+		if err := conn.QueryRowContext(ctx, "SELECT MEDIAN(age) FROM patients WHERE age >= ?", 0).Scan(&median); err != nil {
+			t.Fatalf("%s: MEDIAN: %v", params, err)
+		}
+		if want := demo.DefaultFacts().MedianAge; math.Abs(median-float64(want)) > 3 {
+			t.Errorf("%s: MEDIAN(age) %v, truth %d", params, median, want)
+		}
 		rows, err := conn.QueryContext(ctx, "SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis ORDER BY diagnosis")
 		if err != nil {
 			t.Fatalf("%s: GROUP BY: %v", params, err)

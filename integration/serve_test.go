@@ -153,6 +153,41 @@ SELECT COUNT(*) FROM clinics;
 	if sum <= 0 || avg < 0 || avg > 2000 {
 		t.Errorf("SUM %v AVG %v out of range", sum, avg)
 	}
+	checkMedianAge(t, conn, demo.DefaultFacts())
+}
+
+// checkMedianAge asks for the median age two ways (MEDIAN and the
+// WITHIN GROUP form): the DP quantile lands within a few years of the
+// truth (10,000 patients; its rank error is a few dozen people), typed
+// as PostgreSQL types them.
+func checkMedianAge(t *testing.T, conn *pgx.Conn, facts demo.Facts) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := conn.Query(ctx, "SELECT MEDIAN(age), percentile_disc(0.5) WITHIN GROUP (ORDER BY age) AS p50, MAX(age) FROM patients")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	fields := rows.FieldDescriptions()
+	if fields[0].DataTypeOID != 701 || fields[1].Name != "p50" {
+		t.Errorf("columns %+v: want MEDIAN as double precision and p50 named", fields)
+	}
+	if !rows.Next() {
+		t.Fatalf("no row: %v", rows.Err())
+	}
+	var median float64
+	var p50, maxAge int64
+	if err := rows.Scan(&median, &p50, &maxAge); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []float64{median, float64(p50)} {
+		if math.Abs(v-float64(facts.MedianAge)) > 3 {
+			t.Errorf("median age %v, want within 3 of %d", v, facts.MedianAge)
+		}
+	}
+	if maxAge < 50 || maxAge > 100 {
+		t.Errorf("MAX(age) = %d outside what the data and bounds allow", maxAge)
+	}
 }
 
 // The budget runs out with a clear error, and stays spent across restarts.

@@ -87,6 +87,19 @@ type Histogram struct {
 	BackendSQL string
 }
 
+// BackendQueries lists the SQL a plan runs on the backend: the bounded
+// measurements (when it has any) and each quantile histogram.
+func (p *Plan) BackendQueries() []string {
+	var out []string
+	if p.BackendSQL != "" {
+		out = append(out, p.BackendSQL)
+	}
+	for _, h := range p.Histograms {
+		out = append(out, h.BackendSQL)
+	}
+	return out
+}
+
 // Quantile is one DP quantile released per group.
 type Quantile struct {
 	Histogram int // index into Plan.Histograms

@@ -459,7 +459,9 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 		for _, line := range strings.Split(strings.TrimRight(engine.ExplainSummary(plan), "\n"), "\n") {
 			addExplainNote(res, "summary", line)
 		}
-		addExplainNote(res, backendLabel, plan.BackendSQL)
+		for _, sql := range plan.BackendQueries() {
+			addExplainNote(res, backendLabel, sql)
+		}
 		if s.engine.Cached(s.analyst, plan, p.canonical) {
 			addExplainNote(res, "cache", fmt.Sprintf("this query was answered at ε = %g within the cache's time to live: running it again returns the same answer and costs nothing", plan.Epsilon))
 		}

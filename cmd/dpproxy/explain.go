@@ -66,7 +66,7 @@ func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprint(stdout, engine.ExplainSummary(q.Plan))
-	fmt.Fprintf(stdout, "\nbackend SQL (%s):\n  %s\n\n", dialect.Name(), q.Plan.BackendSQL)
+	fmt.Fprintf(stdout, "\nbackend SQL (%s):\n  %s\n\n", dialect.Name(), strings.Join(q.Plan.BackendQueries(), "\n  "))
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	var names []string
 	for _, c := range table.Columns {
