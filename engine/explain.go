@@ -141,6 +141,11 @@ func ExplainSummary(plan *rewrite.Plan) string {
 	}
 	fmt.Fprintf(&sb, "cost: ε = %g, δ = %g (split equally over %s)\n", plan.Epsilon, plan.Delta, parts)
 	for _, g := range plan.Groups {
+		if g.Source != nil && len(g.Keys) > 0 && g.Source.Bounds != nil && !strings.HasPrefix(g.Name(), "width_bucket") {
+			fmt.Fprintf(&sb, "group keys of %s: the %d bins that meet %s's bounds [%g, %g], public; rows whose %s lies outside them fall in bins that are not released\n",
+				g.Name(), len(g.Keys), g.Source.Name, g.Source.Bounds.Lo, g.Source.Bounds.Hi, g.Source.Name)
+			continue
+		}
 		if len(g.Keys) > 0 {
 			fmt.Fprintf(&sb, "group keys of %s: public list of %d key(s) from the policy\n", g.Name(), len(g.Keys))
 		} else {

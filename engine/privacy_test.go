@@ -248,6 +248,14 @@ func auditCases() []auditCase {
 			inDPrime: unitRows{groups: []string{"h1"}, rows: 3, x: 1, f: 0},
 			sharp:    0.8,
 		},
+		// GROUP BY numeric bins: public keys (width_bucket's 0 … n+1);
+		// the unit's rows fall in bucket 3.
+		auditCase{
+			name: "group by width_bucket/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: 2,
+			query: "SELECT width_bucket(n, 0, 2000, 4) AS b, COUNT(*) FROM people WHERE f = 1 GROUP BY b",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			sharp: 0.8,
+		},
 		// Quantiles (the exponential mechanism over a histogram of n on
 		// the grid 0..10; the others' values are 0..4): the unit's Linf
 		// values at the top move every score by up to Linf; under replace

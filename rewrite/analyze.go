@@ -702,6 +702,9 @@ func (a *analyzer) groupColumn(expr ast.ExprNode, fields []*ast.SelectField) (Gr
 			}
 		}
 	}
+	if g, ok, err := a.numericBin(expr); ok {
+		return g, err
+	}
 	var g GroupColumn
 	switch x := expr.(type) {
 	case *ast.ColumnNameExpr:
@@ -722,7 +725,7 @@ func (a *analyzer) groupColumn(expr ast.ExprNode, fields []*ast.SelectField) (Gr
 	case *ast.CaseExpr:
 		return a.caseGroup(x)
 	default:
-		return g, sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY supports columns, time buckets (date_trunc, EXTRACT) of columns and CASE with constant results only").
+		return g, sqlerr.New(sqlerr.FeatureNotSupported, "GROUP BY supports columns, time buckets (date_trunc, EXTRACT) of columns, numeric bins (FLOOR(x / w) * w, width_bucket) and CASE with constant results only").
 			WithHint("group by one of: %s", a.groupableList())
 	}
 	col := g.Column
@@ -884,6 +887,18 @@ func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, 
 	case *ast.WindowFuncExpr:
 		return OutputColumn{}, sqlerr.New(sqlerr.FeatureNotSupported, "window functions are not allowed on protected table %q", a.table.Name).
 			WithHint("use aggregates: %s", supportedAggregates)
+	}
+	// The select list's bin of a column that GROUP BY bins by.
+	if g, ok, err := a.numericBin(expr); ok && err == nil {
+		for gi, have := range p.Groups {
+			if sameGroup(have, g) {
+				name := "?column?"
+				if call, isCall := expr.(*ast.FuncCallExpr); isCall {
+					name = call.FnName.L
+				}
+				return OutputColumn{Name: a.exprName(f, name), Type: have.Type, Source: OutputSource{Group: gi, Aggregate: -1}}, nil
+			}
+		}
 	}
 	// An expression over aggregates, group columns and constants,
 	// computed on the released row (post.go). Aliases are not names here.

@@ -132,8 +132,12 @@ type GroupColumn struct {
 	// Keys is the public key list the policy declares for the column.
 	Keys []string
 	// SQL, when set, is the key's expression: GROUP BY CASE with
-	// constant results (casegroup.go), whose results are the Keys.
+	// constant results (casegroup.go), whose results are the Keys, or
+	// numeric bins (numericbin.go).
 	SQL string
+	// Source is the table column a numeric bin is computed from (nil
+	// otherwise; Column then describes the key).
+	Source *config.Column
 }
 
 // TimeBucket is a function of a date or timestamp column that cannot fail

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 
 	"github.com/dpproxy/dpproxy/config"
@@ -203,9 +204,15 @@ func (a *analyzer) quantile(name string, arg ast.ExprNode, level float64, cont b
 	return Aggregate{Func: QuantileAgg, Column: col, Bounds: *col.Bounds, Quantile: qi, Type: typ}, typ, nil
 }
 
-// constantLevel reads a numeric literal, possibly in parentheses.
+// constantLevel reads a numeric literal, possibly negated or in
+// parentheses.
 func constantLevel(expr ast.ExprNode) (float64, bool) {
-	v, ok := unparen(expr).(*test_driver.ValueExpr)
+	expr = unparen(expr)
+	if u, ok := expr.(*ast.UnaryOperationExpr); ok && u.Op == opcode.Minus {
+		f, ok := constantLevel(u.V)
+		return -f, ok
+	}
+	v, ok := expr.(*test_driver.ValueExpr)
 	if !ok {
 		return 0, false
 	}

@@ -154,6 +154,16 @@ var rejections = []struct {
 	{`SELECT pg_read_file('/etc/passwd')`, sqlerr.UndefinedFunction, `pg_read_file`},
 	{`SELECT name FROM clinics FOR UPDATE`, sqlerr.ReadOnlyTransaction, `locking`},
 	{`SELECT @@version`, sqlerr.FeatureNotSupported, `variables`},
+	// GROUP BY numeric bins.
+	{`SELECT FLOOR(cost / 2.5) * 2.5, COUNT(*) FROM visits GROUP BY 1`, sqlerr.FeatureNotSupported, `whole width`},
+	{`SELECT FLOOR(nights / 5) * 10, COUNT(*) FROM visits GROUP BY 1`, sqlerr.FeatureNotSupported, `the same width twice`},
+	{`SELECT FLOOR(patient_id / 10) * 10, COUNT(*) FROM visits GROUP BY 1`, sqlerr.InsufficientPrivilege, `bins of the privacy unit`},
+	{`SELECT FLOOR(cost / 1) * 1, COUNT(*) FROM visits GROUP BY 1`, sqlerr.ProgramLimitExceeded, `more than 1000`},
+	{`SELECT cost / 10 * 10, COUNT(*) FROM visits GROUP BY 1`, sqlerr.DatatypeMismatch, `integer division needs an integer column`},
+	{`SELECT width_bucket(cost, 10, 0, 5), COUNT(*) FROM visits GROUP BY 1`, sqlerr.InvalidParameterValue, `low < high`},
+	{`SELECT width_bucket(cost, 0, 10, 5000), COUNT(*) FROM visits GROUP BY 1`, sqlerr.InvalidParameterValue, `from 1 to 1000`},
+	{`SELECT width_bucket(cost, 0, 10), COUNT(*) FROM visits GROUP BY 1`, sqlerr.FeatureNotSupported, `width_bucket takes`},
+	{`SELECT FLOOR((nights + 1) / 5) * 5, COUNT(*) FROM visits GROUP BY 1`, sqlerr.FeatureNotSupported, `plain column`},
 	// Syntax errors.
 	{`SELEC COUNT(*) FROM visits`, sqlerr.SyntaxError, `syntax error`},
 	{`SELECT COUNT(*) FROM visits WHERE`, sqlerr.SyntaxError, `syntax error`},
@@ -190,6 +200,22 @@ func analyzeSQL(pol *config.Policy, sql string) error {
 		}
 	}
 	return nil
+}
+
+// In MySQL, / does not truncate: column / width * width is the column.
+func TestBinsByDivisionRefusedForMySQL(t *testing.T) {
+	stmts, err := Parse(`SELECT nights / 5 * 5, COUNT(*) FROM visits GROUP BY 1`, MySQLFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Analyze(stmts[0], testPolicy(t), Options{Dialect: MySQL, Epsilon: 1, FrontEnd: MySQLFrontEnd})
+	if e := sqlerr.As(err); e == nil || e.Code != sqlerr.FeatureNotSupported || !strings.Contains(e.Hint, "DIV") {
+		t.Fatalf("got %v", err)
+	}
+	stmts, _ = Parse(`SELECT nights DIV 5 * 5, COUNT(*) FROM visits GROUP BY 1`, MySQLFrontEnd)
+	if _, err := Analyze(stmts[0], testPolicy(t), Options{Dialect: MySQL, Epsilon: 1, FrontEnd: MySQLFrontEnd}); err != nil {
+		t.Fatalf("DIV: %v", err)
+	}
 }
 
 // GROUP BY keys from the data need partition selection, which needs δ.

@@ -74,3 +74,7 @@ SELECT region, percentile_disc(0.25) WITHIN GROUP (ORDER BY score) AS q1, MEDIAN
 SELECT diagnosis, MEDIAN(nights) AS median_nights FROM visits GROUP BY diagnosis
 -- name: quantiles_row_privacy
 SELECT sex, MEDIAN(age) FROM people GROUP BY sex
+-- name: group_by_bins
+SELECT FLOOR(nights / 5) * 5 AS band, COUNT(*), width_bucket(score, -5, 5, 4) FROM visits GROUP BY band, width_bucket(score, -5, 5, 4)
+-- name: group_by_bins_selection
+SELECT clinic_id / 10 * 10, COUNT(*) FROM visits GROUP BY 1
