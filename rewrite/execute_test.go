@@ -315,7 +315,7 @@ var executeCases = []executeCase{
 		// in bin 0; p3's NULLs in no bin. width_bucket(score, -5, 5, 4):
 		// p1's 1.5 → 3, p2's -9 → 0, p3's 0 → 3 (two rows in each of 5
 		// groups, capped at 2 per group: 10).
-		sql: `SELECT FLOOR(nights / 5) * 5, COUNT(*) FROM visits GROUP BY 1`,
+		sql:   `SELECT FLOOR(nights / 5) * 5, COUNT(*) FROM visits GROUP BY 1`,
 		check: expectKeyed(map[string]float64{"20": 2, "0": 1, "<nil>": 2}),
 	},
 	{
