@@ -69,6 +69,9 @@ type unitRows struct {
 	rows   int      // rows per group (more than Linf, to exercise the cap)
 	x      float64  // its value of x (outside the bounds: clamped)
 	f      int      // 1: counted by WHERE f = 1; 0: filtered out
+	// spread gives the unit's i-th row in a group the value x + i (distinct
+	// values), instead of x in every row.
+	spread bool
 }
 
 type auditCase struct {
@@ -247,6 +250,22 @@ func auditCases() []auditCase {
 			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1, f: 1},
 			inDPrime: unitRows{groups: []string{"h1"}, rows: 3, x: 1, f: 0},
 			sharp:    0.8,
+		},
+		// COUNT(DISTINCT x): the unit brings Linf values no one else has
+		// (it keeps 2 of its 3); under replace they leave one group for
+		// another.
+		auditCase{
+			name: "count distinct values/ungrouped/add_remove", neighbouring: config.AddRemove, l0: 1, linf: 2,
+			query: "SELECT COUNT(DISTINCT x) FROM people WHERE f = 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1, spread: true},
+			sharp: 0.8,
+		},
+		auditCase{
+			name: "count distinct values/keys/replace", neighbouring: config.Replace, l0: 1, linf: 2,
+			query:    "SELECT kg, COUNT(DISTINCT x) FROM people WHERE f = 1 GROUP BY kg",
+			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1, spread: true},
+			inDPrime: unitRows{groups: []string{"h2"}, rows: 3, x: 1000, f: 1, spread: true},
+			runs:     0.5,
 		},
 		// GROUP BY numeric bins: public keys (width_bucket's 0 … n+1);
 		// the unit's rows fall in bucket 3.
@@ -439,7 +458,11 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 	}
 	for _, g := range unit.groups {
 		for i := 0; i < unit.rows; i++ {
-			exec(`INSERT INTO people VALUES (0, ?, ?, ?, ?, ?)`, g, g, unit.f, unit.x, unit.x)
+			x := unit.x
+			if unit.spread {
+				x += float64(i)
+			}
+			exec(`INSERT INTO people VALUES (0, ?, ?, ?, ?, ?)`, g, g, unit.f, x, x)
 		}
 	}
 	if err := tx.Commit(); err != nil {

@@ -20,6 +20,8 @@ import (
 type bounded struct {
 	rows       *backend.Rows
 	histograms []*backend.Rows
+	// side holds the rows of Plan.SideQueries.
+	side []*backend.Rows
 }
 
 // readBounded runs a plan's backend queries.
@@ -38,6 +40,13 @@ func readBounded(ctx context.Context, be backend.Backend, plan *rewrite.Plan) (b
 			return bounded{}, err
 		}
 		data.histograms = append(data.histograms, rows)
+	}
+	for _, sql := range plan.SideQueries {
+		rows, err := be.Query(ctx, sql)
+		if err != nil {
+			return bounded{}, err
+		}
+		data.side = append(data.side, rows)
 	}
 	return data, nil
 }
@@ -64,6 +73,20 @@ func groupHistograms(plan *rewrite.Plan, data bounded) []map[string][]float64 {
 			}
 		}
 		out[hi] = byGroup
+	}
+	return out
+}
+
+// sideValues indexes each side query's value by group.
+func sideValues(plan *rewrite.Plan, data bounded) []map[string]float64 {
+	out := make([]map[string]float64, len(plan.SideQueries))
+	for i := range plan.SideQueries {
+		out[i] = map[string]float64{}
+		if i < len(data.side) {
+			for _, row := range data.side[i].Values {
+				out[i][rowGroupKey(plan, row)] = sqltypes.Float(row[len(plan.Groups)])
+			}
+		}
 	}
 	return out
 }

@@ -50,6 +50,7 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 		return nil, err
 	}
 	hists := groupHistograms(plan, data)
+	side := sideValues(plan, data)
 	res := &sqltypes.Result{}
 	for _, o := range plan.Output {
 		res.Columns = append(res.Columns, sqltypes.Column{Name: o.Name, Type: o.Type})
@@ -57,7 +58,13 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 	for _, g := range groups {
 		noisy := make([]float64, len(plan.Measurements))
 		for i, m := range plan.Measurements {
-			v, err := noisyMeasurement(m, mechs[i], g.exact, r)
+			var exact float64
+			if m.SideQuery > 0 {
+				exact = side[m.SideQuery-1][g.canon] // a group without values: 0
+			} else {
+				exact = m.Value(g.exact)
+			}
+			v, err := noisyMeasurement(m, mechs[i], exact, r)
 			if err != nil {
 				return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "noise generation failed; no answer was released", Err: err}
 			}
@@ -271,8 +278,7 @@ func measurementMechanism(m rewrite.Measurement) (noiser, error) {
 	return mechanisms.NewLaplace(m.Epsilon, m.Sensitivity)
 }
 
-func noisyMeasurement(m rewrite.Measurement, mech noiser, exact []any, r *mechanisms.Rand) (float64, error) {
-	value := m.Value(exact)
+func noisyMeasurement(m rewrite.Measurement, mech noiser, value float64, r *mechanisms.Rand) (float64, error) {
 	if mech == nil {
 		return value, nil
 	}
@@ -289,7 +295,7 @@ func aggregateValue(a rewrite.Aggregate, noisy, quantiles []float64, typ sqltype
 	switch a.Func {
 	case rewrite.QuantileAgg:
 		return typedNumber(quantiles[a.Quantile], typ, a.Column.Type.Integer())
-	case rewrite.CountStar, rewrite.CountCol, rewrite.CountDistinctUnit:
+	case rewrite.CountStar, rewrite.CountCol, rewrite.CountDistinctUnit, rewrite.CountDistinctValues:
 		return int64(math.Max(0, math.Round(noisy[a.Measurements[0]])))
 	case rewrite.Sum:
 		v := noisy[a.Measurements[0]]

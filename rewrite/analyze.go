@@ -3,6 +3,7 @@ package rewrite
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/config"
@@ -210,6 +211,9 @@ type analyzer struct {
 	// and valueSQL the same the other way (conditional.go).
 	valueExprs map[string]*config.Column
 	valueSQL   map[*config.Column]string
+	// distinctColumns are the columns COUNT(DISTINCT ...) counts, each a
+	// side query (distinct.go).
+	distinctColumns []*config.Column
 }
 
 func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
@@ -321,7 +325,7 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	if err := p.assignPrivacy(a.opts.Epsilon, delta); err != nil {
 		return nil, err
 	}
-	if len(p.Measurements) > 0 || p.Selection != nil {
+	if p.Selection != nil || slices.ContainsFunc(p.Measurements, func(m Measurement) bool { return m.SideQuery == 0 }) {
 		// (A plan of quantiles alone over public keys, or without GROUP
 		// BY, needs only its histograms.)
 		sql, err := e.backendSQL(p, b, where)
@@ -332,6 +336,9 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	}
 	for i := range p.Histograms {
 		p.Histograms[i].BackendSQL = e.histogramSQL(p, &p.Histograms[i], where)
+	}
+	for _, col := range a.distinctColumns {
+		p.SideQueries = append(p.SideQueries, e.distinctValuesSQL(p, col, where))
 	}
 	return p, nil
 }
@@ -1024,8 +1031,7 @@ func (a *analyzer) countDistinct(x *ast.AggregateFuncExpr, p *Plan, b *backendCo
 		return Aggregate{}, "", 0, err
 	}
 	if !a.isUnit(col) {
-		return Aggregate{}, "", 0, sqlerr.New(sqlerr.FeatureNotSupported, "COUNT(DISTINCT %s) is not supported: the number of distinct values of a column other than the privacy unit has no useful bound per person", col.Name).
-			WithHint("COUNT(DISTINCT %s) counts people", a.table.PrivacyUnit)
+		return a.countDistinctValues(col, p)
 	}
 	mi := p.addMeasurement(Measurement{Kind: MeasureUnits, CountColumn: b.units(), SumColumn: -1, SquaresColumn: -1})
 	return Aggregate{Func: CountDistinctUnit, Column: col, Measurements: []int{mi}}, "count", sqltypes.Int8, nil

@@ -523,6 +523,35 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 			}
 		})
 	}
+	for _, c := range distinctCases {
+		t.Run(c.sql, func(t *testing.T) {
+			stmts, err := Parse(c.sql, PostgresFrontEnd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := q.Plan
+			if len(p.SideQueries) != 1 {
+				t.Fatalf("%d side queries, want 1", len(p.SideQueries))
+			}
+			for run := 0; run < 5; run++ {
+				got := map[string]float64{}
+				for _, raw := range queryRaw(t, db, p.SideQueries[0]) {
+					parts := make([]string, len(p.Groups))
+					for i := range p.Groups {
+						parts[i] = keyText(raw[i])
+					}
+					got[strings.Join(parts, "|")] += number(t, raw[len(p.Groups)])
+				}
+				if err := c.check(got); err != nil {
+					t.Fatalf("run %d: %v\nSQL: %s", run, err, p.SideQueries[0])
+				}
+			}
+		})
+	}
 }
 
 // queryRaw runs sql and returns its rows as the driver scans them.
@@ -561,6 +590,51 @@ func keyText(v any) string {
 		return tm.Format("2006-01-02")
 	}
 	return fmt.Sprint(v)
+}
+
+// Hand-computed distinct counts after bounding (distinct.go): a unit
+// keeps Linf = 2 of its distinct values per group, in L0 = 3 groups.
+var distinctCases = []histogramCase{
+	{
+		// diagnosis: p1 only A; p2 B; p3 A..E but keeps two of them (its
+		// one group, the whole table): {A, B} ∪ two of p3's five. The
+		// count is 2 + |p3's pick \ {A, B}|: 2, 3 or 4.
+		sql: `SELECT COUNT(DISTINCT diagnosis) FROM visits`,
+		check: func(got map[string]float64) error {
+			if n := got[""]; len(got) != 1 || n < 2 || n > 4 {
+				return fmt.Errorf("got %v, want one count from 2 to 4", got)
+			}
+			return nil
+		},
+	},
+	{
+		// notes by region: n holds p1's x1, x2 (its third to fifth are
+		// NULL); s holds p2's "it's".
+		sql:   `SELECT region, COUNT(DISTINCT note) FROM visits GROUP BY region`,
+		check: expectHistogram(map[string]float64{"n": 2, "s": 1}),
+	},
+	{
+		// Row privacy: each row a unit; sexes per non-NULL income.
+		sql:   `SELECT COUNT(DISTINCT sex) FROM people WHERE income IS NOT NULL`,
+		check: expectHistogram(map[string]float64{"": 3}),
+	},
+	{
+		// Clinics per diagnosis, L0 = 3: p3 (clinic 2) is in five
+		// diagnoses and keeps three at random.
+		sql: `SELECT diagnosis, COUNT(DISTINCT clinic_id) FROM visits GROUP BY diagnosis`,
+		check: func(got map[string]float64) error {
+			// A: p1's clinic 1, maybe p3's 2; B: p2's 2 (p3's is the same
+			// 2); C, D, E: p3's 2 if kept.
+			total := 0.0
+			for _, v := range got {
+				total += v
+			}
+			if got["A"] < 1 || got["A"] > 2 || got["B"] != 1 || total < 4 || total > 5 {
+				return fmt.Errorf("got %v", got)
+			}
+			return nil
+		},
+	},
 }
 
 type histogramCase struct {

@@ -56,7 +56,7 @@ func FuzzAnalyze(f *testing.F) {
 					// Quantiles are released by the exponential mechanism
 					// over their histograms.
 					noisy := len(p.Measurements) > 0 || len(p.Quantiles) > 0 || (p.Selection != nil && p.Selection.Epsilon > 0 && p.Selection.Delta > 0)
-					if !noisy || (p.BackendSQL == "" && len(p.Histograms) == 0) || p.Epsilon <= 0 {
+					if !noisy || len(p.BackendQueries()) == 0 || p.Epsilon <= 0 {
 						t.Fatalf("%q: a plan without noise: %+v", in, p)
 					}
 					for _, m := range p.Measurements {
@@ -70,14 +70,7 @@ func FuzzAnalyze(f *testing.F) {
 						}
 					}
 					if d == SQLite {
-						queries := []string{p.BackendSQL}
-						for _, h := range p.Histograms {
-							queries = append(queries, h.BackendSQL)
-						}
-						for _, sql := range queries {
-							if sql == "" {
-								continue
-							}
+						for _, sql := range p.BackendQueries() {
 							rows, err := db.QueryContext(context.Background(), sql)
 							if err != nil {
 								t.Fatalf("%q: the SQLite backend SQL fails: %v\n%s", in, err, sql)

@@ -70,6 +70,9 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 		for i, h := range q.Plan.Histograms {
 			fmt.Fprintf(&sb, "-- %s histogram %d\n%s\n", d.Name(), i, h.BackendSQL)
 		}
+		for i, sql := range q.Plan.SideQueries {
+			fmt.Fprintf(&sb, "-- %s side query %d\n%s\n", d.Name(), i, sql)
+		}
 		if d != Postgres {
 			continue
 		}
@@ -80,8 +83,12 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 			fmt.Fprintf(&sb, "partition selection: epsilon=%g delta=%g changed_groups=%d\n", s.Epsilon, s.Delta, s.ChangedGroups)
 		}
 		for i, m := range p.Measurements {
-			fmt.Fprintf(&sb, "measurement %d: %s sensitivity=%g epsilon=%g integer=%v count_col=%d sum_col=%d squares_col=%d mid=%g\n",
+			fmt.Fprintf(&sb, "measurement %d: %s sensitivity=%g epsilon=%g integer=%v count_col=%d sum_col=%d squares_col=%d mid=%g",
 				i, m.Kind, m.Sensitivity, m.Epsilon, m.Integer, m.CountColumn, m.SumColumn, m.SquaresColumn, m.Mid)
+			if m.SideQuery > 0 {
+				fmt.Fprintf(&sb, " side_query=%d", m.SideQuery-1)
+			}
+			sb.WriteString("\n")
 		}
 		for i, h := range p.Histograms {
 			fmt.Fprintf(&sb, "histogram %d: %s grid=%+v\n", i, h.Column.Name, h.Grid)

@@ -24,10 +24,11 @@ const (
 	StddevPop                        // STDDEV_POP(col)
 	StddevSamp                       // STDDEV_SAMP(col), STDDEV(col)
 	QuantileAgg                      // MEDIAN, percentile_cont/disc, MIN, MAX (quantile.go)
+	CountDistinctValues              // COUNT(DISTINCT col), col not the unit (distinct.go)
 )
 
 func (f AggFunc) String() string {
-	return [...]string{"COUNT(*)", "COUNT", "SUM", "AVG", "COUNT(DISTINCT)", "VAR_POP", "VAR_SAMP", "STDDEV_POP", "STDDEV_SAMP", "QUANTILE"}[f]
+	return [...]string{"COUNT(*)", "COUNT", "SUM", "AVG", "COUNT(DISTINCT)", "VAR_POP", "VAR_SAMP", "STDDEV_POP", "STDDEV_SAMP", "QUANTILE", "COUNT(DISTINCT)"}[f]
 }
 
 // IsVariance reports whether f is one of the variance family.
@@ -49,10 +50,13 @@ const (
 	MeasureCenteredSquares
 	// MeasureUnits counts distinct privacy units.
 	MeasureUnits
+	// MeasureDistinctValues counts the distinct values of a column
+	// (distinct.go), computed by a side query.
+	MeasureDistinctValues
 )
 
 func (k MeasurementKind) String() string {
-	return [...]string{"count", "sum", "centered sum", "centered squares", "distinct units"}[k]
+	return [...]string{"count", "sum", "centered sum", "centered squares", "distinct units", "distinct values"}[k]
 }
 
 // Measurement is one noisy quantity released per group. Its sensitivity is
@@ -78,6 +82,10 @@ type Measurement struct {
 	SquaresColumn int
 	// Mid is the centre of the bounds for MeasureCenteredSum.
 	Mid float64
+	// SideQuery, when not 0, is 1 + the index into Plan.SideQueries of
+	// the query whose value for the group is the exact value (the
+	// column indexes above are then unused).
+	SideQuery int
 }
 
 // Value is the measurement's exact value for one group, computed from the
@@ -202,6 +210,10 @@ type Plan struct {
 	// histogram is one more backend query.
 	Histograms []Histogram
 	Quantiles  []Quantile
+	// SideQueries compute measurements the bounding query cannot
+	// (distinct values of a column, distinct.go): one row per group, the
+	// group keys then the value.
+	SideQueries []string
 	Output     []OutputColumn
 	OrderBy    []OrderKey
 	// Limit is the number of released rows to return (-1 = all).
@@ -322,7 +334,7 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 			// than the sensitivity.
 			// Counts are whole unless a unit's contributions are weighted
 			// over its groups (public key lists, see the emitter).
-			m.Integer = !weighted && (m.Kind == MeasureCount || m.Kind == MeasureUnits ||
+			m.Integer = m.Kind == MeasureDistinctValues || !weighted && (m.Kind == MeasureCount || m.Kind == MeasureUnits ||
 				(m.Kind == MeasureSum && p.Table.IsRowPrivacy() && a.Column.Type.Integer() && isWhole(a.Bounds.Lo) && isWhole(a.Bounds.Hi)))
 			if gaussianOK && m.Sensitivity > 0 {
 				m.L2 = p.l2Sensitivity(m.Kind, a.Bounds)
@@ -413,6 +425,12 @@ func (p *Plan) contribution(kind MeasurementKind, b config.Bounds) (magnitude, w
 		return linf, linf
 	case MeasureUnits:
 		return 1, 1
+	case MeasureDistinctValues:
+		// A unit keeps at most Linf distinct values per group: the group's
+		// number of distinct values moves by at most Linf (values only it
+		// has) when it comes or goes, and within [−Linf, Linf] when its
+		// values change.
+		return linf, linf
 	case MeasureSum:
 		lo, hi := linf*math.Min(0, b.Lo), linf*math.Max(0, b.Hi)
 		return math.Max(-lo, hi), hi - lo

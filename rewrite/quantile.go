@@ -98,7 +98,7 @@ func (p *Plan) BackendQueries() []string {
 	for _, h := range p.Histograms {
 		out = append(out, h.BackendSQL)
 	}
-	return out
+	return append(out, p.SideQueries...)
 }
 
 // Quantile is one DP quantile released per group.

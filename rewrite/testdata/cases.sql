@@ -78,3 +78,7 @@ SELECT sex, MEDIAN(age) FROM people GROUP BY sex
 SELECT FLOOR(nights / 5) * 5 AS band, COUNT(*), width_bucket(score, -5, 5, 4) FROM visits GROUP BY band, width_bucket(score, -5, 5, 4)
 -- name: group_by_bins_selection
 SELECT clinic_id / 10 * 10, COUNT(*) FROM visits GROUP BY 1
+-- name: count_distinct_values
+SELECT COUNT(DISTINCT diagnosis), COUNT(DISTINCT note), COUNT(*) FROM visits
+-- name: count_distinct_values_grouped
+SELECT region, COUNT(DISTINCT diagnosis) AS diagnoses FROM visits GROUP BY region
