@@ -14,17 +14,17 @@ import (
 type AggFunc int
 
 const (
-	CountStar         AggFunc = iota // COUNT(*)
-	CountCol                         // COUNT(col): non-NULL values
-	Sum                              // SUM(col), values clamped to the column's bounds
-	Avg                              // AVG(col), normalized-sum form
-	CountDistinctUnit                // COUNT(DISTINCT privacy_unit)
-	VarPop                           // VAR_POP(col)
-	VarSamp                          // VAR_SAMP(col), VARIANCE(col)
-	StddevPop                        // STDDEV_POP(col)
-	StddevSamp                       // STDDEV_SAMP(col), STDDEV(col)
-	QuantileAgg                      // MEDIAN, percentile_cont/disc, MIN, MAX (quantile.go)
-	CountDistinctValues              // COUNT(DISTINCT col), col not the unit (distinct.go)
+	CountStar           AggFunc = iota // COUNT(*)
+	CountCol                           // COUNT(col): non-NULL values
+	Sum                                // SUM(col), values clamped to the column's bounds
+	Avg                                // AVG(col), normalized-sum form
+	CountDistinctUnit                  // COUNT(DISTINCT privacy_unit)
+	VarPop                             // VAR_POP(col)
+	VarSamp                            // VAR_SAMP(col), VARIANCE(col)
+	StddevPop                          // STDDEV_POP(col)
+	StddevSamp                         // STDDEV_SAMP(col), STDDEV(col)
+	QuantileAgg                        // MEDIAN, percentile_cont/disc, MIN, MAX (quantile.go)
+	CountDistinctValues                // COUNT(DISTINCT col), col not the unit (distinct.go)
 )
 
 func (f AggFunc) String() string {
@@ -214,8 +214,8 @@ type Plan struct {
 	// (distinct values of a column, distinct.go): one row per group, the
 	// group keys then the value.
 	SideQueries []string
-	Output     []OutputColumn
-	OrderBy    []OrderKey
+	Output      []OutputColumn
+	OrderBy     []OrderKey
 	// Limit is the number of released rows to return (-1 = all).
 	Limit int64
 	// Epsilon and Delta are what the query costs.
