@@ -86,7 +86,12 @@ func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
 			res.Rows = append(res.Rows, []any{label, m.Kind.String(), mech, m.Sensitivity, m.Epsilon, l.Scale(), l.ErrorBound(ExplainConfidence)})
 		}
 	}
-	if s := plan.Selection; s != nil {
+	if s := plan.Selection; s != nil && s.Threshold != nil {
+		// Thresholding a released count: no ε of its own; "noise_scale"
+		// and the bound are the threshold τ on the noisy count.
+		m := plan.Measurements[s.Threshold.Measurement]
+		res.Rows = append(res.Rows, []any{"GROUP BY keys", "noisy " + m.Kind.String(), fmt.Sprintf("partition selection: threshold on the released %s (δ=%g)", m.Kind, s.Delta), float64(s.ChangedGroups), 0.0, s.Threshold.Tau, s.Threshold.Tau})
+	} else if s != nil {
 		sel, err := mechanisms.NewOptimalSelection(s.Epsilon, s.Delta, s.ChangedGroups)
 		if err != nil {
 			return nil, err
@@ -136,7 +141,7 @@ func ExplainSummary(plan *rewrite.Plan) string {
 	if len(plan.Quantiles) > 0 {
 		parts += fmt.Sprintf(", %d quantile(s)", len(plan.Quantiles))
 	}
-	if plan.Selection != nil {
+	if plan.Selection != nil && plan.Selection.Threshold == nil {
 		parts += " and partition selection"
 	}
 	fmt.Fprintf(&sb, "cost: ε = %g, δ = %g (split equally over %s)\n", plan.Epsilon, plan.Delta, parts)
@@ -163,7 +168,11 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		}
 		sb.WriteString("; its error bound counts values (rank) between the released value and the true quantile\n")
 	}
-	if s := plan.Selection; s != nil {
+	if s := plan.Selection; s != nil && s.Threshold != nil {
+		m := plan.Measurements[s.Threshold.Measurement]
+		fmt.Fprintf(&sb, "partition selection: a group is released when its noisy %s exceeds τ = %g; it spends no ε of its own, and δ = %g covers the groups one person alone could create (%s at most %d)\n",
+			m.Kind, s.Threshold.Tau, s.Delta, m.Kind, s.Threshold.MaxAlone)
+	} else if s != nil {
 		why := "the unit's groups"
 		if plan.Neighbouring == config.Replace {
 			why = "the groups the unit leaves and those it joins"

@@ -404,7 +404,20 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 // the audit attacks the calibration the release uses.
 func groupSizes(t *testing.T, plan *rewrite.Plan, c auditCase) map[string]int {
 	sizes := map[string]int{"h1": 20, "h2": 20, "h3": 20, "h4": 20}
-	if s := plan.Selection; s != nil {
+	if s := plan.Selection; s != nil && s.Threshold != nil {
+		// Thresholding a count: the unit lifts its groups' count from just
+		// below τ to just above (others have one row each; the unit adds
+		// min(rows, Linf) rows, or one unit).
+		th := s.Threshold
+		lift := int(th.MaxAlone)
+		others := int(math.Floor(th.Tau)) - lift + 1
+		for _, g := range c.inD.groups {
+			sizes[g] = others
+		}
+		for _, g := range c.inDPrime.groups {
+			sizes[g] = others + lift
+		}
+	} else if s != nil {
 		sel, err := mechanisms.NewOptimalSelection(s.Epsilon, s.Delta, s.ChangedGroups)
 		if err != nil {
 			t.Fatal(err)

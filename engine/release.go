@@ -40,22 +40,9 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 		return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "unexpected backend result; no answer was released", Err: err}
 	}
 	rows = &backend.Rows{Columns: rows.Columns, Values: folded}
-	var groups []groupResult
-	if plan.Selection != nil {
-		groups, err = selectGroups(plan, rows, r)
-	} else {
-		groups, err = groupRows(plan, rows)
-	}
-	if err != nil {
-		return nil, err
-	}
-	hists := groupHistograms(plan, data)
 	side := sideValues(plan, data)
-	res := &sqltypes.Result{}
-	for _, o := range plan.Output {
-		res.Columns = append(res.Columns, sqltypes.Column{Name: o.Name, Type: o.Type})
-	}
-	for _, g := range groups {
+	// noisyGroup perturbs every measurement of one group.
+	noisyGroup := func(g groupResult) ([]float64, error) {
 		noisy := make([]float64, len(plan.Measurements))
 		for i, m := range plan.Measurements {
 			var exact float64
@@ -69,6 +56,29 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 				return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "noise generation failed; no answer was released", Err: err}
 			}
 			noisy[i] = v
+		}
+		return noisy, nil
+	}
+	var groups []groupResult
+	if plan.Selection != nil {
+		groups, err = selectGroups(plan, rows, r, noisyGroup)
+	} else {
+		groups, err = groupRows(plan, rows)
+	}
+	if err != nil {
+		return nil, err
+	}
+	hists := groupHistograms(plan, data)
+	res := &sqltypes.Result{}
+	for _, o := range plan.Output {
+		res.Columns = append(res.Columns, sqltypes.Column{Name: o.Name, Type: o.Type})
+	}
+	for _, g := range groups {
+		noisy := g.noisy // already drawn when selection thresholded a count
+		if noisy == nil {
+			if noisy, err = noisyGroup(g); err != nil {
+				return nil, err
+			}
 		}
 		quantiles, err := groupQuantiles(plan, hists, g.canon, r)
 		if err != nil {
@@ -146,6 +156,9 @@ type groupResult struct {
 	exact []any
 	// canon is the canonical key (canonicalKey of each key, joined).
 	canon string
+	// noisy holds the group's noisy measurements when selection drew them
+	// (thresholding a count); nil otherwise.
+	noisy []float64
 }
 
 // groupRows pairs the backend rows with the groups to release. Without
@@ -205,59 +218,6 @@ func groupRows(plan *rewrite.Plan, rows *backend.Rows) ([]groupResult, error) {
 			return out, nil
 		}
 	}
-}
-
-// selectGroups releases the groups found in the data that pass DP
-// partition selection on their number of distinct units, restricted to the
-// public key lists of the columns that have one. Released groups are sorted
-// by key, so the backend's row order reveals nothing.
-func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) ([]groupResult, error) {
-	sel := plan.Selection
-	selector, err := mechanisms.NewOptimalSelection(sel.Epsilon, sel.Delta, sel.ChangedGroups)
-	if err != nil {
-		return nil, &sqlerr.Error{Code: sqlerr.PrivacyParameterError, Message: fmt.Sprintf("cannot calibrate partition selection: %v", err), Err: err}
-	}
-	allowed := make([]map[string]bool, len(plan.Groups))
-	for i, g := range plan.Groups {
-		if len(g.Keys) == 0 {
-			continue
-		}
-		allowed[i] = map[string]bool{}
-		for _, k := range g.Keys {
-			v, err := typedKey(k, g.Column.Type)
-			if err != nil {
-				return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: fmt.Sprintf("policy key %q of column %q: %v", k, g.Column.Name, err)}
-			}
-			allowed[i][canonicalKey(v, g.Column.Type)] = true
-		}
-	}
-	var out []groupResult
-	for _, row := range rows.Values {
-		units := int64(sqltypes.Float(row[plan.UnitsColumn]))
-		keep, err := selector.Keep(r, units)
-		if err != nil {
-			return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "partition selection failed; no answer was released", Err: err}
-		}
-		keys := make([]any, len(plan.Groups))
-		for i, g := range plan.Groups {
-			keys[i] = sqltypes.Convert(row[g.BackendColumn], g.Type)
-			if allowed[i] != nil && !allowed[i][canonicalKey(keys[i], g.Column.Type)] {
-				keep = false
-			}
-		}
-		if keep {
-			out = append(out, groupResult{keys: keys, exact: row, canon: rowGroupKey(plan, row)})
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		for k := range out[i].keys {
-			if c := compareValues(out[i].keys[k], out[j].keys[k]); c != 0 {
-				return c < 0
-			}
-		}
-		return false
-	})
-	return out, nil
 }
 
 // noisyMeasurement perturbs one measurement of one group.

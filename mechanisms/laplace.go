@@ -35,6 +35,7 @@ type Laplace struct {
 	sensitivity float64
 	scale       float64 // b = Δ1/ε
 	intPlan     *geomPlan
+	intLambda   float64
 	intErr      error
 	granExp     int
 	gran        float64
@@ -62,6 +63,7 @@ func NewLaplace(epsilon, l1Sensitivity float64) (*Laplace, error) {
 
 	// Integer path: λ = ε/Δ1, rounded down (one correctly rounded division).
 	lam := nextDown(epsilon/l1Sensitivity, 1)
+	m.intLambda = lam
 	if b > maxIntLaplaceScale {
 		m.intErr = invalid("Laplace scale l1Sensitivity/epsilon = %v is too large for integer noise (max 2^48)", b)
 	} else if m.intPlan, m.intErr = newGeomPlan(lam); m.intErr != nil {
@@ -83,6 +85,40 @@ func NewLaplace(epsilon, l1Sensitivity float64) (*Laplace, error) {
 	}
 	m.floatPlan = p
 	return m, nil
+}
+
+// IntThreshold returns τ, a half-integer, such that for every integer x ≤
+// maxAlone, x plus AddNoiseInt's noise exceeds τ with probability at most
+// delta. Thresholding a noisy count at τ (Korolova et al. 2009; Wilson et
+// al. 2020) releases a group that one unit alone could have created (its
+// count at most maxAlone) with probability at most delta.
+//
+// The noise k is discrete Laplace with q = e^-λ: P(k ≥ j) = q^j/(1+q) for
+// j ≥ 1. τ = maxAlone + j − ½ for the smallest such j with q^j/(1+q) ≤
+// delta, plus one step of safety for rounding in the logarithm.
+func (m *Laplace) IntThreshold(maxAlone int64, delta float64) (float64, error) {
+	if m.intErr != nil {
+		return 0, m.intErr
+	}
+	if err := checkDelta("delta", delta); err != nil {
+		return 0, err
+	}
+	q := math.Exp(-m.intLambda)
+	j := math.Ceil(math.Log(1/(delta*(1+q)))/m.intLambda) + 1
+	if j < 1 {
+		j = 1
+	}
+	return float64(maxAlone) + j - 0.5, nil
+}
+
+// IntTailProbability returns P(k ≥ j) for AddNoiseInt's noise k and an
+// integer j: what IntThreshold bounds, for reports and tests.
+func (m *Laplace) IntTailProbability(j float64) float64 {
+	q := math.Exp(-m.intLambda)
+	if j <= 0 {
+		return 1 - math.Pow(q, 1-j)/(1+q)
+	}
+	return math.Pow(q, j) / (1 + q)
 }
 
 // Epsilon returns ε.

@@ -237,3 +237,49 @@ func TestLaplaceIntOverflowIsError(t *testing.T) {
 		t.Errorf("AddNoiseFloat with scale 1e15: %v", err)
 	}
 }
+
+// IntThreshold keeps a count of maxAlone above τ with probability at
+// most δ, and is tight: one step lower would exceed δ.
+func TestIntThreshold(t *testing.T) {
+	for _, c := range []struct {
+		eps, sens float64
+		alone     int64
+		delta     float64
+	}{{1, 1, 1, 1e-6}, {0.5, 6, 3, 1e-5}, {2, 2, 2, 1e-3}} {
+		lap, err := NewLaplace(c.eps, c.sens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tau, err := lap.IntThreshold(c.alone, c.delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := tau - float64(c.alone) + 0.5 // released iff noise ≥ j
+		if p := lap.IntTailProbability(j); p > c.delta {
+			t.Errorf("%+v: τ = %v releases a lone group with probability %g > δ", c, tau, p)
+		}
+		if p := lap.IntTailProbability(j - 2); p <= c.delta {
+			t.Errorf("%+v: τ = %v is not tight: two steps lower still gives %g ≤ δ", c, tau, p)
+		}
+		// The sampled noise agrees with the tail probability.
+		r := Seeded(uint64(c.alone))
+		const n = 200000
+		hits := 0
+		jj := int64(math.Ceil(j / 4)) // a likelier event to count
+		for i := 0; i < n; i++ {
+			k, err := lap.AddNoiseInt(r, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k >= jj {
+				hits++
+			}
+		}
+		checkProportion(t, "discrete Laplace tail", hits, n, lap.IntTailProbability(float64(jj)))
+	}
+	if _, err := (&Laplace{intErr: errInvalidForTest}).IntThreshold(1, 0.1); err == nil {
+		t.Error("IntThreshold on an unusable integer path succeeded")
+	}
+}
+
+var errInvalidForTest = invalid("test")

@@ -103,6 +103,16 @@
 // With public key lists nothing is selected: exactly the listed keys are
 // released, a set that does not depend on the data.
 //
+// 7′. When the plan thresholds a count instead (CountThreshold: a count of
+// distinct units, or of rows, with Laplace noise, when that releases
+// groups at least as readily as 7 for the plan's bounds), the selection is
+// the released noisy count itself: a group is kept when it exceeds τ. For
+// the groups both neighbours have this is post-processing of the
+// measurement (8). A group only one side has exists because of the unit
+// alone: its count is at most MaxAlone (1 unit, or Linf rows) and it
+// passes with probability ≤ δ/L0, over at most L0 such groups: δ. The
+// selection then spends no ε of its own.
+//
 // 8. Each measurement gets Laplace noise of scale sensitivity/ε_m over all
 // groups at once: ε_m-DP for the whole vector of its per-group values
 // (released groups only: dropping groups is post-processing of the vector
@@ -124,7 +134,7 @@
 // step above applies with those values (replace: a row that changes group
 // moves two groups by one row).
 //
-// For the mechanisms later issues add, the same reasoning gives:
+// For the other mechanisms, the same reasoning gives:
 //   - Gaussian noise needs the L2 sensitivity. Add/remove: at most L0
 //     groups each by ≤ magnitude, and with weights Σ_g w² ≤ L0 (k groups of
 //     (L0/k)²), so √L0·magnitude. Replace: at most 2·L0 groups by the
@@ -136,12 +146,22 @@
 //     always for centred sums (width = 2·magnitude), and for plain sums when
 //     min(|lo|, |hi|) > (√2 − 1)·max(|lo|, |hi|) with lo < 0 < hi.
 //     Ungrouped replace: the width.
-//   - Quantiles by the exponential mechanism with score −|#{x < c} − q·n|:
+//   - Quantiles (quantile.go) by the exponential mechanism over a fixed
+//     grid with the score of mechanisms.Quantile:
 //     the unit removes b₁ ≤ Linf values, a₁ of them below c, and adds
 //     b₂ ≤ Linf, a₂ below c (add/remove: one of the two is empty), so the
 //     score moves by (a₂ − q·b₂) − (a₁ − q·b₁), each term in
 //     [−q·Linf, (1 − q)·Linf]: by at most Linf under both definitions. Per group,
 //     quantiles of the changed groups compose like selection (7).
+//     Each unit keeps L0 random groups and weighs at most Linf in each
+//     (values scaled by min(1, Linf/c)), as in 1 and 6.
+//   - COUNT(DISTINCT column) (distinct.go): each unit keeps Linf random
+//     distinct values per group in L0 random groups; a group's count moves
+//     by at most Linf when the unit comes, goes or changes, so it is a
+//     count of magnitude and width Linf in 2–4.
+//   - GROUP BY numeric bins (numericbin.go) are group keys computed from a
+//     row's own value (1); bins of a bounded column and width_bucket's
+//     buckets are a public key list (5), other bins pass selection (7).
 //   - Top-k by the exponential mechanism or Gumbel noise over group
 //     counts: its sensitivity is the most one candidate's score moves,
 //     Linf under both definitions; the number of changed groups does not

@@ -80,7 +80,11 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 		fmt.Fprintf(&sb, "-- plan\nL0=%d Linf=%d neighbouring=%s epsilon=%g delta=%g units_column=%d group_count_column=%d limit=%d\n",
 			p.MaxGroupsPerUnit, p.MaxRowsPerUnit, p.Neighbouring, p.Epsilon, p.Delta, p.UnitsColumn, p.GroupCountColumn, p.Limit)
 		if s := p.Selection; s != nil {
-			fmt.Fprintf(&sb, "partition selection: epsilon=%g delta=%g changed_groups=%d\n", s.Epsilon, s.Delta, s.ChangedGroups)
+			fmt.Fprintf(&sb, "partition selection: epsilon=%g delta=%g changed_groups=%d", s.Epsilon, s.Delta, s.ChangedGroups)
+			if th := s.Threshold; th != nil {
+				fmt.Fprintf(&sb, " threshold: measurement=%d max_alone=%d tau=%g", th.Measurement, th.MaxAlone, th.Tau)
+			}
+			sb.WriteString("\n")
 		}
 		for i, m := range p.Measurements {
 			fmt.Fprintf(&sb, "measurement %d: %s sensitivity=%g epsilon=%g integer=%v count_col=%d sum_col=%d squares_col=%d mid=%g",

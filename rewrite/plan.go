@@ -286,10 +286,35 @@ func (p *Plan) Columns() []OutputColumn {
 // leaves up to L0 groups and joins up to L0 others). Each group's test runs
 // at (Epsilon/ChangedGroups, Delta/ChangedGroups), so that the tests of the
 // groups one change touches compose to (Epsilon, Delta).
+//
+// When the query counts rows or units per group with Laplace noise,
+// Threshold is set instead and the selection spends no ε of its own: a
+// group is released when that noisy count exceeds a threshold (see
+// CountThreshold). Epsilon is then 0; Delta is still spent.
 type PartitionSelection struct {
 	Epsilon       float64
 	Delta         float64
 	ChangedGroups int
+	Threshold     *CountThreshold
+}
+
+// CountThreshold releases a group when its noisy count — the released
+// value of a count measurement, not a separate draw — exceeds Tau
+// (Laplace thresholding: Korolova et al. 2009, Wilson et al. 2020, as
+// Google's DP SQL and others do).
+//
+// Privacy: the noisy counts of every group are one Laplace release of
+// the measurement (ε-DP over the changed groups, as any measurement), and
+// keeping the groups above Tau is post-processing of it for the groups
+// both neighbours have. A group that exists only because of the one unit
+// that differs has a count of at most MaxAlone (Linf rows, or 1 unit) and
+// is released with probability at most Delta/L0 (the unit has at most L0
+// groups of its own: its groups under add/remove, those it leaves or
+// joins under replace), so with probability ≤ Delta in all: (ε, δ)-DP.
+type CountThreshold struct {
+	Measurement int // index into Plan.Measurements
+	MaxAlone    int64
+	Tau         float64
 }
 
 // assignPrivacy computes each measurement's sensitivity and ε share, and
@@ -300,19 +325,27 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 	if len(p.Measurements) == 0 && len(p.Quantiles) == 0 && p.Selection == nil {
 		return fmt.Errorf("no measurements")
 	}
-	parts := len(p.Measurements) + len(p.Quantiles)
-	if p.Selection != nil {
-		parts++
-	}
-	share := epsilon / float64(parts)
 	// δ is shared by the selection and the Gaussian measurements (basic
 	// composition); each Gaussian measurement is calibrated to a share as
 	// if every measurement were Gaussian, so the total stays within δ.
 	gaussianOK := delta > 0 && p.Mechanism != config.MechanismLaplace && p.Mechanism != ""
 	deltaShare := delta
 	if gaussianOK {
-		deltaShare = delta / float64(parts)
+		deltaParts := len(p.Measurements)
+		if p.Selection != nil {
+			deltaParts++
+		}
+		deltaShare = delta / float64(deltaParts)
 	}
+	parts := len(p.Measurements) + len(p.Quantiles)
+	threshold := -1
+	if p.Selection != nil && p.Mechanism != config.MechanismGaussian {
+		threshold = p.thresholdMeasurement(epsilon, deltaShare)
+	}
+	if p.Selection != nil && threshold < 0 {
+		parts++
+	}
+	share := epsilon / float64(parts)
 	if p.Selection != nil {
 		p.Selection.Epsilon = share
 		p.Selection.Delta = deltaShare
@@ -336,7 +369,7 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 			// over its groups (public key lists, see the emitter).
 			m.Integer = m.Kind == MeasureDistinctValues || !weighted && (m.Kind == MeasureCount || m.Kind == MeasureUnits ||
 				(m.Kind == MeasureSum && p.Table.IsRowPrivacy() && a.Column.Type.Integer() && isWhole(a.Bounds.Lo) && isWhole(a.Bounds.Hi)))
-			if gaussianOK && m.Sensitivity > 0 {
+			if gaussianOK && m.Sensitivity > 0 && mi != threshold {
 				m.L2 = p.l2Sensitivity(m.Kind, a.Bounds)
 				m.Gaussian = p.Mechanism == config.MechanismGaussian || gaussianWins(share, deltaShare, m.Sensitivity, m.L2)
 				if m.Gaussian {
@@ -347,6 +380,78 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 		}
 	}
 	p.Epsilon = epsilon
+	if threshold >= 0 {
+		return p.assignThreshold(threshold, deltaShare)
+	}
+	return nil
+}
+
+// thresholdMeasurement picks the count partition selection can threshold
+// (CountThreshold) — a count of distinct units (a lone unit's group has 1)
+// or else of rows (at most Linf), from the bounding query — when that
+// releases groups at least as readily as a separate optimal selection
+// would; -1 otherwise. The comparison is data-independent: the number of
+// units at which a group is released with probability ½, counting one
+// row per unit for a row count (the least a unit contributes: with more
+// rows per unit, thresholding does better still).
+func (p *Plan) thresholdMeasurement(epsilon, deltaShare float64) int {
+	pick := -1
+	for i, m := range p.Measurements {
+		switch {
+		case m.SideQuery != 0:
+		case m.Kind == MeasureUnits:
+			pick = i
+		case m.Kind == MeasureCount && pick < 0:
+			pick = i
+		}
+		if pick >= 0 && p.Measurements[pick].Kind == MeasureUnits {
+			break
+		}
+	}
+	if pick < 0 {
+		return -1
+	}
+	parts := float64(len(p.Measurements) + len(p.Quantiles))
+	m := p.Measurements[pick]
+	alone := int64(p.MaxRowsPerUnit)
+	if m.Kind == MeasureUnits {
+		alone = 1
+	}
+	lap, err := mechanisms.NewLaplace(epsilon/parts, p.sensitivity(m.Kind, config.Bounds{}))
+	if err != nil {
+		return -1
+	}
+	tau, err := lap.IntThreshold(alone, deltaShare/float64(p.MaxGroupsPerUnit))
+	if err != nil {
+		return -1
+	}
+	changed := p.changedGroups()
+	separate, err := mechanisms.NewOptimalSelection(epsilon/(parts+1), deltaShare, changed)
+	if err != nil || tau <= separate.Threshold() {
+		return pick
+	}
+	return -1
+}
+
+// assignThreshold calibrates CountThreshold on measurement mi, whose
+// sensitivity and ε are set: the selection spends δ (deltaShare when
+// Gaussian measurements share δ), no ε of its own.
+func (p *Plan) assignThreshold(mi int, deltaShare float64) error {
+	m := p.Measurements[mi]
+	alone := int64(p.MaxRowsPerUnit)
+	if m.Kind == MeasureUnits {
+		alone = 1
+	}
+	lap, err := mechanisms.NewLaplace(m.Epsilon, m.Sensitivity)
+	if err != nil {
+		return err
+	}
+	tau, err := lap.IntThreshold(alone, deltaShare/float64(p.MaxGroupsPerUnit))
+	if err != nil {
+		return err
+	}
+	p.Selection.Epsilon = 0
+	p.Selection.Threshold = &CountThreshold{Measurement: mi, MaxAlone: alone, Tau: tau}
 	return nil
 }
 

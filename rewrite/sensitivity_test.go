@@ -208,7 +208,25 @@ func TestSensitivityCoversWorstCases(t *testing.T) {
 			if changed != c.selectionGroups || changed > s.ChangedGroups || (c.tight && s.ChangedGroups != changed) {
 				t.Errorf("%d groups' unit counts moved (case built for %d); the selection is calibrated for %d", changed, c.selectionGroups, s.ChangedGroups)
 			}
-			if s.Delta != p.Delta || s.Epsilon != p.Epsilon/float64(len(p.Measurements)+1) {
+			if th := s.Threshold; th != nil {
+				// Thresholding a count: no ε of its own, and a lone unit's
+				// group (count ≤ MaxAlone) is what δ covers.
+				m := p.Measurements[th.Measurement]
+				if s.Delta != p.Delta || s.Epsilon != 0 || m.Epsilon != p.Epsilon/float64(len(p.Measurements)) || th.Tau <= float64(th.MaxAlone) {
+					t.Errorf("threshold selection %+v (ε %v, δ %v) of the plan's (%v, %v) over %d measurements", th, s.Epsilon, s.Delta, p.Epsilon, p.Delta, len(p.Measurements))
+				}
+				for _, key := range unionKeys(d, dPrime) {
+					if d[key] == nil || dPrime[key] == nil { // the lone unit's group
+						row := d[key]
+						if row == nil {
+							row = dPrime[key]
+						}
+						if v := m.Value(row); v > float64(th.MaxAlone) {
+							t.Errorf("group %s exists on one side only with count %v > MaxAlone %d", key, v, th.MaxAlone)
+						}
+					}
+				}
+			} else if s.Delta != p.Delta || s.Epsilon != p.Epsilon/float64(len(p.Measurements)+1) {
 				t.Errorf("selection (ε, δ) = (%v, %v) of the plan's (%v, %v) over %d measurements", s.Epsilon, s.Delta, p.Epsilon, p.Delta, len(p.Measurements))
 			}
 		})

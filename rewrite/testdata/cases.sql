@@ -82,3 +82,7 @@ SELECT clinic_id / 10 * 10, COUNT(*) FROM visits GROUP BY 1
 SELECT COUNT(DISTINCT diagnosis), COUNT(DISTINCT note), COUNT(*) FROM visits
 -- name: count_distinct_values_grouped
 SELECT region, COUNT(DISTINCT diagnosis) AS diagnoses FROM visits GROUP BY region
+-- name: selection_threshold_units
+SELECT region, COUNT(DISTINCT patient_id) AS patients, AVG(cost) FROM visits GROUP BY region
+-- name: selection_threshold_rows
+SELECT married, COUNT(*) FROM surveys GROUP BY married
