@@ -80,4 +80,3 @@ func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand, no
 	})
 	return out, nil
 }
-
