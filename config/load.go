@@ -453,7 +453,7 @@ var (
 	passwordKeys  = []string{"scram_sha_256", "mysql_native_password", "caching_sha2_password"}
 	budgetKeys    = []string{"epsilon", "delta"}
 	protectedKeys = []string{"schema", "name", "privacy_unit", "max_groups_per_unit", "max_rows_per_unit", "columns"}
-	columnKeys    = []string{"name", "type", "bounds", "group_by", "keys"}
+	columnKeys    = []string{"name", "type", "bounds", "group_by", "keys", "keys_from"}
 	publicKeys    = []string{"schema", "name"}
 )
 
@@ -652,6 +652,16 @@ func (d *decoder) column(n *yaml.Node, path string, c *Column) {
 			c.Bounds = &b
 		case "group_by":
 			d.bool(v, path, &c.GroupBy)
+		case "keys_from":
+			if isNull(v) {
+				return
+			}
+			src, ok := parseKeySource(v.Value)
+			if v.Kind != yaml.ScalarNode || !ok {
+				d.failAt(v, path, "expected a public table's column as table(column) or schema.table(column), such as public.diagnoses(code); got %s", describe(v))
+				return
+			}
+			c.KeysFrom = src
 		case "keys":
 			if isNull(v) {
 				// "keys:" with nothing after it is a present, empty list:

@@ -90,6 +90,10 @@ var badCases = []struct {
 	{"mechanism_gaussian_no_delta", `mechanism_gaussian_no_delta.yaml:7:14: defaults.mechanism: gaussian needs defaults.delta > 0`},
 	{"min_max_quantiles_inverted", `min_max_quantiles_inverted.yaml:7:22: defaults.min_max_quantiles: expected [min level, max level] with 0 ≤ min level ≤ 0.5 ≤ max level ≤ 1, such as [0.01, 0.99]; got [0.6, 0.99]`},
 	{"min_max_quantiles_single", `min_max_quantiles_single.yaml:7:22: defaults.min_max_quantiles: expected [lo, hi], a list of two numbers; got a list of 1`},
+	{"keys_from_not_public", `keys_from_not_public.yaml:26:20: protected_tables[0].columns[2].keys_from: diagnoses(code) is not a public table of the policy; key lists may only come from public_tables`},
+	{"keys_from_syntax", `keys_from_syntax.yaml:26:20: protected_tables[0].columns[2].keys_from: expected a public table's column as table(column) or schema.table(column)`},
+	{"keys_from_without_group_by", `keys_from_without_group_by.yaml:25:20: protected_tables[0].columns[2].keys_from: keys_from is only allowed together with group_by: true`},
+	{"keys_from_with_keys", `keys_from_with_keys.yaml:27:20: protected_tables[0].columns[2].keys_from: keys and keys_from are alternatives; keep one`},
 	{"catalog_dsn_retired", `catalog_dsn_retired.yaml:4:16: backend.catalog_dsn: was retired: dpproxy answers catalog queries`},
 	{"cache_ttl_zero", `cache_ttl_zero.yaml:5:8: cache.ttl: must be a duration greater than 0 and at most 168h, got 0s; to turn the cache off, set cache.size to 0`},
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"time"
 
 	"github.com/dpproxy/dpproxy/sqltypes"
@@ -313,6 +314,43 @@ type Column struct {
 	// column. Without it, GROUP BY needs DP partition selection. Keys is
 	// only set when GroupBy is, and is then non-empty with unique entries.
 	Keys []string `yaml:"keys,omitempty"`
+	// KeysFrom, instead of Keys, names a column of a public table whose
+	// distinct values are the public key list, read from the backend when
+	// dpproxy starts (KeySource.Load). In YAML
+	// `keys_from: public.diagnoses(code)` or `keys_from: diagnoses(code)`.
+	KeysFrom *KeySource `yaml:"keys_from,omitempty"`
+}
+
+// KeySource is a public table's column whose distinct values are a
+// column's key list.
+type KeySource struct {
+	Schema, Table, Column string
+}
+
+// String writes the source as the policy does: schema.table(column).
+func (k *KeySource) String() string {
+	t := k.Table
+	if k.Schema != "" {
+		t = k.Schema + "." + t
+	}
+	return t + "(" + k.Column + ")"
+}
+
+// parseKeySource reads "schema.table(column)" or "table(column)".
+func parseKeySource(s string) (*KeySource, bool) {
+	open := strings.IndexByte(s, '(')
+	if open <= 0 || !strings.HasSuffix(s, ")") {
+		return nil, false
+	}
+	table, column := strings.TrimSpace(s[:open]), strings.TrimSpace(s[open+1:len(s)-1])
+	k := &KeySource{Table: table, Column: column}
+	if schema, name, ok := strings.Cut(table, "."); ok {
+		k.Schema, k.Table = schema, name
+	}
+	if k.Table == "" || k.Column == "" || strings.ContainsAny(k.Table+k.Column+k.Schema, ".(), ") {
+		return nil, false
+	}
+	return k, true
 }
 
 // Bounds is a closed clamp interval. In YAML it is written as a two-element

@@ -457,6 +457,18 @@ func (d *decoder) validateTables(p *Policy) {
 		}
 		declare(path, namePath, t.Schema, t.Name)
 	}
+	// A key list read from a table must come from a public one.
+	for i := range p.ProtectedTables {
+		for j, c := range p.ProtectedTables[i].Columns {
+			kf := indexPath(indexPath("protected_tables", i)+".columns", j) + ".keys_from"
+			if c.KeysFrom == nil || !d.ok(kf) {
+				continue
+			}
+			if _, pub := p.LookupTable(c.KeysFrom.Schema, c.KeysFrom.Table); pub == nil {
+				d.errorf(kf, "%s is not a public table of the policy; key lists may only come from public_tables", c.KeysFrom)
+			}
+		}
+	}
 }
 
 // tablePath strips a trailing ".name" from a table's name path.
@@ -578,6 +590,14 @@ func (d *decoder) validateColumn(path string, c *Column) {
 	}
 	if c.Bounds != nil && typeOK && !c.Type.Numeric() {
 		d.errorf(path+".bounds", "bounds are only allowed on numeric columns (int, bigint, float, numeric); this column is %s", c.Type)
+	}
+	if c.KeysFrom != nil && d.ok(path+".keys_from") {
+		switch {
+		case !c.GroupBy:
+			d.errorf(path+".keys_from", "keys_from is only allowed together with group_by: true")
+		case c.Keys != nil:
+			d.errorf(path+".keys_from", "keys and keys_from are alternatives; keep one")
+		}
 	}
 	kp := path + ".keys"
 	if c.Keys != nil && d.ok(kp) {

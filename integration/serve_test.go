@@ -47,6 +47,7 @@ protected_tables:
       - {name: visit_date, type: date}
       - {name: diagnosis, type: text, group_by: true, keys: [J06, I10, E11, M54, K21, F32, J45, N39, R51, L20, H66, Z00]}
       - {name: cost, type: numeric, bounds: [0, 2000]}
+      - {name: clinic_id, type: int, group_by: true, keys_from: clinics(clinic_id)}
 public_tables:
   - clinics
 `
@@ -154,6 +155,33 @@ SELECT COUNT(*) FROM clinics;
 		t.Errorf("SUM %v AVG %v out of range", sum, avg)
 	}
 	checkMedianAge(t, conn, demo.DefaultFacts())
+	checkClinicKeys(t, conn, demo.DefaultFacts())
+}
+
+// checkClinicKeys groups visits by clinic_id, whose key list the policy
+// reads from the public clinics table: every clinic is released, each
+// count near the truth.
+func checkClinicKeys(t *testing.T, conn *pgx.Conn, facts demo.Facts) {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), "SELECT clinic_id, COUNT(*) FROM visits GROUP BY clinic_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var id, count int64
+		if err := rows.Scan(&id, &count); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := facts.VisitsByClinic[id]; !ok {
+			t.Errorf("clinic %d is not a clinic", id)
+		}
+		n++
+	}
+	if n != demo.NumClinics {
+		t.Errorf("%d clinics released, want all %d from the clinics table", n, demo.NumClinics)
+	}
 }
 
 // checkMedianAge asks for the median age two ways (MEDIAN and the

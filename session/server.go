@@ -20,10 +20,14 @@ type Server struct {
 	catalog *catalog.Catalog
 }
 
-// NewServer builds the virtual catalog of e's policy — each table's
-// columns as the backend declares them, read once — and returns the
-// server sessions are opened on.
+// NewServer reads the policy's key lists that come from public tables,
+// builds the virtual catalog of e's policy — each table's columns as the
+// backend declares them, read once — and returns the server sessions are
+// opened on.
 func NewServer(ctx context.Context, e *engine.Engine) (*Server, error) {
+	if err := loadKeyLists(ctx, e.Policy(), e.Backend(), e.Dialect()); err != nil {
+		return nil, err
+	}
 	schema, err := CatalogSchema(ctx, e.Policy(), e.Backend())
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -176,6 +177,9 @@ func serverFor(tb testing.TB, e *engine.Engine) *Server {
 		return srv.(*Server)
 	}
 	ctx := context.Background()
+	if err := loadKeyLists(ctx, e.Policy(), e.Backend(), e.Dialect()); err != nil {
+		tb.Fatal(err)
+	}
 	schema, err := CatalogSchema(ctx, e.Policy(), e.Backend())
 	if err != nil {
 		tb.Fatal(err)
@@ -193,4 +197,36 @@ func serverFor(tb testing.TB, e *engine.Engine) *Server {
 	servers.Store(e, srv)
 	tb.Cleanup(func() { servers.Delete(e) })
 	return srv
+}
+
+// keys_from: a column's key list is read from a public table at start;
+// exactly those keys are released (here the notes' bodies, which no visit
+// has: both come out as noisy zeros).
+func TestKeysFromPublicTable(t *testing.T) {
+	_, s, _, _ := sessionFixture(t, func(pol *config.Policy) {
+		col, _ := pol.ProtectedTables[0].Column("kind")
+		col.Keys = nil
+		col.KeysFrom = &config.KeySource{Table: "notes", Column: "body"}
+	})
+	res := exec(t, s, "SELECT kind, COUNT(*) FROM visits GROUP BY kind")
+	var keys []string
+	for _, row := range res.Rows {
+		keys = append(keys, row[0].(string))
+	}
+	if strings.Join(keys, ",") != "hello,world" {
+		t.Fatalf("released keys %v, want the public table's hello, world", keys)
+	}
+	explain := exec(t, s, "EXPLAIN DP SELECT kind, COUNT(*) FROM visits GROUP BY kind")
+	if !strings.Contains(fmt.Sprint(explain.Rows), "public list of 2 key(s)") {
+		t.Errorf("explain does not show the key list: %v", explain.Rows)
+	}
+}
+
+// A key source the backend cannot read stops the server from starting.
+func TestKeysFromMissingTable(t *testing.T) {
+	e, _, _, _ := sessionFixture(t, nil)
+	e.Policy().ProtectedTables[0].Columns[1].KeysFrom = &config.KeySource{Table: "nowhere", Column: "x"}
+	if _, err := NewServer(context.Background(), e); err == nil || !strings.Contains(err.Error(), "nowhere(x)") {
+		t.Fatalf("NewServer: %v, want an error naming the key source", err)
+	}
 }
