@@ -452,7 +452,7 @@ var (
 	analystKeys   = []string{"name", "password", "budget"}
 	passwordKeys  = []string{"scram_sha_256", "mysql_native_password", "caching_sha2_password"}
 	budgetKeys    = []string{"epsilon", "delta"}
-	protectedKeys = []string{"schema", "name", "privacy_unit", "max_groups_per_unit", "max_rows_per_unit", "columns"}
+	protectedKeys = []string{"schema", "name", "privacy_unit", "max_groups_per_unit", "max_rows_per_unit", "max_total_rows_per_unit", "columns"}
 	columnKeys    = []string{"name", "type", "bounds", "group_by", "keys", "keys_from"}
 	publicKeys    = []string{"schema", "name"}
 )
@@ -624,6 +624,8 @@ func (d *decoder) protectedTable(n *yaml.Node, path string, t *ProtectedTable) {
 			d.int(v, path, &t.MaxGroupsPerUnit)
 		case "max_rows_per_unit":
 			d.int(v, path, &t.MaxRowsPerUnit)
+		case "max_total_rows_per_unit":
+			d.int(v, path, &t.MaxTotalRowsPerUnit)
 		case "columns":
 			d.sequence(v, path, "columns", func(i int, v *yaml.Node, path string) {
 				t.Columns = append(t.Columns, Column{})

@@ -244,6 +244,12 @@ type ProtectedTable struct {
 	// [1, MaxContribution]. For "row" privacy both are 1.
 	MaxGroupsPerUnit int `yaml:"max_groups_per_unit"`
 	MaxRowsPerUnit   int `yaml:"max_rows_per_unit"`
+	// MaxTotalRowsPerUnit (C), when not 0, bounds the rows one unit
+	// contributes over all groups together: a unit with more (after the
+	// per-group bound) has each of its rows weighted by C/total, so a
+	// grouped count moves by at most C in all instead of L0·Linf. Not for
+	// "row" privacy; in [1, MaxContribution].
+	MaxTotalRowsPerUnit int `yaml:"max_total_rows_per_unit,omitempty"`
 	// Columns lists every column analysts may reference; others are unknown
 	// to them. Names are unique case-insensitively. The privacy unit column
 	// has neither GroupBy nor Bounds.

@@ -507,12 +507,13 @@ func (d *decoder) validateProtected(p *Policy, path string, t *ProtectedTable) {
 		for _, f := range []struct {
 			key string
 			v   *int
-		}{{"max_groups_per_unit", &t.MaxGroupsPerUnit}, {"max_rows_per_unit", &t.MaxRowsPerUnit}} {
+		}{{"max_groups_per_unit", &t.MaxGroupsPerUnit}, {"max_rows_per_unit", &t.MaxRowsPerUnit}, {"max_total_rows_per_unit", &t.MaxTotalRowsPerUnit}} {
 			if d.has(path+"."+f.key) && *f.v != 1 {
 				d.errorf(path+"."+f.key, "must be 1 (or left out) when privacy_unit is %q: each row is its own unit, so it contributes one row to one group; got %d", RowPrivacyUnit, *f.v)
 			}
 			*f.v = 1
 		}
+		t.MaxTotalRowsPerUnit = 0
 		return
 	default:
 		i := columnIndex(t, t.PrivacyUnit)
@@ -554,6 +555,9 @@ func (d *decoder) validateProtected(p *Policy, path string, t *ProtectedTable) {
 			continue
 		}
 		d.checkContribution(fp, *f.v)
+	}
+	if tp := path + ".max_total_rows_per_unit"; d.has(tp) {
+		d.checkContribution(tp, t.MaxTotalRowsPerUnit)
 	}
 }
 

@@ -116,6 +116,14 @@ func ExplainSummary(plan *rewrite.Plan) string {
 	switch {
 	case plan.Table.IsRowPrivacy():
 		fmt.Fprintf(&sb, "contribution bounds: one row per unit\n")
+	case plan.TotalCapped():
+		where := "in all its groups"
+		if plan.Selection != nil {
+			where = fmt.Sprintf("in at most %d group(s) chosen at random", l0)
+		}
+		fmt.Fprintf(&sb, "contribution bounds: at most %d row(s) per unit per group and %d row(s) per unit %s "+
+			"(a unit with more has each row weighted by %d/its rows; a larger sum in a group is scaled down to %d values)\n",
+			plan.MaxRowsPerUnit, plan.MaxTotalRowsPerUnit, where, plan.MaxTotalRowsPerUnit, plan.MaxRowsPerUnit)
 	case plan.WeightsGroups():
 		fmt.Fprintf(&sb, "contribution bounds: at most %d groups' worth per unit (a unit in k > %d groups counts %d/k in each), "+
 			"at most %d row(s) per unit per group (a unit's larger sum is scaled down to %d values)\n", l0, l0, l0, plan.MaxRowsPerUnit, plan.MaxRowsPerUnit)
@@ -125,7 +133,11 @@ func ExplainSummary(plan *rewrite.Plan) string {
 	}
 	// What bounding can drop: the error bounds below cover the noise only.
 	if !plan.Table.IsRowPrivacy() {
-		fmt.Fprintf(&sb, "bias: the error bounds cover the noise only; bounding drops what people contribute beyond %d group(s) and %d row(s) per group", l0, plan.MaxRowsPerUnit)
+		if plan.TotalCapped() {
+			fmt.Fprintf(&sb, "bias: the error bounds cover the noise only; bounding drops what people contribute beyond %d row(s) per group and %d row(s) in all", plan.MaxRowsPerUnit, plan.MaxTotalRowsPerUnit)
+		} else {
+			fmt.Fprintf(&sb, "bias: the error bounds cover the noise only; bounding drops what people contribute beyond %d group(s) and %d row(s) per group", l0, plan.MaxRowsPerUnit)
+		}
 		var clamped []string
 		for _, a := range plan.Aggregates {
 			if a.Column != nil && a.Column.Bounds != nil {

@@ -95,6 +95,8 @@ type auditCase struct {
 	sharp float64
 	// mechanism is the policy's noise (laplace when empty).
 	mechanism config.Mechanism
+	// total, when not 0, is max_total_rows_per_unit (C).
+	total int
 }
 
 const auditPolicy = `
@@ -267,6 +269,21 @@ func auditCases() []auditCase {
 			inDPrime: unitRows{groups: []string{"h2"}, rows: 3, x: 1000, f: 1, spread: true},
 			runs:     0.5,
 		},
+		// The total bound C = 4 < L0·Linf = 3·3: the unit's 4 groups × 3
+		// capped rows weigh 4/12 each, C in all.
+		auditCase{
+			name: "total bound/keys/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 3, linf: 3, total: 4,
+			query: "SELECT kg, COUNT(*) FROM people WHERE f = 1 GROUP BY kg",
+			inD:   unitRows{groups: []string{"h1", "h2", "h3", "h4"}, rows: 4, x: 1000, f: 1},
+			runs:  0.5, sharp: 0.3,
+		},
+		auditCase{
+			name: "total bound/selection/replace/SUM(x)", neighbouring: config.Replace, l0: 2, linf: 3, total: 4,
+			query:    "SELECT g, SUM(x) FROM people WHERE f = 1 GROUP BY g",
+			inD:      unitRows{groups: []string{"h1", "h2"}, rows: 3, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h3", "h4"}, rows: 3, x: 1000, f: 1},
+			runs:     2,
+		},
 		// GROUP BY numeric bins: public keys (width_bucket's 0 … n+1);
 		// the unit's rows fall in bucket 3.
 		auditCase{
@@ -341,6 +358,7 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 	if err != nil {
 		t.Fatal(err)
 	}
+	pol.ProtectedTables[0].MaxTotalRowsPerUnit = c.total
 	plan := plan(t, pol, c.query)
 	sizes := groupSizes(t, plan, c)
 	dir := t.TempDir()

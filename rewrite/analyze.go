@@ -221,14 +221,15 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{
-		Table:            a.table,
-		MaxGroupsPerUnit: a.table.MaxGroupsPerUnit,
-		MaxRowsPerUnit:   a.table.MaxRowsPerUnit,
-		Neighbouring:     a.pol.Defaults.Neighbouring,
-		Mechanism:        a.pol.Defaults.Mechanism,
-		Limit:            -1,
-		UnitsColumn:      -1,
-		GroupCountColumn: -1,
+		Table:               a.table,
+		MaxGroupsPerUnit:    a.table.MaxGroupsPerUnit,
+		MaxRowsPerUnit:      a.table.MaxRowsPerUnit,
+		MaxTotalRowsPerUnit: a.table.MaxTotalRowsPerUnit,
+		Neighbouring:        a.pol.Defaults.Neighbouring,
+		Mechanism:           a.pol.Defaults.Mechanism,
+		Limit:               -1,
+		UnitsColumn:         -1,
+		GroupCountColumn:    -1,
 	}
 	if p.Neighbouring == "" {
 		p.Neighbouring = config.AddRemove
@@ -275,6 +276,10 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 		}
 	}
 
+	// Without GROUP BY the total bound is a bound on the one group's rows.
+	if c := p.MaxTotalRowsPerUnit; len(p.Groups) == 0 && c > 0 && c < p.MaxRowsPerUnit {
+		p.MaxRowsPerUnit = c
+	}
 	// Select list: group columns and aggregates.
 	b := &backendColumns{groups: len(p.Groups), unitCol: -1}
 	for i, f := range sel.Fields.Fields {

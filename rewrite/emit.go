@@ -653,9 +653,10 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	// each unit's groups (its contributions are weighted, see
 	// Plan.FoldGroups); with partition selection, number them at random.
 	weightGroups := p.WeightsGroups()
+	totalCapped := p.TotalCapped()
 	middle := []string{q("dp_u")}
 	middle = append(middle, groupRefs...)
-	if b.assigned {
+	if b.assigned || totalCapped {
 		middle = append(middle, "COUNT(*) AS "+q("dp_n"))
 	}
 	for j, v := range b.values {
@@ -671,7 +672,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	switch {
 	case weightGroups:
 		middle = append(middle, "COUNT(*) OVER (PARTITION BY "+q("dp_u")+") AS "+q("dp_k"))
-	case len(p.Groups) > 0:
+	case p.Selection != nil:
 		middle = append(middle, "ROW_NUMBER() OVER (PARTITION BY "+q("dp_u")+" ORDER BY "+e.d.Random()+") AS "+q("dp_gn"))
 	}
 	middleSQL := "SELECT " + strings.Join(middle, ", ") +
@@ -685,33 +686,45 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	// Plan.FoldGroups). With partition selection, keep at most L0 random
 	// groups per unit.
 	linf := p.MaxRowsPerUnit
+	// With the total bound, each unit's per-group values are weighted by
+	// min(1, C/T), T its capped rows over the groups it keeps (see
+	// Plan.TotalCapped).
+	weigh := func(x string) string { return x }
+	if totalCapped {
+		weigh = func(x string) string { return scaled(x, q("dp_t"), p.MaxTotalRowsPerUnit) }
+	}
 	if b.assigned {
-		outerCols[b.rowCnt] = "SUM(" + capped(q("dp_n"), linf) + ")"
+		outerCols[b.rowCnt] = "SUM(" + weigh(capped(q("dp_n"), linf)) + ")"
 	}
 	for j, v := range b.values {
 		c := q(fmt.Sprintf("dp_c%d", j))
-		outerCols[v.count] = "SUM(" + capped(c, linf) + ")"
-		outerCols[v.sum] = "SUM(" + scaled(q(fmt.Sprintf("dp_s%d", j)), c, linf) + ")"
+		outerCols[v.count] = "SUM(" + weigh(capped(c, linf)) + ")"
+		outerCols[v.sum] = "SUM(" + weigh(scaled(q(fmt.Sprintf("dp_s%d", j)), c, linf)) + ")"
 		if !e.summable(v.col) {
 			outerCols[v.sum] = "0" // only counted: text, booleans, dates and the unit are not summed
 		}
 		if v.sq >= 0 {
-			outerCols[v.sq] = "SUM(" + scaled(q(fmt.Sprintf("dp_q%d", j)), c, linf) + ")"
+			outerCols[v.sq] = "SUM(" + weigh(scaled(q(fmt.Sprintf("dp_q%d", j)), c, linf)) + ")"
 		}
 	}
 	if p.UnitsColumn >= 0 {
 		outerCols[p.UnitsColumn] = "COUNT(*)"
 	}
-	outerWhere := ""
+	keep := ""
 	switch {
 	case weightGroups:
 		outerCols[p.GroupCountColumn] = q("dp_k")
 		groupBy += ", " + q("dp_k")
-	case len(p.Groups) > 0:
-		outerWhere = " WHERE " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit)
+	case p.Selection != nil:
+		keep = " WHERE " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit)
 	}
-	return "SELECT " + strings.Join(outerCols, ", ") +
-		" FROM (" + middleSQL + ") AS " + q("dp_units") + outerWhere + groupBy, nil
+	from := "(" + middleSQL + ") AS " + q("dp_units") + keep
+	if totalCapped {
+		// T over the groups the unit keeps.
+		from = "(SELECT " + q("dp_units") + ".*, SUM(" + capped(q("dp_n"), linf) + ") OVER (PARTITION BY " + q("dp_u") + ") AS " + q("dp_t") +
+			" FROM " + from + ") AS " + q("dp_kept")
+	}
+	return "SELECT " + strings.Join(outerCols, ", ") + " FROM " + from + groupBy, nil
 }
 
 // groupExpr writes a GROUP BY key's expression over the table's columns.

@@ -48,6 +48,12 @@ var fixture = []string{
 	`INSERT INTO stays VALUES (1, 'W', 100, 1), (1, 'W', 200, 2), (1, 'W', 300, NULL), (1, 'W', 5000, NULL), (2, 'W', 50, 9), (3, 'W', NULL, 1), (3, 'W', NULL, 1), (3, 'W', NULL, 2), (4, 'V', 1000, NULL), (4, 'V', 7000, NULL), (4, 'V', 1000, NULL)`,
 	`INSERT INTO stays VALUES (5, 'a', NULL, NULL), (5, 'b', NULL, NULL), (5, 'c', NULL, NULL), (5, 'd', NULL, NULL), (5, 'e', NULL, NULL), (5, 'f', NULL, NULL), (5, 'g', NULL, NULL),
 		(5, 'h', NULL, NULL), (5, 'i', NULL, NULL), (5, 'j', NULL, NULL), (5, 'k', NULL, NULL), (5, 'l', NULL, NULL), (5, 'm', NULL, NULL), (5, 'n', NULL, NULL)`,
+	// trips: at most C = 3 rows per unit over all cities (L0 = 3, Linf =
+	// 2). p1: 4 rows in x (km 10), 1 in y (50): 2 + 1 = 3 capped rows, kept
+	// whole. p2: 2 rows in each of x (100), y (0), z (20): 6 capped rows,
+	// each weighted 3/6.
+	`CREATE TABLE trips (patient_id INTEGER, city TEXT, km NUMERIC)`,
+	`INSERT INTO trips VALUES (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'y', 50), (2, 'x', 100), (2, 'x', 100), (2, 'y', 0), (2, 'y', 0), (2, 'z', 20), (2, 'z', 20)`,
 	`INSERT INTO people VALUES (-5, 'F', 1000), (50, 'M', 300000), (150, 'F', NULL), (30, 'X', 50000)`,
 	`INSERT INTO clinics VALUES ('North', 'Oslo'), ('South', 'Bergen')`,
 }
@@ -317,6 +323,25 @@ var executeCases = []executeCase{
 		// groups, capped at 2 per group: 10).
 		sql:   `SELECT FLOOR(nights / 5) * 5, COUNT(*) FROM visits GROUP BY 1`,
 		check: expectKeyed(map[string]float64{"20": 2, "0": 1, "<nil>": 2}),
+	},
+	{
+		// The total bound: x: p1 2 + p2 2·½, sums 40·2/4 + 200·½; y: 1 +
+		// 2·½, 50 + 0; z: 2·½, 40·½. Columns: rows, count(km), sum(km).
+		sql: `SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city`,
+		check: func(rows [][]float64, keys []string) error {
+			want := map[string][]float64{"x": {3, 3, 120}, "y": {2, 2, 50}, "z": {1, 1, 20}}
+			if len(rows) != len(want) {
+				return fmt.Errorf("got %v %v, want %v", keys, rows, want)
+			}
+			for i, k := range keys {
+				for j, w := range want[k] {
+					if math.Abs(rows[i][j]-w) > 1e-9 {
+						return fmt.Errorf("group %s: got %v, want %v", k, rows[i], want[k])
+					}
+				}
+			}
+			return nil
+		},
 	},
 	{
 		sql:   `SELECT width_bucket(score, -5, 5, 4) AS b, COUNT(*) FROM visits GROUP BY b`,

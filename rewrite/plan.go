@@ -224,6 +224,9 @@ type Plan struct {
 	// MaxGroupsPerUnit (L0) and MaxRowsPerUnit (Linf) as applied.
 	MaxGroupsPerUnit int
 	MaxRowsPerUnit   int
+	// MaxTotalRowsPerUnit (C, 0 for none) bounds a unit's rows over all
+	// groups (see TotalCapped).
+	MaxTotalRowsPerUnit int
 	Neighbouring     config.Neighbouring
 	// UnitsColumn indexes the backend column counting distinct units per
 	// group (-1 when no measurement or selection needs it).
@@ -367,7 +370,7 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 			// than the sensitivity.
 			// Counts are whole unless a unit's contributions are weighted
 			// over its groups (public key lists, see the emitter).
-			m.Integer = m.Kind == MeasureDistinctValues || !weighted && (m.Kind == MeasureCount || m.Kind == MeasureUnits ||
+			m.Integer = m.Kind == MeasureDistinctValues || !weighted && !p.TotalCapped() && (m.Kind == MeasureCount || m.Kind == MeasureUnits ||
 				(m.Kind == MeasureSum && p.Table.IsRowPrivacy() && a.Column.Type.Integer() && isWhole(a.Bounds.Lo) && isWhole(a.Bounds.Hi)))
 			if gaussianOK && m.Sensitivity > 0 && mi != threshold {
 				m.L2 = p.l2Sensitivity(m.Kind, a.Bounds)
@@ -401,7 +404,7 @@ func (p *Plan) thresholdMeasurement(epsilon, deltaShare float64) int {
 		case m.SideQuery != 0:
 		case m.Kind == MeasureUnits:
 			pick = i
-		case m.Kind == MeasureCount && pick < 0:
+		case m.Kind == MeasureCount && pick < 0 && !p.TotalCapped():
 			pick = i
 		}
 		if pick >= 0 && p.Measurements[pick].Kind == MeasureUnits {
@@ -464,11 +467,15 @@ func (p *Plan) assignThreshold(mi int, deltaShare float64) error {
 // inequality). Without GROUP BY there is one coordinate, as for L1.
 func (p *Plan) l2Sensitivity(kind MeasurementKind, b config.Bounds) float64 {
 	magnitude, width := p.contribution(kind, b)
+	groups := float64(p.MaxGroupsPerUnit)
+	if rowBased(kind) {
+		groups = p.unitGroups()
+	}
 	switch {
 	case len(p.Groups) > 0 && p.Neighbouring == config.Replace:
-		return 2 * math.Sqrt(float64(p.MaxGroupsPerUnit)) * magnitude
+		return 2 * math.Sqrt(groups) * magnitude
 	case len(p.Groups) > 0:
-		return math.Sqrt(float64(p.MaxGroupsPerUnit)) * magnitude
+		return math.Sqrt(groups) * magnitude
 	case p.Neighbouring == config.Replace:
 		return width
 	}
@@ -502,6 +509,14 @@ func gaussianWins(epsilon, delta, l1, l2 float64) bool {
 func (p *Plan) sensitivity(kind MeasurementKind, b config.Bounds) float64 {
 	magnitude, width := p.contribution(kind, b)
 	switch {
+	case len(p.Groups) > 0 && rowBased(kind) && p.TotalCapped():
+		// A unit's weighted rows in all its groups add up to at most C:
+		// C/Linf groups' worth, twice under replace (out and in).
+		factor := 1.0
+		if p.Neighbouring == config.Replace {
+			factor = 2
+		}
+		return factor * p.unitGroups() * magnitude
 	case len(p.Groups) > 0:
 		return float64(p.changedGroups()) * magnitude
 	case p.Neighbouring == config.Replace:
@@ -559,9 +574,46 @@ func (p *Plan) changedGroups() int {
 
 // WeightsGroups reports whether each unit's contributions are weighted
 // over its groups by min(1, L0/k) instead of kept in L0 random groups:
-// GROUP BY over public key lists on a table with unit privacy.
+// GROUP BY over public key lists on a table with unit privacy, unless the
+// total bound applies (TotalCapped).
 func (p *Plan) WeightsGroups() bool {
-	return len(p.Groups) > 0 && p.Selection == nil && !p.Table.IsRowPrivacy()
+	return len(p.Groups) > 0 && p.Selection == nil && !p.Table.IsRowPrivacy() && !p.TotalCapped()
+}
+
+// TotalCapped reports whether each unit's rows are weighted by min(1, C/T),
+// T its rows over all its groups after the per-group bound Linf, C the
+// table's max_total_rows_per_unit: in grouped plans with unit privacy
+// where C < L0·Linf, so that the bound is tighter than L0 groups' worth.
+// With public key lists the total bound replaces L0 (no weighting by
+// groups); with partition selection a unit first keeps L0 random groups.
+// Counts of units are not weighted, so plans that count them keep L0.
+func (p *Plan) TotalCapped() bool {
+	if p.MaxTotalRowsPerUnit <= 0 || len(p.Groups) == 0 || p.Table.IsRowPrivacy() ||
+		p.MaxTotalRowsPerUnit >= p.MaxGroupsPerUnit*p.MaxRowsPerUnit {
+		return false
+	}
+	for _, m := range p.Measurements {
+		if m.Kind == MeasureUnits {
+			return false
+		}
+	}
+	return true
+}
+
+// unitGroups is the most groups' worth of Linf rows one unit contributes
+// in all: L0, or C/Linf when the total bound applies (TotalCapped).
+func (p *Plan) unitGroups() float64 {
+	if p.TotalCapped() {
+		return float64(p.MaxTotalRowsPerUnit) / float64(p.MaxRowsPerUnit)
+	}
+	return float64(p.MaxGroupsPerUnit)
+}
+
+// rowBased reports whether a measurement sums over a unit's bounded rows
+// (and so falls under the total bound), rather than counting units or
+// coming from its own bounding (side queries).
+func rowBased(kind MeasurementKind) bool {
+	return kind != MeasureUnits && kind != MeasureDistinctValues
 }
 
 func isWhole(f float64) bool { return f == math.Trunc(f) && math.Abs(f) < 1<<53 }

@@ -72,6 +72,8 @@ type sensitivityCase struct {
 	tight   bool
 	// selectionGroups is the number of groups whose unit count moves.
 	selectionGroups int
+	// total, when not 0, is t's max_total_rows_per_unit (C).
+	total int
 }
 
 var five = rowsOf{n: 5, x: 1000, f: 1} // 5 rows > Linf, x clamped to hi
@@ -153,6 +155,20 @@ var sensitivityCases = []sensitivityCase{
 		inD: in(five, "h1", "h2"), inDPrime: in(five, "h3", "h4"), reached: []float64{2 * l0 * linf, 2 * l0 * linf * half}, tight: true, selectionGroups: 2 * l0},
 	{name: "selection distinct units", neighbouring: config.Replace, query: "SELECT g, COUNT(DISTINCT uid) FROM t WHERE f = 1 GROUP BY g",
 		inD: in(five, "h1", "h2"), inDPrime: in(five, "h3", "h4"), reached: []float64{2 * l0}, tight: true, selectionGroups: 2 * l0},
+
+	// The total bound C = 4 < L0·Linf = 6: a unit's capped rows over all
+	// its groups (4 groups × 3 = 12) are weighted by C/12, so it moves
+	// the groups by C in all (counts), C·M (sums); twice under replace.
+	{name: "total keys count", neighbouring: config.AddRemove, query: "SELECT kg, COUNT(*) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(five, "h1", "h2", "h3", "h4"), reached: []float64{4}, tight: true, total: 4},
+	{name: "total keys sum", neighbouring: config.AddRemove, query: "SELECT kg, SUM(x) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(five, "h1", "h2", "h3", "h4"), reached: []float64{4 * boundM}, tight: true, total: 4},
+	{name: "total keys avg", neighbouring: config.Replace, query: "SELECT kg, AVG(x) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(five, "h1", "h2"), inDPrime: in(five, "h3", "h4"), reached: []float64{2 * 4, 2 * 4 * half}, tight: true, total: 4},
+	// With partition selection the unit first keeps L0 = 2 random groups
+	// (6 capped rows, weighted by 4/6).
+	{name: "total selection count", neighbouring: config.AddRemove, query: "SELECT g, COUNT(*) FROM t WHERE f = 1 GROUP BY g",
+		inD: in(five, "h1", "h2", "h3", "h4"), reached: []float64{4}, tight: true, selectionGroups: l0, total: 4},
 }
 
 func TestSensitivityCoversWorstCases(t *testing.T) {
@@ -162,7 +178,11 @@ func TestSensitivityCoversWorstCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			pol.ProtectedTables[0].MaxTotalRowsPerUnit = c.total
 			p := planFor(t, pol, c.query)
+			if c.total > 0 && !p.TotalCapped() {
+				t.Fatalf("the plan does not apply the total bound %d", c.total)
+			}
 			d := groupRows(t, p, sensitivityDB(t, c.inD))
 			dPrime := groupRows(t, p, sensitivityDB(t, c.inDPrime))
 			if len(p.Measurements) != len(c.reached) {

@@ -86,3 +86,5 @@ SELECT region, COUNT(DISTINCT diagnosis) AS diagnoses FROM visits GROUP BY regio
 SELECT region, COUNT(DISTINCT patient_id) AS patients, AVG(cost) FROM visits GROUP BY region
 -- name: selection_threshold_rows
 SELECT married, COUNT(*) FROM surveys GROUP BY married
+-- name: total_rows_bound
+SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city
