@@ -227,7 +227,7 @@ type Plan struct {
 	// MaxTotalRowsPerUnit (C, 0 for none) bounds a unit's rows over all
 	// groups (see TotalCapped).
 	MaxTotalRowsPerUnit int
-	Neighbouring     config.Neighbouring
+	Neighbouring        config.Neighbouring
 	// UnitsColumn indexes the backend column counting distinct units per
 	// group (-1 when no measurement or selection needs it).
 	UnitsColumn int
