@@ -585,16 +585,20 @@ func (p *Plan) WeightsGroups() bool {
 // table's max_total_rows_per_unit: in grouped plans with unit privacy
 // where C < L0·Linf, so that the bound is tighter than L0 groups' worth.
 // With public key lists the total bound replaces L0 (no weighting by
-// groups); with partition selection a unit first keeps L0 random groups.
-// Counts of units are not weighted, so plans that count them keep L0.
+// groups), unless the plan counts units (weighted by L0/k); with
+// partition selection a unit first keeps L0 random groups, and counts of
+// units in them need no weights.
 func (p *Plan) TotalCapped() bool {
 	if p.MaxTotalRowsPerUnit <= 0 || len(p.Groups) == 0 || p.Table.IsRowPrivacy() ||
 		p.MaxTotalRowsPerUnit >= p.MaxGroupsPerUnit*p.MaxRowsPerUnit {
 		return false
 	}
+	if p.Selection != nil {
+		return true // units counts are over the L0 groups kept
+	}
 	for _, m := range p.Measurements {
 		if m.Kind == MeasureUnits {
-			return false
+			return false // weighted by L0/k, which would not compose with C/T
 		}
 	}
 	return true

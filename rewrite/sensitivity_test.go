@@ -169,6 +169,9 @@ var sensitivityCases = []sensitivityCase{
 	// (6 capped rows, weighted by 4/6).
 	{name: "total selection count", neighbouring: config.AddRemove, query: "SELECT g, COUNT(*) FROM t WHERE f = 1 GROUP BY g",
 		inD: in(five, "h1", "h2", "h3", "h4"), reached: []float64{4}, tight: true, selectionGroups: l0, total: 4},
+	// Units are counted in the kept groups, unweighted: L0.
+	{name: "total selection count and units", neighbouring: config.AddRemove, query: "SELECT g, COUNT(*), COUNT(DISTINCT uid) FROM t WHERE f = 1 GROUP BY g",
+		inD: in(five, "h1", "h2", "h3", "h4"), reached: []float64{4, l0}, tight: true, selectionGroups: l0, total: 4},
 }
 
 func TestSensitivityCoversWorstCases(t *testing.T) {
