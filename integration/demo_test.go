@@ -143,6 +143,32 @@ func TestDemoWithPgx(t *testing.T) {
 	if avgIncome < 0 || avgIncome > 200000 {
 		t.Errorf("AVG(income) %v outside the bounds", avgIncome)
 	}
+	// The demo's bounds keep every visit: the visits count comes out within
+	// 5 % of the truth at the demo's ε, and the counts per diagnosis within
+	// ten noise scales (Laplace, 40/0.5 = 80: a chance of e^-10 per group
+	// to fail), with no bias from bounding.
+	var visits int64
+	if err := conn.QueryRow(ctx, "SELECT COUNT(*) FROM visits").Scan(&visits); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(float64(visits)-float64(facts.Visits)) > 0.05*float64(facts.Visits) {
+		t.Errorf("visits %d, more than 5 %% from the true %d", visits, facts.Visits)
+	}
+	byDiagnosis, err := conn.Query(ctx, "SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for byDiagnosis.Next() {
+		var d string
+		var n int64
+		if err := byDiagnosis.Scan(&d, &n); err != nil {
+			t.Fatal(err)
+		}
+		if want := float64(facts.VisitsByDiagnosis[d]); math.Abs(float64(n)-want) > 800 {
+			t.Errorf("visits with %s: %d, more than ten noise scales from the true %v", d, n, want)
+		}
+	}
+	byDiagnosis.Close()
 
 	// Fresh noise per query: five runs of a (textually different) count
 	// are not all equal (the chance they would be is below 1e-5).
