@@ -160,7 +160,11 @@ func cloneResult(r *sqltypes.Result) *sqltypes.Result {
 	for i, row := range r.Rows {
 		rows[i] = slices.Clone(row)
 	}
-	return &sqltypes.Result{Columns: slices.Clone(r.Columns), Rows: rows, Tag: r.Tag}
+	ivs := make([][]*sqltypes.Interval, len(r.Intervals))
+	for i, row := range r.Intervals {
+		ivs[i] = slices.Clone(row) // the intervals themselves are never changed
+	}
+	return &sqltypes.Result{Columns: slices.Clone(r.Columns), Rows: rows, Tag: r.Tag, Intervals: ivs, Notices: slices.Clone(r.Notices)}
 }
 
 // Answer releases a DP plan for the analyst: the budgeted release. It

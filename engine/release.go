@@ -96,8 +96,14 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 				continue
 			}
 		}
-		row := make([]any, len(plan.Output))
+		// The row carries each column's interval after its values, so that
+		// ordering and the outer query move them together (split below).
+		n := len(plan.Output)
+		row := make([]any, 2*n)
 		for i, o := range plan.Output {
+			if o.Source.Aggregate >= 0 {
+				row[n+i] = aggregateInterval(plan.Aggregates[o.Source.Aggregate], noisy, mechs)
+			}
 			switch {
 			case o.Source.Group >= 0:
 				row[i] = g.keys[o.Source.Group]
@@ -120,6 +126,15 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 	if plan.Outer != nil {
 		applyOuter(res, plan)
 	}
+	for i, row := range res.Rows {
+		n := len(row) / 2
+		ivs := make([]*sqltypes.Interval, n)
+		for j, v := range row[n:] {
+			ivs[j], _ = v.(*sqltypes.Interval)
+		}
+		res.Rows[i] = row[:n:n]
+		res.Intervals = append(res.Intervals, ivs)
+	}
 	res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
 	return res, nil
 }
@@ -129,10 +144,12 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 func applyOuter(res *sqltypes.Result, plan *rewrite.Plan) {
 	o := plan.Outer
 	rows := make([][]any, len(res.Rows))
+	inner := len(plan.Output)
 	for r, row := range res.Rows {
-		rows[r] = make([]any, len(o.Columns))
+		rows[r] = make([]any, 2*len(o.Columns))
 		for i, c := range o.Columns {
 			rows[r][i] = row[c.Inner]
+			rows[r][len(o.Columns)+i] = row[inner+c.Inner] // its interval
 		}
 	}
 	orderRows(rows, o.OrderBy)

@@ -249,3 +249,49 @@ func TestQuantilesOrderedAndWithinBounds(t *testing.T) {
 		}
 	}
 }
+
+// The released 95 % intervals cover the exact (bounded) value in at least
+// 95 % of fresh runs, for every aggregate that has one; a broken interval
+// (say, half as wide) would cover far less.
+func TestIntervalsCoverExactValues(t *testing.T) {
+	p := releasePlan(t, "SELECT COUNT(*), SUM(v), AVG(v), VAR_POP(v), STDDEV_SAMP(v) FROM t")
+	// Bounded data: 200 values in [0, 10]: Σv = 900 (mean 4.5), Σv² = 5000
+	// (population variance 25 − 20.25 = 4.75).
+	exact := []float64{200, 900, 4.5, 4.75, math.Sqrt(4.75 * 200 / 199)}
+	// Backend columns: count(*), then v's count, sum and sum of squares.
+	vals := []any{int64(200), int64(200), 900.0, 5000.0}
+	rows := &backend.Rows{Values: [][]any{vals}}
+	r := mechanisms.Seeded(21)
+	const runs = 400
+	covered := make([]int, len(exact))
+	halfCovered := 0 // the count's interval at half its width
+	for i := 0; i < runs; i++ {
+		res, err := release(p, bounded{rows: rows}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c, w := range exact {
+			iv := res.Intervals[0][c]
+			if iv == nil {
+				t.Fatalf("column %d has no interval", c)
+			}
+			if v := sqltypes.Float(res.Rows[0][c]); v < iv.Lo-1e-9 || v > iv.Hi+1e-9 {
+				t.Fatalf("column %d: released %v outside its own interval %+v", c, v, *iv)
+			}
+			if w >= iv.Lo && w <= iv.Hi {
+				covered[c]++
+			}
+			if mid, half := (iv.Lo+iv.Hi)/2, (iv.Hi-iv.Lo)/4; c == 0 && math.Abs(w-mid) <= half {
+				halfCovered++
+			}
+		}
+	}
+	if frac := float64(halfCovered) / runs; frac > 0.85 {
+		t.Errorf("intervals at half width still cover %.3f: the test could not tell a broken interval", frac)
+	}
+	for c, k := range covered {
+		if frac := float64(k) / runs; frac < 0.93 {
+			t.Errorf("%s: the 95 %% interval covers the exact value in %.3f of runs", p.Output[c].Name, frac)
+		}
+	}
+}

@@ -72,6 +72,12 @@ SELECT sex, COUNT(*) FROM patients GROUP BY sex ORDER BY sex;
 		}
 	}
 
+	// Intervals on request come as a NOTICE with the answer.
+	r = psql(t, p, "analyst", "analyst", "SET dpproxy.intervals = notice;\nSELECT COUNT(*) FROM patients;\n")
+	if !strings.Contains(r.stderr, "NOTICE:") || !strings.Contains(r.stderr, "dpproxy: 95 % confidence intervals (noise): count in [") {
+		t.Errorf("psql shows no interval notice: stderr %q", r.stderr)
+	}
+
 	// GROUP BY a column with a public key list: exactly the 8 regions.
 	r = psql(t, p, "analyst", "analyst", "SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region;\n")
 	got := map[string]bool{}

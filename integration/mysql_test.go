@@ -67,13 +67,16 @@ func TestDemoMySQLFrontEnd(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, cli, "--no-defaults", "-h", host, "-P", port, "-u", "analyst", "-panalyst", "demo")
-	cmd.Stdin = strings.NewReader("status\nUSE demo\nSHOW TABLES;\nSELECT COUNT(*) FROM patients;\nSELECT sex, COUNT(*) FROM patients GROUP BY sex;\n")
+	// With intervals on request, the answer's warning (its intervals) is
+	// counted by the client and listed by SHOW WARNINGS.
+	cmd.Stdin = strings.NewReader("status\nUSE demo\nSHOW TABLES;\nSELECT COUNT(*) FROM patients;\nSELECT sex, COUNT(*) FROM patients GROUP BY sex;\n" +
+		"SET dpproxy.intervals = notice;\n\\W\nSELECT COUNT(*) FROM patients;\nSHOW WARNINGS;\n")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s: %v\n%s", cli, err, out.String())
 	}
-	for _, want := range []string{"dpproxy", "clinics", "patients", "visits", "F\t", "M\t"} {
+	for _, want := range []string{"dpproxy", "clinics", "patients", "visits", "F\t", "M\t", "Note (Code 1105): dpproxy: 95 % confidence intervals", "Note\t1105\tdpproxy: 95 % confidence intervals"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("%s output lacks %q:\n%s", cli, want, out.String())
 		}

@@ -214,8 +214,8 @@ func (s *Session) evalFunc(x *ast.FuncCallExpr) (localValue, bool) {
 			if !ok || !isStr {
 				return localValue{}, false
 			}
-			if strings.EqualFold(str, SettingEpsilon) {
-				return localValue{strconv.FormatFloat(s.epsilon, 'g', -1, 64), sqltypes.Text}, true
+			if name, err := checkSettingName(str); err == nil && strings.HasPrefix(strings.ToLower(str), settingPrefix) {
+				return localValue{s.showSetting(name).Rows[0][0], sqltypes.Text}, true
 			}
 			if v, ok := s.setting(str); ok {
 				return localValue{v, sqltypes.Text}, true

@@ -628,6 +628,12 @@ func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*sqltypes.Res
 			return nil, false, nil
 		}
 		res.Columns = []sqltypes.Column{{Name: "Level", Type: sqltypes.Text}, {Name: "Code", Type: sqltypes.Int4}, {Name: "Message", Type: sqltypes.Text}}
+		if x.Tp == ast.ShowWarnings {
+			// The last DP answer's notices (SET dpproxy.intervals = notice).
+			for _, msg := range s.warnings {
+				res.Rows = append(res.Rows, []any{"Note", int64(1105), msg})
+			}
+		}
 	case ast.ShowEngines:
 		res.Columns = text("Engine", "Support", "Comment", "Transactions", "XA", "Savepoints")
 		res.Rows = [][]any{{"InnoDB", "DEFAULT", "dpproxy: read-only, differentially private answers", "YES", "NO", "NO"}}

@@ -340,6 +340,10 @@ func (s *Session) describe(ctx context.Context, p *sqltypes.Prepared, prep *prep
 		p.Columns = emptyResult(prep.query.Empty).Columns
 		return nil
 	case prep.query.Plan != nil:
+		if s.intervals == intervalsColumns {
+			p.Columns = describeWithIntervals(prep.query.Plan)
+			return nil
+		}
 		for _, o := range prep.query.Plan.Columns() {
 			p.Columns = append(p.Columns, sqltypes.Column{Name: o.Name, Type: o.Type})
 		}
@@ -361,7 +365,7 @@ func (s *Session) describeCommand(ctx context.Context, p *sqltypes.Prepared, cmd
 	case cmdReset:
 		p.Tag = "RESET"
 	case cmdShow:
-		p.Columns = showEpsilon(s.epsilon).Columns
+		p.Columns = s.showSetting(cmd.name).Columns
 	case cmdExplainDP:
 		// Explaining runs nothing and costs nothing.
 		res, err := s.explainDP(ctx, cmd, sql)

@@ -48,6 +48,11 @@ type Session struct {
 	// epsilon is what the session's next query on protected data costs:
 	// always in [mechanisms.MinEpsilon, policy max_epsilon_per_query].
 	epsilon float64
+	// intervals is SettingIntervals: off, notice or columns.
+	intervals string
+	// warnings are the last statement's notices, for MySQL's SHOW
+	// WARNINGS (which does not clear them).
+	warnings []string
 	// database is the database name the client connected to.
 	database string
 	// gucs are the run-time parameters the client set (see guc.go);
@@ -84,7 +89,7 @@ func New(srv *Server, analyst string, fe rewrite.FrontEnd) (*Session, error) {
 		return nil, err
 	}
 	return &Session{
-		server: srv, engine: e, analyst: analyst, frontEnd: fe, epsilon: pol.Defaults.Epsilon,
+		server: srv, engine: e, analyst: analyst, frontEnd: fe, epsilon: pol.Defaults.Epsilon, intervals: intervalsOff,
 		id:   sessionIDs.Add(1),
 		gucs: map[string]string{}, startupSettings: map[string]string{},
 	}, nil
@@ -330,6 +335,9 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 // run executes a prepared statement. sql is the client's text, recorded
 // (normalized) in the ledger with the charge.
 func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.Result, error) {
+	if p.local == nil {
+		s.warnings = nil
+	}
 	switch {
 	case p.tag != "":
 		switch p.tag {
@@ -352,7 +360,13 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 	case p.query.Empty != nil:
 		return emptyResult(p.query.Empty), nil
 	}
-	return s.engine.Answer(ctx, s.analyst, p.query.Plan, p.canonical, normalizeQueryText(sql))
+	res, err := s.engine.Answer(ctx, s.analyst, p.query.Plan, p.canonical, normalizeQueryText(sql))
+	if err != nil {
+		return nil, err
+	}
+	res = withIntervals(res, p.query.Plan, s.intervals)
+	s.warnings = res.Notices
+	return res, nil
 }
 
 // normalizeQueryText is the text recorded in the analyst's query log.
@@ -373,6 +387,17 @@ func emptyResult(e *rewrite.EmptyResult) *sqltypes.Result {
 func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql string) (*sqltypes.Result, error) {
 	switch cmd.kind {
 	case cmdSet:
+		if cmd.name == SettingIntervals {
+			v := intervalsOff
+			if !cmd.isDefault {
+				var err error
+				if v, err = parseIntervals(cmd.value); err != nil {
+					return nil, err
+				}
+			}
+			s.intervals = v
+			return &sqltypes.Result{Tag: "SET"}, nil
+		}
 		eps := s.engine.Policy().Defaults.Epsilon
 		if !cmd.isDefault {
 			var err error
@@ -383,14 +408,27 @@ func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql strin
 		s.epsilon = eps
 		return &sqltypes.Result{Tag: "SET"}, nil
 	case cmdReset:
-		s.epsilon = s.engine.Policy().Defaults.Epsilon
+		if cmd.name != SettingIntervals {
+			s.epsilon = s.engine.Policy().Defaults.Epsilon
+		}
+		if cmd.name != SettingEpsilon {
+			s.intervals = intervalsOff
+		}
 		return &sqltypes.Result{Tag: "RESET"}, nil
 	case cmdShow:
-		return showEpsilon(s.epsilon), nil
+		return s.showSetting(cmd.name), nil
 	case cmdExplainDP:
 		return s.explainDP(ctx, cmd, sql)
 	}
 	return nil, fmt.Errorf("session: unknown session command %d", cmd.kind)
+}
+
+// showSetting answers SHOW dpproxy.<name>.
+func (s *Session) showSetting(name string) *sqltypes.Result {
+	if name == SettingIntervals {
+		return showSetting(name, s.intervals)
+	}
+	return showSetting(name, strconv.FormatFloat(s.epsilon, 'g', -1, 64))
 }
 
 // parseEpsilon checks a value for dpproxy.epsilon against the policy; the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -228,5 +229,66 @@ func TestKeysFromMissingTable(t *testing.T) {
 	e.Policy().ProtectedTables[0].Columns[1].KeysFrom = &config.KeySource{Table: "nowhere", Column: "x"}
 	if _, err := NewServer(context.Background(), e); err == nil || !strings.Contains(err.Error(), "nowhere(x)") {
 		t.Fatalf("NewServer: %v, want an error naming the key source", err)
+	}
+}
+
+// SET dpproxy.intervals: notices or interval columns on DP answers, free
+// (no second charge), and refusals of bad values.
+func TestIntervalsSetting(t *testing.T) {
+	_, s, acct, _ := sessionFixture(t, nil)
+	if got := exec(t, s, "SHOW dpproxy.intervals").Rows[0][0]; got != "off" {
+		t.Fatalf("default dpproxy.intervals = %v, want off", got)
+	}
+	plain := exec(t, s, "SELECT COUNT(*) FROM visits")
+	if len(plain.Notices) != 0 || len(plain.Columns) != 1 {
+		t.Fatalf("intervals off: %+v", plain)
+	}
+	exec(t, s, "SET dpproxy.intervals = notice")
+	res := exec(t, s, "SELECT COUNT(*), AVG(cost) FROM visits")
+	if len(res.Notices) != 1 || !strings.Contains(res.Notices[0], "count in [") || !strings.Contains(res.Notices[0], "avg in [") {
+		t.Fatalf("notice mode: %q", res.Notices)
+	}
+	// The cached answer to the same query carries the same intervals.
+	if again := exec(t, s, "SELECT COUNT(*), AVG(cost) FROM visits"); len(again.Notices) != 1 || again.Notices[0] != res.Notices[0] {
+		t.Fatalf("cached answer's notice %q, want %q", again.Notices, res.Notices)
+	}
+	exec(t, s, "SET dpproxy.intervals TO 'columns'")
+	spent := fixture.Spent(t, acct, "ana")
+	res = exec(t, s, "SELECT kind, COUNT(*) AS n FROM visits GROUP BY kind")
+	var names []string
+	for _, c := range res.Columns {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "kind,n,n_lo95,n_hi95" {
+		t.Fatalf("columns mode: %v", names)
+	}
+	for _, row := range res.Rows {
+		v, lo, hi := sqltypes.Float(row[1]), row[2].(float64), row[3].(float64)
+		if !(lo <= v && v <= hi) {
+			t.Errorf("row %v: the value is outside its interval", row)
+		}
+	}
+	if got := fixture.Spent(t, acct, "ana") - spent; math.Abs(got-0.5) > 1e-9 {
+		t.Errorf("the answer with intervals cost ε %v, want the query's 0.5", got)
+	}
+	// Prepared statements describe the interval columns too.
+	p, err := s.Prepare(context.Background(), "SELECT COUNT(*) FROM visits", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Columns) != 3 || p.Columns[2].Name != "count_hi95" {
+		t.Errorf("described columns %+v", p.Columns)
+	}
+	for _, bad := range []string{"SET dpproxy.intervals = maybe", "SET dpproxy.intervals = 1"} {
+		if _, err := s.Execute(context.Background(), bad); sqlerr.As(err) == nil || sqlerr.As(err).Code != sqlerr.InvalidParameterValue {
+			t.Errorf("%s: %v, want 22023", bad, err)
+		}
+	}
+	exec(t, s, "RESET dpproxy.intervals")
+	if got := exec(t, s, "SHOW dpproxy.intervals").Rows[0][0]; got != "off" {
+		t.Errorf("after RESET: %v", got)
+	}
+	if got := exec(t, s, "SHOW dpproxy.epsilon").Rows[0][0]; got != "0.5" {
+		t.Errorf("RESET dpproxy.intervals changed dpproxy.epsilon to %v", got)
 	}
 }

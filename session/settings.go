@@ -17,11 +17,13 @@ import (
 // cannot parse them (TiDB's parser knows neither `SET x TO v`, nor RESET,
 // nor PostgreSQL's SHOW, nor EXPLAIN DP):
 //
-//	SET [SESSION] dpproxy.epsilon { = | TO } { number | 'number' | DEFAULT } [;]
-//	RESET dpproxy.epsilon [;]
+//	SET [SESSION] dpproxy.<name> { = | TO } { value | 'value' | DEFAULT } [;]
+//	RESET dpproxy.<name> [;]
 //	RESET ALL [;]
-//	SHOW dpproxy.epsilon [;]
+//	SHOW dpproxy.<name> [;]
 //	EXPLAIN DP query
+//
+// for the settings named in settingNames.
 //
 // Keywords and the setting's name are case-insensitive; comments and white
 // space may come before and between the words. Matching is strict: once a
@@ -33,6 +35,22 @@ import (
 // SettingEpsilon is the name of the session setting holding the ε that the
 // session's queries cost.
 const SettingEpsilon = "dpproxy.epsilon"
+
+// SettingIntervals is the name of the session setting that asks for the
+// 95 % confidence intervals of DP answers: off (the default), notice (a
+// NOTICE, or MySQL warning, per statement) or columns (two more columns,
+// <name>_lo95 and <name>_hi95, after each aggregate).
+const SettingIntervals = "dpproxy.intervals"
+
+// settingNames are the dpproxy session settings.
+var settingNames = []string{SettingEpsilon, SettingIntervals}
+
+// Values of SettingIntervals.
+const (
+	intervalsOff     = "off"
+	intervalsNotice  = "notice"
+	intervalsColumns = "columns"
+)
 
 // settingPrefix starts the name of every dpproxy session setting.
 const settingPrefix = "dpproxy."
@@ -50,6 +68,8 @@ const (
 // sessionCommand is a recognized session command.
 type sessionCommand struct {
 	kind commandKind
+	// name is the setting (one of settingNames); "" for RESET ALL.
+	name string
 	// value is SET's value as written (quotes removed); "" with isDefault
 	// for DEFAULT.
 	value     string
@@ -91,16 +111,17 @@ func matchSet(sc *scanner) (*sessionCommand, error) {
 		sc.pos = mark
 	}
 	sc.skip()
-	name, ours := sc.settingName()
+	written, ours := sc.settingName()
 	if !ours {
 		return nil, nil
 	}
-	if err := checkSettingName(name); err != nil {
+	name, err := checkSettingName(written)
+	if err != nil {
 		return nil, err
 	}
 	if local {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SET LOCAL %s is not supported: dpproxy has no transactions", SettingEpsilon).
-			WithHint("use SET %s = <number>, which lasts for the session", SettingEpsilon)
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "SET LOCAL %s is not supported: dpproxy has no transactions", name).
+			WithHint("use SET %s = <value>, which lasts for the session", name)
 	}
 	sc.skip()
 	switch {
@@ -108,16 +129,16 @@ func matchSet(sc *scanner) (*sessionCommand, error) {
 	case strings.EqualFold(sc.peekWord(), "TO"):
 		sc.word()
 	default:
-		return nil, setSyntaxError("expected = or TO after " + SettingEpsilon)
+		return nil, setSyntaxError(name, "expected = or TO after "+name)
 	}
 	sc.skip()
-	cmd := &sessionCommand{kind: cmdSet}
+	cmd := &sessionCommand{kind: cmdSet, name: name}
 	valueStart := sc.pos
 	switch {
 	case sc.peek() == '\'':
 		v, ok := sc.quoted()
 		if !ok {
-			return nil, setSyntaxError("unterminated quoted string")
+			return nil, setSyntaxError(name, "unterminated quoted string")
 		}
 		cmd.value = strings.TrimSpace(v)
 	case strings.EqualFold(sc.peekWord(), "DEFAULT"):
@@ -126,7 +147,7 @@ func matchSet(sc *scanner) (*sessionCommand, error) {
 	default:
 		cmd.value = sc.token()
 		if cmd.value == "" {
-			return nil, setSyntaxError("expected a value after " + SettingEpsilon)
+			return nil, setSyntaxError(name, "expected a value after "+name)
 		}
 	}
 	sc.skip()
@@ -153,32 +174,34 @@ func matchReset(sc *scanner) (*sessionCommand, error) {
 		}
 		return &sessionCommand{kind: cmdReset}, nil
 	}
-	name, ours := sc.settingName()
+	written, ours := sc.settingName()
 	if !ours {
 		return nil, nil
 	}
-	if err := checkSettingName(name); err != nil {
+	name, err := checkSettingName(written)
+	if err != nil {
 		return nil, err
 	}
 	if err := sc.end(); err != nil {
 		return nil, err
 	}
-	return &sessionCommand{kind: cmdReset}, nil
+	return &sessionCommand{kind: cmdReset, name: name}, nil
 }
 
 func matchShow(sc *scanner) (*sessionCommand, error) {
 	sc.skip()
-	name, ours := sc.settingName()
+	written, ours := sc.settingName()
 	if !ours {
 		return nil, nil
 	}
-	if err := checkSettingName(name); err != nil {
+	name, err := checkSettingName(written)
+	if err != nil {
 		return nil, err
 	}
 	if err := sc.end(); err != nil {
 		return nil, err
 	}
-	return &sessionCommand{kind: cmdShow}, nil
+	return &sessionCommand{kind: cmdShow, name: name}, nil
 }
 
 func matchExplainDP(sc *scanner) (*sessionCommand, error) {
@@ -198,22 +221,43 @@ func matchExplainDP(sc *scanner) (*sessionCommand, error) {
 	return &sessionCommand{kind: cmdExplainDP, query: sc.s[sc.pos:], offset: sc.pos}, nil
 }
 
-// checkSettingName accepts the one dpproxy setting there is, written
-// without quotes.
-func checkSettingName(name string) error {
-	if strings.EqualFold(name, SettingEpsilon) {
-		return nil
+// checkSettingName returns the dpproxy setting a name written without
+// quotes names, in its canonical spelling.
+func checkSettingName(name string) (string, error) {
+	for _, s := range settingNames {
+		if strings.EqualFold(name, s) {
+			return s, nil
+		}
 	}
 	if strings.Contains(name, `"`) {
-		return sqlerr.New(sqlerr.FeatureNotSupported, "write the setting name %s without quotes, got %s", SettingEpsilon, name)
+		return "", sqlerr.New(sqlerr.FeatureNotSupported, "write the setting name without quotes, got %s", name).
+			WithHint("the dpproxy session settings are %s", strings.Join(settingNames, ", "))
 	}
-	return sqlerr.New(sqlerr.FeatureNotSupported, "unrecognized configuration parameter %q", name).
-		WithHint("the dpproxy session setting is %s", SettingEpsilon)
+	return "", sqlerr.New(sqlerr.FeatureNotSupported, "unrecognized configuration parameter %q", name).
+		WithHint("the dpproxy session settings are %s", strings.Join(settingNames, ", "))
 }
 
-func setSyntaxError(what string) error {
-	return sqlerr.New(sqlerr.SyntaxError, "syntax error in SET %s: %s", SettingEpsilon, what).
-		WithHint("write SET %s = 0.5 (or TO 0.5, or TO DEFAULT)", SettingEpsilon)
+func setSyntaxError(name, what string) error {
+	example := "0.5"
+	if name == SettingIntervals {
+		example = "notice"
+	}
+	return sqlerr.New(sqlerr.SyntaxError, "syntax error in SET %s: %s", name, what).
+		WithHint("write SET %s = %s (or TO %s, or TO DEFAULT)", name, example, example)
+}
+
+// parseIntervals checks a SET dpproxy.intervals value.
+func parseIntervals(text string) (string, error) {
+	switch v := strings.ToLower(text); v {
+	case intervalsOff, intervalsNotice, intervalsColumns:
+		return v, nil
+	case "on", "true":
+		return intervalsNotice, nil
+	case "false":
+		return intervalsOff, nil
+	}
+	return "", sqlerr.New(sqlerr.InvalidParameterValue, "invalid value for parameter %q: %q", SettingIntervals, text).
+		WithHint("expected off, notice (a NOTICE or MySQL warning with each answer's 95 %% intervals) or columns (interval columns after each aggregate)")
 }
 
 // plainNumber is a decimal number as SQL writes it; strconv.ParseFloat
@@ -265,12 +309,12 @@ func epsilonValueError(text, why string) *sqlerr.Error {
 	}
 }
 
-// showEpsilon is the result of SHOW dpproxy.epsilon: one text column, as
+// showSetting is the result of SHOW dpproxy.<name>: one text column, as
 // PostgreSQL's SHOW gives.
-func showEpsilon(eps float64) *sqltypes.Result {
+func showSetting(name, value string) *sqltypes.Result {
 	return &sqltypes.Result{
-		Columns: []sqltypes.Column{{Name: SettingEpsilon, Type: sqltypes.Text}},
-		Rows:    [][]any{{strconv.FormatFloat(eps, 'g', -1, 64)}},
+		Columns: []sqltypes.Column{{Name: name, Type: sqltypes.Text}},
+		Rows:    [][]any{{value}},
 		Tag:     "SHOW",
 	}
 }

@@ -16,6 +16,7 @@ type Code string
 
 // The SQLSTATEs dpproxy uses. Values follow PostgreSQL's errcodes table.
 const (
+	SuccessfulCompletion   Code = "00000"
 	SyntaxError            Code = "42601"
 	FeatureNotSupported    Code = "0A000"
 	InsufficientPrivilege  Code = "42501"

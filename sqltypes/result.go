@@ -15,4 +15,14 @@ type Result struct {
 	Rows [][]any
 	// Tag is the command tag ("SELECT 3", "SET", "BEGIN").
 	Tag string
+	// Intervals, when set, hold for each row and column the 95 %
+	// confidence interval of a DP value (nil where there is none); the
+	// session shows them on request.
+	Intervals [][]*Interval
+	// Notices are messages sent with the result: a PostgreSQL NOTICE each,
+	// MySQL warnings.
+	Notices []string
 }
+
+// Interval is a closed interval [Lo, Hi].
+type Interval struct{ Lo, Hi float64 }

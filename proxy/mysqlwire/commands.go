@@ -107,6 +107,13 @@ func (c *conn) query(sql string) {
 // binary protocol with these columns otherwise), or an OK packet for a
 // statement without rows.
 func (c *conn) writeResult(res *sqltypes.Result, binCols []sqltypes.Column) error {
+	c.warnings = 0
+	if res != nil {
+		// A DP answer's notices (its intervals, on request) are warnings:
+		// the count goes in the final OK or EOF, SHOW WARNINGS lists them.
+		c.warnings = uint16(min(len(res.Notices), math.MaxUint16))
+	}
+	defer func() { c.warnings = 0 }()
 	if res == nil || len(res.Columns) == 0 {
 		affected := uint64(0)
 		if res != nil {

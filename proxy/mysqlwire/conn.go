@@ -35,14 +35,17 @@ const maxHandshakePacket = 16 << 10
 // conn is one client connection, owned by the goroutine running Serve
 // except for the fields under mu.
 type conn struct {
-	srv    *Server
-	raw    net.Conn
-	nc     net.Conn
-	tls    bool
-	id     uint32
-	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
+	// warnings is the warning count of the result being written (its
+	// notices), sent in its OK and EOF packets.
+	warnings uint16
+	srv      *Server
+	raw      net.Conn
+	nc       net.Conn
+	tls      bool
+	id       uint32
+	log      *slog.Logger
+	ctx      context.Context
+	cancel   context.CancelFunc
 
 	pr   packetReader
 	seq  uint8
@@ -506,7 +509,7 @@ func (c *conn) writeOKHeader(header byte, affected uint64, info string) {
 	p = appendLenEncInt(p, affected)
 	p = appendLenEncInt(p, 0) // last insert id
 	p = binary.LittleEndian.AppendUint16(p, c.status())
-	p = append(p, 0, 0) // warnings
+	p = binary.LittleEndian.AppendUint16(p, c.warnings)
 	p = append(p, info...)
 	c.writePacket(p)
 }
@@ -524,7 +527,7 @@ func (c *conn) writeEOF() {
 // writeEOFPacket writes a real EOF packet (between column definitions and
 // rows, only sent without CLIENT_DEPRECATE_EOF).
 func (c *conn) writeEOFPacket() {
-	p := []byte{0xfe, 0, 0}
+	p := binary.LittleEndian.AppendUint16([]byte{0xfe}, c.warnings)
 	p = binary.LittleEndian.AppendUint16(p, c.status())
 	c.writePacket(p)
 }

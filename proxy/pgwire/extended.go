@@ -330,6 +330,9 @@ func (c *conn) handleExecute(m *pgproto3.Execute) error {
 		c.send(&pgproto3.CommandComplete{CommandTag: []byte(p.tag)})
 		return c.afterExtended()
 	}
+	if p.pos == 0 {
+		c.sendNotices(p.result.Notices)
+	}
 	rows := p.result.Rows[p.pos:]
 	// PostgreSQL reads the limit as a signed count; 0 or less means all.
 	maxRows := int64(int32(m.MaxRows))

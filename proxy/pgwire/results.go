@@ -28,6 +28,7 @@ func (c *conn) writeResults(results []*sqltypes.Result) error {
 		return nil
 	}
 	for _, r := range results {
+		c.sendNotices(r.Notices)
 		if len(r.Columns) == 0 {
 			c.send(&pgproto3.CommandComplete{CommandTag: []byte(c.txAfterStatement(commandTag(r)))})
 			continue
@@ -44,6 +45,14 @@ func (c *conn) writeResults(results []*sqltypes.Result) error {
 		c.send(&pgproto3.CommandComplete{CommandTag: []byte(c.txAfterStatement(commandTag(r)))})
 	}
 	return nil
+}
+
+// sendNotices queues a NoticeResponse of severity NOTICE per message.
+func (c *conn) sendNotices(notices []string) {
+	for _, msg := range notices {
+		n := pgproto3.NoticeResponse(*errorResponse("NOTICE", &sqlerr.Error{Code: sqlerr.SuccessfulCompletion, Message: msg}))
+		c.send(&n)
+	}
 }
 
 // validateResults checks what appendDataRow relies on: row widths and value
