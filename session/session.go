@@ -50,6 +50,8 @@ type Session struct {
 	epsilon float64
 	// intervals is SettingIntervals: off, notice or columns.
 	intervals string
+	// targetError is SettingTargetError (0: off).
+	targetError float64
 	// warnings are the last statement's notices, for MySQL's SHOW
 	// WARNINGS (which does not clear them).
 	warnings []string
@@ -263,6 +265,8 @@ type prepared struct {
 	// canonical is the statement's canonical text (rewrite.Canonical),
 	// the result cache's key for a DP plan; "" when not available.
 	canonical string
+	// notice goes with the answer (the ε dpproxy.target_error chose).
+	notice string
 }
 
 // prepare checks a statement against the policy and plans it, without
@@ -318,6 +322,12 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 	if err != nil {
 		return nil, err
 	}
+	if q.Plan != nil && s.targetError > 0 {
+		// Accuracy first: the ε that meets the session's target (target.go).
+		if q, p.notice, err = s.planForTarget(stmt, casts); err != nil {
+			return nil, err
+		}
+	}
 	p.query = q
 	if q.Plan != nil {
 		// The result cache's key: the statement as the analyst wrote it
@@ -365,6 +375,11 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 		return nil, err
 	}
 	res = withIntervals(res, p.query.Plan, s.intervals)
+	if p.notice != "" {
+		copied := *res
+		copied.Notices = append([]string{p.notice}, res.Notices...)
+		res = &copied
+	}
 	s.warnings = res.Notices
 	return res, nil
 }
@@ -387,6 +402,17 @@ func emptyResult(e *rewrite.EmptyResult) *sqltypes.Result {
 func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql string) (*sqltypes.Result, error) {
 	switch cmd.kind {
 	case cmdSet:
+		if cmd.name == SettingTargetError {
+			v := 0.0
+			if !cmd.isDefault {
+				var err error
+				if v, err = parseTargetError(cmd.value); err != nil {
+					return nil, err
+				}
+			}
+			s.targetError = v
+			return &sqltypes.Result{Tag: "SET"}, nil
+		}
 		if cmd.name == SettingIntervals {
 			v := intervalsOff
 			if !cmd.isDefault {
@@ -408,11 +434,14 @@ func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql strin
 		s.epsilon = eps
 		return &sqltypes.Result{Tag: "SET"}, nil
 	case cmdReset:
-		if cmd.name != SettingIntervals {
+		if cmd.name == "" || cmd.name == SettingEpsilon {
 			s.epsilon = s.engine.Policy().Defaults.Epsilon
 		}
-		if cmd.name != SettingEpsilon {
+		if cmd.name == "" || cmd.name == SettingIntervals {
 			s.intervals = intervalsOff
+		}
+		if cmd.name == "" || cmd.name == SettingTargetError {
+			s.targetError = 0
 		}
 		return &sqltypes.Result{Tag: "RESET"}, nil
 	case cmdShow:
@@ -425,8 +454,14 @@ func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql strin
 
 // showSetting answers SHOW dpproxy.<name>.
 func (s *Session) showSetting(name string) *sqltypes.Result {
-	if name == SettingIntervals {
+	switch name {
+	case SettingIntervals:
 		return showSetting(name, s.intervals)
+	case SettingTargetError:
+		if s.targetError == 0 {
+			return showSetting(name, "off")
+		}
+		return showSetting(name, strconv.FormatFloat(s.targetError, 'g', -1, 64))
 	}
 	return showSetting(name, strconv.FormatFloat(s.epsilon, 'g', -1, 64))
 }
@@ -496,6 +531,9 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 	default:
 		for _, line := range strings.Split(strings.TrimRight(engine.ExplainSummary(plan), "\n"), "\n") {
 			addExplainNote(res, "summary", line)
+		}
+		if p.notice != "" {
+			addExplainNote(res, "summary", p.notice)
 		}
 		for _, sql := range plan.BackendQueries() {
 			addExplainNote(res, backendLabel, sql)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -290,5 +291,47 @@ func TestIntervalsSetting(t *testing.T) {
 	}
 	if got := exec(t, s, "SHOW dpproxy.epsilon").Rows[0][0]; got != "0.5" {
 		t.Errorf("RESET dpproxy.intervals changed dpproxy.epsilon to %v", got)
+	}
+}
+
+// SET dpproxy.target_error: each query runs at the smallest ε whose COUNT
+// and SUM bounds meet the target, says so, and is charged that ε; a
+// target beyond the policy's reach is refused with the ε it would take.
+func TestTargetError(t *testing.T) {
+	_, s, acct, _ := sessionFixture(t, nil)
+	exec(t, s, "SET dpproxy.target_error = 50")
+	if got := exec(t, s, "SHOW dpproxy.target_error").Rows[0][0]; got != "50" {
+		t.Fatalf("SHOW: %v", got)
+	}
+	spent := fixture.Spent(t, acct, "ana")
+	res := exec(t, s, "SELECT COUNT(*) FROM visits")
+	if len(res.Notices) != 1 || !strings.Contains(res.Notices[0], "chosen for a 95 % error bound of ±50") {
+		t.Fatalf("notices %q", res.Notices)
+	}
+	charged := fixture.Spent(t, acct, "ana") - spent
+	// COUNT(*) without GROUP BY: sensitivity Linf = 3, discrete Laplace;
+	// its 95 % bound ≈ 3·ln(20)/ε ≤ 50 needs ε ≈ 0.18.
+	if charged < 0.15 || charged > 0.2 || !strings.Contains(res.Notices[0], strconv.FormatFloat(charged, 'g', 3, 64)) {
+		t.Errorf("charged ε %v; notice %q", charged, res.Notices[0])
+	}
+	explain := exec(t, s, "EXPLAIN DP SELECT COUNT(*) FROM visits")
+	if b := explain.Rows[0][6].(float64); b > 50 || b < 45 {
+		t.Errorf("explained bound %v, want just under the target 50", b)
+	}
+	// Too precise for max_epsilon_per_query (1): refused with what it takes.
+	exec(t, s, "SET dpproxy.target_error = 2")
+	if e := execErr(t, s, "SELECT COUNT(*) FROM visits"); e.Code != sqlerr.PrivacyParameterError || !strings.Contains(e.Message, "needs ε ≈") {
+		t.Errorf("unreachable target: %v", e)
+	}
+	exec(t, s, "SET dpproxy.target_error = 50")
+	if e := execErr(t, s, "SELECT AVG(cost) FROM visits"); e.Code != sqlerr.FeatureNotSupported || !strings.Contains(e.Message, "COUNT and SUM") {
+		t.Errorf("AVG alone: %v", e)
+	}
+	if e := execErr(t, s, "SET dpproxy.target_error = -3"); e.Code != sqlerr.InvalidParameterValue {
+		t.Errorf("negative target: %v", e)
+	}
+	exec(t, s, "RESET ALL")
+	if got := exec(t, s, "SHOW dpproxy.target_error").Rows[0][0]; got != "off" {
+		t.Errorf("after RESET ALL: %v", got)
 	}
 }

@@ -43,7 +43,7 @@ const SettingEpsilon = "dpproxy.epsilon"
 const SettingIntervals = "dpproxy.intervals"
 
 // settingNames are the dpproxy session settings.
-var settingNames = []string{SettingEpsilon, SettingIntervals}
+var settingNames = []string{SettingEpsilon, SettingIntervals, SettingTargetError}
 
 // Values of SettingIntervals.
 const (
@@ -239,8 +239,11 @@ func checkSettingName(name string) (string, error) {
 
 func setSyntaxError(name, what string) error {
 	example := "0.5"
-	if name == SettingIntervals {
+	switch name {
+	case SettingIntervals:
 		example = "notice"
+	case SettingTargetError:
+		example = "50"
 	}
 	return sqlerr.New(sqlerr.SyntaxError, "syntax error in SET %s: %s", name, what).
 		WithHint("write SET %s = %s (or TO %s, or TO DEFAULT)", name, example, example)
