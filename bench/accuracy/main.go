@@ -64,6 +64,9 @@ var demoQueries = []query{
 	{"visits by month", `SELECT date_trunc('month', visit_date) AS month, COUNT(*) FROM visits GROUP BY 1 ORDER BY 1`,
 		`SELECT substr(visit_date, 1, 7), COUNT(*) FROM visits GROUP BY 1`},
 	{"avg visit cost", `SELECT AVG(cost) FROM visits`, `SELECT AVG(cost) FROM visits`},
+	{"count visits", `SELECT COUNT(*) FROM visits`, `SELECT COUNT(*) FROM visits`},
+	{"visits and patients by year", `SELECT date_trunc('year', visit_date) AS y, COUNT(*), COUNT(DISTINCT patient_id) FROM visits GROUP BY 1`,
+		`SELECT substr(visit_date, 1, 4) || '-01', COUNT(*), COUNT(DISTINCT patient_id) FROM visits GROUP BY 1`},
 }
 
 // The chart's queries: one aggregate each, on the patients table (one row
@@ -96,6 +99,11 @@ type Stat struct {
 	BiasAbs       float64 `json:"bounding_bias_abs"` // mean |bounded − true| over groups
 	BiasRel       float64 `json:"bounding_bias_rel"` // mean (bounded − true)/|true| over groups (signed)
 	ReleasedShare float64 `json:"released_share"`    // released groups / true groups
+	// IntervalTrue and IntervalBounded are the shares of answers whose
+	// released 95 % interval (SET dpproxy.intervals) holds the true and
+	// the bounded value: coverage with bias included, and of the noise.
+	IntervalTrue    float64 `json:"interval_covers_true"`
+	IntervalBounded float64 `json:"interval_covers_bounded"`
 }
 
 func main() {
@@ -177,6 +185,17 @@ func run(runs int, out string, patients int, policyPath string, workers int) err
 			fmt.Fprintf(os.Stderr, "accuracy: %s ε=%g done (%.0fs)\n", q.Name, eps, time.Since(start).Seconds())
 		}
 	}
+	var qstats []QuantileStat
+	for _, q := range quantileQueries {
+		for _, eps := range []float64{1, 0.1} {
+			s, err := e.measureQuantile(ctx, q, eps, runs, workers)
+			if err != nil {
+				return fmt.Errorf("%s at ε=%g: %w", q.Name, eps, err)
+			}
+			qstats = append(qstats, s)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "accuracy: quantiles done (%.0fs)\n", time.Since(start).Seconds())
 	chartEps := []float64{0.05, 0.1, 0.2, 0.5, 1, 2}
 	var chart []Stat
 	for _, q := range chartQueries {
@@ -213,7 +232,7 @@ func run(runs int, out string, patients int, policyPath string, workers int) err
 	}
 
 	report := map[string]any{
-		"patients": patients, "runs": runs, "queries": demoQueries, "stats": stats,
+		"patients": patients, "runs": runs, "queries": demoQueries, "stats": stats, "quantiles": qstats,
 		"chart": chart, "chart_png": "accuracy.png", "seconds": time.Since(start).Seconds(),
 		"note": "errors are against the true (unbounded) answer; bias = bounded truth (backend SQL without noise, run once) minus true answer; explain's 95% bound is for the noise around the bounded truth",
 	}
@@ -224,7 +243,7 @@ func run(runs int, out string, patients int, policyPath string, workers int) err
 	if err := os.WriteFile(filepath.Join(out, "accuracy.json"), b, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "accuracy.md"), []byte(markdown(stats, chart, patients, runs)), 0o644)
+	return os.WriteFile(filepath.Join(out, "accuracy.md"), []byte(markdown(stats, chart, patients, runs)+quantileMarkdown(qstats)), 0o644)
 }
 
 // relBase recovers |true| from a stat (mean abs / mean rel) for the chart's
@@ -281,8 +300,8 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 
 	// The noisy runs.
 	type acc struct {
-		abs, rel, noise float64
-		n, nrel, within int
+		abs, rel, noise                    float64
+		n, nrel, within, covT, covB, nIval int
 	}
 	accs := make([]acc, len(aggCols))
 	released := 0
@@ -315,7 +334,7 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 					continue
 				}
 				mu.Lock()
-				for _, row := range res[0].Rows {
+				for ri, row := range res[0].Rows {
 					key := rowKey(row, plan)
 					t, ok := truth[key]
 					if !ok {
@@ -325,6 +344,16 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 					for j, c := range aggCols {
 						v := toFloat(row[c])
 						a := &accs[j]
+						if ri < len(res[0].Intervals) && res[0].Intervals[ri][c] != nil {
+							iv := res[0].Intervals[ri][c]
+							a.nIval++
+							if t[j] >= iv.Lo && t[j] <= iv.Hi {
+								a.covT++
+							}
+							if bt, ok := bounded[key]; ok && bt[j] >= iv.Lo && bt[j] <= iv.Hi {
+								a.covB++
+							}
+						}
 						a.abs += math.Abs(v - t[j])
 						a.n++
 						if t[j] != 0 {
@@ -368,6 +397,10 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 		}
 		if a.nrel > 0 {
 			st.MeanRelError = a.rel / float64(a.nrel)
+		}
+		if a.nIval > 0 {
+			st.IntervalTrue = float64(a.covT) / float64(a.nIval)
+			st.IntervalBounded = float64(a.covB) / float64(a.nIval)
 		}
 		nb := 0
 		for k, t := range truth {
@@ -615,16 +648,16 @@ func markdown(stats, chart []Stat, patients, runs int) string {
 		"Where group keys come from the data (visits by month: partition selection), bounding keeps at most 4 groups per patient chosen at random, "+
 		"so the bounded truth itself varies from run to run, the noise-only error includes that sampling variation and *within* falls below 95%% there; "+
 		"with public key lists a patient's contribution is weighted over all their groups instead, with no sampling.\n\n", patients, runs)
-	sb.WriteString("| query | aggregate | ε | mean abs error | mean rel error | noise only (mean abs) | explain 95% | within | bias (mean abs) | bias (mean rel, signed) | groups released |\n")
-	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	sb.WriteString("| query | aggregate | ε | mean abs error | mean rel error | noise only (mean abs) | explain 95% | within | 95% interval holds truth | … holds bounded truth | bias (mean abs) | bias (mean rel, signed) | groups released |\n")
+	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range stats {
 		approx := ""
 		if s.BoundApprox {
 			approx = "≈"
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %g | %s | %.3g%% | %s | %s%s | %.0f%% | %s | %+.3g%% | %.0f%% of %d |\n",
+		fmt.Fprintf(&sb, "| %s | %s | %g | %s | %.3g%% | %s | %s%s | %.0f%% | %.1f%% | %.1f%% | %s | %+.3g%% | %.0f%% of %d |\n",
 			s.Query, s.Aggregate, s.Epsilon, num(s.MeanAbsError), 100*s.MeanRelError, num(s.NoiseMeanAbs), approx, num(s.Bound95),
-			100*s.Within95, num(s.BiasAbs), 100*s.BiasRel, 100*s.ReleasedShare, s.Groups)
+			100*s.Within95, 100*s.IntervalTrue, 100*s.IntervalBounded, num(s.BiasAbs), 100*s.BiasRel, 100*s.ReleasedShare, s.Groups)
 	}
 	sb.WriteString("\nRelative error against ε (patients table, no GROUP BY; dashed: explain's 95% bound relative to the true value):\n\n")
 	sb.WriteString("![relative error against epsilon](bench/results/accuracy.png)\n\n")

@@ -63,9 +63,10 @@ func TestExplainShowsSensitivityAndSpendsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// visits: L0 = 4, Linf = 3, cost in [0, 1000]; ε = 0.5 over 3 measurements.
+	// visits: Linf = 40 per group and C = 40 in all, cost in [0, 1000]; ε =
+	// 0.5 over 3 measurements.
 	for _, want := range []string{
-		"at most 4 groups' worth per unit (a unit in k > 4 groups counts 4/k in each), at most 3 row(s) per unit per group",
+		"at most 40 row(s) per unit per group and 40 row(s) per unit in all its groups",
 		`SELECT "dp_g0"`,
 		"group privacy",
 	} {
@@ -73,12 +74,12 @@ func TestExplainShowsSensitivityAndSpendsNothing(t *testing.T) {
 			t.Errorf("explain output lacks %q:\n%s", want, out)
 		}
 	}
-	// Sensitivities: count L0·Linf = 12; centred sum L0·Linf·(hi−lo)/2 = 6000;
-	// scale = sensitivity / (0.5/3). Counts over public keys are weighted
+	// Sensitivities: count C = 40; centred sum C·(hi−lo)/2 = 20000; scale =
+	// sensitivity / (0.5/3). Counts under the total bound are weighted
 	// (fractional): granular Laplace.
 	for _, want := range []string{
-		"COUNT(*) count Laplace (granular) 12 0.166667 72",
-		"AVG(cost) centered sum Laplace (granular) 6000 0.166667 36000",
+		"COUNT(*) count Laplace (granular) 40 0.166667 240",
+		"AVG(cost) centered sum Laplace (granular) 20000 0.166667 120000",
 	} {
 		found := false
 		for _, line := range strings.Split(out, "\n") {
