@@ -86,7 +86,13 @@ func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
 			res.Rows = append(res.Rows, []any{label, m.Kind.String(), mech, m.Sensitivity, m.Epsilon, l.Scale(), l.ErrorBound(ExplainConfidence)})
 		}
 	}
-	if s := plan.Selection; s != nil && s.Threshold != nil {
+	if s := plan.Selection; s != nil && s.TopK != nil {
+		// Top-k: "noise_scale" is the exponential mechanism's scale
+		// 2·EMSensitivity/ε_pick, the bound the stop score τ.
+		t := s.TopK
+		res.Rows = append(res.Rows, []any{"GROUP BY keys", fmt.Sprintf("top %d by %s", t.K, plan.Measurements[t.Measurement].Kind),
+			fmt.Sprintf("exponential mechanism, %d picks (δ=%g)", t.K, s.Delta), t.Delta, t.Epsilon, 2 * t.EMSensitivity / t.PickEpsilon, t.Tau})
+	} else if s := plan.Selection; s != nil && s.Threshold != nil {
 		// Thresholding a released count: no ε of its own; "noise_scale"
 		// and the bound are the threshold τ on the noisy count.
 		m := plan.Measurements[s.Threshold.Measurement]
@@ -153,7 +159,10 @@ func ExplainSummary(plan *rewrite.Plan) string {
 	if len(plan.Quantiles) > 0 {
 		parts += fmt.Sprintf(", %d quantile(s)", len(plan.Quantiles))
 	}
-	if plan.Selection != nil && plan.Selection.Threshold == nil {
+	switch {
+	case plan.Selection != nil && plan.Selection.TopK != nil:
+		parts += " and top-k selection"
+	case plan.Selection != nil && plan.Selection.Threshold == nil:
 		parts += " and partition selection"
 	}
 	fmt.Fprintf(&sb, "cost: ε = %g, δ = %g (split equally over %s)\n", plan.Epsilon, plan.Delta, parts)
@@ -180,7 +189,12 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		}
 		sb.WriteString("; its error bound counts values (rank) between the released value and the true quantile\n")
 	}
-	if s := plan.Selection; s != nil && s.Threshold != nil {
+	if s := plan.Selection; s != nil && s.TopK != nil {
+		t := s.TopK
+		fmt.Fprintf(&sb, "top-k: the %d groups with the largest %s are picked one at a time by the exponential mechanism at ε = %.4g each (ε = %g in all; a score moves by at most %g per person), "+
+			"stopping early when no group stands out above %.4g, which a group one person alone could create passes with probability at most δ = %g; only the picked groups are measured\n",
+			t.K, plan.Measurements[t.Measurement].Kind, t.PickEpsilon, t.Epsilon, t.Delta, t.Tau, s.Delta)
+	} else if s := plan.Selection; s != nil && s.Threshold != nil {
 		m := plan.Measurements[s.Threshold.Measurement]
 		fmt.Fprintf(&sb, "partition selection: a group is released when its noisy %s exceeds τ = %g; it spends no ε of its own, and δ = %g covers the groups one person alone could create (%s at most %d)\n",
 			m.Kind, s.Threshold.Tau, s.Delta, m.Kind, s.Threshold.MaxAlone)

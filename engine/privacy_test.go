@@ -284,6 +284,20 @@ func auditCases() []auditCase {
 			inDPrime: unitRows{groups: []string{"h3", "h4"}, rows: 3, x: 1000, f: 1},
 			runs:     2,
 		},
+		// DP top-k: the unit lifts one group (add/remove, monotone scores)
+		// or moves between two (replace) among groups at the stop score.
+		auditCase{
+			name: "top-k/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: 2,
+			query: "SELECT g, COUNT(*) FROM people WHERE f = 1 GROUP BY g ORDER BY COUNT(*) DESC LIMIT 2",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+		},
+		auditCase{
+			name: "top-k/replace/COUNT(*)", neighbouring: config.Replace, l0: 1, linf: 2,
+			query:    "SELECT g, COUNT(*) FROM people WHERE f = 1 GROUP BY g ORDER BY COUNT(*) DESC LIMIT 2",
+			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h2"}, rows: 3, x: 1000, f: 1},
+			runs:     2,
+		},
 		// GROUP BY numeric bins: public keys (width_bucket's 0 … n+1);
 		// the unit's rows fall in bucket 3.
 		auditCase{
@@ -422,7 +436,13 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 // the audit attacks the calibration the release uses.
 func groupSizes(t *testing.T, plan *rewrite.Plan, c auditCase) map[string]int {
 	sizes := map[string]int{"h1": 20, "h2": 20, "h3": 20, "h4": 20}
-	if s := plan.Selection; s != nil && s.Threshold != nil {
+	if s := plan.Selection; s != nil && s.TopK != nil {
+		// Top-k: every group at the stop score, where picking or stopping
+		// is most uncertain; the unit lifts its groups above it.
+		for g := range sizes {
+			sizes[g] = int(s.TopK.Tau)
+		}
+	} else if s := plan.Selection; s != nil && s.Threshold != nil {
 		// Thresholding a count: the unit lifts its groups' count from just
 		// below τ to just above (others have one row each; the unit adds
 		// min(rows, Linf) rows, or one unit).

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/dpproxy/dpproxy/backend"
@@ -293,5 +294,54 @@ func TestIntervalsCoverExactValues(t *testing.T) {
 		if frac := float64(k) / runs; frac < 0.93 {
 			t.Errorf("%s: the 95 %% interval covers the exact value in %.3f of runs", p.Output[c].Name, frac)
 		}
+	}
+}
+
+// DP top-k returns the true top k when they stand out, never a group of
+// one person, and stops early when nothing stands out.
+func TestTopKPicksTheLargestGroups(t *testing.T) {
+	p := releasePlan(t, "SELECT city, COUNT(*) FROM t GROUP BY city ORDER BY COUNT(*) DESC LIMIT 3")
+	if p.Selection == nil || p.Selection.TopK == nil {
+		t.Fatalf("plan has no top-k: %+v", p.Selection)
+	}
+	row := func(city string, n int64) []any { return []any{city, n, n} }
+	rows := &backend.Rows{Values: [][]any{
+		row("a", 5000), row("b", 4000), row("c", 3000), row("d", 300), row("e", 200),
+		row("lone1", 1), row("lone2", 1), row("lone3", 1),
+	}}
+	r := mechanisms.Seeded(31)
+	const runs = 300
+	exact := 0
+	for i := 0; i < runs; i++ {
+		res, err := release(p, bounded{rows: rows}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, row := range res.Rows {
+			got = append(got, row[0].(string))
+			if strings.HasPrefix(row[0].(string), "lone") {
+				t.Fatalf("run %d released a one-person group: %v", i, res.Rows)
+			}
+		}
+		if len(got) == 3 && got[0] == "a" && got[1] == "b" && got[2] == "c" {
+			exact++
+		}
+	}
+	if exact < runs*95/100 {
+		t.Errorf("the true top 3 in order in %d of %d runs", exact, runs)
+	}
+	// Nothing near the stop score: at most a few groups, usually none.
+	small := &backend.Rows{Values: [][]any{row("x", 3), row("y", 2), row("z", 2)}}
+	released := 0
+	for i := 0; i < runs; i++ {
+		res, err := release(p, bounded{rows: small}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		released += len(res.Rows)
+	}
+	if released > runs/100 {
+		t.Errorf("%d groups of 2 or 3 people released over %d runs", released, runs)
 	}
 }

@@ -20,6 +20,9 @@ import (
 // reveals nothing.
 func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand, noisyGroup func(groupResult) ([]float64, error)) ([]groupResult, error) {
 	sel := plan.Selection
+	if sel.TopK != nil {
+		return topKGroups(plan, rows, r)
+	}
 	var selector mechanisms.PartitionSelector
 	if sel.Threshold == nil {
 		var err error
@@ -70,6 +73,13 @@ func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand, no
 			out = append(out, g)
 		}
 	}
+	sortByKey(out)
+	return out, nil
+}
+
+// sortByKey orders released groups by key, so that the backend's row
+// order reveals nothing.
+func sortByKey(out []groupResult) {
 	sort.SliceStable(out, func(i, j int) bool {
 		for k := range out[i].keys {
 			if c := compareValues(out[i].keys[k], out[j].keys[k]); c != 0 {
@@ -78,5 +88,66 @@ func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand, no
 		}
 		return false
 	})
+}
+
+// topKGroups picks the released groups by DP top-k (rewrite.TopK): k
+// rounds of the exponential mechanism over the remaining groups' exact
+// bounded scores and a stop candidate ⊥. The picked groups are returned in
+// key order; the release orders them by their noisy values.
+func topKGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) ([]groupResult, error) {
+	t := plan.Selection.TopK
+	m := plan.Measurements[t.Measurement]
+	var allowed []map[string]bool
+	for i, g := range plan.Groups {
+		if len(g.Keys) == 0 {
+			continue
+		}
+		if allowed == nil {
+			allowed = make([]map[string]bool, len(plan.Groups))
+		}
+		allowed[i] = map[string]bool{}
+		for _, k := range g.Keys {
+			v, err := typedKey(k, g.Column.Type)
+			if err != nil {
+				return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: fmt.Sprintf("policy key %q of column %q: %v", k, g.Column.Name, err)}
+			}
+			allowed[i][canonicalKey(v, g.Column.Type)] = true
+		}
+	}
+	var candidates []groupResult
+	var scores []float64
+	for _, row := range rows.Values {
+		keys := make([]any, len(plan.Groups))
+		ok := true
+		for i, g := range plan.Groups {
+			keys[i] = sqltypes.Convert(row[g.BackendColumn], g.Type)
+			if allowed != nil && allowed[i] != nil && !allowed[i][canonicalKey(keys[i], g.Column.Type)] {
+				ok = false
+			}
+		}
+		if ok {
+			candidates = append(candidates, groupResult{keys: keys, exact: row, canon: rowGroupKey(plan, row)})
+			scores = append(scores, m.Value(row))
+		}
+	}
+	if len(candidates)+1 > mechanisms.MaxCandidates {
+		return nil, &sqlerr.Error{Code: sqlerr.ProgramLimitExceeded, Message: fmt.Sprintf("top-k over more than %d groups is not supported", mechanisms.MaxCandidates),
+			Hint: "narrow the query with WHERE, or group by a coarser key"}
+	}
+	var out []groupResult
+	for range t.K {
+		// The stop candidate ⊥ is the last one.
+		j, err := mechanisms.Exponential(r, t.PickEpsilon, t.EMSensitivity, append(scores, t.Tau))
+		if err != nil {
+			return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "top-k selection failed; no answer was released", Err: err}
+		}
+		if j == len(scores) {
+			break // ⊥: no further group stands out
+		}
+		out = append(out, candidates[j])
+		candidates = append(candidates[:j], candidates[j+1:]...)
+		scores = append(scores[:j], scores[j+1:]...)
+	}
+	sortByKey(out)
 	return out, nil
 }

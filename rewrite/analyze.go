@@ -326,6 +326,7 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	if err := a.orderAndLimit(p, sel); err != nil {
 		return nil, err
 	}
+	p.planTopK()
 	b.finish(p)
 	if err := p.assignPrivacy(a.opts.Epsilon, delta); err != nil {
 		return nil, err

@@ -84,6 +84,9 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 			if th := s.Threshold; th != nil {
 				fmt.Fprintf(&sb, " threshold: measurement=%d max_alone=%d tau=%g", th.Measurement, th.MaxAlone, th.Tau)
 			}
+			if tk := s.TopK; tk != nil {
+				fmt.Fprintf(&sb, " top-k: measurement=%d k=%d epsilon=%g pick_epsilon=%.6g delta=%.6g em_sensitivity=%.6g tau=%.6g", tk.Measurement, tk.K, tk.Epsilon, tk.PickEpsilon, tk.Delta, tk.EMSensitivity, tk.Tau)
+			}
 			sb.WriteString("\n")
 		}
 		for i, m := range p.Measurements {

@@ -299,6 +299,9 @@ type PartitionSelection struct {
 	Delta         float64
 	ChangedGroups int
 	Threshold     *CountThreshold
+	// TopK, when set, replaces the test: DP top-k picks the released
+	// groups (topk.go). Epsilon is then 0; Delta is spent by top-k.
+	TopK *TopK
 }
 
 // CountThreshold releases a group when its noisy count — the released
@@ -342,7 +345,7 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 	}
 	parts := len(p.Measurements) + len(p.Quantiles)
 	threshold := -1
-	if p.Selection != nil && p.Mechanism != config.MechanismGaussian {
+	if p.Selection != nil && p.Selection.TopK == nil && p.Mechanism != config.MechanismGaussian {
 		threshold = p.thresholdMeasurement(epsilon, deltaShare)
 	}
 	if p.Selection != nil && threshold < 0 {
@@ -354,6 +357,10 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 		p.Selection.Delta = deltaShare
 		p.Selection.ChangedGroups = p.changedGroups()
 		p.Delta = delta
+		if p.Selection.TopK != nil {
+			p.Selection.Epsilon = 0
+			p.assignTopK(share, deltaShare)
+		}
 	}
 	p.assignQuantiles(share)
 	weighted := p.WeightsGroups()
@@ -508,8 +515,30 @@ func gaussianWins(epsilon, delta, l1, l2 float64) bool {
 // range (the unit's old contribution swapped for its new one).
 func (p *Plan) sensitivity(kind MeasurementKind, b config.Bounds) float64 {
 	magnitude, width := p.contribution(kind, b)
+	if len(p.Groups) > 0 && p.Selection != nil && p.Selection.TopK != nil {
+		// Only the k picked groups are measured: at most k of them move,
+		// each by the magnitude (add/remove) or at most the width of its
+		// range (replace: a group the unit stays in).
+		perGroup := magnitude
+		if p.Neighbouring == config.Replace {
+			perGroup = math.Max(width, magnitude)
+		}
+		return math.Min(p.groupedSensitivity(kind, magnitude), float64(p.Selection.TopK.K)*perGroup)
+	}
 	switch {
-	case len(p.Groups) > 0 && rowBased(kind) && p.TotalCapped():
+	case len(p.Groups) > 0:
+		return p.groupedSensitivity(kind, magnitude)
+	case p.Neighbouring == config.Replace:
+		return width
+	}
+	return magnitude
+}
+
+// groupedSensitivity is the L1 sensitivity over all groups of a grouped
+// plan.
+func (p *Plan) groupedSensitivity(kind MeasurementKind, magnitude float64) float64 {
+	switch {
+	case rowBased(kind) && p.TotalCapped():
 		// A unit's weighted rows in all its groups add up to at most C:
 		// C/Linf groups' worth, twice under replace (out and in).
 		factor := 1.0
@@ -517,12 +546,8 @@ func (p *Plan) sensitivity(kind MeasurementKind, b config.Bounds) float64 {
 			factor = 2
 		}
 		return factor * p.unitGroups() * magnitude
-	case len(p.Groups) > 0:
-		return float64(p.changedGroups()) * magnitude
-	case p.Neighbouring == config.Replace:
-		return width
 	}
-	return magnitude
+	return float64(p.changedGroups()) * magnitude
 }
 
 // contribution returns the largest magnitude of one unit's contribution to

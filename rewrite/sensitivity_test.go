@@ -431,3 +431,36 @@ func TestGaussianAssignment(t *testing.T) {
 		t.Errorf("auto chose Gaussian=%v; Gaussian bound %g vs Laplace %g", auto.Gaussian, 1.96*sigma, math.Log(20)*6/auto.Epsilon)
 	}
 }
+
+// Top-k's stop score: a group one unit alone could create (score ≤ Δ) is
+// picked in a round with probability at most δ/k against ⊥, under both
+// neighbouring definitions, and the picks add up to the top-k share less
+// δ.
+func TestTopKCalibration(t *testing.T) {
+	for _, nb := range []config.Neighbouring{config.AddRemove, config.Replace} {
+		pol, err := config.Parse([]byte(fmt.Sprintf(sensitivityPolicy, nb)), "sensitivity.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := planFor(t, pol, "SELECT g, COUNT(*) FROM t WHERE f = 1 GROUP BY g ORDER BY COUNT(*) DESC LIMIT 4")
+		tk := p.Selection.TopK
+		if tk == nil {
+			t.Fatalf("%s: no top-k in %+v", nb, p.Selection)
+		}
+		weight := func(score float64) float64 { return math.Exp(tk.PickEpsilon * score / (2 * tk.EMSensitivity)) }
+		lone := float64(p.MaxGroupsPerUnit) * weight(linf) / weight(tk.Tau)
+		if lone > p.Selection.Delta/float64(tk.K)*(1+1e-9) {
+			t.Errorf("%s: lone groups are picked with probability %g per round, above δ/k = %g", nb, lone, p.Selection.Delta/float64(tk.K))
+		}
+		if got := float64(tk.K)*tk.PickEpsilon + p.Selection.Delta; math.Abs(got-tk.Epsilon) > 1e-12 || tk.Delta < linf {
+			t.Errorf("%s: k·ε_pick + δ = %v, want the top-k share %v; Δ = %v", nb, got, tk.Epsilon, tk.Delta)
+		}
+		if want := tk.Delta / 2; nb == config.AddRemove && tk.EMSensitivity != want {
+			t.Errorf("add/remove: monotone scores should use Δ/2, got %v", tk.EMSensitivity)
+		}
+		// The measured count covers the k picked groups only.
+		if m := p.Measurements[0]; m.Sensitivity > float64(tk.K)*linf*2 {
+			t.Errorf("%s: count sensitivity %v over k = %d groups", nb, m.Sensitivity, tk.K)
+		}
+	}
+}

@@ -88,3 +88,5 @@ SELECT region, COUNT(DISTINCT patient_id) AS patients, AVG(cost) FROM visits GRO
 SELECT married, COUNT(*) FROM surveys GROUP BY married
 -- name: total_rows_bound
 SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city
+-- name: top_k
+SELECT region, COUNT(*) AS visits, AVG(cost) FROM visits GROUP BY region ORDER BY COUNT(*) DESC LIMIT 3
