@@ -178,7 +178,7 @@ func policyViewPostgres(t *testing.T) string {
 	for _, s := range []string{
 		`DROP TABLE demo_meta`,
 		`ALTER TABLE patients DROP CONSTRAINT patients_pkey, DROP COLUMN region`,
-		`ALTER TABLE visits DROP COLUMN visit_id, DROP COLUMN clinic_id`,
+		`ALTER TABLE visits DROP COLUMN visit_id`,
 		`DROP INDEX IF EXISTS visits_patient_id_idx`,
 	} {
 		if _, err := conn.Exec(context.Background(), s); err != nil {
@@ -200,7 +200,7 @@ func policyViewMariaDB(t *testing.T) string {
 	for _, s := range []string{
 		`DROP TABLE demo_meta`,
 		`ALTER TABLE patients DROP PRIMARY KEY, DROP COLUMN region`,
-		`ALTER TABLE visits DROP INDEX visits_patient_id, DROP COLUMN visit_id, DROP COLUMN clinic_id`,
+		`ALTER TABLE visits DROP INDEX visits_patient_id, DROP COLUMN visit_id`,
 	} {
 		if _, err := db.Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)

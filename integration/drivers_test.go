@@ -113,7 +113,7 @@ func TestNodePostgres(t *testing.T) {
 	if len(report.Tables) != 3 || report.CountType != 20 || report.RawRead != "42501" || report.AfterError != 5 {
 		t.Errorf("report %+v", report)
 	}
-	if got := strings.Join(report.VisitColumns, " "); got != "patient_id:integer visit_date:date diagnosis:text cost:numeric" {
+	if got := strings.Join(report.VisitColumns, " "); got != "patient_id:integer clinic_id:integer visit_date:date diagnosis:text cost:numeric" {
 		t.Errorf("visits' columns through information_schema: %s", got)
 	}
 	if got := strings.Join(report.ClinicsKey, " "); got != "clinic_id" {

@@ -189,7 +189,7 @@ func checkMySQLClients(t *testing.T, addr, db string) {
 			// The policy exposes four of visits' six columns, typed as
 			// the backend declares them (diagnosis: text on PostgreSQL,
 			// varchar on MariaDB, reported as varchar below).
-			"visits":  {"patient_id int", "visit_date date", "diagnosis varchar", "cost decimal", "clinic_id int"},
+			"visits":  {"patient_id int", "clinic_id int", "visit_date date", "diagnosis varchar", "cost decimal"},
 			"clinics": {"clinic_id", "name", "city"},
 		} {
 			rows, err = conn.QueryContext(ctx, "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION", db, table)

@@ -44,10 +44,10 @@ protected_tables:
     max_rows_per_unit: 5
     columns:
       - {name: patient_id, type: int}
+      - {name: clinic_id, type: int, group_by: true, keys_from: clinics(clinic_id)}
       - {name: visit_date, type: date}
       - {name: diagnosis, type: text, group_by: true, keys: [J06, I10, E11, M54, K21, F32, J45, N39, R51, L20, H66, Z00]}
       - {name: cost, type: numeric, bounds: [0, 2000]}
-      - {name: clinic_id, type: int, group_by: true, keys_from: clinics(clinic_id)}
 public_tables:
   - clinics
 `
