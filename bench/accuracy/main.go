@@ -243,7 +243,11 @@ func run(runs int, out string, patients int, policyPath string, workers int) err
 	if err := os.WriteFile(filepath.Join(out, "accuracy.json"), b, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "accuracy.md"), []byte(markdown(stats, chart, patients, runs)+quantileMarkdown(qstats)), 0o644)
+	sel, err := selectionMarkdown(pol, 1)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "accuracy.md"), []byte(markdown(stats, chart, patients, runs)+quantileMarkdown(qstats)+sel), 0o644)
 }
 
 // relBase recovers |true| from a stat (mean abs / mean rel) for the chart's
