@@ -24,11 +24,17 @@ func loadPolicy(t testing.TB) *config.Policy { return fixture.Policy(t) }
 
 func plan(t testing.TB, pol *config.Policy, query string) *rewrite.Plan {
 	t.Helper()
+	return planWith(t, pol, query, false)
+}
+
+// planWith is plan, with the bias report when reportBias is set.
+func planWith(t testing.TB, pol *config.Policy, query string, reportBias bool) *rewrite.Plan {
+	t.Helper()
 	stmts, err := rewrite.Parse(query, rewrite.PostgresFrontEnd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := rewrite.Analyze(stmts[0], pol, rewrite.Options{Dialect: rewrite.SQLite, Epsilon: pol.Defaults.Epsilon})
+	q, err := rewrite.Analyze(stmts[0], pol, rewrite.Options{Dialect: rewrite.SQLite, Epsilon: pol.Defaults.Epsilon, ReportBias: reportBias})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,6 +178,9 @@ func ExplainSummary(plan *rewrite.Plan) string {
 			fmt.Fprintf(&sb, "group keys of %s: from the data, released only if they pass DP partition selection\n", g.Name())
 		}
 	}
+	if b := plan.Bias; b != nil {
+		fmt.Fprintf(&sb, "bias report: ε = %.3g of the query's ε estimates the share of people with %s (dpproxy.report_bias)\n", b.Epsilon, strings.Join(b.Labels, ", "))
+	}
 	for _, h := range plan.Histograms {
 		fmt.Fprintf(&sb, "quantiles of %s: the exponential mechanism over %d values of [%g, %g]", h.Column.Name, h.Grid.Buckets, h.Grid.Lo, h.Grid.Hi)
 		if w := h.Grid.Width(); w > 0 {

@@ -15,7 +15,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -97,6 +99,8 @@ type auditCase struct {
 	mechanism config.Mechanism
 	// total, when not 0, is max_total_rows_per_unit (C).
 	total int
+	// reportBias adds the bias report to the plan.
+	reportBias bool
 }
 
 const auditPolicy = `
@@ -298,6 +302,13 @@ func auditCases() []auditCase {
 			inDPrime: unitRows{groups: []string{"h2"}, rows: 3, x: 1000, f: 1},
 			runs:     2,
 		},
+		// The bias report: the unit is beyond the bounds (3 rows > Linf)
+		// with a value outside them; the report's counts move by one each.
+		auditCase{
+			name: "bias report/ungrouped/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: 2, reportBias: true,
+			query: "SELECT COUNT(*), SUM(x) FROM people WHERE f = 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+		},
 		// GROUP BY numeric bins: public keys (width_bucket's 0 … n+1);
 		// the unit's rows fall in bucket 3.
 		auditCase{
@@ -373,7 +384,7 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 		t.Fatal(err)
 	}
 	pol.ProtectedTables[0].MaxTotalRowsPerUnit = c.total
-	plan := plan(t, pol, c.query)
+	plan := planWith(t, pol, c.query, c.reportBias)
 	sizes := groupSizes(t, plan, c)
 	dir := t.TempDir()
 	sides := [2]*auditSide{
@@ -543,8 +554,22 @@ func summarize(plan *rewrite.Plan, res *sqltypes.Result) map[string][]float64 {
 		}
 		out[strings.Join(key, "/")] = values
 	}
+	// The bias report's shares, released in a notice.
+	for _, n := range res.Notices {
+		var shares []float64
+		for _, m := range biasShares.FindAllStringSubmatch(n, -1) {
+			f, _ := strconv.ParseFloat(m[1], 64)
+			shares = append(shares, f)
+		}
+		if len(shares) > 0 {
+			out["bias report"] = shares
+		}
+	}
 	return out
 }
+
+// biasShares reads the shares of a bias report notice.
+var biasShares = regexp.MustCompile(`about ([0-9.]+) %`)
 
 // pilotStats are one side's pilot outcomes per group key.
 type pilotStats struct {

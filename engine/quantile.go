@@ -22,6 +22,8 @@ type bounded struct {
 	histograms []*backend.Rows
 	// side holds the rows of Plan.SideQueries.
 	side []*backend.Rows
+	// bias holds the row of Plan.Bias's query.
+	bias *backend.Rows
 }
 
 // readBounded runs a plan's backend queries.
@@ -47,6 +49,13 @@ func readBounded(ctx context.Context, be backend.Backend, plan *rewrite.Plan) (b
 			return bounded{}, err
 		}
 		data.side = append(data.side, rows)
+	}
+	if plan.Bias != nil {
+		rows, err := be.Query(ctx, plan.Bias.SQL)
+		if err != nil {
+			return bounded{}, err
+		}
+		data.bias = rows
 	}
 	return data, nil
 }

@@ -135,6 +135,13 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 		res.Rows[i] = row[:n:n]
 		res.Intervals = append(res.Intervals, ivs)
 	}
+	if plan.Bias != nil {
+		notice, err := biasNotice(plan, data, r)
+		if err != nil {
+			return nil, err
+		}
+		res.Notices = append(res.Notices, notice)
+	}
 	res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
 	return res, nil
 }

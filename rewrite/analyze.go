@@ -31,6 +31,9 @@ type Options struct {
 	// Casts gives the client's type of each CAST node (Parsed.CastOf);
 	// nil when the statement's casts are TiDB's own (MySQL front end).
 	Casts CastLookup
+	// ReportBias adds the bias report (bias.go), which spends a tenth of
+	// Epsilon.
+	ReportBias bool
 }
 
 // Query is an analyzed SELECT: exactly one of Plan (protected data, answered
@@ -328,9 +331,18 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	}
 	p.planTopK()
 	b.finish(p)
-	if err := p.assignPrivacy(a.opts.Epsilon, delta); err != nil {
+	eps := a.opts.Epsilon
+	if a.opts.ReportBias {
+		if p.Bias = e.biasReport(p, where); p.Bias != nil {
+			p.Bias.Epsilon = eps * biasShare
+			p.Bias.Sensitivity = float64(1 + len(p.Bias.Labels))
+			eps -= p.Bias.Epsilon
+		}
+	}
+	if err := p.assignPrivacy(eps, delta); err != nil {
 		return nil, err
 	}
+	p.Epsilon = a.opts.Epsilon
 	if p.Selection != nil || slices.ContainsFunc(p.Measurements, func(m Measurement) bool { return m.SideQuery == 0 }) {
 		// (A plan of quantiles alone over public keys, or without GROUP
 		// BY, needs only its histograms.)

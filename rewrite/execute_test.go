@@ -577,6 +577,41 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 			}
 		})
 	}
+	// The bias report's counts (bias.go): people, then people beyond the
+	// bounds, then people with a clamped value per column.
+	for _, c := range []struct {
+		sql  string
+		want []float64
+	}{
+		// p1: 5 rows > Linf; p2: cost 5000 > 1000; p3: 10 rows.
+		{`SELECT COUNT(*), SUM(cost) FROM visits`, []float64{3, 2, 1}},
+		// p1: 5 rows in A; p3: 5 groups > L0 = 3.
+		{`SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis`, []float64{3, 2}},
+		// WHERE first: only p2's row and p1's two noted rows.
+		{`SELECT SUM(cost) FROM visits WHERE note IS NOT NULL`, []float64{2, 0, 1}},
+		// Row privacy: ages -5 and 150 outside [0, 100].
+		{`SELECT AVG(age) FROM people`, []float64{4, 2}},
+	} {
+		t.Run("bias report/"+c.sql, func(t *testing.T) {
+			stmts, err := Parse(c.sql, PostgresFrontEnd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1, ReportBias: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raws := queryRaw(t, db, q.Plan.Bias.SQL)
+			if len(raws) != 1 || len(raws[0]) != len(c.want) {
+				t.Fatalf("got %v, want one row %v", raws, c.want)
+			}
+			for i, w := range c.want {
+				if got := number(t, raws[0][i]); got != w {
+					t.Fatalf("got %v, want %v\nSQL: %s", raws[0], c.want, q.Plan.Bias.SQL)
+				}
+			}
+		})
+	}
 }
 
 // queryRaw runs sql and returns its rows as the driver scans them.

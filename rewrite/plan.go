@@ -248,6 +248,9 @@ type Plan struct {
 	// Having, when set, keeps only the released rows for which it is
 	// true (post-processing, post.go).
 	Having *Derived
+	// Bias, when set, is the bias report released with the answer
+	// (bias.go); its ε is part of Epsilon.
+	Bias *BiasReport
 }
 
 // OuterQuery is a SELECT over the released rows of a DP query.

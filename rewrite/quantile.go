@@ -98,7 +98,11 @@ func (p *Plan) BackendQueries() []string {
 	for _, h := range p.Histograms {
 		out = append(out, h.BackendSQL)
 	}
-	return append(out, p.SideQueries...)
+	out = append(out, p.SideQueries...)
+	if p.Bias != nil {
+		out = append(out, p.Bias.SQL)
+	}
+	return out
 }
 
 // Quantile is one DP quantile released per group.

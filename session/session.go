@@ -52,6 +52,8 @@ type Session struct {
 	intervals string
 	// targetError is SettingTargetError (0: off).
 	targetError float64
+	// reportBias is SettingReportBias.
+	reportBias bool
 	// warnings are the last statement's notices, for MySQL's SHOW
 	// WARNINGS (which does not clear them).
 	warnings []string
@@ -318,7 +320,7 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 		return &prepared{virtual: v}, nil
 	}
 	p := &prepared{}
-	q, err := rewrite.Analyze(stmt, s.engine.Policy(), rewrite.Options{Dialect: s.engine.Dialect(), Epsilon: s.epsilon, FrontEnd: s.frontEnd, Casts: casts})
+	q, err := rewrite.Analyze(stmt, s.engine.Policy(), s.analyzeOptions(s.epsilon, casts))
 	if err != nil {
 		return nil, err
 	}
@@ -335,6 +337,9 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 		// Without a canonical text the query is not cached.
 		if c, err := rewrite.Canonical(stmt); err == nil {
 			p.canonical = c
+			if s.reportBias {
+				p.canonical += " -- with the bias report" // another release
+			}
 		} else {
 			s.engine.Logger().Debug("query not cacheable", "err", err)
 		}
@@ -402,6 +407,17 @@ func emptyResult(e *rewrite.EmptyResult) *sqltypes.Result {
 func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql string) (*sqltypes.Result, error) {
 	switch cmd.kind {
 	case cmdSet:
+		if cmd.name == SettingReportBias {
+			v := false
+			if !cmd.isDefault {
+				var err error
+				if v, err = parseOnOff(cmd.name, cmd.value); err != nil {
+					return nil, err
+				}
+			}
+			s.reportBias = v
+			return &sqltypes.Result{Tag: "SET"}, nil
+		}
 		if cmd.name == SettingTargetError {
 			v := 0.0
 			if !cmd.isDefault {
@@ -443,6 +459,9 @@ func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql strin
 		if cmd.name == "" || cmd.name == SettingTargetError {
 			s.targetError = 0
 		}
+		if cmd.name == "" || cmd.name == SettingReportBias {
+			s.reportBias = false
+		}
 		return &sqltypes.Result{Tag: "RESET"}, nil
 	case cmdShow:
 		return s.showSetting(cmd.name), nil
@@ -452,11 +471,21 @@ func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql strin
 	return nil, fmt.Errorf("session: unknown session command %d", cmd.kind)
 }
 
+// analyzeOptions are the session's options for rewrite.Analyze at eps.
+func (s *Session) analyzeOptions(eps float64, casts rewrite.CastLookup) rewrite.Options {
+	return rewrite.Options{Dialect: s.engine.Dialect(), Epsilon: eps, FrontEnd: s.frontEnd, Casts: casts, ReportBias: s.reportBias}
+}
+
 // showSetting answers SHOW dpproxy.<name>.
 func (s *Session) showSetting(name string) *sqltypes.Result {
 	switch name {
 	case SettingIntervals:
 		return showSetting(name, s.intervals)
+	case SettingReportBias:
+		if s.reportBias {
+			return showSetting(name, "on")
+		}
+		return showSetting(name, "off")
 	case SettingTargetError:
 		if s.targetError == 0 {
 			return showSetting(name, "off")

@@ -335,3 +335,35 @@ func TestTargetError(t *testing.T) {
 		t.Errorf("after RESET ALL: %v", got)
 	}
 }
+
+// SET dpproxy.report_bias = on: the answer comes with DP estimates of
+// what bounding changed, for a tenth of the query's ε (the charge stays
+// the query's ε), and is not the cached answer without them.
+func TestReportBias(t *testing.T) {
+	_, s, acct, _ := sessionFixture(t, nil)
+	plain := exec(t, s, "SELECT COUNT(*), SUM(cost) FROM visits")
+	exec(t, s, "SET dpproxy.report_bias = on")
+	spent := fixture.Spent(t, acct, "ana")
+	res := exec(t, s, "SELECT COUNT(*), SUM(cost) FROM visits")
+	if len(res.Notices) != 1 || !strings.Contains(res.Notices[0], "bias report") ||
+		!strings.Contains(res.Notices[0], "rows beyond the bounds: about") || !strings.Contains(res.Notices[0], "cost outside [10, 20]: about") {
+		t.Fatalf("notices %q", res.Notices)
+	}
+	if got := fixture.Spent(t, acct, "ana") - spent; math.Abs(got-0.5) > 1e-9 {
+		t.Errorf("charged %v, want the query's ε 0.5 (the report is part of it)", got)
+	}
+	if len(plain.Notices) != 0 {
+		t.Errorf("the answer without the report has notices %q", plain.Notices)
+	}
+	explain := exec(t, s, "EXPLAIN DP SELECT COUNT(*), SUM(cost) FROM visits")
+	if !strings.Contains(fmt.Sprint(explain.Rows), "bias report: ε = 0.05") {
+		t.Errorf("explain does not state the report: %v", explain.Rows)
+	}
+	if e := execErr(t, s, "SET dpproxy.report_bias = maybe"); e.Code != sqlerr.InvalidParameterValue {
+		t.Errorf("bad value: %v", e)
+	}
+	exec(t, s, "RESET dpproxy.report_bias")
+	if got := exec(t, s, "SHOW dpproxy.report_bias").Rows[0][0]; got != "off" {
+		t.Errorf("after RESET: %v", got)
+	}
+}

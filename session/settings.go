@@ -43,7 +43,24 @@ const SettingEpsilon = "dpproxy.epsilon"
 const SettingIntervals = "dpproxy.intervals"
 
 // settingNames are the dpproxy session settings.
-var settingNames = []string{SettingEpsilon, SettingIntervals, SettingTargetError}
+var settingNames = []string{SettingEpsilon, SettingIntervals, SettingTargetError, SettingReportBias}
+
+// SettingReportBias asks for the bias report with each DP answer: DP
+// estimates of the share of people bounding truncates and of values it
+// clamps (rewrite/bias.go), for a tenth of the query's ε.
+const SettingReportBias = "dpproxy.report_bias"
+
+// parseOnOff reads a boolean setting.
+func parseOnOff(name, text string) (bool, error) {
+	switch strings.ToLower(text) {
+	case "on", "true", "1", "yes":
+		return true, nil
+	case "off", "false", "0", "no":
+		return false, nil
+	}
+	return false, sqlerr.New(sqlerr.InvalidParameterValue, "invalid value for parameter %q: %q", name, text).
+		WithHint("expected on or off")
+}
 
 // Values of SettingIntervals.
 const (
@@ -244,6 +261,8 @@ func setSyntaxError(name, what string) error {
 		example = "notice"
 	case SettingTargetError:
 		example = "50"
+	case SettingReportBias:
+		example = "on"
 	}
 	return sqlerr.New(sqlerr.SyntaxError, "syntax error in SET %s: %s", name, what).
 		WithHint("write SET %s = %s (or TO %s, or TO DEFAULT)", name, example, example)

@@ -49,7 +49,7 @@ const targetEpsilonIterations = 60
 // saying so.
 func (s *Session) planForTarget(stmt ast.StmtNode, casts rewrite.CastLookup) (*rewrite.Query, string, error) {
 	analyze := func(eps float64) (*rewrite.Query, float64, error) {
-		q, err := rewrite.Analyze(stmt, s.engine.Policy(), rewrite.Options{Dialect: s.engine.Dialect(), Epsilon: eps, FrontEnd: s.frontEnd, Casts: casts})
+		q, err := rewrite.Analyze(stmt, s.engine.Policy(), s.analyzeOptions(eps, casts))
 		if err != nil {
 			return nil, 0, err
 		}
