@@ -408,6 +408,20 @@ func (d *decoder) int(n *yaml.Node, path string, dst *int) {
 	*dst = i
 }
 
+// rowsPerUnit decodes max_rows_per_unit: a whole number, or "auto"
+// (RowsAuto).
+func (d *decoder) rowsPerUnit(n *yaml.Node, path string, dst *int) {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && n.Value == "auto" {
+		*dst = RowsAuto
+		return
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
+		d.failAt(n, path, "expected a whole number or auto; got %s", describe(n))
+		return
+	}
+	d.int(n, path, dst)
+}
+
 // duration decodes a Go duration string ("1h", "30m", "1h30m", "90s").
 // Bare numbers are refused: their unit would be a guess. Null leaves dst
 // unchanged.
@@ -560,7 +574,7 @@ func (d *decoder) defaults(n *yaml.Node, path string, df *Defaults) {
 		case "max_groups_per_unit":
 			d.int(v, path, &df.MaxGroupsPerUnit)
 		case "max_rows_per_unit":
-			d.int(v, path, &df.MaxRowsPerUnit)
+			d.rowsPerUnit(v, path, &df.MaxRowsPerUnit)
 		case "neighbouring":
 			d.str(v, path, (*string)(&df.Neighbouring))
 		case "mechanism":
@@ -623,7 +637,7 @@ func (d *decoder) protectedTable(n *yaml.Node, path string, t *ProtectedTable) {
 		case "max_groups_per_unit":
 			d.int(v, path, &t.MaxGroupsPerUnit)
 		case "max_rows_per_unit":
-			d.int(v, path, &t.MaxRowsPerUnit)
+			d.rowsPerUnit(v, path, &t.MaxRowsPerUnit)
 		case "max_total_rows_per_unit":
 			d.int(v, path, &t.MaxTotalRowsPerUnit)
 		case "columns":

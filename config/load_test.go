@@ -94,6 +94,8 @@ var badCases = []struct {
 	{"keys_from_syntax", `keys_from_syntax.yaml:26:20: protected_tables[0].columns[2].keys_from: expected a public table's column as table(column) or schema.table(column)`},
 	{"keys_from_without_group_by", `keys_from_without_group_by.yaml:25:20: protected_tables[0].columns[2].keys_from: keys_from is only allowed together with group_by: true`},
 	{"keys_from_with_keys", `keys_from_with_keys.yaml:27:20: protected_tables[0].columns[2].keys_from: keys and keys_from are alternatives; keep one`},
+	{"rows_auto_row_privacy", `rows_auto_row_privacy.yaml:13:24: protected_tables[0].max_rows_per_unit: must be 1 (or left out) when privacy_unit is "row": each row is its own unit, so it contributes one row to one group; got auto`},
+	{"rows_per_unit_word", `rows_per_unit_word.yaml:13:24: protected_tables[0].max_rows_per_unit: expected a whole number or auto; got the string "lots"`},
 	{"catalog_dsn_retired", `catalog_dsn_retired.yaml:4:16: backend.catalog_dsn: was retired: dpproxy answers catalog queries`},
 	{"cache_ttl_zero", `cache_ttl_zero.yaml:5:8: cache.ttl: must be a duration greater than 0 and at most 168h, got 0s; to turn the cache off, set cache.size to 0`},
 

@@ -359,6 +359,14 @@ func parseKeySource(s string) (*KeySource, bool) {
 	return k, true
 }
 
+// RowsAuto is max_rows_per_unit: auto — each query chooses Linf from the
+// data under DP (rewrite's auto bounds).
+const RowsAuto = -1
+
+// AutoRows reports whether the table's rows per unit per group are chosen
+// per query (max_rows_per_unit: auto).
+func (t *ProtectedTable) AutoRows() bool { return t.MaxRowsPerUnit == RowsAuto }
+
 // Bounds is a closed clamp interval. In YAML it is written as a two-element
 // list of numbers, [lo, hi].
 type Bounds struct {

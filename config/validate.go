@@ -269,7 +269,9 @@ func (d *decoder) validateDefaults(p *Policy) {
 	if !d.has("defaults.max_rows_per_unit") {
 		df.MaxRowsPerUnit = DefaultMaxRowsPerUnit
 	}
-	d.checkContribution("defaults.max_rows_per_unit", df.MaxRowsPerUnit)
+	if df.MaxRowsPerUnit != RowsAuto {
+		d.checkContribution("defaults.max_rows_per_unit", df.MaxRowsPerUnit)
+	}
 	if !d.has("defaults.neighbouring") {
 		df.Neighbouring = DefaultNeighbouring
 	}
@@ -509,7 +511,11 @@ func (d *decoder) validateProtected(p *Policy, path string, t *ProtectedTable) {
 			v   *int
 		}{{"max_groups_per_unit", &t.MaxGroupsPerUnit}, {"max_rows_per_unit", &t.MaxRowsPerUnit}, {"max_total_rows_per_unit", &t.MaxTotalRowsPerUnit}} {
 			if d.has(path+"."+f.key) && *f.v != 1 {
-				d.errorf(path+"."+f.key, "must be 1 (or left out) when privacy_unit is %q: each row is its own unit, so it contributes one row to one group; got %d", RowPrivacyUnit, *f.v)
+				got := strconv.Itoa(*f.v)
+				if *f.v == RowsAuto {
+					got = "auto"
+				}
+				d.errorf(path+"."+f.key, "must be 1 (or left out) when privacy_unit is %q: each row is its own unit, so it contributes one row to one group; got %s", RowPrivacyUnit, got)
 			}
 			*f.v = 1
 		}
@@ -553,6 +559,9 @@ func (d *decoder) validateProtected(p *Policy, path string, t *ProtectedTable) {
 		if !d.has(fp) {
 			*f.v = f.def
 			continue
+		}
+		if *f.v == RowsAuto && f.key == "max_rows_per_unit" {
+			continue // chosen per query
 		}
 		d.checkContribution(fp, *f.v)
 	}

@@ -201,30 +201,19 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 		}
 		return nil, fmt.Errorf("reserving budget: %w", err)
 	}
-	// No result caps here: the bounded result has a row per group found in
-	// the data, before partition selection, so an error at a cap would
-	// tell the exact number of groups. Only released rows are capped.
-	data, err := readBounded(ctx, e.backend, plan)
+	res, err := answerPlan(ctx, e.backend, plan, e.rand)
 	if err != nil {
-		if errors.Is(err, backend.ErrUnavailable) {
+		if errors.Is(err, errBeforeData) {
 			// The query never reached the data: nothing depends on it.
 			reservation.Release()
-			return nil, backendError(err)
+			return nil, err
 		}
-		// A failure after the query reached the data may itself depend on
-		// the data, so the charge stands.
+		// A failure after the query reached the data — in the backend or
+		// in the release (found in review: an error in post-processing
+		// could otherwise be a free bit about the noisy values) — may
+		// depend on the data, so the charge stands.
 		if _, cerr := reservation.Commit(context.WithoutCancel(ctx), queryText); cerr != nil {
 			e.log.Error("charging a failed query", "analyst", analyst, "err", cerr)
-		}
-		return nil, backendError(err)
-	}
-	res, err := release(plan, data, e.rand)
-	if err != nil {
-		// The data was read: whether the release fails may depend on it
-		// (found in review: an error in post-processing could otherwise
-		// be a free bit about the noisy values), so the charge stands.
-		if _, cerr := reservation.Commit(context.WithoutCancel(ctx), queryText); cerr != nil {
-			e.log.Error("charging a failed release", "analyst", analyst, "err", cerr)
 		}
 		return nil, err
 	}

@@ -120,6 +120,10 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		l0 = 1
 	}
 	switch {
+	case plan.Auto != nil:
+		fmt.Fprintf(&sb, "contribution bounds: at most %d group(s) per unit; rows per unit per group are chosen when the query runs (max_rows_per_unit: auto) "+
+			"as the DP %g quantile of each person's largest group, at ε = %.3g of the query's; the sensitivities and bounds below are for one row per group "+
+			"and grow in proportion to the bound chosen\n", l0, plan.Auto.Level, plan.Auto.Epsilon)
 	case plan.Table.IsRowPrivacy():
 		fmt.Fprintf(&sb, "contribution bounds: one row per unit\n")
 	case plan.TotalCapped():

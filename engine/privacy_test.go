@@ -302,6 +302,18 @@ func auditCases() []auditCase {
 			inDPrime: unitRows{groups: []string{"h2"}, rows: 3, x: 1000, f: 1},
 			runs:     2,
 		},
+		// Auto bounds: Linf is the DP 0.95 quantile of people's largest
+		// groups (the others have one row each); the unit's 30 rows move
+		// the histogram and, through Linf, the count.
+		auditCase{
+			name: "auto bound/ungrouped/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: config.RowsAuto,
+			query: "SELECT COUNT(*) FROM people WHERE f = 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 30, x: 1000, f: 1},
+			// Each run chooses the bound over 1,000 candidates: few runs,
+			// and no sharpness expected (one person barely moves a 0.95
+			// quantile of 81, which is the point of the bound).
+			runs: 0.05, sharp: -1,
+		},
 		// The bias report: the unit is beyond the bounds (3 rows > Linf)
 		// with a value outside them; the report's counts move by one each.
 		auditCase{
@@ -379,11 +391,18 @@ func TestPlanPrivacyAudit(t *testing.T) {
 // auditPlan plans the case's query, builds D and D′, and returns the
 // audit's ε lower bound.
 func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewrite.Plan) {
-	pol, err := config.Parse([]byte(fmt.Sprintf(auditPolicy, auditEpsilon, auditDelta, c.l0, c.linf, c.neighbouring, cmp.Or(c.mechanism, config.MechanismLaplace))), "audit.yaml")
+	linf := c.linf
+	if linf == config.RowsAuto {
+		linf = 1 // replaced below
+	}
+	pol, err := config.Parse([]byte(fmt.Sprintf(auditPolicy, auditEpsilon, auditDelta, c.l0, linf, c.neighbouring, cmp.Or(c.mechanism, config.MechanismLaplace))), "audit.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	pol.ProtectedTables[0].MaxTotalRowsPerUnit = c.total
+	if c.linf == config.RowsAuto {
+		pol.ProtectedTables[0].MaxRowsPerUnit = config.RowsAuto
+	}
 	plan := planWith(t, pol, c.query, c.reportBias)
 	sizes := groupSizes(t, plan, c)
 	dir := t.TempDir()
@@ -395,12 +414,18 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 	h.Write([]byte(c.name))
 	r := mechanisms.Seeded(h.Sum64())
 	observe := func(s *auditSide) map[string][]float64 {
-		if c.resample || s.data.rows == nil {
-			if s.data, err = readBounded(context.Background(), s.be, plan); err != nil {
-				t.Fatal(err)
+		var res *sqltypes.Result
+		if plan.Auto != nil {
+			// The bound is chosen afresh each time (its own mechanism).
+			res, err = answerPlan(context.Background(), s.be, plan, r)
+		} else {
+			if c.resample || s.data.rows == nil {
+				if s.data, err = readBounded(context.Background(), s.be, plan); err != nil {
+					t.Fatal(err)
+				}
 			}
+			res, err = release(plan, s.data, r)
 		}
-		res, err := release(plan, s.data, r)
 		if err != nil {
 			t.Fatal(err)
 		}

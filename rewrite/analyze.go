@@ -34,6 +34,9 @@ type Options struct {
 	// ReportBias adds the bias report (bias.go), which spends a tenth of
 	// Epsilon.
 	ReportBias bool
+	// RowBound, when > 0, is the Linf an auto bound chose (autobound.go)
+	// for a table with max_rows_per_unit: auto.
+	RowBound int
 }
 
 // Query is an analyzed SELECT: exactly one of Plan (protected data, answered
@@ -68,7 +71,24 @@ const supportedAggregates = "COUNT(*), COUNT(column), SUM(column), AVG(column)"
 func Analyze(stmt ast.StmtNode, pol *config.Policy, opts Options) (*Query, error) {
 	switch s := stmt.(type) {
 	case *ast.SelectStmt:
-		return analyzeSelect(s, pol, opts)
+		q, err := analyzeSelect(s, pol, opts)
+		if err == nil && q.Plan != nil && q.Plan.Auto != nil {
+			// Rebinding replans the same statement at the chosen Linf with
+			// the rest of the ε, and charges the same ε in all.
+			total := opts.Epsilon
+			rest := total - q.Plan.Auto.Epsilon
+			q.Plan.Auto.Rebind = func(linf int) (*Plan, error) {
+				o := opts
+				o.Epsilon, o.RowBound = rest, linf
+				r, err := analyzeSelect(s, pol, o)
+				if err != nil {
+					return nil, err
+				}
+				r.Plan.Epsilon = total
+				return r.Plan, nil
+			}
+		}
+		return q, err
 	case *ast.SetOprStmt:
 		if err := checkTables(s, pol, false); err != nil {
 			return nil, err
@@ -237,8 +257,16 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	if p.Neighbouring == "" {
 		p.Neighbouring = config.AddRemove
 	}
-	if a.table.IsRowPrivacy() {
+	autoPending := false
+	switch {
+	case a.table.IsRowPrivacy():
 		p.MaxGroupsPerUnit, p.MaxRowsPerUnit = 1, 1
+	case a.table.AutoRows() && a.opts.RowBound > 0:
+		p.MaxRowsPerUnit = a.opts.RowBound
+	case a.table.AutoRows():
+		// Provisional: the plan is rebound at the Linf chosen when the
+		// query runs (autobound.go).
+		p.MaxRowsPerUnit, autoPending = 1, true
 	}
 	e := &emitter{d: a.opts.Dialect, a: a}
 
@@ -332,6 +360,10 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	p.planTopK()
 	b.finish(p)
 	eps := a.opts.Epsilon
+	if autoPending {
+		p.Auto = &AutoBound{SQL: e.autoRowsSQL(p, where), Max: config.MaxContribution, Level: AutoLevel, Epsilon: eps * AutoShare}
+		eps -= p.Auto.Epsilon
+	}
 	if a.opts.ReportBias {
 		if p.Bias = e.biasReport(p, where); p.Bias != nil {
 			p.Bias.Epsilon = eps * biasShare

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpproxy/dpproxy/config"
 	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
@@ -574,6 +575,36 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 				if err := c.check(got); err != nil {
 					t.Fatalf("run %d: %v\nSQL: %s", run, err, p.SideQueries[0])
 				}
+			}
+		})
+	}
+	// The auto bound's histogram (autobound.go): people by their largest
+	// group's rows — p1 5 (A), p2 1, p3 2; without GROUP BY all their
+	// rows: 5, 1, 10.
+	auto := testPolicy(t)
+	auto.ProtectedTables[0].MaxRowsPerUnit = config.RowsAuto
+	for _, c := range []struct {
+		sql  string
+		want map[string]float64
+	}{
+		{`SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis`, map[string]float64{"5": 1, "1": 1, "2": 1}},
+		{`SELECT COUNT(*) FROM visits`, map[string]float64{"5": 1, "1": 1, "10": 1}},
+	} {
+		t.Run("auto bound/"+c.sql, func(t *testing.T) {
+			stmts, err := Parse(c.sql, PostgresFrontEnd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := Analyze(stmts[0], auto, Options{Dialect: d, Epsilon: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]float64{}
+			for _, raw := range queryRaw(t, db, q.Plan.Auto.SQL) {
+				got[strconv.FormatFloat(number(t, raw[0]), 'f', -1, 64)] += number(t, raw[1])
+			}
+			if err := expectHistogram(c.want)(got); err != nil {
+				t.Fatalf("%v\nSQL: %s", err, q.Plan.Auto.SQL)
 			}
 		})
 	}

@@ -251,6 +251,9 @@ type Plan struct {
 	// Bias, when set, is the bias report released with the answer
 	// (bias.go); its ε is part of Epsilon.
 	Bias *BiasReport
+	// Auto, when set, is a pending choice of Linf (autobound.go): the plan
+	// is provisional (Linf = 1) until Auto.Rebind.
+	Auto *AutoBound
 }
 
 // OuterQuery is a SELECT over the released rows of a DP query.

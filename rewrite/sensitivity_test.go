@@ -464,3 +464,37 @@ func TestTopKCalibration(t *testing.T) {
 		}
 	}
 }
+
+// max_rows_per_unit: auto: the provisional plan spends AutoShare of ε on
+// the choice, and the rebound plan runs at the chosen Linf with the rest,
+// charging the same ε in all.
+func TestAutoBoundPlan(t *testing.T) {
+	pol := testPolicy(t)
+	pol.ProtectedTables[0].MaxRowsPerUnit = config.RowsAuto
+	stmts, err := Parse("SELECT diagnosis, COUNT(*), AVG(cost) FROM visits GROUP BY diagnosis", PostgresFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Analyze(stmts[0], pol, Options{Dialect: SQLite, Epsilon: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := q.Plan
+	if p.Auto == nil || p.Auto.Epsilon != AutoShare || p.Auto.Rebind == nil || p.Epsilon != 1 {
+		t.Fatalf("provisional plan: auto %+v, ε %v", p.Auto, p.Epsilon)
+	}
+	r, err := p.Auto.Rebind(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spent := AutoShare
+	for _, m := range r.Measurements {
+		spent += m.Epsilon
+	}
+	if r.Auto != nil || r.MaxRowsPerUnit != 7 || r.Epsilon != 1 || math.Abs(spent-1) > 1e-12 {
+		t.Errorf("rebound plan: Linf %d, ε %v, auto share + measurements %v", r.MaxRowsPerUnit, r.Epsilon, spent)
+	}
+	if m := r.Measurements[0]; m.Sensitivity != float64(r.MaxGroupsPerUnit*7) {
+		t.Errorf("count sensitivity %v at Linf 7, L0 %d", m.Sensitivity, r.MaxGroupsPerUnit)
+	}
+}

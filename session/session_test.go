@@ -367,3 +367,23 @@ func TestReportBias(t *testing.T) {
 		t.Errorf("after RESET: %v", got)
 	}
 }
+
+// max_rows_per_unit: auto end to end: the answer says which bound the data
+// chose, the charge is the query's ε, and explain describes the method.
+func TestAutoRowBound(t *testing.T) {
+	_, s, acct, _ := sessionFixture(t, func(pol *config.Policy) {
+		pol.ProtectedTables[0].MaxRowsPerUnit = config.RowsAuto
+	})
+	spent := fixture.Spent(t, acct, "ana")
+	res := exec(t, s, "SELECT kind, COUNT(*) FROM visits GROUP BY kind")
+	if len(res.Notices) == 0 || !strings.Contains(res.Notices[0], "rows per person per group bounded at") {
+		t.Fatalf("notices %q", res.Notices)
+	}
+	if got := fixture.Spent(t, acct, "ana") - spent; math.Abs(got-0.5) > 1e-9 {
+		t.Errorf("charged %v, want the query's 0.5", got)
+	}
+	explain := exec(t, s, "EXPLAIN DP SELECT kind, COUNT(*) FROM visits GROUP BY kind")
+	if !strings.Contains(fmt.Sprint(explain.Rows), "max_rows_per_unit: auto") {
+		t.Errorf("explain: %v", explain.Rows)
+	}
+}

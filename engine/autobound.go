@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dpproxy/dpproxy/backend"
+	"github.com/dpproxy/dpproxy/mechanisms"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// errBeforeData marks a failure before any query reached the data: the
+// backend was unavailable. Nothing released or charged depends on it.
+var errBeforeData = errors.New("the query did not reach the data")
+
+// answerPlan runs a plan on the backend and releases it: the auto bound
+// first when the plan has one, then the bounded queries, then the noise.
+// A failure wraps errBeforeData when no query reached the data.
+func answerPlan(ctx context.Context, be backend.Backend, plan *rewrite.Plan, r *mechanisms.Rand) (*sqltypes.Result, error) {
+	// No result caps here: the bounded result has a row per group found in
+	// the data, before partition selection, so an error at a cap would
+	// tell the exact number of groups. Only released rows are capped.
+	var notice string
+	if plan.Auto != nil {
+		rebound, msg, err := chooseRowBound(ctx, be, plan, r)
+		if err != nil {
+			return nil, err
+		}
+		plan, notice = rebound, msg
+	}
+	data, err := readBounded(ctx, be, plan)
+	if err != nil {
+		if errors.Is(err, backend.ErrUnavailable) && plan.Auto == nil && notice == "" {
+			return nil, fmt.Errorf("%w: %w", errBeforeData, backendError(err))
+		}
+		return nil, backendError(err)
+	}
+	res, err := release(plan, data, r)
+	if err != nil {
+		return nil, err
+	}
+	if notice != "" {
+		res.Notices = append([]string{notice}, res.Notices...)
+	}
+	return res, nil
+}
+
+// chooseRowBound runs a plan's auto bound (rewrite.AutoBound): the
+// histogram of people's largest groups, its DP quantile as Linf, and the
+// plan rebound at it. It returns the rebound plan and a notice saying
+// which bound was chosen.
+func chooseRowBound(ctx context.Context, be backend.Backend, plan *rewrite.Plan, r *mechanisms.Rand) (*rewrite.Plan, string, error) {
+	a := plan.Auto
+	rows, err := be.Query(ctx, a.SQL)
+	if err != nil {
+		if errors.Is(err, backend.ErrUnavailable) {
+			return nil, "", fmt.Errorf("%w: %w", errBeforeData, backendError(err))
+		}
+		return nil, "", backendError(err)
+	}
+	linf, err := pickRowBound(a, rows.Values, r)
+	if err != nil {
+		return nil, "", err
+	}
+	rebound, err := a.Rebind(linf)
+	if err != nil {
+		return nil, "", err
+	}
+	what := "each person's largest group"
+	if len(plan.Groups) == 0 {
+		what = "each person's rows"
+	}
+	return rebound, fmt.Sprintf("dpproxy: rows per person per group bounded at %d (max_rows_per_unit: auto: the DP %g quantile of %s, at ε = %.3g of the query's)", linf, a.Level, what, a.Epsilon), nil
+}
+
+// pickRowBound is the auto bound's exponential mechanism: bucket j of the
+// grid holds the people whose largest group has j+1 rows; each person
+// weighs 1.
+func pickRowBound(a *rewrite.AutoBound, rows [][]any, r *mechanisms.Rand) (int, error) {
+	hist := make([]float64, a.Max)
+	for _, row := range rows {
+		b := int(math.Round(sqltypes.Float(row[0])))
+		b = min(max(b, 1), a.Max)
+		hist[b-1] += sqltypes.Float(row[1])
+	}
+	j, err := mechanisms.Quantile(r, a.Epsilon, 1, hist, a.Level)
+	if err != nil {
+		return 0, &sqlerr.Error{Code: sqlerr.InternalError, Message: "choosing the contribution bound failed; no answer was released", Err: err}
+	}
+	return j + 1, nil
+}
