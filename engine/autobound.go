@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/mechanisms"
@@ -78,18 +79,18 @@ func chooseRowBound(ctx context.Context, be backend.Backend, plan *rewrite.Plan,
 }
 
 // pickRowBound is the auto bound's exponential mechanism: bucket j of the
-// grid holds the people whose largest group has j+1 rows; each person
-// weighs 1.
+// grid holds the people whose largest group has more rows than Grid[j-1]
+// and at most Grid[j]; each person weighs 1. The bound is the chosen
+// bucket's Grid value.
 func pickRowBound(a *rewrite.AutoBound, rows [][]any, r *mechanisms.Rand) (int, error) {
-	hist := make([]float64, a.Max)
+	hist := make([]float64, len(a.Grid))
 	for _, row := range rows {
-		b := int(math.Round(sqltypes.Float(row[0])))
-		b = min(max(b, 1), a.Max)
-		hist[b-1] += sqltypes.Float(row[1])
+		m := min(max(int(math.Round(sqltypes.Float(row[0]))), 1), a.Max)
+		hist[sort.SearchInts(a.Grid, m)] += sqltypes.Float(row[1])
 	}
 	j, err := mechanisms.Quantile(r, a.Epsilon, 1, hist, a.Level)
 	if err != nil {
 		return 0, &sqlerr.Error{Code: sqlerr.InternalError, Message: "choosing the contribution bound failed; no answer was released", Err: err}
 	}
-	return j + 1, nil
+	return a.Grid[j], nil
 }

@@ -309,10 +309,9 @@ func auditCases() []auditCase {
 			name: "auto bound/ungrouped/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: config.RowsAuto,
 			query: "SELECT COUNT(*) FROM people WHERE f = 1",
 			inD:   unitRows{groups: []string{"h1"}, rows: 30, x: 1000, f: 1},
-			// Each run chooses the bound over 1,000 candidates: few runs,
-			// and no sharpness expected (one person barely moves a 0.95
-			// quantile of 81, which is the point of the bound).
-			runs: 0.05, sharp: -1,
+			// No sharpness expected: one person barely moves a 0.95
+			// quantile of 81, which is the point of the bound.
+			runs: 0.3, sharp: -1,
 		},
 		// The bias report: the unit is beyond the bounds (3 rows > Linf)
 		// with a value outside them; the report's counts move by one each.

@@ -345,3 +345,33 @@ func TestTopKPicksTheLargestGroups(t *testing.T) {
 		t.Errorf("%d groups of 2 or 3 people released over %d runs", released, runs)
 	}
 }
+
+// The auto bound lands at the 0.95 quantile of people's largest groups:
+// of 20,000 people, 97.5 % have at most 5 rows (the quantile's rank, 19,000,
+// falls among those with 5) and the rest 40.
+func TestPickRowBound(t *testing.T) {
+	pol, err := config.Parse([]byte(releasePolicy), "release_test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.ProtectedTables[0].MaxRowsPerUnit = config.RowsAuto
+	p := plan(t, pol, "SELECT COUNT(*) FROM t")
+	if p.Auto == nil {
+		t.Fatal("no auto bound")
+	}
+	rows := [][]any{{int64(1), int64(10000)}, {int64(3), int64(5000)}, {int64(5), int64(4500)}, {int64(40), int64(500)}}
+	r := mechanisms.Seeded(41)
+	five := 0
+	for range 200 {
+		linf, err := pickRowBound(p.Auto, rows, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if linf == 5 {
+			five++
+		}
+	}
+	if five < 190 {
+		t.Errorf("the bound was 5 in %d of 200 runs", five)
+	}
+}

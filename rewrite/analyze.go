@@ -361,7 +361,7 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	b.finish(p)
 	eps := a.opts.Epsilon
 	if autoPending {
-		p.Auto = &AutoBound{SQL: e.autoRowsSQL(p, where), Max: config.MaxContribution, Level: AutoLevel, Epsilon: eps * AutoShare}
+		p.Auto = &AutoBound{SQL: e.autoRowsSQL(p, where), Max: config.MaxContribution, Grid: autoGrid(config.MaxContribution), Level: AutoLevel, Epsilon: eps * AutoShare}
 		eps -= p.Auto.Epsilon
 	}
 	if a.opts.ReportBias {

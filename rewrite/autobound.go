@@ -15,7 +15,10 @@ import (
 // capped at config.MaxContribution; the exponential mechanism picks its
 // AutoLevel quantile (mechanisms.Quantile: each person is one entry, so
 // one person moves the histogram by a mass of 1 under both neighbouring
-// definitions), at AutoShare of the query's ε. The query is then planned
+// definitions), at AutoShare of the query's ε, among the candidates of a
+// geometric grid (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 19, ...: each about
+// 1.25 times the last), so that few candidates cover the whole range and
+// the rank error at small ε costs a factor, not hundreds of rows. The query is then planned
 // at that Linf (a released value: adaptive composition) with the rest of
 // its ε, and the answer says which bound was chosen.
 
@@ -30,13 +33,29 @@ const (
 // AutoBound is a plan's pending choice of Linf (see the file comment).
 type AutoBound struct {
 	// SQL returns (largest group's rows, capped at Max; people) rows.
-	SQL     string
-	Max     int
+	SQL string
+	Max int
+	// Grid are the candidate bounds, increasing, the last Max: bucket j
+	// holds the people whose largest group has more rows than Grid[j-1]
+	// and at most Grid[j].
+	Grid    []int
 	Level   float64
 	Epsilon float64
 	// Rebind plans the query at the chosen Linf with the rest of its ε;
 	// the plan it returns costs the same ε in all.
 	Rebind func(linf int) (*Plan, error)
+}
+
+// autoGrid is the geometric grid of candidate bounds up to max.
+func autoGrid(max int) []int {
+	grid := []int{1}
+	for v := 1.0; grid[len(grid)-1] < max; {
+		v *= 1.25
+		if next := min(int(v+0.5), max); next > grid[len(grid)-1] {
+			grid = append(grid, next)
+		}
+	}
+	return grid
 }
 
 // autoRowsSQL writes the histogram query of an auto bound.

@@ -498,3 +498,15 @@ func TestAutoBoundPlan(t *testing.T) {
 		t.Errorf("count sensitivity %v at Linf 7, L0 %d", m.Sensitivity, r.MaxGroupsPerUnit)
 	}
 }
+
+func TestAutoGrid(t *testing.T) {
+	g := autoGrid(1000)
+	if g[0] != 1 || g[len(g)-1] != 1000 || len(g) > 40 {
+		t.Fatalf("grid %v", g)
+	}
+	for i := 1; i < len(g); i++ {
+		if g[i] <= g[i-1] || float64(g[i]) > 1.3*float64(g[i-1])+1 {
+			t.Fatalf("grid step %d → %d in %v", g[i-1], g[i], g)
+		}
+	}
+}

@@ -69,6 +69,12 @@ var demoQueries = []query{
 		`SELECT substr(visit_date, 1, 4) || '-01', COUNT(*), COUNT(DISTINCT patient_id) FROM visits GROUP BY 1`},
 }
 
+// autoQueries run with the visits table's max_rows_per_unit: auto.
+var autoQueries = []query{
+	{"count visits (auto bound)", `SELECT COUNT(*) FROM visits`, `SELECT COUNT(*) FROM visits`},
+	{"visits by diagnosis (auto bound)", `SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis`, `SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis`},
+}
+
 // The chart's queries: one aggregate each, on the patients table (one row
 // per person: only clamping biases them).
 var chartQueries = []query{
@@ -126,6 +132,53 @@ type env struct {
 	db  *sql.DB
 }
 
+// newEnv serves pol over the SQLite file at dbPath with a fresh ledger,
+// the result cache off.
+func newEnv(ctx context.Context, pol *config.Policy, dbPath, ledgerPath string, workers int) (*env, func(), error) {
+	pol.Cache.Size = 0 // every run is a fresh release
+	pol.Backend.Kind, pol.Backend.Path = config.BackendSQLite, dbPath
+	var closers []func() error
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	be, err := backend.OpenSQLite(ctx, dbPath, workers)
+	if err != nil {
+		return nil, closeAll, err
+	}
+	closers = append(closers, be.Close)
+	store, err := budget.OpenSQLite(ctx, ledgerPath)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	closers = append(closers, store.Close)
+	acct, err := budget.NewAccountant(ctx, store, map[string]budget.Cost{"analyst": {Epsilon: 1e15, Delta: 0.9}})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	eng, err := engine.New(engine.Options{Policy: pol, Backend: be, Dialect: rewrite.SQLite, Accountant: acct})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?mode=ro")
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	closers = append(closers, db.Close)
+	srv, err := session.NewServer(ctx, eng)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	closers = append(closers, srv.Close)
+	return &env{pol: pol, srv: srv, db: db}, closeAll, nil
+}
+
 func run(runs int, out string, patients int, policyPath string, workers int) error {
 	ctx := context.Background()
 	start := time.Now()
@@ -142,37 +195,11 @@ func run(runs int, out string, patients int, policyPath string, workers int) err
 	if err != nil {
 		return err
 	}
-	pol.Cache.Size = 0 // every run is a fresh release
-	pol.Backend.Kind, pol.Backend.Path = config.BackendSQLite, dbPath
-	be, err := backend.OpenSQLite(ctx, dbPath, workers)
+	e, closeEnv, err := newEnv(ctx, pol, dbPath, filepath.Join(dir, "ledger.db"), workers)
 	if err != nil {
 		return err
 	}
-	defer be.Close()
-	store, err := budget.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	acct, err := budget.NewAccountant(ctx, store, map[string]budget.Cost{"analyst": {Epsilon: 1e15, Delta: 0.9}})
-	if err != nil {
-		return err
-	}
-	eng, err := engine.New(engine.Options{Policy: pol, Backend: be, Dialect: rewrite.SQLite, Accountant: acct})
-	if err != nil {
-		return err
-	}
-	db, err := sql.Open("sqlite", "file:"+dbPath+"?mode=ro")
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	srv, err := session.NewServer(ctx, eng)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	e := &env{pol: pol, srv: srv, db: db}
+	defer closeEnv()
 
 	var stats []Stat
 	for _, q := range demoQueries {
@@ -183,6 +210,42 @@ func run(runs int, out string, patients int, policyPath string, workers int) err
 			}
 			stats = append(stats, s...)
 			fmt.Fprintf(os.Stderr, "accuracy: %s ε=%g done (%.0fs)\n", q.Name, eps, time.Since(start).Seconds())
+		}
+	}
+	// Auto bounds: the visits table with max_rows_per_unit: auto (and no
+	// total bound), each query choosing Linf from the data.
+	autoPol, err := config.Load(policyPath)
+	if err != nil {
+		return err
+	}
+	for i := range autoPol.ProtectedTables {
+		if t := &autoPol.ProtectedTables[i]; t.Name == "visits" {
+			t.MaxRowsPerUnit, t.MaxTotalRowsPerUnit = config.RowsAuto, 0
+		}
+	}
+	autoEnv, closeAuto, err := newEnv(ctx, autoPol, dbPath, filepath.Join(dir, "ledger-auto.db"), workers)
+	if err != nil {
+		return err
+	}
+	defer closeAuto()
+	for _, q := range autoQueries {
+		for _, eps := range []float64{1, 0.1} {
+			s, err := autoEnv.measure(ctx, q, eps, runs, workers)
+			if err != nil {
+				return fmt.Errorf("%s at ε=%g: %w", q.Name, eps, err)
+			}
+			stats = append(stats, s...)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "accuracy: auto bounds done (%.0fs)\n", time.Since(start).Seconds())
+	var tstats []TopKStat
+	for _, q := range topKQueries {
+		for _, eps := range []float64{1, 0.1} {
+			s, err := e.measureTopK(ctx, q, eps, runs, workers)
+			if err != nil {
+				return fmt.Errorf("%s at ε=%g: %w", q.Name, eps, err)
+			}
+			tstats = append(tstats, s)
 		}
 	}
 	var qstats []QuantileStat
@@ -232,7 +295,7 @@ func run(runs int, out string, patients int, policyPath string, workers int) err
 	}
 
 	report := map[string]any{
-		"patients": patients, "runs": runs, "queries": demoQueries, "stats": stats, "quantiles": qstats,
+		"patients": patients, "runs": runs, "queries": demoQueries, "stats": stats, "quantiles": qstats, "top_k": tstats,
 		"chart": chart, "chart_png": "accuracy.png", "seconds": time.Since(start).Seconds(),
 		"note": "errors are against the true (unbounded) answer; bias = bounded truth (backend SQL without noise, run once) minus true answer; explain's 95% bound is for the noise around the bounded truth",
 	}
@@ -247,7 +310,7 @@ func run(runs int, out string, patients int, policyPath string, workers int) err
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "accuracy.md"), []byte(markdown(stats, chart, patients, runs)+quantileMarkdown(qstats)+sel), 0o644)
+	return os.WriteFile(filepath.Join(out, "accuracy.md"), []byte(markdown(stats, chart, patients, runs)+quantileMarkdown(qstats)+topKMarkdown(tstats)+sel), 0o644)
 }
 
 // relBase recovers |true| from a stat (mean abs / mean rel) for the chart's
@@ -283,9 +346,11 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 	if err != nil {
 		return nil, fmt.Errorf("true answer: %w", err)
 	}
-	bounded, bcounts, err := e.bounded(ctx, plan)
-	if err != nil {
-		return nil, fmt.Errorf("bounded truth: %w", err)
+	bounded, bcounts := map[string][]float64{}, map[string][]float64{}
+	if plan.Auto == nil { // an auto bound's bounded truth depends on the bound chosen
+		if bounded, bcounts, err = e.bounded(ctx, plan); err != nil {
+			return nil, fmt.Errorf("bounded truth: %w", err)
+		}
 	}
 	// explain's bound per group (they differ between groups only for AVG).
 	groupBounds := map[string][]float64{}
@@ -364,7 +429,7 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 							a.rel += math.Abs(v-t[j]) / math.Abs(t[j])
 							a.nrel++
 						}
-						if bt, ok := bounded[key]; ok {
+						if bt, ok := bounded[key]; ok && groupBounds[key] != nil {
 							d := math.Abs(v - bt[j])
 							a.noise += d
 							if d <= groupBounds[key][j] {
@@ -408,6 +473,9 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 		}
 		nb := 0
 		for k, t := range truth {
+			if plan.Auto != nil {
+				break // no bounded truth to compare
+			}
 			bt, ok := bounded[k]
 			if !ok {
 				bt = make([]float64, len(aggCols)) // a group bounding removed entirely
