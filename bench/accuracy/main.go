@@ -717,9 +717,12 @@ func markdown(stats, chart []Stat, patients, runs int) string {
 		"(the plan's backend SQL run once without noise); *bias* is bounded truth − true answer, the cost of contribution bounding "+
 		"and clamping, independent of ε. *Explain 95%%* is the half-width `dpproxy explain` predicts for the noise "+
 		"(for AVG: the centred sum's bound ÷ the bounded count, an approximation); *within* is the share of answers within it of the bounded truth. "+
-		"Where group keys come from the data (visits by month: partition selection), bounding keeps at most 4 groups per patient chosen at random, "+
-		"so the bounded truth itself varies from run to run, the noise-only error includes that sampling variation and *within* falls below 95%% there; "+
-		"with public key lists a patient's contribution is weighted over all their groups instead, with no sampling.\n\n", patients, runs)
+		"Where group keys come from the data (visits by month: partition selection), bounding keeps at most 12 groups per patient chosen at random, "+
+		"so the bounded truth itself varies from run to run and the noise-only error includes that sampling variation; the demo's visits keep "+
+		"at most 40 rows per patient in all (max_total_rows_per_unit), which no patient exceeds. *95%% interval* is the interval each answer "+
+		"carries (SET dpproxy.intervals): the share of answers whose interval holds the true value (bias included), and the bounded truth. "+
+		"The *auto bound* rows use max_rows_per_unit: auto for visits (no total bound): each query chooses its bound from the data, so there "+
+		"is no single bounded truth to compare with.\n\n", patients, runs)
 	sb.WriteString("| query | aggregate | ε | mean abs error | mean rel error | noise only (mean abs) | explain 95% | within | 95% interval holds truth | … holds bounded truth | bias (mean abs) | bias (mean rel, signed) | groups released |\n")
 	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range stats {

@@ -82,6 +82,8 @@ Try:
   SELECT COUNT(*) FROM patients;                        -- noisy, close to 10000
   SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region;
   SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis ORDER BY 2 DESC;
+  SELECT region, MEDIAN(age) FROM patients GROUP BY region;   -- DP quantiles
+  SET dpproxy.intervals = notice;                       -- 95 %% intervals with each answer
   SELECT * FROM clinics;                                -- public table, read in full
   SELECT * FROM patients;                               -- rejected: raw rows never leave
 
