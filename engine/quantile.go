@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -153,12 +152,4 @@ func groupQuantiles(plan *rewrite.Plan, hists []map[string][]float64, canon stri
 		}
 	}
 	return values, nil
-}
-
-// quantileBoundError is a quantile's 95 % rank error per group: the
-// released value's rank is within this much (bounded) mass of the true
-// quantile's.
-func quantileBoundError(q rewrite.Quantile, buckets int) string {
-	eps := q.Epsilon / float64(q.ChangedGroups)
-	return fmt.Sprintf("±%.4g values in rank", mechanisms.QuantileRankError(eps, q.MassSensitivity, buckets, 0.05))
 }
