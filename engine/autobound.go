@@ -35,7 +35,7 @@ func answerPlan(ctx context.Context, be backend.Backend, plan *rewrite.Plan, r *
 	}
 	data, err := readBounded(ctx, be, plan)
 	if err != nil {
-		if errors.Is(err, backend.ErrUnavailable) && plan.Auto == nil && notice == "" {
+		if errors.Is(err, errBeforeData) && notice == "" {
 			return nil, fmt.Errorf("%w: %w", errBeforeData, backendError(err))
 		}
 		return nil, backendError(err)

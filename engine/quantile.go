@@ -2,9 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/mechanisms"
@@ -28,29 +29,41 @@ type bounded struct {
 // readBounded runs a plan's backend queries.
 func readBounded(ctx context.Context, be backend.Backend, plan *rewrite.Plan) (bounded, error) {
 	data := bounded{rows: &backend.Rows{}}
+	ran := 0
+	query := func(sql string) (*backend.Rows, error) {
+		rows, err := be.Query(ctx, sql)
+		if err != nil && ran == 0 && errors.Is(err, backend.ErrUnavailable) {
+			// Only a failure of the first query is one that no query
+			// reached the data before (found in review: a later one's
+			// refund would make repeated partial runs free).
+			err = fmt.Errorf("%w: %w", errBeforeData, err)
+		}
+		ran++
+		return rows, err
+	}
 	if plan.BackendSQL != "" {
-		rows, err := be.Query(ctx, plan.BackendSQL)
+		rows, err := query(plan.BackendSQL)
 		if err != nil {
 			return bounded{}, err
 		}
 		data.rows = rows
 	}
 	for _, h := range plan.Histograms {
-		rows, err := be.Query(ctx, h.BackendSQL)
+		rows, err := query(h.BackendSQL)
 		if err != nil {
 			return bounded{}, err
 		}
 		data.histograms = append(data.histograms, rows)
 	}
 	for _, sql := range plan.SideQueries {
-		rows, err := be.Query(ctx, sql)
+		rows, err := query(sql)
 		if err != nil {
 			return bounded{}, err
 		}
 		data.side = append(data.side, rows)
 	}
 	if plan.Bias != nil {
-		rows, err := be.Query(ctx, plan.Bias.SQL)
+		rows, err := query(plan.Bias.SQL)
 		if err != nil {
 			return bounded{}, err
 		}
@@ -106,7 +119,7 @@ func rowGroupKey(plan *rewrite.Plan, row []any) string {
 	for i, g := range plan.Groups {
 		parts[i] = canonicalKey(row[i], g.Column.Type)
 	}
-	return strings.Join(parts, "\x00")
+	return joinKeys(parts)
 }
 
 // groupQuantiles releases every quantile of one group: the exponential

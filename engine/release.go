@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -204,7 +205,7 @@ func groupRows(plan *rewrite.Plan, rows *backend.Rows) ([]groupResult, error) {
 		for i, g := range plan.Groups {
 			parts[i] = canonicalKey(row[g.BackendColumn], g.Column.Type)
 		}
-		byKey[strings.Join(parts, "\x00")] = row
+		byKey[joinKeys(parts)] = row
 	}
 	typedKeys := make([][]any, len(plan.Groups))
 	canonKeys := make([][]string, len(plan.Groups))
@@ -227,7 +228,7 @@ func groupRows(plan *rewrite.Plan, rows *backend.Rows) ([]groupResult, error) {
 			keys[i] = typedKeys[i][idx[i]]
 			parts[i] = canonKeys[i][idx[i]]
 		}
-		canon := strings.Join(parts, "\x00")
+		canon := joinKeys(parts)
 		out = append(out, groupResult{keys: keys, exact: byKey[canon], canon: canon})
 		// Advance the mixed-radix counter over the key lists.
 		i := len(idx) - 1
@@ -390,44 +391,68 @@ func typedKey(k string, t config.ColumnType) (any, error) {
 	return k, nil
 }
 
-// canonicalKey renders a key value so that backend values and policy keys
-// of the same column compare equal.
+// canonicalKey renders a key value exactly, tagged by kind, so that the
+// backend's values and the policy's keys of the same column compare equal
+// and different values never do (found in review: a float rendering merged
+// large integers, and an untagged NULL matched a text key). Numbers are
+// normalized decimal text (20, 20.0 and 20.000 are one key; -0 is 0).
 func canonicalKey(v any, t config.ColumnType) string {
 	switch x := v.(type) {
 	case nil:
-		return "\x01NULL"
+		return "N"
+	case bool:
+		return "b" + strconv.FormatBool(x)
 	case int64:
 		if t == config.TypeBool {
-			return strconv.FormatBool(x != 0)
+			return "b" + strconv.FormatBool(x != 0)
 		}
-		if t.Numeric() {
-			return strconv.FormatFloat(float64(x), 'g', -1, 64)
-		}
-		return strconv.FormatInt(x, 10)
+		return "n" + strconv.FormatInt(x, 10)
 	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
+		return "n" + decimalKey(strconv.FormatFloat(x, 'f', -1, 64))
 	case sqltypes.Decimal:
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return string(x)
-		}
-		return strconv.FormatFloat(f, 'g', -1, 64)
-	case bool:
-		return strconv.FormatBool(x)
+		return "n" + decimalKey(string(x))
 	case time.Time:
 		if t == config.TypeDate {
-			return x.Format("2006-01-02")
+			return "d" + x.Format("2006-01-02")
 		}
-		return x.Format("2006-01-02 15:04:05.999999")
+		return "t" + x.Format("2006-01-02 15:04:05.999999999")
+	case []byte:
+		return canonicalKey(string(x), t)
 	case string:
 		if t.Numeric() {
-			if f, err := strconv.ParseFloat(x, 64); err == nil {
-				return strconv.FormatFloat(f, 'g', -1, 64)
+			if _, ok := new(big.Rat).SetString(x); ok {
+				return "n" + decimalKey(x)
 			}
 		}
-		return x
+		return "s" + x
 	}
-	return fmt.Sprint(v)
+	return "?" + fmt.Sprint(v)
+}
+
+// decimalKey normalizes a decimal number's text exactly (no rounding
+// through float64); text that is not a number is kept as it is.
+func decimalKey(s string) string {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return s
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	out := strings.TrimRight(r.FloatString(40), "0")
+	return strings.TrimSuffix(out, ".")
+}
+
+// joinKeys joins the canonical keys of a group's columns, each prefixed
+// by its length, so that no text inside a key can fake a separator.
+func joinKeys(parts []string) string {
+	var sb strings.Builder
+	for _, p := range parts {
+		sb.WriteString(strconv.Itoa(len(p)))
+		sb.WriteByte(':')
+		sb.WriteString(p)
+	}
+	return sb.String()
 }
 
 // orderRows sorts released rows by the ORDER BY keys (NULLs last).

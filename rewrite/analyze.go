@@ -373,6 +373,9 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 	if err := p.assignPrivacy(eps, delta); err != nil {
 		return nil, err
 	}
+	if err := p.checkMechanismEpsilons(); err != nil {
+		return nil, err
+	}
 	p.Epsilon = a.opts.Epsilon
 	if p.Selection != nil || slices.ContainsFunc(p.Measurements, func(m Measurement) bool { return m.SideQuery == 0 }) {
 		// (A plan of quantiles alone over public keys, or without GROUP

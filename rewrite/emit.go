@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/format"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -728,14 +729,23 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 }
 
 // groupExpr writes a GROUP BY key's expression over the table's columns.
+// On MySQL a text key is grouped by its bytes: the default collations
+// ignore case and trailing spaces, and would then label a group with
+// whichever spelling the backend met first — a label chosen by the data,
+// and possibly a different one in each of a plan's queries (found in
+// review).
 func (e *emitter) groupExpr(g GroupColumn) string {
+	expr := e.d.QuoteIdent(g.Column.Name)
 	switch {
 	case g.SQL != "":
-		return g.SQL // GROUP BY CASE (casegroup.go)
+		expr = g.SQL // GROUP BY CASE (casegroup.go), numeric bins
 	case g.Bucket != nil:
-		return e.d.TimeBucket(g.Bucket, e.d.QuoteIdent(g.Column.Name))
+		expr = e.d.TimeBucket(g.Bucket, expr)
 	}
-	return e.d.QuoteIdent(g.Column.Name)
+	if _, mysql := e.d.(mysqlDialect); mysql && g.Type == sqltypes.Text {
+		expr = "CAST(" + expr + " AS BINARY)"
+	}
+	return expr
 }
 
 // summable reports whether a value column's sum is computed: numeric

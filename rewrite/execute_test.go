@@ -53,6 +53,9 @@ var fixture = []string{
 	// 2). p1: 4 rows in x (km 10), 1 in y (50): 2 + 1 = 3 capped rows, kept
 	// whole. p2: 2 rows in each of x (100), y (0), z (20): 6 capped rows,
 	// each weighted 3/6.
+	// extremes: the smallest bigint, which has no negative.
+	`CREATE TABLE extremes (patient_id INTEGER, k BIGINT)`,
+	`INSERT INTO extremes VALUES (1, -9223372036854775808), (2, 25)`,
 	`CREATE TABLE trips (patient_id INTEGER, city TEXT, km NUMERIC)`,
 	`INSERT INTO trips VALUES (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'y', 50), (2, 'x', 100), (2, 'x', 100), (2, 'y', 0), (2, 'y', 0), (2, 'z', 20), (2, 'z', 20)`,
 	`INSERT INTO people VALUES (-5, 'F', 1000), (50, 'M', 300000), (150, 'F', NULL), (30, 'X', 50000)`,
@@ -343,6 +346,13 @@ var executeCases = []executeCase{
 			}
 			return nil
 		},
+	},
+	{
+		// Integer division truncates without negating the value: the
+		// smallest bigint bins at −9223372036854775800 instead of failing
+		// the query (found in review).
+		sql:   `SELECT k / 10 * 10, COUNT(*) FROM extremes GROUP BY 1`,
+		check: expectKeyed(map[string]float64{strconv.FormatFloat(-9223372036854775800, 'f', -1, 64): 1, "20": 1}),
 	},
 	{
 		sql:   `SELECT width_bucket(score, -5, 5, 4) AS b, COUNT(*) FROM visits GROUP BY b`,

@@ -168,7 +168,9 @@ func (a *analyzer) numericBin(expr ast.ExprNode) (g GroupColumn, ok bool, err er
 	default:
 		index := "FLOOR(" + q + " / " + decimalLiteral(width) + ")"
 		if trunc {
-			index = "(CASE WHEN " + q + " < 0 THEN -FLOOR(-" + q + " / " + decimalLiteral(width) + ") ELSE " + index + " END)"
+			// Truncated toward zero, never negating x (the smallest
+			// integer has no negative: found in review).
+			index = "(CASE WHEN " + q + " < 0 THEN CEIL(" + q + " / " + decimalLiteral(width) + ") ELSE " + index + " END)"
 			name = fmt.Sprintf("%s / %g", col.Name, width)
 		}
 		sql = index

@@ -248,3 +248,17 @@ func TestSyntaxErrorPosition(t *testing.T) {
 		}
 	}
 }
+
+// A split that would leave a mechanism an ε below what the samplers accept
+// is refused before anything runs.
+func TestTooSmallEpsilonRefusedAtPlanTime(t *testing.T) {
+	pol := testPolicy(t)
+	stmts, err := Parse(`SELECT region, COUNT(*) FROM visits GROUP BY region ORDER BY COUNT(*) DESC LIMIT 100`, PostgresFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Analyze(stmts[0], pol, Options{Dialect: Postgres, Epsilon: 1e-4})
+	if e := sqlerr.As(err); e.Code != sqlerr.PrivacyParameterError || !strings.Contains(e.Message, "too small") {
+		t.Fatalf("got %v", err)
+	}
+}

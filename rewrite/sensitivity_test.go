@@ -202,7 +202,8 @@ func TestSensitivityCoversWorstCases(t *testing.T) {
 				if math.Abs(moved-c.reached[i]) > 1e-9*math.Max(1, moved) {
 					t.Errorf("%s moved by %v; the case is built to move it by %v", m.Kind, moved, c.reached[i])
 				}
-				if c.tight && math.Abs(moved-m.Sensitivity) > 1e-9*m.Sensitivity {
+				// (Tight up to the total bound's slack for rounding.)
+				if c.tight && math.Abs(moved-m.Sensitivity) > 2e-9*m.Sensitivity {
 					t.Errorf("%s: the worst case reaches %v, the sensitivity is %v: the derivation and the plan disagree", m.Kind, moved, m.Sensitivity)
 				}
 			}

@@ -95,6 +95,10 @@ func (p *Plan) assignTopK(share, delta float64) {
 	}
 	t.Epsilon = share
 	t.PickEpsilon = (share - delta) / k
-	// w⊥ = k·L0·w₁/δ: Tau = Δ + (2·EMSensitivity/ε_pick)·ln(k·L0/δ).
-	t.Tau = t.Delta + 2*t.EMSensitivity/t.PickEpsilon*math.Log(k*float64(p.MaxGroupsPerUnit)/delta)
+	// w⊥ = k·L0·w₁/δ: Tau = Δ + (2·EMSensitivity/ε_pick)·ln(k·L0/δ), with
+	// room for the sampler's score grid h ≤ 2^-20·EMSensitivity, which
+	// rounds scores by h/2 and calibrates to EMSensitivity + h (found in
+	// review).
+	h := t.EMSensitivity / (1 << 20)
+	t.Tau = t.Delta + h + 2*(t.EMSensitivity+h)/t.PickEpsilon*math.Log(k*float64(p.MaxGroupsPerUnit)/delta)
 }

@@ -120,6 +120,8 @@ func Convert(v any, t Type) any {
 		switch x := v.(type) {
 		case string:
 			return x
+		case []byte:
+			return string(x)
 		case time.Time:
 			return x.Format("2006-01-02 15:04:05.999999")
 		}
