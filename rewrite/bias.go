@@ -99,7 +99,11 @@ func (e *emitter) biasReport(p *Plan, where string) *BiasReport {
 	}
 	beyond := []string{q("dp_m") + " > " + strconv.Itoa(p.MaxRowsPerUnit)}
 	if len(p.Groups) > 0 {
-		beyond = append(beyond, q("dp_k")+" > "+strconv.Itoa(p.MaxGroupsPerUnit))
+		if !p.TotalCapped() || p.Selection != nil {
+			// L0 applies (with the total bound, only where keys come from
+			// the data: over public keys the total bound replaces it).
+			beyond = append(beyond, q("dp_k")+" > "+strconv.Itoa(p.MaxGroupsPerUnit))
+		}
 		if p.TotalCapped() {
 			beyond = append(beyond, q("dp_t")+" > "+strconv.Itoa(p.MaxTotalRowsPerUnit))
 		}

@@ -61,6 +61,10 @@ func (s *Session) planForTarget(stmt ast.StmtNode, casts rewrite.CastLookup) (*r
 	if err != nil {
 		return nil, "", err
 	}
+	if q.Plan != nil && q.Plan.Auto != nil {
+		return nil, "", sqlerr.New(sqlerr.FeatureNotSupported, "%s needs fixed contribution bounds, and table %q chooses its rows per person from the data (max_rows_per_unit: auto)", SettingTargetError, q.Plan.Table.Name).
+			WithHint("SET %s = off and choose the cost with %s", SettingTargetError, SettingEpsilon)
+	}
 	if atMax < 0 {
 		return nil, "", sqlerr.New(sqlerr.FeatureNotSupported, "%s applies to COUNT and SUM, and this query has neither", SettingTargetError).
 			WithHint("SET %s = off and choose the cost with %s", SettingTargetError, SettingEpsilon)
