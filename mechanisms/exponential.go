@@ -5,8 +5,11 @@ import (
 )
 
 const (
-	// MaxCandidates bounds the number of scores Exponential accepts.
-	MaxCandidates = 1 << 20
+	// MaxCandidates bounds the number of scores Exponential accepts: 16M,
+	// far beyond any result a query's groups can fill in memory, so that
+	// DP top-k never fails on how many groups the data has (found in
+	// review: at 2^20 the error told whether the data had more groups).
+	MaxCandidates = 1 << 24
 	// exponentialRoundsPerCandidate: Exponential runs this many proposal
 	// rounds per candidate. Each round accepts with probability ≥ 1/n, so
 	// all 45n rounds fail with probability ≤ (1-1/n)^(45n) < e^-45 < 2^-64.
@@ -14,6 +17,11 @@ const (
 	// scoreGridBits: scores are rounded to multiples of h = 2^(⌊log2 Δu⌋-20).
 	scoreGridBits = 20
 )
+
+// precomputedCandidates: up to this many candidates the acceptance
+// exponents are computed once, beyond it on each proposal (a variable for
+// tests of that path).
+var precomputedCandidates = 1 << 20
 
 // Exponential is the exponential mechanism (McSherry & Talwar 2007): it
 // returns index i with probability proportional to
@@ -91,17 +99,26 @@ func Exponential(r *Rand, epsilon, scoreSensitivity float64, scores []float64) (
 	if ash <= 0 || ash > 126 {
 		return 0, invalid("epsilon/scoreSensitivity combination out of range")
 	}
-	args := make([]expArg, n)
 	den := pow2(uint(ash))
-	for i, ni := range ns {
-		d := uint64(nmax - ni) // < 2^63
+	// argOf is candidate i's acceptance exponent; beyond 2^20 candidates
+	// it is computed when proposed (8 bytes per candidate held, not an
+	// expArg each).
+	argOf := func(i uint64) expArg {
+		d := uint64(nmax - ns[i]) // < 2^63
 		num := mul64(amant, d)
 		whole := num.shr(uint(ash))
 		w := whole.lo
 		if whole.hi != 0 {
 			w = math.MaxUint64
 		}
-		args[i] = expArg{whole: w, num: num.low(uint(ash)), den: den}
+		return expArg{whole: w, num: num.low(uint(ash)), den: den}
+	}
+	var args []expArg
+	if n <= precomputedCandidates {
+		args = make([]expArg, n)
+		for i := range args {
+			args[i] = argOf(uint64(i))
+		}
 	}
 
 	rounds := exponentialRoundsPerCandidate * n
@@ -116,7 +133,13 @@ func Exponential(r *Rand, epsilon, scoreSensitivity float64, scores []float64) (
 		if err != nil {
 			return 0, err
 		}
-		ok, err := s.bernExp(&args[i])
+		var ok bool
+		if args != nil {
+			ok, err = s.bernExp(&args[i])
+		} else {
+			arg := argOf(i)
+			ok, err = s.bernExp(&arg)
+		}
 		if err != nil {
 			return 0, err
 		}

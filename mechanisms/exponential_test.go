@@ -64,3 +64,31 @@ func TestExponentialDominantAndSingle(t *testing.T) {
 	}
 	chiSquareTest(t, "Exponential uniform", obs, []float64{0.25, 0.25, 0.25, 0.25})
 }
+
+// Beyond the precomputed candidates the exponents are computed on each
+// proposal: the same distribution (here with the limit lowered to 2).
+func TestExponentialLazyPath(t *testing.T) {
+	defer func(n int) { precomputedCandidates = n }(precomputedCandidates)
+	precomputedCandidates = 2
+	scores := []float64{0, 1, 2, 3, 4}
+	r := Seeded(36)
+	const n = 30000
+	obs := make([]int64, len(scores))
+	for i := 0; i < n; i++ {
+		j, err := Exponential(r, 1, 1, scores)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs[j]++
+	}
+	probs := make([]float64, len(scores))
+	total := 0.0
+	for i, s := range scores {
+		probs[i] = math.Exp(s / 2)
+		total += probs[i]
+	}
+	for i := range probs {
+		probs[i] /= total
+	}
+	chiSquareTest(t, "Exponential lazy", obs, probs)
+}
