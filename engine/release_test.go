@@ -384,7 +384,7 @@ func TestCanonicalKeys(t *testing.T) {
 		{int64(20), sqltypes.Decimal("20.000")},
 		{int64(20), 20.0},
 		{sqltypes.Decimal("0.1"), 0.1},
-		{-0.0, int64(0)},
+		{math.Copysign(0, -1), int64(0)},
 		{"abc", []byte("abc")},
 	}
 	for _, c := range same {
