@@ -30,19 +30,9 @@ func selectGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand, no
 			return nil, &sqlerr.Error{Code: sqlerr.PrivacyParameterError, Message: fmt.Sprintf("cannot calibrate partition selection: %v", err), Err: err}
 		}
 	}
-	allowed := make([]map[string]bool, len(plan.Groups))
-	for i, g := range plan.Groups {
-		if len(g.Keys) == 0 {
-			continue
-		}
-		allowed[i] = map[string]bool{}
-		for _, k := range g.Keys {
-			v, err := typedKey(k, g.Column.Type)
-			if err != nil {
-				return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: fmt.Sprintf("policy key %q of column %q: %v", k, g.Column.Name, err)}
-			}
-			allowed[i][canonicalKey(v, g.Column.Type)] = true
-		}
+	allowed, err := allowedKeys(plan)
+	if err != nil {
+		return nil, err
 	}
 	var out []groupResult
 	for _, row := range rows.Values {
@@ -97,22 +87,9 @@ func sortByKey(out []groupResult) {
 func topKGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) ([]groupResult, error) {
 	t := plan.Selection.TopK
 	m := plan.Measurements[t.Measurement]
-	var allowed []map[string]bool
-	for i, g := range plan.Groups {
-		if len(g.Keys) == 0 {
-			continue
-		}
-		if allowed == nil {
-			allowed = make([]map[string]bool, len(plan.Groups))
-		}
-		allowed[i] = map[string]bool{}
-		for _, k := range g.Keys {
-			v, err := typedKey(k, g.Column.Type)
-			if err != nil {
-				return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: fmt.Sprintf("policy key %q of column %q: %v", k, g.Column.Name, err)}
-			}
-			allowed[i][canonicalKey(v, g.Column.Type)] = true
-		}
+	allowed, err := allowedKeys(plan)
+	if err != nil {
+		return nil, err
 	}
 	var candidates []groupResult
 	var scores []float64
@@ -121,7 +98,7 @@ func topKGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) ([]g
 		ok := true
 		for i, g := range plan.Groups {
 			keys[i] = sqltypes.Convert(row[g.BackendColumn], g.Type)
-			if allowed != nil && allowed[i] != nil && !allowed[i][canonicalKey(keys[i], g.Column.Type)] {
+			if allowed[i] != nil && !allowed[i][canonicalKey(keys[i], g.Column.Type)] {
 				ok = false
 			}
 		}
@@ -150,4 +127,25 @@ func topKGroups(plan *rewrite.Plan, rows *backend.Rows, r *mechanisms.Rand) ([]g
 	}
 	sortByKey(out)
 	return out, nil
+}
+
+// allowedKeys indexes, per group column, the canonical keys of its public
+// key list (nil for a column without one): groups found in the data with
+// other keys are never released.
+func allowedKeys(plan *rewrite.Plan) ([]map[string]bool, error) {
+	allowed := make([]map[string]bool, len(plan.Groups))
+	for i, g := range plan.Groups {
+		if len(g.Keys) == 0 {
+			continue
+		}
+		allowed[i] = map[string]bool{}
+		for _, k := range g.Keys {
+			v, err := typedKey(k, g.Column.Type)
+			if err != nil {
+				return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: fmt.Sprintf("policy key %q of column %q: %v", k, g.Column.Name, err)}
+			}
+			allowed[i][canonicalKey(v, g.Column.Type)] = true
+		}
+	}
+	return allowed, nil
 }

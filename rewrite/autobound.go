@@ -62,10 +62,7 @@ func autoGrid(max int) []int {
 func (e *emitter) autoRowsSQL(p *Plan, where string) string {
 	q := e.d.QuoteIdent
 	t := p.Table
-	table := q(t.Name)
-	if t.Schema != "" {
-		table = q(t.Schema) + "." + table
-	}
+	table := e.tableRef(t)
 	inner := []string{q(t.PrivacyUnit) + " AS " + q("dp_u")}
 	cellGroup := []string{q("dp_u")}
 	for i, g := range p.Groups {

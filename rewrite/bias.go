@@ -41,10 +41,7 @@ type BiasReport struct {
 func (e *emitter) biasReport(p *Plan, where string) *BiasReport {
 	q := e.d.QuoteIdent
 	t := p.Table
-	table := q(t.Name)
-	if t.Schema != "" {
-		table = q(t.Schema) + "." + table
-	}
+	table := e.tableRef(t)
 	var clamped []*config.Column
 	seen := map[*config.Column]bool{}
 	for _, a := range p.Aggregates {

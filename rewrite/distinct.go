@@ -50,10 +50,7 @@ const maxSideQueries = 8
 func (e *emitter) distinctValuesSQL(p *Plan, col *config.Column, where string) string {
 	q := e.d.QuoteIdent
 	t := p.Table
-	table := q(t.Name)
-	if t.Schema != "" {
-		table = q(t.Schema) + "." + table
-	}
+	table := e.tableRef(t)
 	value := q(col.Name)
 	cond := value + " IS NOT NULL"
 	if where != "" {

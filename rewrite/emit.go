@@ -582,10 +582,7 @@ func validDate(expr ast.ExprNode) error {
 func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, error) {
 	q := e.d.QuoteIdent
 	t := p.Table
-	table := q(t.Name)
-	if t.Schema != "" {
-		table = q(t.Schema) + "." + table
-	}
+	table := e.tableRef(t)
 	rowPrivacy := t.IsRowPrivacy()
 
 	var inner []string
@@ -726,6 +723,15 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 			" FROM " + from + ") AS " + q("dp_kept")
 	}
 	return "SELECT " + strings.Join(outerCols, ", ") + " FROM " + from + groupBy, nil
+}
+
+// tableRef writes the protected table's name, schema-qualified when the
+// policy gives a schema.
+func (e *emitter) tableRef(t *config.ProtectedTable) string {
+	if t.Schema != "" {
+		return e.d.QuoteIdent(t.Schema) + "." + e.d.QuoteIdent(t.Name)
+	}
+	return e.d.QuoteIdent(t.Name)
 }
 
 // groupExpr writes a GROUP BY key's expression over the table's columns.

@@ -242,10 +242,7 @@ func (p *Plan) assignQuantiles(share float64) {
 func (e *emitter) histogramSQL(p *Plan, h *Histogram, where string) string {
 	q := e.d.QuoteIdent
 	t := p.Table
-	table := q(t.Name)
-	if t.Schema != "" {
-		table = q(t.Schema) + "." + table
-	}
+	table := e.tableRef(t)
 	value := q(h.Column.Name)
 	cond := value + " IS NOT NULL"
 	if where != "" {

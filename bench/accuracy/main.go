@@ -313,6 +313,54 @@ func run(runs int, out string, patients int, policyPath string, workers int) err
 	return os.WriteFile(filepath.Join(out, "accuracy.md"), []byte(markdown(stats, chart, patients, runs)+quantileMarkdown(qstats)+topKMarkdown(tstats)+sel), 0o644)
 }
 
+// runFresh runs sql `runs` times at eps over `workers` sessions, fresh
+// releases each (the cache is off), and hands every answer to each, one
+// at a time.
+func (e *env) runFresh(ctx context.Context, sql string, eps float64, runs, workers int, each func(*sqltypes.Result)) error {
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	next := make(chan int)
+	go func() {
+		for i := 0; i < runs; i++ {
+			next <- i
+		}
+		close(next)
+	}()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := session.New(e.srv, "analyst", rewrite.PostgresFrontEnd)
+			if err == nil {
+				defer s.Close()
+				_, err = s.Execute(ctx, "SET dpproxy.epsilon = "+strconv.FormatFloat(eps, 'g', -1, 64))
+			}
+			for range next {
+				if err != nil {
+					continue // drain
+				}
+				var res []*sqltypes.Result
+				if res, err = s.Execute(ctx, sql); err != nil {
+					continue
+				}
+				mu.Lock()
+				each(res[0])
+				mu.Unlock()
+			}
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
 // relBase recovers |true| from a stat (mean abs / mean rel) for the chart's
 // bound line; the chart's queries have one group.
 func relBase(s Stat) float64 {
@@ -374,84 +422,45 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 	}
 	accs := make([]acc, len(aggCols))
 	released := 0
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	var firstErr error
-	next := make(chan int)
-	go func() {
-		for i := 0; i < runs; i++ {
-			next <- i
+	err = e.runFresh(ctx, q.SQL, eps, runs, workers, func(res *sqltypes.Result) {
+		for ri, row := range res.Rows {
+			key := rowKey(row, plan)
+			t, ok := truth[key]
+			if !ok {
+				continue
+			}
+			released++
+			for j, c := range aggCols {
+				v := toFloat(row[c])
+				a := &accs[j]
+				if ri < len(res.Intervals) && res.Intervals[ri][c] != nil {
+					iv := res.Intervals[ri][c]
+					a.nIval++
+					if t[j] >= iv.Lo && t[j] <= iv.Hi {
+						a.covT++
+					}
+					if bt, ok := bounded[key]; ok && bt[j] >= iv.Lo && bt[j] <= iv.Hi {
+						a.covB++
+					}
+				}
+				a.abs += math.Abs(v - t[j])
+				a.n++
+				if t[j] != 0 {
+					a.rel += math.Abs(v-t[j]) / math.Abs(t[j])
+					a.nrel++
+				}
+				if bt, ok := bounded[key]; ok && groupBounds[key] != nil {
+					d := math.Abs(v - bt[j])
+					a.noise += d
+					if d <= groupBounds[key][j] {
+						a.within++
+					}
+				}
+			}
 		}
-		close(next)
-	}()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := session.New(e.srv, "analyst", rewrite.PostgresFrontEnd)
-			if err == nil {
-				defer s.Close()
-				_, err = s.Execute(ctx, fmt.Sprintf("SET dpproxy.epsilon = %s", strconv.FormatFloat(eps, 'g', -1, 64)))
-			}
-			for range next {
-				if err != nil {
-					continue
-				}
-				var res []*sqltypes.Result
-				res, err = s.Execute(ctx, q.SQL)
-				if err != nil {
-					continue
-				}
-				mu.Lock()
-				for ri, row := range res[0].Rows {
-					key := rowKey(row, plan)
-					t, ok := truth[key]
-					if !ok {
-						continue
-					}
-					released++
-					for j, c := range aggCols {
-						v := toFloat(row[c])
-						a := &accs[j]
-						if ri < len(res[0].Intervals) && res[0].Intervals[ri][c] != nil {
-							iv := res[0].Intervals[ri][c]
-							a.nIval++
-							if t[j] >= iv.Lo && t[j] <= iv.Hi {
-								a.covT++
-							}
-							if bt, ok := bounded[key]; ok && bt[j] >= iv.Lo && bt[j] <= iv.Hi {
-								a.covB++
-							}
-						}
-						a.abs += math.Abs(v - t[j])
-						a.n++
-						if t[j] != 0 {
-							a.rel += math.Abs(v-t[j]) / math.Abs(t[j])
-							a.nrel++
-						}
-						if bt, ok := bounded[key]; ok && groupBounds[key] != nil {
-							d := math.Abs(v - bt[j])
-							a.noise += d
-							if d <= groupBounds[key][j] {
-								a.within++
-							}
-						}
-					}
-				}
-				mu.Unlock()
-			}
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	var out []Stat

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
-	"github.com/dpproxy/dpproxy/session"
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // quantileQuery is a DP quantile and where its true value comes from.
@@ -74,73 +72,34 @@ func (e *env) measureQuantile(ctx context.Context, q quantileQuery, eps float64,
 	if q.Group != "" {
 		valueCol = 1
 	}
-	var mu sync.Mutex
 	var abs, rel, rank float64
 	var n, within int
-	var firstErr error
-	var wg sync.WaitGroup
-	next := make(chan int)
-	go func() {
-		for i := 0; i < runs; i++ {
-			next <- i
+	err = e.runFresh(ctx, q.SQL, eps, runs, workers, func(res *sqltypes.Result) {
+		for _, row := range res.Rows {
+			key := ""
+			if q.Group != "" {
+				key = keyString(row[0])
+			}
+			vals, ok := values[key]
+			if !ok {
+				continue
+			}
+			v := toFloat(row[valueCol])
+			truth := percentileCont(vals, q.Level)
+			abs += math.Abs(v - truth)
+			if truth != 0 {
+				rel += math.Abs(v-truth) / math.Abs(truth)
+			}
+			r := rankError(vals, v, q.Level)
+			rank += r
+			if r <= st.RankBound95 {
+				within++
+			}
+			n++
 		}
-		close(next)
-	}()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := session.New(e.srv, "analyst", rewrite.PostgresFrontEnd)
-			if err == nil {
-				defer s.Close()
-				_, err = s.Execute(ctx, "SET dpproxy.epsilon = "+strconv.FormatFloat(eps, 'g', -1, 64))
-			}
-			for range next {
-				if err != nil {
-					continue
-				}
-				res, qerr := s.Execute(ctx, q.SQL)
-				if qerr != nil {
-					err = qerr
-					continue
-				}
-				mu.Lock()
-				for _, row := range res[0].Rows {
-					key := ""
-					if q.Group != "" {
-						key = keyString(row[0])
-					}
-					vals, ok := values[key]
-					if !ok {
-						continue
-					}
-					v := toFloat(row[valueCol])
-					truth := percentileCont(vals, q.Level)
-					abs += math.Abs(v - truth)
-					if truth != 0 {
-						rel += math.Abs(v-truth) / math.Abs(truth)
-					}
-					r := rankError(vals, v, q.Level)
-					rank += r
-					if r <= st.RankBound95 {
-						within++
-					}
-					n++
-				}
-				mu.Unlock()
-			}
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return st, firstErr
+	})
+	if err != nil {
+		return st, err
 	}
 	if n > 0 {
 		st.MeanAbsError, st.MeanRelError, st.MeanRank = abs/float64(n), rel/float64(n), rank/float64(n)

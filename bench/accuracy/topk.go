@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/dpproxy/dpproxy/rewrite"
-	"github.com/dpproxy/dpproxy/session"
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // topKQuery is a DP top-k query and the plain SQL of every group's true
@@ -69,66 +66,24 @@ func (e *env) measureTopK(ctx context.Context, q topKQuery, eps float64, runs, w
 	if len(groups) > q.K {
 		st.Gap = fmt.Sprintf("%g vs %g", groups[q.K-1].score, groups[q.K].score)
 	}
-	var mu sync.Mutex
 	var exact, n int
 	var overlap, returned float64
-	var firstErr error
-	var wg sync.WaitGroup
-	next := make(chan int)
-	go func() {
-		for i := 0; i < runs; i++ {
-			next <- i
+	err = e.runFresh(ctx, q.SQL, eps, runs, workers, func(res *sqltypes.Result) {
+		hit := 0
+		for _, row := range res.Rows {
+			if top[keyString(row[0])] {
+				hit++
+			}
 		}
-		close(next)
-	}()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := session.New(e.srv, "analyst", rewrite.PostgresFrontEnd)
-			if err == nil {
-				defer s.Close()
-				_, err = s.Execute(ctx, "SET dpproxy.epsilon = "+strconv.FormatFloat(eps, 'g', -1, 64))
-			}
-			for range next {
-				if err != nil {
-					continue
-				}
-				res, qerr := s.Execute(ctx, q.SQL)
-				if qerr != nil {
-					err = qerr
-					continue
-				}
-				hit := 0
-				var keys []string
-				for _, row := range res[0].Rows {
-					k := keyString(row[0])
-					keys = append(keys, k)
-					if top[k] {
-						hit++
-					}
-				}
-				mu.Lock()
-				n++
-				returned += float64(len(keys))
-				overlap += float64(hit) / float64(len(top))
-				if hit == len(top) && len(keys) == len(top) {
-					exact++
-				}
-				mu.Unlock()
-			}
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return st, firstErr
+		n++
+		returned += float64(len(res.Rows))
+		overlap += float64(hit) / float64(len(top))
+		if hit == len(top) && len(res.Rows) == len(top) {
+			exact++
+		}
+	})
+	if err != nil {
+		return st, err
 	}
 	if n > 0 {
 		st.ExactSet, st.Overlap, st.Returned = float64(exact)/float64(n), overlap/float64(n), returned/float64(n)
