@@ -233,7 +233,8 @@ func (a *analyzer) aggregateColumn(x *ast.AggregateFuncExpr, summed bool) (*conf
 	}
 	if summed {
 		if !col.Type.Numeric() {
-			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "%s needs a numeric column; %q is %s", fn, col.Name, col.Type)
+			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "%s needs a numeric column; %q is %s", fn, col.Name, col.Type).
+				WithHint("COUNT(%s) counts its values; %s works on the numeric columns with bounds", col.Name, fn)
 		}
 		if col.Bounds == nil {
 			return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "%s(%s) needs clamp bounds for %q in the policy", fn, col.Name, col.Name).

@@ -298,7 +298,8 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 			}
 			for _, have := range p.Groups {
 				if sameGroup(have, g) {
-					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s appears twice in GROUP BY", g.Name())
+					return nil, sqlerr.New(sqlerr.FeatureNotSupported, "%s appears twice in GROUP BY", g.Name()).
+						WithHint("list each group key once")
 				}
 			}
 			g.BackendColumn = len(p.Groups)

@@ -76,7 +76,8 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 			// A large constant could overflow the backend's sum, an
 			// error that would depend on how many rows match.
 			if math.Abs(f) > maxCaseConstant {
-				return "", sqlerr.New(sqlerr.FeatureNotSupported, "%s(CASE ...) constants must lie within ±%g", fn, maxCaseConstant)
+				return "", sqlerr.New(sqlerr.FeatureNotSupported, "%s(CASE ...) constants must lie within ±%g", fn, maxCaseConstant).
+					WithHint("scale the constants down and the result up: SUM(CASE WHEN ... THEN 1 ELSE 0 END) * 1e12")
 			}
 			lo, hi = math.Min(lo, f), math.Max(hi, f)
 			if f == math.Trunc(f) {
@@ -91,7 +92,8 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 				return "", err
 			}
 			if a.isUnit(col) && summed {
-				return "", sqlerr.New(sqlerr.InsufficientPrivilege, "the privacy unit column %q cannot be aggregated", col.Name)
+				return "", sqlerr.New(sqlerr.InsufficientPrivilege, "the privacy unit column %q cannot be aggregated", col.Name).
+					WithHint("COUNT(DISTINCT %s) counts people; COUNT(CASE WHEN ... THEN 1 END) counts rows", col.Name)
 			}
 			if summed {
 				if !col.Type.Numeric() || col.Bounds == nil {

@@ -842,12 +842,14 @@ func (c *passthroughChecker) Enter(n ast.Node) (ast.Node, bool) {
 				WithHint("public-table queries may use common scalar functions: string, math, date and conditional functions")
 		}
 	case *ast.VariableExpr:
-		c.err = sqlerr.New(sqlerr.FeatureNotSupported, "variables are not supported in queries")
+		c.err = sqlerr.New(sqlerr.FeatureNotSupported, "variables are not supported in queries").
+			WithHint("write the value as a constant; session settings are read with SHOW")
 	case *ast.SelectStmt:
 		if x.SelectIntoOpt != nil {
 			c.err = sqlerr.New(sqlerr.ReadOnlyTransaction, "SELECT INTO is not allowed: dpproxy is read-only")
 		} else if x.LockInfo != nil && x.LockInfo.LockType != ast.SelectLockNone {
-			c.err = sqlerr.New(sqlerr.ReadOnlyTransaction, "locking clauses (FOR UPDATE/SHARE) are not allowed: dpproxy is read-only")
+			c.err = sqlerr.New(sqlerr.ReadOnlyTransaction, "locking clauses (FOR UPDATE/SHARE) are not allowed: dpproxy is read-only").
+				WithHint("drop the locking clause: reads need no locks here")
 		}
 	}
 	return n, false

@@ -119,7 +119,8 @@ func (a *analyzer) timeBucket(x *ast.FuncCallExpr) (*TimeBucket, *config.Column,
 		return nil, nil, err
 	}
 	if col.Type != config.TypeDate && col.Type != config.TypeTimestamp {
-		return nil, nil, sqlerr.New(sqlerr.DatatypeMismatch, "%s needs a date or timestamp column; %q is %s", fn, col.Name, col.Type)
+		return nil, nil, sqlerr.New(sqlerr.DatatypeMismatch, "%s needs a date or timestamp column; %q is %s", fn, col.Name, col.Type).
+			WithHint("group by %q itself, or by a time bucket of a date column", col.Name)
 	}
 	return &TimeBucket{Func: fn, Unit: unit}, col, nil
 }

@@ -34,7 +34,8 @@ func (a *analyzer) orderAndLimit(p *Plan, sel *ast.SelectStmt) error {
 		}
 		p.Limit = count
 		if sel.Limit.Offset != nil {
-			return sqlerr.New(sqlerr.FeatureNotSupported, "OFFSET is not supported yet on protected tables")
+			return sqlerr.New(sqlerr.FeatureNotSupported, "OFFSET is not supported directly on protected tables").
+				WithHint("page over the released rows with an outer query: SELECT * FROM (SELECT ... ORDER BY ... LIMIT n) AS t OFFSET m")
 		}
 	}
 	return nil

@@ -262,3 +262,19 @@ func TestTooSmallEpsilonRefusedAtPlanTime(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Every refusal of something dpproxy does not answer (0A000), does not
+// allow (42501) or cannot do read-only (25006) says what to write instead.
+func TestRefusalsCarryAHint(t *testing.T) {
+	pol := testPolicy(t)
+	for _, c := range rejections {
+		switch c.code {
+		case sqlerr.FeatureNotSupported, sqlerr.InsufficientPrivilege, sqlerr.ReadOnlyTransaction:
+		default:
+			continue
+		}
+		if e := sqlerr.As(analyzeSQL(pol, c.sql)); e.Hint == "" {
+			t.Errorf("%s: %s %q has no hint", c.sql, e.Code, e.Message)
+		}
+	}
+}
