@@ -1,0 +1,233 @@
+package rewrite
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// The bounding query: the backend SQL that bounds each unit's
+// contribution and aggregates per group (see the package doc), and the
+// expressions it and the other queries of a plan share.
+
+// backendSQL writes the three-level bounding query (see the package doc).
+func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, error) {
+	q := e.d.QuoteIdent
+	t := p.Table
+	table := e.tableRef(t)
+	rowPrivacy := t.IsRowPrivacy()
+
+	var inner []string
+	if !rowPrivacy {
+		inner = append(inner, q(t.PrivacyUnit)+" AS "+q("dp_u"))
+	}
+	groupRefs := make([]string, len(p.Groups))
+	groupExprs := make([]string, len(p.Groups))
+	for i, g := range p.Groups {
+		groupRefs[i] = q(fmt.Sprintf("dp_g%d", i))
+		groupExprs[i] = e.groupExpr(g)
+		inner = append(inner, groupExprs[i]+" AS "+groupRefs[i])
+	}
+	for j, v := range b.values {
+		value := e.clamp(v.col)
+		if sql, ok := e.a.valueSQL[v.col]; ok {
+			value = sql // a conditional aggregate's CASE (conditional.go)
+		}
+		inner = append(inner, value+" AS "+q(fmt.Sprintf("dp_v%d", j)))
+	}
+	if len(inner) == 0 {
+		inner = append(inner, "1 AS "+q("dp_one"))
+	}
+	whereClause := ""
+	if where != "" {
+		whereClause = " WHERE " + where
+	}
+
+	// outerCols[i] is the expression of backend column i.
+	outerCols := make([]string, b.next)
+	copy(outerCols, groupRefs)
+	groupBy := ""
+	if len(groupRefs) > 0 {
+		groupBy = " GROUP BY " + strings.Join(groupRefs, ", ")
+	}
+
+	if rowPrivacy {
+		// Each row is a unit: one row per unit per group, so L0 = Linf = 1
+		// hold by construction and no bounding step is needed.
+		if b.assigned {
+			outerCols[b.rowCnt] = "COUNT(*)"
+		}
+		for j, v := range b.values {
+			ref := q(fmt.Sprintf("dp_v%d", j))
+			outerCols[v.count] = "COUNT(" + ref + ")"
+			outerCols[v.sum] = "SUM(" + ref + ")"
+			if !e.summable(v.col) {
+				outerCols[v.sum] = "0" // only counted: text, booleans, dates and the unit are not summed
+			}
+			if v.sq >= 0 {
+				outerCols[v.sq] = "SUM(" + square(ref) + ")"
+			}
+		}
+		if p.UnitsColumn >= 0 {
+			outerCols[p.UnitsColumn] = "COUNT(*)"
+		}
+		return "SELECT " + strings.Join(outerCols, ", ") +
+			" FROM (SELECT " + strings.Join(inner, ", ") + " FROM " + table + whereClause + ") AS " + q("dp_rows") +
+			groupBy, nil
+	}
+
+	// Inner: the unit, the group keys and the clamped values of each row.
+	innerSQL := "SELECT " + strings.Join(inner, ", ") + " FROM " + table + whereClause
+
+	// Middle: aggregate per (unit, group). With a public key list, count
+	// each unit's groups (its contributions are weighted, see
+	// Plan.FoldGroups); with partition selection, number them at random.
+	weightGroups := p.WeightsGroups()
+	totalCapped := p.TotalCapped()
+	middle := []string{q("dp_u")}
+	middle = append(middle, groupRefs...)
+	if b.assigned || totalCapped {
+		middle = append(middle, "COUNT(*) AS "+q("dp_n"))
+	}
+	for j, v := range b.values {
+		ref := q(fmt.Sprintf("dp_v%d", j))
+		middle = append(middle, "COUNT("+ref+") AS "+q(fmt.Sprintf("dp_c%d", j)))
+		if e.summable(v.col) {
+			middle = append(middle, "SUM("+ref+") AS "+q(fmt.Sprintf("dp_s%d", j)))
+		}
+		if v.sq >= 0 {
+			middle = append(middle, "SUM("+square(ref)+") AS "+q(fmt.Sprintf("dp_q%d", j)))
+		}
+	}
+	switch {
+	case weightGroups:
+		middle = append(middle, "COUNT(*) OVER (PARTITION BY "+q("dp_u")+") AS "+q("dp_k"))
+	case p.Selection != nil:
+		middle = append(middle, "ROW_NUMBER() OVER (PARTITION BY "+q("dp_u")+" ORDER BY "+e.d.Random()+") AS "+q("dp_gn"))
+	}
+	middleSQL := "SELECT " + strings.Join(middle, ", ") +
+		" FROM (" + innerSQL + ") AS " + q("dp_rows") +
+		" GROUP BY " + strings.Join(append([]string{q("dp_u")}, groupRefs...), ", ")
+
+	// Outer: aggregate per group across units, each unit's counts capped
+	// at Linf and its sums scaled to Linf values (see capped and scaled).
+	// With a public key list, per group and k (the unit's number of
+	// groups): the engine weights each row by min(1, L0/k) (see
+	// Plan.FoldGroups). With partition selection, keep at most L0 random
+	// groups per unit.
+	linf := p.MaxRowsPerUnit
+	// With the total bound, each unit's per-group values are weighted by
+	// min(1, C/T), T its capped rows over the groups it keeps (see
+	// Plan.TotalCapped).
+	weigh := func(x string) string { return x }
+	if totalCapped {
+		weigh = func(x string) string { return scaled(x, q("dp_t"), p.MaxTotalRowsPerUnit) }
+	}
+	if b.assigned {
+		outerCols[b.rowCnt] = "SUM(" + weigh(capped(q("dp_n"), linf)) + ")"
+	}
+	for j, v := range b.values {
+		c := q(fmt.Sprintf("dp_c%d", j))
+		outerCols[v.count] = "SUM(" + weigh(capped(c, linf)) + ")"
+		outerCols[v.sum] = "SUM(" + weigh(scaled(q(fmt.Sprintf("dp_s%d", j)), c, linf)) + ")"
+		if !e.summable(v.col) {
+			outerCols[v.sum] = "0" // only counted: text, booleans, dates and the unit are not summed
+		}
+		if v.sq >= 0 {
+			outerCols[v.sq] = "SUM(" + weigh(scaled(q(fmt.Sprintf("dp_q%d", j)), c, linf)) + ")"
+		}
+	}
+	if p.UnitsColumn >= 0 {
+		outerCols[p.UnitsColumn] = "COUNT(*)"
+	}
+	keep := ""
+	switch {
+	case weightGroups:
+		outerCols[p.GroupCountColumn] = q("dp_k")
+		groupBy += ", " + q("dp_k")
+	case p.Selection != nil:
+		keep = " WHERE " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit)
+	}
+	from := "(" + middleSQL + ") AS " + q("dp_units") + keep
+	if totalCapped {
+		// T over the groups the unit keeps.
+		from = "(SELECT " + q("dp_units") + ".*, SUM(" + capped(q("dp_n"), linf) + ") OVER (PARTITION BY " + q("dp_u") + ") AS " + q("dp_t") +
+			" FROM " + from + ") AS " + q("dp_kept")
+	}
+	return "SELECT " + strings.Join(outerCols, ", ") + " FROM " + from + groupBy, nil
+}
+
+// tableRef writes the protected table's name, schema-qualified when the
+// policy gives a schema.
+func (e *emitter) tableRef(t *config.ProtectedTable) string {
+	if t.Schema != "" {
+		return e.d.QuoteIdent(t.Schema) + "." + e.d.QuoteIdent(t.Name)
+	}
+	return e.d.QuoteIdent(t.Name)
+}
+
+// groupExpr writes a GROUP BY key's expression over the table's columns.
+// On MySQL a text key is grouped by its bytes: the default collations
+// ignore case and trailing spaces, and would then label a group with
+// whichever spelling the backend met first — a label chosen by the data,
+// and possibly a different one in each of a plan's queries (found in
+// review).
+func (e *emitter) groupExpr(g GroupColumn) string {
+	expr := e.d.QuoteIdent(g.Column.Name)
+	switch {
+	case g.SQL != "":
+		expr = g.SQL // GROUP BY CASE (casegroup.go), numeric bins
+	case g.Bucket != nil:
+		expr = e.d.TimeBucket(g.Bucket, expr)
+	}
+	if _, mysql := e.d.(mysqlDialect); mysql && g.Type == sqltypes.Text {
+		expr = "CAST(" + expr + " AS BINARY)"
+	}
+	return expr
+}
+
+// summable reports whether a value column's sum is computed: numeric
+// columns other than the privacy unit (which is only counted).
+func (e *emitter) summable(col *config.Column) bool {
+	return col.Type.Numeric() && !e.a.isUnit(col)
+}
+
+// capped writes min(n, Linf): one unit's count in one group, capped at Linf.
+func capped(n string, linf int) string {
+	l := strconv.Itoa(linf)
+	return "CASE WHEN " + n + " <= " + l + " THEN " + n + " ELSE " + l + " END"
+}
+
+// scaled writes one unit's sum in one group scaled down to Linf values:
+// s when the unit has at most Linf values there, else s·Linf/n. That is
+// the expected sum of Linf values drawn at random from the unit's n, so it
+// carries the same bound as keeping Linf rows (at most Linf·max(|lo|, |hi|)
+// from a unit in a group) with less variance, and it keeps the unit's mean
+// for AVG. The factor is a decimal with nine places, so that integer sums
+// never divide as integers and MySQL's DECIMAL division (which adds only
+// div_precision_increment = 4 places to the dividend's scale) keeps at
+// least 13. Linf·hi, the largest value, is reached only when every value
+// is hi, where the division is exact, and rounding is monotone: the
+// result never exceeds the bound.
+func scaled(s, n string, linf int) string {
+	l := strconv.Itoa(linf)
+	return "CASE WHEN " + n + " <= " + l + " THEN " + s + " ELSE " + s + " * " + l + ".000000000 / " + n + " END"
+}
+
+// square writes x² in exact or floating arithmetic (1.0 * x * x), so that an
+// integer column cannot overflow and fail on one person's value.
+func square(ref string) string { return "1.0 * " + ref + " * " + ref }
+
+// clamp writes a column clamped to its bounds; NULL stays NULL. Columns
+// only counted (no bounds) are passed as they are.
+func (e *emitter) clamp(col *config.Column) string {
+	ref := e.d.QuoteIdent(col.Name)
+	if col.Bounds == nil {
+		return ref
+	}
+	lo, hi := formatNumber(col.Bounds.Lo), formatNumber(col.Bounds.Hi)
+	return "CASE WHEN " + ref + " < " + lo + " THEN " + lo + " WHEN " + ref + " > " + hi + " THEN " + hi + " ELSE " + ref + " END"
+}
