@@ -1,7 +1,6 @@
 package rewrite
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -50,23 +49,8 @@ const maxSideQueries = 8
 func (e *emitter) distinctValuesSQL(p *Plan, col *config.Column, where string) string {
 	q := e.d.QuoteIdent
 	t := p.Table
-	table := e.tableRef(t)
 	value := q(col.Name)
-	cond := value + " IS NOT NULL"
-	if where != "" {
-		cond = "(" + where + ") AND " + cond
-	}
-	groupRefs := make([]string, len(p.Groups))
-	var inner []string
-	if !t.IsRowPrivacy() {
-		inner = append(inner, q(t.PrivacyUnit)+" AS "+q("dp_u"))
-	}
-	for i, g := range p.Groups {
-		groupRefs[i] = q(fmt.Sprintf("dp_g%d", i))
-		inner = append(inner, e.groupExpr(g)+" AS "+groupRefs[i])
-	}
-	inner = append(inner, value+" AS "+q("dp_v"))
-	innerSQL := "SELECT DISTINCT " + strings.Join(inner, ", ") + " FROM " + table + " WHERE " + cond
+	innerSQL, groupRefs := e.valueRows(p, "DISTINCT ", value+" AS "+q("dp_v"), value, where)
 	groupBy, keys := "", ""
 	if len(groupRefs) > 0 {
 		groupBy = " GROUP BY " + strings.Join(groupRefs, ", ")

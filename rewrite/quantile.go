@@ -242,23 +242,8 @@ func (p *Plan) assignQuantiles(share float64) {
 func (e *emitter) histogramSQL(p *Plan, h *Histogram, where string) string {
 	q := e.d.QuoteIdent
 	t := p.Table
-	table := e.tableRef(t)
 	value := q(h.Column.Name)
-	cond := value + " IS NOT NULL"
-	if where != "" {
-		cond = "(" + where + ") AND " + cond
-	}
-	groupRefs := make([]string, len(p.Groups))
-	var inner []string
-	if !t.IsRowPrivacy() {
-		inner = append(inner, q(t.PrivacyUnit)+" AS "+q("dp_u"))
-	}
-	for i, g := range p.Groups {
-		groupRefs[i] = q(fmt.Sprintf("dp_g%d", i))
-		inner = append(inner, e.groupExpr(g)+" AS "+groupRefs[i])
-	}
-	inner = append(inner, e.bucketSQL(value, h.Grid)+" AS "+q("dp_b"))
-	innerSQL := "SELECT " + strings.Join(inner, ", ") + " FROM " + table + " WHERE " + cond
+	innerSQL, groupRefs := e.valueRows(p, "", e.bucketSQL(value, h.Grid)+" AS "+q("dp_b"), value, where)
 	keys := strings.Join(append(append([]string{}, groupRefs...), q("dp_b")), ", ")
 
 	if t.IsRowPrivacy() {
@@ -291,6 +276,30 @@ func (e *emitter) histogramSQL(p *Plan, h *Histogram, where string) string {
 		" FROM (" + perGroup + ") AS " + q("dp_unit_groups")
 	return "SELECT " + keys + ", " + mass + " FROM (" + ranked + ") AS " + q("dp_ranked") +
 		" WHERE " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit) + " GROUP BY " + keys
+}
+
+// valueRows writes the rows a side query starts from: the unit (unless
+// each row is one), the group keys as dp_g0, dp_g1, ..., and one more
+// item, for the rows WHERE keeps whose value is not NULL. It returns the
+// SELECT and the group keys' references.
+func (e *emitter) valueRows(p *Plan, distinct, item, value, where string) (string, []string) {
+	q := e.d.QuoteIdent
+	t := p.Table
+	cond := value + " IS NOT NULL"
+	if where != "" {
+		cond = "(" + where + ") AND " + cond
+	}
+	groupRefs := make([]string, len(p.Groups))
+	var inner []string
+	if !t.IsRowPrivacy() {
+		inner = append(inner, q(t.PrivacyUnit)+" AS "+q("dp_u"))
+	}
+	for i, g := range p.Groups {
+		groupRefs[i] = q(fmt.Sprintf("dp_g%d", i))
+		inner = append(inner, e.groupExpr(g)+" AS "+groupRefs[i])
+	}
+	inner = append(inner, item)
+	return "SELECT " + distinct + strings.Join(inner, ", ") + " FROM " + e.tableRef(t) + " WHERE " + cond, groupRefs
 }
 
 // bucketSQL writes the bucket index of a value on a grid. Values outside

@@ -191,22 +191,17 @@ func matchReset(sc *scanner) (*sessionCommand, error) {
 		}
 		return &sessionCommand{kind: cmdReset}, nil
 	}
-	written, ours := sc.settingName()
-	if !ours {
-		return nil, nil
-	}
-	name, err := checkSettingName(written)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.end(); err != nil {
-		return nil, err
-	}
-	return &sessionCommand{kind: cmdReset, name: name}, nil
+	return matchNamed(sc, cmdReset)
 }
 
 func matchShow(sc *scanner) (*sessionCommand, error) {
 	sc.skip()
+	return matchNamed(sc, cmdShow)
+}
+
+// matchNamed reads the rest of RESET or SHOW: a dpproxy setting's name and
+// the end of the statement.
+func matchNamed(sc *scanner, kind commandKind) (*sessionCommand, error) {
 	written, ours := sc.settingName()
 	if !ours {
 		return nil, nil
@@ -218,7 +213,7 @@ func matchShow(sc *scanner) (*sessionCommand, error) {
 	if err := sc.end(); err != nil {
 		return nil, err
 	}
-	return &sessionCommand{kind: cmdShow, name: name}, nil
+	return &sessionCommand{kind: kind, name: name}, nil
 }
 
 func matchExplainDP(sc *scanner) (*sessionCommand, error) {
