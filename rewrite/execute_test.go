@@ -528,65 +528,19 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 			}
 		})
 	}
+	// Quantile histograms: group keys, then the bucket, then its mass.
 	for _, c := range histogramCases {
-		t.Run(c.sql, func(t *testing.T) {
-			stmts, err := Parse(c.sql, PostgresFrontEnd)
-			if err != nil {
-				t.Fatal(err)
+		checkSideQuery(t, db, pol, d, c, 1, func(p *Plan) []string {
+			var sqls []string
+			for _, h := range p.Histograms {
+				sqls = append(sqls, h.BackendSQL)
 			}
-			q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := q.Plan
-			if len(p.Histograms) != 1 {
-				t.Fatalf("%d histograms, want 1", len(p.Histograms))
-			}
-			sql := p.Histograms[0].BackendSQL
-			for run := 0; run < 5; run++ {
-				got := map[string]float64{}
-				for _, raw := range queryRaw(t, db, sql) {
-					parts := make([]string, len(p.Groups))
-					for i := range p.Groups {
-						parts[i] = keyText(raw[i])
-					}
-					bucket := number(t, raw[len(p.Groups)])
-					got[strings.Join(append(parts, strconv.FormatFloat(bucket, 'f', -1, 64)), "|")] += number(t, raw[len(p.Groups)+1])
-				}
-				if err := c.check(got); err != nil {
-					t.Fatalf("run %d: %v\nSQL: %s", run, err, sql)
-				}
-			}
+			return sqls
 		})
 	}
+	// Distinct counts: group keys, then the count.
 	for _, c := range distinctCases {
-		t.Run(c.sql, func(t *testing.T) {
-			stmts, err := Parse(c.sql, PostgresFrontEnd)
-			if err != nil {
-				t.Fatal(err)
-			}
-			q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := q.Plan
-			if len(p.SideQueries) != 1 {
-				t.Fatalf("%d side queries, want 1", len(p.SideQueries))
-			}
-			for run := 0; run < 5; run++ {
-				got := map[string]float64{}
-				for _, raw := range queryRaw(t, db, p.SideQueries[0]) {
-					parts := make([]string, len(p.Groups))
-					for i := range p.Groups {
-						parts[i] = keyText(raw[i])
-					}
-					got[strings.Join(parts, "|")] += number(t, raw[len(p.Groups)])
-				}
-				if err := c.check(got); err != nil {
-					t.Fatalf("run %d: %v\nSQL: %s", run, err, p.SideQueries[0])
-				}
-			}
-		})
+		checkSideQuery(t, db, pol, d, c, 0, func(p *Plan) []string { return p.SideQueries })
 	}
 	// The auto bound's histogram (autobound.go): people by their largest
 	// group's rows — p1 5 (A), p2 1, p3 2; without GROUP BY all their
@@ -653,6 +607,45 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 			}
 		})
 	}
+}
+
+// checkSideQuery plans c.sql, runs the one query pick returns from the
+// plan five times (random choices differ run to run; the results must
+// not) and checks it: each row is the group keys, extra more key columns
+// (numbers), then a value, summed per "key|...|extra" ("extra" alone
+// without GROUP BY).
+func checkSideQuery(t *testing.T, db *sql.DB, pol *config.Policy, d Dialect, c histogramCase, extra int, pick func(*Plan) []string) {
+	t.Run(c.sql, func(t *testing.T) {
+		stmts, err := Parse(c.sql, PostgresFrontEnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := q.Plan
+		sqls := pick(p)
+		if len(sqls) != 1 {
+			t.Fatalf("%d queries, want 1", len(sqls))
+		}
+		for run := 0; run < 5; run++ {
+			got := map[string]float64{}
+			for _, raw := range queryRaw(t, db, sqls[0]) {
+				parts := make([]string, 0, len(p.Groups)+extra)
+				for i := range p.Groups {
+					parts = append(parts, keyText(raw[i]))
+				}
+				for i := len(p.Groups); i < len(p.Groups)+extra; i++ {
+					parts = append(parts, strconv.FormatFloat(number(t, raw[i]), 'f', -1, 64))
+				}
+				got[strings.Join(parts, "|")] += number(t, raw[len(p.Groups)+extra])
+			}
+			if err := c.check(got); err != nil {
+				t.Fatalf("run %d: %v\nSQL: %s", run, err, sqls[0])
+			}
+		}
+	})
 }
 
 // queryRaw runs sql and returns its rows as the driver scans them.

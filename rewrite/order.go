@@ -82,20 +82,30 @@ func (a *analyzer) orderTarget(p *Plan, sel *ast.SelectStmt, expr ast.ExprNode) 
 }
 
 func constantInt(expr ast.ExprNode, clause string) (int64, error) {
-	v, ok := expr.(*test_driver.ValueExpr)
-	if ok {
-		switch v.Kind() {
-		case test_driver.KindInt64:
-			if n := v.GetInt64(); n >= 0 {
-				return n, nil
-			}
-		case test_driver.KindUint64:
-			if n := v.GetUint64(); n <= math.MaxInt64 {
-				return int64(n), nil
-			}
-		}
+	if n, ok := NonNegativeInt(expr); ok {
+		return n, nil
 	}
 	return 0, sqlerr.New(sqlerr.FeatureNotSupported, "%s must be a non-negative integer constant", clause)
+}
+
+// NonNegativeInt returns the value of an integer constant ≥ 0 (LIMIT,
+// OFFSET).
+func NonNegativeInt(expr ast.ExprNode) (int64, bool) {
+	v, ok := expr.(*test_driver.ValueExpr)
+	if !ok {
+		return 0, false
+	}
+	switch v.Kind() {
+	case test_driver.KindInt64:
+		if n := v.GetInt64(); n >= 0 {
+			return n, true
+		}
+	case test_driver.KindUint64:
+		if n := v.GetUint64(); n <= math.MaxInt64 {
+			return int64(n), true
+		}
+	}
+	return 0, false
 }
 
 func isNonNullConstant(expr ast.ExprNode) bool {

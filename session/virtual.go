@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/pingcap/tidb/pkg/parser/test_driver"
 )
 
 // The virtual schema dpproxy holds read-only views that the session answers
@@ -219,7 +219,7 @@ func parseVirtual(stmt ast.StmtNode) (*virtualQuery, error) {
 		if sel.Limit.Offset != nil {
 			return nil, unsupported("OFFSET")
 		}
-		n, ok := nonNegativeInt(sel.Limit.Count)
+		n, ok := rewrite.NonNegativeInt(sel.Limit.Count)
 		if !ok {
 			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "LIMIT must be a non-negative integer constant").WithHint("%s", virtualHint)
 		}
@@ -316,25 +316,6 @@ func unparen(expr ast.ExprNode) ast.ExprNode {
 		}
 		expr = p.Expr
 	}
-}
-
-// nonNegativeInt returns the value of an integer constant ≥ 0.
-func nonNegativeInt(expr ast.ExprNode) (int64, bool) {
-	v, ok := expr.(*test_driver.ValueExpr)
-	if !ok {
-		return 0, false
-	}
-	switch v.Kind() {
-	case test_driver.KindInt64:
-		if n := v.GetInt64(); n >= 0 {
-			return n, true
-		}
-	case test_driver.KindUint64:
-		if n := v.GetUint64(); n <= math.MaxInt64 {
-			return int64(n), true
-		}
-	}
-	return 0, false
 }
 
 // answerVirtual answers a query on a view for the session's analyst, from
