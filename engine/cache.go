@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -32,6 +33,15 @@ type cacheKey struct {
 	epsilon float64
 	delta   float64
 	query   string
+	// variant tells apart the plans the session's settings make of one
+	// statement: with the bias report, with excess measurements.
+	variant string
+}
+
+// keyOf is the cache key of analyst's plan of a canonical statement.
+func keyOf(analyst string, plan *rewrite.Plan, canonical string) cacheKey {
+	return cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical,
+		variant: fmt.Sprintf("bias=%t excess=%t", plan.Bias != nil, plan.HasExcess())}
 }
 
 // resultCache is a size- and age-bounded LRU of releases plus the queries
@@ -181,7 +191,7 @@ func (e *Engine) Answer(ctx context.Context, analyst string, plan *rewrite.Plan,
 	if canonical == "" {
 		return e.chargedAnswer(ctx, analyst, plan, queryText)
 	}
-	key := cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical}
+	key := keyOf(analyst, plan, canonical)
 	res, hit, err := e.cache.do(ctx, key, func() (*sqltypes.Result, error) {
 		return e.chargedAnswer(ctx, analyst, plan, queryText)
 	})
@@ -197,6 +207,6 @@ func (e *Engine) Cached(analyst string, plan *rewrite.Plan, canonical string) bo
 	if e.cache == nil || canonical == "" {
 		return false
 	}
-	_, ok := e.cache.lru.Peek(cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical})
+	_, ok := e.cache.lru.Peek(keyOf(analyst, plan, canonical))
 	return ok
 }

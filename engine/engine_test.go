@@ -30,11 +30,18 @@ func plan(t testing.TB, pol *config.Policy, query string) *rewrite.Plan {
 // planWith is plan, with the bias report when reportBias is set.
 func planWith(t testing.TB, pol *config.Policy, query string, reportBias bool) *rewrite.Plan {
 	t.Helper()
+	return planWithOptions(t, pol, query, rewrite.Options{ReportBias: reportBias})
+}
+
+// planWithOptions is plan with opts (their dialect and ε are set here).
+func planWithOptions(t testing.TB, pol *config.Policy, query string, opts rewrite.Options) *rewrite.Plan {
+	t.Helper()
 	stmts, err := rewrite.Parse(query, rewrite.PostgresFrontEnd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := rewrite.Analyze(stmts[0], pol, rewrite.Options{Dialect: rewrite.SQLite, Epsilon: pol.Defaults.Epsilon, ReportBias: reportBias})
+	opts.Dialect, opts.Epsilon = rewrite.SQLite, pol.Defaults.Epsilon
+	q, err := rewrite.Analyze(stmts[0], pol, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,32 +58,21 @@ func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
 		}
 		for _, mi := range a.Measurements {
 			m := plan.Measurements[mi]
-			if m.Sensitivity == 0 {
-				res.Rows = append(res.Rows, []any{label, m.Kind.String(), "none (constant)", 0.0, m.Epsilon, 0.0, 0.0})
-				continue
-			}
-			if m.Gaussian {
-				g, err := mechanisms.NewGaussian(m.Epsilon, m.Delta, m.L2)
-				if err != nil {
-					return nil, err
-				}
-				mech := fmt.Sprintf("Gaussian, L2 sensitivity (δ=%g)", m.Delta)
-				if m.Integer {
-					mech = fmt.Sprintf("discrete Gaussian, L2 sensitivity (δ=%g)", m.Delta)
-				}
-				// noise_scale is σ; the sensitivity column shows L2.
-				res.Rows = append(res.Rows, []any{label, m.Kind.String(), mech, m.L2, m.Epsilon, g.Sigma(), g.ErrorBound(ExplainConfidence)})
-				continue
-			}
-			l, err := mechanisms.NewLaplace(m.Epsilon, m.Sensitivity)
+			row, err := measurementRow(label, m)
 			if err != nil {
 				return nil, err
 			}
-			mech := "Laplace (granular)"
-			if m.Integer {
-				mech = "discrete Laplace"
+			res.Rows = append(res.Rows, row)
+			if m.Excess > 0 {
+				// What bounding removed (rewrite excess measurements), for
+				// intervals that cover the bias.
+				x := plan.Measurements[m.Excess-1]
+				if row, err = measurementRow(label, x); err != nil {
+					return nil, err
+				}
+				row[1] = fmt.Sprintf("excess of the %s (what bounding removed, up to %g per person: interval only)", m.Kind, x.Clip)
+				res.Rows = append(res.Rows, row)
 			}
-			res.Rows = append(res.Rows, []any{label, m.Kind.String(), mech, m.Sensitivity, m.Epsilon, l.Scale(), l.ErrorBound(ExplainConfidence)})
 		}
 	}
 	if s := plan.Selection; s != nil && s.TopK != nil {
@@ -159,7 +148,19 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		}
 		sb.WriteString(", so counts and sums can be lower than the truth by more than the bound when people exceed these limits\n")
 	}
-	parts := fmt.Sprintf("%d measurement(s)", len(plan.Measurements))
+	excessEpsilon, main := 0.0, 0
+	for _, m := range plan.Measurements {
+		if m.Kind == rewrite.MeasureExcess {
+			excessEpsilon += m.Epsilon
+		} else {
+			main++
+		}
+	}
+	if excessEpsilon > 0 {
+		fmt.Fprintf(&sb, "intervals (dpproxy.intervals): ε = %.3g of the query's ε measures what bounding removed (the excess rows), so that each answer's interval covers its bias as well as its noise, "+
+			"as long as no person has more removed than one more helping of the bounds (the excess rows' clip)\n", excessEpsilon)
+	}
+	parts := fmt.Sprintf("%d measurement(s)", main)
 	if len(plan.Quantiles) > 0 {
 		parts += fmt.Sprintf(", %d quantile(s)", len(plan.Quantiles))
 	}
@@ -168,6 +169,9 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		parts += " and top-k selection"
 	case plan.Selection != nil && plan.Selection.Threshold == nil:
 		parts += " and partition selection"
+	}
+	if excessEpsilon > 0 {
+		parts = fmt.Sprintf("%.3g of it over %s, the rest over the excess rows", plan.Epsilon-excessEpsilon, parts)
 	}
 	fmt.Fprintf(&sb, "cost: ε = %g, δ = %g (split equally over %s)\n", plan.Epsilon, plan.Delta, parts)
 	for _, g := range plan.Groups {
@@ -223,4 +227,33 @@ func ExplainSummary(plan *rewrite.Plan) string {
 			2*plan.Epsilon, 5*plan.Epsilon, 10*plan.Epsilon)
 	}
 	return sb.String()
+}
+
+// measurementRow is the explain row of one measurement: label, what it
+// measures, mechanism, sensitivity, ε, noise scale and 95 % error bound.
+func measurementRow(label string, m rewrite.Measurement) ([]any, error) {
+	if m.Sensitivity == 0 {
+		return []any{label, m.Kind.String(), "none (constant)", 0.0, m.Epsilon, 0.0, 0.0}, nil
+	}
+	if m.Gaussian {
+		g, err := mechanisms.NewGaussian(m.Epsilon, m.Delta, m.L2)
+		if err != nil {
+			return nil, err
+		}
+		mech := fmt.Sprintf("Gaussian, L2 sensitivity (δ=%g)", m.Delta)
+		if m.Integer {
+			mech = fmt.Sprintf("discrete Gaussian, L2 sensitivity (δ=%g)", m.Delta)
+		}
+		// noise_scale is σ; the sensitivity column shows L2.
+		return []any{label, m.Kind.String(), mech, m.L2, m.Epsilon, g.Sigma(), g.ErrorBound(ExplainConfidence)}, nil
+	}
+	l, err := mechanisms.NewLaplace(m.Epsilon, m.Sensitivity)
+	if err != nil {
+		return nil, err
+	}
+	mech := "Laplace (granular)"
+	if m.Integer {
+		mech = "discrete Laplace"
+	}
+	return []any{label, m.Kind.String(), mech, m.Sensitivity, m.Epsilon, l.Scale(), l.ErrorBound(ExplainConfidence)}, nil
 }

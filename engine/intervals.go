@@ -11,54 +11,88 @@ import (
 const IntervalConfidence = 0.95
 
 // aggregateInterval is a 95 % confidence interval for an aggregate's
-// exact value after bounding, computed from its released noisy
-// measurements and their mechanisms alone (post-processing): the noise's
-// error bound around a count or sum; for AVG and the variance family, the
-// extreme values of the formula over the error boxes of its measurements,
-// each at 1 − 5 %/k (a union bound over k measurements). A value whose
-// measurements carry no noise has the point interval. Quantiles and
-// expressions have none (nil): a quantile's error is a rank, which
-// explain states.
-func aggregateInterval(a rewrite.Aggregate, noisy []float64, mechs []noiser) *sqltypes.Interval {
-	bound := func(mi, k int) float64 {
+// value, computed from its released noisy measurements and their
+// mechanisms alone (post-processing). Each measurement's value lies
+// within its noise's error bound of the noisy value; when the plan
+// measured what bounding removed (rewrite excess measurements), the
+// noisy excess, within its own bound, is added, so that the interval is
+// for the value before bounding — bias included. Every noisy term is
+// taken at 1 − 5 %/k (a union bound over the aggregate's k terms). A
+// count or sum spans those ranges; AVG and the variance family take the
+// extreme values of the formula over the box of their measurements'
+// ranges. A value whose measurements carry no noise has the point
+// interval. Quantiles and expressions have none (nil): a quantile's error
+// is a rank, which explain states.
+func aggregateInterval(ms []rewrite.Measurement, a rewrite.Aggregate, noisy []float64, mechs []noiser) *sqltypes.Interval {
+	terms, excess := 0, false
+	for _, mi := range a.Measurements {
+		terms++
+		if ms[mi].Excess > 0 {
+			terms++
+			excess = true
+		}
+	}
+	bound := func(mi int) float64 {
 		if mechs[mi] == nil {
 			return 0
 		}
-		return mechs[mi].ErrorBound(1 - (1-IntervalConfidence)/float64(k))
+		return mechs[mi].ErrorBound(1 - (1-IntervalConfidence)/float64(terms))
+	}
+	// span is the range of measurement mi's value around v, its released
+	// value: the noise's bound, widened by the excess.
+	span := func(mi int, v float64) (lo, hi float64) {
+		b := bound(mi)
+		lo, hi = v-b, v+b
+		if x := ms[mi].Excess - 1; x >= 0 {
+			e, be := noisy[x], bound(x)
+			elo, ehi := e-be, e+be
+			if k := ms[mi].Kind; k == rewrite.MeasureCount || k == rewrite.MeasureUnits {
+				elo, ehi = math.Max(0, elo), math.Max(0, ehi) // bounding only drops rows
+			}
+			lo, hi = lo+elo, hi+ehi
+		}
+		return lo, hi
 	}
 	switch a.Func {
 	case rewrite.CountStar, rewrite.CountCol, rewrite.CountDistinctUnit, rewrite.CountDistinctValues:
-		v := math.Max(0, math.Round(noisy[a.Measurements[0]]))
-		b := bound(a.Measurements[0], 1)
-		return &sqltypes.Interval{Lo: math.Max(0, v-b), Hi: v + b}
+		lo, hi := span(a.Measurements[0], math.Max(0, math.Round(noisy[a.Measurements[0]])))
+		return &sqltypes.Interval{Lo: math.Max(0, lo), Hi: hi}
 	case rewrite.Sum:
-		v := noisy[a.Measurements[0]]
-		b := bound(a.Measurements[0], 1)
-		lo, hi := v-b, v+b
-		if a.Bounds.Lo >= 0 {
-			lo = math.Max(0, lo)
-		}
-		if a.Bounds.Hi <= 0 {
-			hi = math.Min(0, hi)
+		lo, hi := span(a.Measurements[0], noisy[a.Measurements[0]])
+		if !excess {
+			// The bounded sum has the sign of the bounds (the values
+			// before clamping need not).
+			if a.Bounds.Lo >= 0 {
+				lo = math.Max(0, lo)
+			}
+			if a.Bounds.Hi <= 0 {
+				hi = math.Min(0, hi)
+			}
 		}
 		return &sqltypes.Interval{Lo: lo, Hi: hi}
 	case rewrite.Avg:
-		n, s := noisy[a.Measurements[0]], noisy[a.Measurements[1]]
-		bn, bs := bound(a.Measurements[0], 2), bound(a.Measurements[1], 2)
+		nlo, nhi := span(a.Measurements[0], noisy[a.Measurements[0]])
+		slo, shi := span(a.Measurements[1], noisy[a.Measurements[1]])
 		mid := (a.Bounds.Lo + a.Bounds.Hi) / 2
-		if n-bn < 1 {
+		if nlo < 1 {
+			if excess {
+				return nil // too few values to bound a mean of unclamped values
+			}
 			return &sqltypes.Interval{Lo: a.Bounds.Lo, Hi: a.Bounds.Hi}
 		}
 		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, nn := range []float64{n - bn, n + bn} {
-			for _, ss := range []float64{s - bs, s + bs} {
+		for _, nn := range []float64{nlo, nhi} {
+			for _, ss := range []float64{slo, shi} {
 				v := ss/nn + mid
 				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
 		}
+		if excess {
+			return &sqltypes.Interval{Lo: lo, Hi: hi}
+		}
 		return &sqltypes.Interval{Lo: math.Max(a.Bounds.Lo, lo), Hi: math.Min(a.Bounds.Hi, hi)}
 	case rewrite.VarPop, rewrite.VarSamp, rewrite.StddevPop, rewrite.StddevSamp:
-		return varianceInterval(a, noisy, []float64{bound(a.Measurements[0], 3), bound(a.Measurements[1], 3), bound(a.Measurements[2], 3)})
+		return varianceInterval(a, noisy, []float64{bound(a.Measurements[0]), bound(a.Measurements[1]), bound(a.Measurements[2])})
 	}
 	return nil
 }

@@ -101,6 +101,9 @@ type auditCase struct {
 	total int
 	// reportBias adds the bias report to the plan.
 	reportBias bool
+	// biasBounds adds the excess measurements, released through the
+	// answer's intervals.
+	biasBounds bool
 }
 
 const auditPolicy = `
@@ -320,6 +323,32 @@ func auditCases() []auditCase {
 			query: "SELECT COUNT(*), SUM(x) FROM people WHERE f = 1",
 			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
 		},
+		// Excess measurements (rewrite/excess.go), released through the
+		// intervals: the unit has Linf rows beyond the bound and values far
+		// outside the bounds, so that its clipped excess reaches the clip
+		// M in each measurement (sharp); with partition selection it has
+		// more groups than L0 (dropped cells count in the excess), under
+		// replace it moves to other groups; over public keys its groups
+		// are weighted by L0/k.
+		auditCase{
+			name: "excess/ungrouped/add_remove/COUNT(*), SUM(x)", neighbouring: config.AddRemove, l0: 1, linf: 2, biasBounds: true,
+			query: "SELECT COUNT(*), SUM(x) FROM people WHERE f = 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 4, x: 1000, f: 1},
+			sharp: 0.8,
+		},
+		auditCase{
+			name: "excess/partition selection/replace/COUNT(*), AVG(x)", neighbouring: config.Replace, l0: 2, linf: 2, biasBounds: true,
+			query:    "SELECT g, COUNT(*), AVG(x) FROM people WHERE f = 1 GROUP BY g",
+			inD:      unitRows{groups: []string{"h1", "h2", "h3"}, rows: 4, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h4"}, rows: 4, x: -1000, f: 1},
+			resample: true, runs: 0.3, sharp: -1,
+		},
+		auditCase{
+			name: "excess/public keys/add_remove/COUNT(*), COUNT(DISTINCT uid)", neighbouring: config.AddRemove, l0: 2, linf: 2, biasBounds: true,
+			query: "SELECT kg, COUNT(*), COUNT(DISTINCT uid) FROM people WHERE f = 1 GROUP BY kg",
+			inD:   unitRows{groups: []string{"h1", "h2", "h3", "h4"}, rows: 4, x: 1000, f: 1},
+			runs:  0.3, sharp: -1,
+		},
 		// GROUP BY numeric bins: public keys (width_bucket's 0 … n+1);
 		// the unit's rows fall in bucket 3.
 		auditCase{
@@ -402,7 +431,7 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 	if c.linf == config.RowsAuto {
 		pol.ProtectedTables[0].MaxRowsPerUnit = config.RowsAuto
 	}
-	plan := planWith(t, pol, c.query, c.reportBias)
+	plan := planWithOptions(t, pol, c.query, rewrite.Options{ReportBias: c.reportBias, BiasBounds: c.biasBounds})
 	sizes := groupSizes(t, plan, c)
 	dir := t.TempDir()
 	sides := [2]*auditSide{
@@ -566,7 +595,7 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 // its aggregates' values.
 func summarize(plan *rewrite.Plan, res *sqltypes.Result) map[string][]float64 {
 	out := make(map[string][]float64, len(res.Rows))
-	for _, row := range res.Rows {
+	for r, row := range res.Rows {
 		var key []string
 		var values []float64
 		for i, o := range plan.Output {
@@ -574,6 +603,19 @@ func summarize(plan *rewrite.Plan, res *sqltypes.Result) map[string][]float64 {
 				key = append(key, fmt.Sprint(row[i]))
 			} else {
 				values = append(values, sqltypes.Float(row[i]))
+			}
+		}
+		// The intervals are released too (on request): they carry the
+		// excess measurements.
+		if r < len(res.Intervals) {
+			for i, iv := range res.Intervals[r] {
+				switch {
+				case iv != nil:
+					values = append(values, iv.Lo, iv.Hi)
+				case plan.Output[i].Source.Aggregate >= 0:
+					// No interval (a mean of too few values): released too.
+					values = append(values, math.Inf(-1), math.Inf(1))
+				}
 			}
 		}
 		out[strings.Join(key, "/")] = values

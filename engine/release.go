@@ -103,7 +103,7 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 		row := make([]any, 2*n)
 		for i, o := range plan.Output {
 			if o.Source.Aggregate >= 0 {
-				row[n+i] = aggregateInterval(plan.Aggregates[o.Source.Aggregate], noisy, mechs)
+				row[n+i] = aggregateInterval(plan.Measurements, plan.Aggregates[o.Source.Aggregate], noisy, mechs)
 			}
 			switch {
 			case o.Source.Group >= 0:

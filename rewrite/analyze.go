@@ -33,6 +33,9 @@ type Options struct {
 	// ReportBias adds the bias report (bias.go), which spends a tenth of
 	// Epsilon.
 	ReportBias bool
+	// BiasBounds adds excess measurements (excess.go), so that intervals
+	// cover what bounding removed; they spend a tenth of Epsilon.
+	BiasBounds bool
 	// RowBound, when > 0, is the Linf an auto bound chose (autobound.go)
 	// for a table with max_rows_per_unit: auto.
 	RowBound int
@@ -230,9 +233,11 @@ type analyzer struct {
 	// alias is the name the query gives the table (its own name by default).
 	alias string
 	// valueExprs are the conditional aggregates' CASE values by their SQL,
-	// and valueSQL the same the other way (conditional.go).
-	valueExprs map[string]*config.Column
-	valueSQL   map[*config.Column]string
+	// and valueSQL the same the other way (conditional.go); rawValueSQL
+	// is each one's CASE without clamping.
+	valueExprs  map[string]*config.Column
+	valueSQL    map[*config.Column]string
+	rawValueSQL map[*config.Column]string
 	// distinctColumns are the columns COUNT(DISTINCT ...) counts, each a
 	// side query (distinct.go).
 	distinctColumns []*config.Column
@@ -371,9 +376,18 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 			eps -= p.Bias.Epsilon
 		}
 	}
+	var excess []int
+	excessEps := 0.0
+	if a.opts.BiasBounds {
+		if excess = p.excessCandidates(); len(excess) > 0 {
+			excessEps = eps * excessShare
+			eps -= excessEps
+		}
+	}
 	if err := p.assignPrivacy(eps, delta); err != nil {
 		return nil, err
 	}
+	p.addExcess(excess, excessEps, b)
 	if err := p.checkMechanismEpsilons(); err != nil {
 		return nil, err
 	}

@@ -31,12 +31,16 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		groupExprs[i] = e.groupExpr(g)
 		inner = append(inner, groupExprs[i]+" AS "+groupRefs[i])
 	}
+	rawValues := p.excessRawValues(b)
 	for j, v := range b.values {
 		value := e.clamp(v.col)
 		if sql, ok := e.a.valueSQL[v.col]; ok {
 			value = sql // a conditional aggregate's CASE (conditional.go)
 		}
 		inner = append(inner, value+" AS "+q(fmt.Sprintf("dp_v%d", j)))
+		if rawValues[j] {
+			inner = append(inner, e.rawValue(v)+" AS "+q(fmt.Sprintf("dp_r%d", j)))
+		}
 	}
 	if len(inner) == 0 {
 		inner = append(inner, "1 AS "+q("dp_one"))
@@ -74,6 +78,13 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		if p.UnitsColumn >= 0 {
 			outerCols[p.UnitsColumn] = "COUNT(*)"
 		}
+		for _, x := range p.Measurements {
+			if x.Kind == MeasureExcess {
+				// The row is the unit: its excess is its value's clamping.
+				j := valueIndex(b, p.Measurements[x.Of].CountColumn)
+				outerCols[x.CountColumn] = "SUM(" + clampedTo(q(fmt.Sprintf("dp_r%d", j))+" - "+q(fmt.Sprintf("dp_v%d", j)), x.Clip) + ")"
+			}
+		}
 		return "SELECT " + strings.Join(outerCols, ", ") +
 			" FROM (SELECT " + strings.Join(inner, ", ") + " FROM " + table + whereClause + ") AS " + q("dp_rows") +
 			groupBy, nil
@@ -89,7 +100,8 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	totalCapped := p.TotalCapped()
 	middle := []string{q("dp_u")}
 	middle = append(middle, groupRefs...)
-	if b.assigned || totalCapped {
+	excess := e.excessColumns(p, b)
+	if b.assigned || totalCapped || len(excess) > 0 {
 		middle = append(middle, "COUNT(*) AS "+q("dp_n"))
 	}
 	for j, v := range b.values {
@@ -97,6 +109,9 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		middle = append(middle, "COUNT("+ref+") AS "+q(fmt.Sprintf("dp_c%d", j)))
 		if e.summable(v.col) {
 			middle = append(middle, "SUM("+ref+") AS "+q(fmt.Sprintf("dp_s%d", j)))
+		}
+		if rawValues[j] {
+			middle = append(middle, "SUM("+q(fmt.Sprintf("dp_r%d", j))+") AS "+q(fmt.Sprintf("dp_rs%d", j)))
 		}
 		if v.sq >= 0 {
 			middle = append(middle, "SUM("+square(ref)+") AS "+q(fmt.Sprintf("dp_q%d", j)))
@@ -126,38 +141,75 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	if totalCapped {
 		weigh = func(x string) string { return scaled(x, q("dp_t"), p.MaxTotalRowsPerUnit) }
 	}
+	// With partition selection, a unit keeps L0 random groups: the cells
+	// beyond are filtered out, or, when excess columns must see what they
+	// held, kept with a weight of 0 (gate), and groups with no kept cell
+	// dropped (HAVING) so that the same groups reach the selection.
+	gate := func(x string) string { return x }
+	gated := p.Selection != nil && len(excess) > 0
+	if gated {
+		gate = func(x string) string {
+			return "CASE WHEN " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit) + " THEN " + x + " ELSE 0 END"
+		}
+	}
 	if b.assigned {
-		outerCols[b.rowCnt] = "SUM(" + weigh(capped(q("dp_n"), linf)) + ")"
+		outerCols[b.rowCnt] = "SUM(" + gate(weigh(capped(q("dp_n"), linf))) + ")"
 	}
 	for j, v := range b.values {
 		c := q(fmt.Sprintf("dp_c%d", j))
-		outerCols[v.count] = "SUM(" + weigh(capped(c, linf)) + ")"
-		outerCols[v.sum] = "SUM(" + weigh(scaled(q(fmt.Sprintf("dp_s%d", j)), c, linf)) + ")"
+		outerCols[v.count] = "SUM(" + gate(weigh(capped(c, linf))) + ")"
+		outerCols[v.sum] = "SUM(" + gate(weigh(scaled(q(fmt.Sprintf("dp_s%d", j)), c, linf))) + ")"
 		if !e.summable(v.col) {
 			outerCols[v.sum] = "0" // only counted: text, booleans, dates and the unit are not summed
 		}
 		if v.sq >= 0 {
-			outerCols[v.sq] = "SUM(" + weigh(scaled(q(fmt.Sprintf("dp_q%d", j)), c, linf)) + ")"
+			outerCols[v.sq] = "SUM(" + gate(weigh(scaled(q(fmt.Sprintf("dp_q%d", j)), c, linf))) + ")"
 		}
 	}
 	if p.UnitsColumn >= 0 {
 		outerCols[p.UnitsColumn] = "COUNT(*)"
+		if gated {
+			outerCols[p.UnitsColumn] = "SUM(" + gate("1") + ")"
+		}
 	}
-	keep := ""
+	keep, having := "", ""
 	switch {
 	case weightGroups:
 		outerCols[p.GroupCountColumn] = q("dp_k")
 		groupBy += ", " + q("dp_k")
+	case gated:
+		having = " HAVING SUM(" + gate("1") + ") > 0"
 	case p.Selection != nil:
 		keep = " WHERE " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit)
 	}
-	from := "(" + middleSQL + ") AS " + q("dp_units") + keep
+	from, alias := "("+middleSQL+") AS "+q("dp_units")+keep, q("dp_units")
 	if totalCapped {
 		// T over the groups the unit keeps.
-		from = "(SELECT " + q("dp_units") + ".*, SUM(" + capped(q("dp_n"), linf) + ") OVER (PARTITION BY " + q("dp_u") + ") AS " + q("dp_t") +
+		from = "(SELECT " + alias + ".*, SUM(" + gate(capped(q("dp_n"), linf)) + ") OVER (PARTITION BY " + q("dp_u") + ") AS " + q("dp_t") +
 			" FROM " + from + ") AS " + q("dp_kept")
+		alias = q("dp_kept")
 	}
-	return "SELECT " + strings.Join(outerCols, ", ") + " FROM " + from + groupBy, nil
+	if len(excess) > 0 {
+		// Each cell's excess (raw − kept, with the weights the outer level
+		// applies and, over public keys, the engine's min(1, L0/k)), then
+		// each unit's total, then the clipped sums (excess.go).
+		groupWeight := func(x string) string { return x }
+		if weightGroups {
+			l0 := strconv.Itoa(p.MaxGroupsPerUnit)
+			groupWeight = func(x string) string {
+				return "CASE WHEN " + q("dp_k") + " <= " + l0 + " THEN " + x + " ELSE " + x + " * " + l0 + ".000000000 / " + q("dp_k") + " END"
+			}
+		}
+		cells, totals := []string{alias + ".*"}, []string{q("dp_cells") + ".*"}
+		for i, x := range excess {
+			xi, ti := q(fmt.Sprintf("dp_x%d", i)), q(fmt.Sprintf("dp_xt%d", i))
+			cells = append(cells, x.raw+" - "+groupWeight(gate(weigh(x.kept)))+" AS "+xi)
+			totals = append(totals, "SUM(ABS("+xi+")) OVER (PARTITION BY "+q("dp_u")+") AS "+ti)
+			outerCols[x.column] = "SUM(" + clipped(xi, ti, x.clip) + ")"
+		}
+		from = "(SELECT " + strings.Join(totals, ", ") + " FROM (SELECT " + strings.Join(cells, ", ") + " FROM " + from + ") AS " + q("dp_cells") + ") AS " + q("dp_clip")
+	}
+	return "SELECT " + strings.Join(outerCols, ", ") + " FROM " + from + groupBy + having, nil
 }
 
 // tableRef writes the protected table's name, schema-qualified when the

@@ -34,8 +34,11 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 			WithHint("write the searched form: %s(CASE WHEN condition THEN value [ELSE value] END)", fn)
 	}
 	e := &emitter{d: a.opts.Dialect, a: a}
-	var sb strings.Builder
+	// sb is the CASE with summed columns clamped, raw the same unclamped
+	// (what bounding changes, for the excess measurements: excess.go).
+	var sb, raw strings.Builder
 	sb.WriteString("CASE")
+	raw.WriteString("CASE")
 	lo, hi := math.Inf(1), math.Inf(-1)
 	typ := config.ColumnType("")
 	// combine widens the CASE's type: any fractional result makes it
@@ -51,7 +54,8 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 			typ = t
 		}
 	}
-	result := func(r ast.ExprNode) (string, error) {
+	// result writes one result, clamped and as it is.
+	result := func(r ast.ExprNode) (string, string, error) {
 		expr := unparen(r)
 		negative := false
 		if u, ok := expr.(*ast.UnaryOperationExpr); ok && u.Op == opcode.Minus {
@@ -60,15 +64,15 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 		switch v := expr.(type) {
 		case *test_driver.ValueExpr:
 			if v.Kind() == test_driver.KindNull && !negative {
-				return "NULL", nil
+				return "NULL", "NULL", nil
 			}
 			f, ok := constantNumber(v)
 			if !ok {
 				if summed || negative {
-					return "", sqlerr.New(sqlerr.DatatypeMismatch, "%s(CASE ...) needs numeric results", fn)
+					return "", "", sqlerr.New(sqlerr.DatatypeMismatch, "%s(CASE ...) needs numeric results", fn)
 				}
 				s, _, err := e.literal(v)
-				return s, err
+				return s, s, err
 			}
 			if negative {
 				f = -f
@@ -76,7 +80,7 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 			// A large constant could overflow the backend's sum, an
 			// error that would depend on how many rows match.
 			if math.Abs(f) > maxCaseConstant {
-				return "", sqlerr.New(sqlerr.FeatureNotSupported, "%s(CASE ...) constants must lie within ±%g", fn, maxCaseConstant).
+				return "", "", sqlerr.New(sqlerr.FeatureNotSupported, "%s(CASE ...) constants must lie within ±%g", fn, maxCaseConstant).
 					WithHint("scale the constants down and the result up: SUM(CASE WHEN ... THEN 1 ELSE 0 END) * 1e12")
 			}
 			lo, hi = math.Min(lo, f), math.Max(hi, f)
@@ -85,47 +89,50 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 			} else {
 				combine(config.TypeNumeric)
 			}
-			return formatNumber(f), nil
+			return formatNumber(f), formatNumber(f), nil
 		case *ast.ColumnNameExpr:
 			col, err := a.column(v.Name)
 			if err != nil {
-				return "", err
+				return "", "", err
 			}
 			if a.isUnit(col) && summed {
-				return "", sqlerr.New(sqlerr.InsufficientPrivilege, "the privacy unit column %q cannot be aggregated", col.Name).
+				return "", "", sqlerr.New(sqlerr.InsufficientPrivilege, "the privacy unit column %q cannot be aggregated", col.Name).
 					WithHint("COUNT(DISTINCT %s) counts people; COUNT(CASE WHEN ... THEN 1 END) counts rows", col.Name)
 			}
 			if summed {
 				if !col.Type.Numeric() || col.Bounds == nil {
-					return "", sqlerr.New(sqlerr.InsufficientPrivilege, "%s(CASE ... THEN %s ...) needs a numeric column with clamp bounds in the policy", fn, col.Name).
+					return "", "", sqlerr.New(sqlerr.InsufficientPrivilege, "%s(CASE ... THEN %s ...) needs a numeric column with clamp bounds in the policy", fn, col.Name).
 						WithHint("declare `bounds: [lo, hi]` for %q", col.Name)
 				}
 				lo, hi = math.Min(lo, col.Bounds.Lo), math.Max(hi, col.Bounds.Hi)
 			}
 			combine(col.Type)
-			return e.clamp(col), nil
+			return e.clamp(col), e.d.QuoteIdent(col.Name), nil
 		}
-		return "", sqlerr.New(sqlerr.FeatureNotSupported, "the results of %s(CASE ...) must be columns, numbers or NULL", fn)
+		return "", "", sqlerr.New(sqlerr.FeatureNotSupported, "the results of %s(CASE ...) must be columns, numbers or NULL", fn)
 	}
 	for _, w := range x.WhenClauses {
 		cond, err := e.boolExpr(w.Expr)
 		if err != nil {
 			return nil, err
 		}
-		r, err := result(w.Result)
+		r, unclamped, err := result(w.Result)
 		if err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(&sb, " WHEN %s THEN %s", cond, r)
+		fmt.Fprintf(&raw, " WHEN %s THEN %s", cond, unclamped)
 	}
 	if x.ElseClause != nil {
-		r, err := result(x.ElseClause)
+		r, unclamped, err := result(x.ElseClause)
 		if err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(&sb, " ELSE %s", r)
+		fmt.Fprintf(&raw, " ELSE %s", unclamped)
 	}
 	sb.WriteString(" END")
+	raw.WriteString(" END")
 	if typ == "" {
 		typ = config.TypeInt // only NULLs: counts nothing
 	}
@@ -146,9 +153,11 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 	if a.valueExprs == nil {
 		a.valueExprs = map[string]*config.Column{}
 		a.valueSQL = map[*config.Column]string{}
+		a.rawValueSQL = map[*config.Column]string{}
 	}
 	a.valueExprs[key] = col
 	a.valueSQL[col] = strings.TrimSuffix(key, " -- summed")
+	a.rawValueSQL[col] = raw.String()
 	return col, nil
 }
 

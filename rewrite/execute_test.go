@@ -64,6 +64,9 @@ var fixture = []string{
 
 type executeCase struct {
 	sql string
+	// bias asks for the excess measurements (Options.BiasBounds): their
+	// columns follow the others.
+	bias bool
 	// check receives the backend rows (folded: Plan.FoldGroups) as
 	// float64 (NULL as 0) and reports a mismatch.
 	check func(rows [][]float64, keys []string) error
@@ -71,6 +74,107 @@ type executeCase struct {
 
 // Hand-computed bounded results.
 var executeCases = []executeCase{
+	{
+		// Excess (excess.go), ungrouped, Linf = 2: rows p1 5 − 2 = 3, p2
+		// 0, p3 10 − 2 = 8, each unit's clipped at the count's
+		// sensitivity 2 → 2 + 0 + 2; cost p1 500 − 200, p2 5000 − 1000
+		// (clipped at 2000), p3 100 − 20 → 300 + 2000 + 80.
+		sql:  `SELECT COUNT(*), SUM(cost) FROM visits`,
+		bias: true,
+		check: func(rows [][]float64, _ []string) error {
+			return expectRowNear(rows, 5, 5, 1220, 4, 2380)
+		},
+	},
+	{
+		// Excess over public keys: p1's A keeps 2 of 5 rows (3 out); p3's
+		// 5 groups keep 3/5 of 2 rows each (0.8 out of each); the engine
+		// weights the counts, not the excess (FoldGroups).
+		sql:  `SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis`,
+		bias: true,
+		check: func(rows [][]float64, keys []string) error {
+			want := map[string][2]float64{"A": {3.2, 3.8}, "B": {2.2, 0.8}, "C": {1.2, 0.8}, "D": {1.2, 0.8}, "E": {1.2, 0.8}}
+			if len(rows) != len(want) {
+				return fmt.Errorf("keys %v, want %v", keys, want)
+			}
+			for i, r := range rows {
+				w := want[keys[i]]
+				if math.Abs(r[0]-w[0]) > 1e-9 || math.Abs(r[1]-w[1]) > 1e-9 {
+					return fmt.Errorf("group %s: %v, want %v", keys[i], r, w)
+				}
+			}
+			return nil
+		},
+	},
+	{
+		// Excess with partition selection: p1 has one visit in each of 5
+		// months and keeps L0 = 3 at random; a month it drops is counted
+		// in the excess (kept + excess = 1 each) and, with no other
+		// visit, not returned at all. 2024-06: p2's one visit. 2025-01:
+		// p3's 10 visits, 2 kept, 8 out clipped at the sensitivity 6.
+		// Columns: rows, units, excess.
+		sql:  `SELECT date_trunc('month', visit_date) AS m, COUNT(*) FROM visits GROUP BY 1`,
+		bias: true,
+		check: func(rows [][]float64, keys []string) error {
+			p1 := 0
+			for i, r := range rows {
+				switch {
+				case strings.HasPrefix(keys[i], "2025-01"):
+					if fmt.Sprint(r) != "[2 1 6]" {
+						return fmt.Errorf("2025-01: %v, want [2 1 6]", r)
+					}
+				case strings.HasPrefix(keys[i], "2024-06"):
+					if fmt.Sprint(r) != "[1 1 0]" {
+						return fmt.Errorf("2024-06: %v, want [1 1 0]", r)
+					}
+				default:
+					p1++
+					if fmt.Sprint(r) != "[1 1 0]" {
+						return fmt.Errorf("%s: %v, want p1's kept month [1 1 0]", keys[i], r)
+					}
+				}
+			}
+			if p1 != 3 {
+				return fmt.Errorf("%d of p1's months returned, want L0 = 3 (keys %v)", p1, keys)
+			}
+			return nil
+		},
+	},
+	{
+		// Excess under row privacy: clamping only. income 300000 → 200000
+		// (100000 out; NULL counts nothing); age −5 → 0 and 150 → 100:
+		// the centred sum's excess is −5 + 50.
+		sql:  `SELECT SUM(income), AVG(age) FROM people`,
+		bias: true,
+		check: func(rows [][]float64, _ []string) error {
+			return expectRowNear(rows, 3, 251000, 4, 180, 100000, 45)
+		},
+	},
+	{
+		// Excess with the total bound C = 3: p1 keeps 2 of its 4 x rows
+		// and its y row (T = 3); p2 keeps half of each of its 2 capped
+		// rows in x, y and z (T = 6): one row out of each.
+		sql:  `SELECT city, COUNT(*) FROM trips GROUP BY city`,
+		bias: true,
+		check: func(rows [][]float64, keys []string) error {
+			want := map[string]string{"x": "[3 3]", "y": "[2 1]", "z": "[1 1]"}
+			for i, r := range rows {
+				if got := fmt.Sprint(roundAll(r)); got != want[keys[i]] {
+					return fmt.Errorf("city %s: %v, want %s", keys[i], r, want[keys[i]])
+				}
+			}
+			return nil
+		},
+	},
+	{
+		// Excess of a conditional sum: the CASE unclamped. p1 5 × 100
+		// scaled to 2 (300 out), p2 5000 → 1000 (4000 out, clipped at
+		// 2000), p3's zeros.
+		sql:  `SELECT SUM(CASE WHEN nights > 2 THEN cost ELSE 0 END) FROM visits`,
+		bias: true,
+		check: func(rows [][]float64, _ []string) error {
+			return expectRowNear(rows, 5, 1200, 2300)
+		},
+	},
 	{
 		// Ungrouped: one group, at most Linf = 2 rows per unit:
 		// p1 2, p2 1, p3 2 → 5.
@@ -379,6 +483,16 @@ func expectKeyed(want map[string]float64) func([][]float64, []string) error {
 	}
 }
 
+// roundAll rounds each value to 9 decimal places (weights C/T computed
+// in decimal or floating arithmetic).
+func roundAll(r []float64) []float64 {
+	out := make([]float64, len(r))
+	for i, v := range r {
+		out[i] = math.Round(v*1e9) / 1e9
+	}
+	return out
+}
+
 func expectRow(rows [][]float64, want ...float64) error {
 	if len(rows) != 1 {
 		return fmt.Errorf("got %d rows, want 1", len(rows))
@@ -491,7 +605,7 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1})
+			q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1, BiasBounds: c.bias})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -28,6 +28,14 @@ func (p *Plan) FoldGroups(rows [][]any) ([][]any, error) {
 	for _, g := range p.Groups {
 		isGroup[g.BackendColumn] = true
 	}
+	// Excess columns carry their weights already (excess.go): summed as
+	// they are.
+	preweighted := map[int]bool{}
+	for _, m := range p.Measurements {
+		if m.Kind == MeasureExcess {
+			preweighted[m.CountColumn] = true
+		}
+	}
 	l0 := big.NewRat(int64(p.MaxGroupsPerUnit), 1)
 	type folded struct {
 		row  []any
@@ -70,7 +78,9 @@ func (p *Plan) FoldGroups(rows [][]any) ([][]any, error) {
 			if x == nil {
 				continue
 			}
-			x.Mul(x, w)
+			if !preweighted[j] {
+				x.Mul(x, w)
+			}
 			if f.sums[j] == nil {
 				f.sums[j] = x
 			} else {

@@ -51,6 +51,11 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 		copied.Defaults.Neighbouring = config.Neighbouring(neighbouring)
 		pol, sql = &copied, rest
 	}
+	// "-- intervals" asks for the excess measurements (BiasBounds).
+	biasBounds := false
+	if rest, ok := strings.CutPrefix(sql, "-- intervals\n"); ok {
+		biasBounds, sql = true, rest
+	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "-- sql\n%s\n", sql)
 	for _, d := range []Dialect{Postgres, SQLite, MySQL} {
@@ -58,7 +63,7 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 		if err != nil {
 			t.Fatalf("parse: %v", err)
 		}
-		q, err := Analyze(parsed.Stmts[0], pol, Options{Dialect: d, Epsilon: 1, Casts: parsed.CastOf})
+		q, err := Analyze(parsed.Stmts[0], pol, Options{Dialect: d, Epsilon: 1, Casts: parsed.CastOf, BiasBounds: biasBounds})
 		if err != nil {
 			t.Fatalf("analyze: %v", err)
 		}
@@ -94,6 +99,12 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 				i, m.Kind, m.Sensitivity, m.Epsilon, m.Integer, m.CountColumn, m.SumColumn, m.SquaresColumn, m.Mid)
 			if m.SideQuery > 0 {
 				fmt.Fprintf(&sb, " side_query=%d", m.SideQuery-1)
+			}
+			if m.Excess > 0 {
+				fmt.Fprintf(&sb, " excess=%d", m.Excess-1)
+			}
+			if m.Kind == MeasureExcess {
+				fmt.Fprintf(&sb, " of=%d clip=%g", m.Of, m.Clip)
 			}
 			sb.WriteString("\n")
 		}

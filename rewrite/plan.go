@@ -54,10 +54,13 @@ const (
 	// MeasureDistinctValues counts the distinct values of a column
 	// (distinct.go), computed by a side query.
 	MeasureDistinctValues
+	// MeasureExcess is what bounding removed from another measurement,
+	// each unit's part clipped (excess.go).
+	MeasureExcess
 )
 
 func (k MeasurementKind) String() string {
-	return [...]string{"count", "sum", "centered sum", "centered squares", "distinct units", "distinct values"}[k]
+	return [...]string{"count", "sum", "centered sum", "centered squares", "distinct units", "distinct values", "excess"}[k]
 }
 
 // Measurement is one noisy quantity released per group. Its sensitivity is
@@ -87,6 +90,13 @@ type Measurement struct {
 	// the query whose value for the group is the exact value (the
 	// column indexes above are then unused).
 	SideQuery int
+	// Excess, when not 0, is 1 + the index of this measurement's excess
+	// companion (excess.go).
+	Excess int
+	// Of and Clip are set on an excess companion: the index of the
+	// measurement whose excess it is, and the per-unit clip M.
+	Of   int
+	Clip float64
 }
 
 // Value is the measurement's exact value for one group, computed from the

@@ -74,9 +74,15 @@ type sensitivityCase struct {
 	selectionGroups int
 	// total, when not 0, is t's max_total_rows_per_unit (C).
 	total int
+	// bias adds the excess measurements (excess.go), after the others.
+	bias bool
 }
 
 var five = rowsOf{n: 5, x: 1000, f: 1} // 5 rows > Linf, x clamped to hi
+
+// ten has so many rows and so large a value that its excess reaches the
+// clip in every case.
+var ten = rowsOf{n: 10, x: 1000, f: 1}
 
 func in(r rowsOf, groups ...string) rowsOf { r.groups = groups; return r }
 
@@ -156,6 +162,25 @@ var sensitivityCases = []sensitivityCase{
 	{name: "selection distinct units", neighbouring: config.Replace, query: "SELECT g, COUNT(DISTINCT uid) FROM t WHERE f = 1 GROUP BY g",
 		inD: in(five, "h1", "h2"), inDPrime: in(five, "h3", "h4"), reached: []float64{2 * l0}, tight: true, selectionGroups: 2 * l0},
 
+	// Excess measurements: each unit's excess, clipped at M (the
+	// measurement's sensitivity; half of it under replace, where the unit's
+	// old and new excess both count), moves the vector by the sensitivity.
+	{name: "excess count", neighbouring: config.AddRemove, query: "SELECT COUNT(*) FROM t WHERE f = 1",
+		inD: in(ten, "h1"), reached: []float64{linf, linf}, tight: true, bias: true},
+	{name: "excess sum", neighbouring: config.Replace, query: "SELECT SUM(x) FROM t WHERE f = 1",
+		inD: in(ten, "h1"), inDPrime: in(rowsOf{n: 10, x: -1000, f: 1}, "h1"), reached: []float64{linf * 15, linf * 15}, tight: true, bias: true},
+	{name: "excess avg", neighbouring: config.AddRemove, query: "SELECT AVG(x) FROM t WHERE f = 1",
+		inD: in(ten, "h1"), reached: []float64{linf, linf * half, linf, linf * half}, tight: true, bias: true},
+	{name: "excess keys count", neighbouring: config.AddRemove, query: "SELECT kg, COUNT(*) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(ten, "h1", "h2", "h3", "h4"), reached: []float64{l0 * linf, l0 * linf}, tight: true, bias: true},
+	{name: "excess selection count", neighbouring: config.Replace, query: "SELECT g, COUNT(*) FROM t WHERE f = 1 GROUP BY g",
+		inD: in(ten, "h1", "h2"), inDPrime: in(ten, "h3", "h4"), reached: []float64{2 * l0 * linf, 2 * l0 * linf}, tight: true, selectionGroups: 2 * l0, bias: true},
+	// Cells beyond L0 (dropped at random) count in the excess whole.
+	{name: "excess selection count and units, random L0 of 4", neighbouring: config.AddRemove, query: "SELECT g, COUNT(*), COUNT(DISTINCT uid) FROM t WHERE f = 1 GROUP BY g",
+		inD: in(ten, "h1", "h2", "h3", "h4"), reached: []float64{l0 * linf, l0, l0 * linf, l0}, tight: true, selectionGroups: l0, bias: true},
+	{name: "excess total keys count", neighbouring: config.AddRemove, query: "SELECT kg, COUNT(*) FROM t WHERE f = 1 GROUP BY kg",
+		inD: in(ten, "h1", "h2", "h3", "h4"), reached: []float64{4, 4 * (1 + totalCapSlack)}, tight: true, total: 4, bias: true},
+
 	// The total bound C = 4 < L0·Linf = 6: a unit's capped rows over all
 	// its groups (4 groups × 3 = 12) are weighted by C/12, so it moves
 	// the groups by C in all (counts), C·M (sums); twice under replace.
@@ -182,7 +207,10 @@ func TestSensitivityCoversWorstCases(t *testing.T) {
 				t.Fatal(err)
 			}
 			pol.ProtectedTables[0].MaxTotalRowsPerUnit = c.total
-			p := planFor(t, pol, c.query)
+			p := planForOptions(t, pol, c.query, Options{BiasBounds: c.bias})
+			if c.bias != p.HasExcess() {
+				t.Fatalf("excess measurements: %v, the case expects %v", p.HasExcess(), c.bias)
+			}
 			if c.total > 0 && !p.TotalCapped() {
 				t.Fatalf("the plan does not apply the total bound %d", c.total)
 			}
@@ -206,6 +234,19 @@ func TestSensitivityCoversWorstCases(t *testing.T) {
 				if c.tight && math.Abs(moved-m.Sensitivity) > 2e-9*m.Sensitivity {
 					t.Errorf("%s: the worst case reaches %v, the sensitivity is %v: the derivation and the plan disagree", m.Kind, moved, m.Sensitivity)
 				}
+			}
+			// The excess measurements take excessShare of ε; the rest is
+			// split over the others and the selection.
+			mainMeasurements, mainEpsilon := 0, p.Epsilon
+			for _, m := range p.Measurements {
+				if m.Kind == MeasureExcess {
+					mainEpsilon -= m.Epsilon
+				} else {
+					mainMeasurements++
+				}
+			}
+			if c.bias && math.Abs(mainEpsilon-p.Epsilon*(1-excessShare)) > 1e-12 {
+				t.Errorf("the excess measurements spend %v of ε = %v, want %v", p.Epsilon-mainEpsilon, p.Epsilon, p.Epsilon*excessShare)
 			}
 			s := p.Selection
 			if (s != nil) != (c.selectionGroups > 0) {
@@ -236,7 +277,7 @@ func TestSensitivityCoversWorstCases(t *testing.T) {
 				// Thresholding a count: no ε of its own, and a lone unit's
 				// group (count ≤ MaxAlone) is what δ covers.
 				m := p.Measurements[th.Measurement]
-				if s.Delta != p.Delta || s.Epsilon != 0 || m.Epsilon != p.Epsilon/float64(len(p.Measurements)) || th.Tau <= float64(th.MaxAlone) {
+				if s.Delta != p.Delta || s.Epsilon != 0 || math.Abs(m.Epsilon-mainEpsilon/float64(mainMeasurements)) > 1e-12 || th.Tau <= float64(th.MaxAlone) {
 					t.Errorf("threshold selection %+v (ε %v, δ %v) of the plan's (%v, %v) over %d measurements", th, s.Epsilon, s.Delta, p.Epsilon, p.Delta, len(p.Measurements))
 				}
 				for _, key := range unionKeys(d, dPrime) {
@@ -250,7 +291,7 @@ func TestSensitivityCoversWorstCases(t *testing.T) {
 						}
 					}
 				}
-			} else if s.Delta != p.Delta || s.Epsilon != p.Epsilon/float64(len(p.Measurements)+1) {
+			} else if s.Delta != p.Delta || math.Abs(s.Epsilon-mainEpsilon/float64(mainMeasurements+1)) > 1e-12 {
 				t.Errorf("selection (ε, δ) = (%v, %v) of the plan's (%v, %v) over %d measurements", s.Epsilon, s.Delta, p.Epsilon, p.Delta, len(p.Measurements))
 			}
 		})
@@ -285,11 +326,18 @@ func TestSensitivityRowPrivacyReplace(t *testing.T) {
 
 func planFor(t *testing.T, pol *config.Policy, query string) *Plan {
 	t.Helper()
+	return planForOptions(t, pol, query, Options{})
+}
+
+// planForOptions is planFor with opts (dialect and ε set here).
+func planForOptions(t *testing.T, pol *config.Policy, query string, opts Options) *Plan {
+	t.Helper()
 	stmts, err := Parse(query, PostgresFrontEnd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := Analyze(stmts[0], pol, Options{Dialect: SQLite, Epsilon: pol.Defaults.Epsilon})
+	opts.Dialect, opts.Epsilon = SQLite, pol.Defaults.Epsilon
+	q, err := Analyze(stmts[0], pol, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

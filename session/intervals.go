@@ -109,10 +109,16 @@ func intervalNotice(res *sqltypes.Result, plan *rewrite.Plan, with []bool, inter
 		}
 	}
 	msg := "dpproxy: 95 % confidence intervals (noise): " + strings.Join(parts, "; ")
-	if len(parts) == 0 {
-		msg = "dpproxy: no column of this answer has an interval (quantiles state their rank error in EXPLAIN DP)"
+	if plan.HasExcess() {
+		msg = "dpproxy: 95 % confidence intervals (noise, and the bias of contribution bounding measured with a tenth of ε): " + strings.Join(parts, "; ")
 	}
-	if !plan.Table.IsRowPrivacy() {
+	if len(parts) == 0 {
+		msg = "dpproxy: no column of this answer has an interval (quantiles state their rank error in EXPLAIN DP; a mean of too few values has no bound before clamping)"
+	}
+	switch {
+	case plan.HasExcess():
+		msg += "; they do not cover a person's rows beyond twice the bounds' worth (EXPLAIN DP)"
+	case !plan.Table.IsRowPrivacy():
 		msg += "; bounding keeps at most " + strconv.Itoa(plan.MaxRowsPerUnit) + " row(s) per person per group"
 		if plan.TotalCapped() {
 			msg += " and " + strconv.Itoa(plan.MaxTotalRowsPerUnit) + " in all"

@@ -182,7 +182,7 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 		if err != nil {
 			return nil, err
 		}
-		q, err := rewrite.Analyze(fresh, s.engine.Policy(), rewrite.Options{Dialect: s.engine.Dialect(), Epsilon: s.epsilon, FrontEnd: s.frontEnd, Casts: castLookup(freshParsed)})
+		q, err := rewrite.Analyze(fresh, s.engine.Policy(), s.analyzeOptions(s.epsilon, castLookup(freshParsed)))
 		if err == nil && q.Passthrough != nil {
 			h.passthrough = q.Passthrough.SQL
 		}

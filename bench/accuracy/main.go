@@ -110,6 +110,13 @@ type Stat struct {
 	// the bounded value: coverage with bias included, and of the noise.
 	IntervalTrue    float64 `json:"interval_covers_true"`
 	IntervalBounded float64 `json:"interval_covers_bounded"`
+	// BiasIntervalTrue is the share of answers whose interval holds the
+	// true value when the session asks for intervals, whose plans then
+	// measure what bounding removed (rewrite/excess.go) — bias included —
+	// and BiasIntervalWidth the mean half-width of those intervals
+	// relative to the true value.
+	BiasIntervalTrue  float64 `json:"bias_interval_covers_true"`
+	BiasIntervalWidth float64 `json:"bias_interval_half_width_rel"`
 }
 
 func main() {
@@ -316,7 +323,7 @@ func run(runs int, out string, patients int, policyPath string, workers int) err
 // runFresh runs sql `runs` times at eps over `workers` sessions, fresh
 // releases each (the cache is off), and hands every answer to each, one
 // at a time.
-func (e *env) runFresh(ctx context.Context, sql string, eps float64, runs, workers int, each func(*sqltypes.Result)) error {
+func (e *env) runFresh(ctx context.Context, sql string, eps float64, runs, workers int, each func(*sqltypes.Result), settings ...string) error {
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
@@ -335,6 +342,11 @@ func (e *env) runFresh(ctx context.Context, sql string, eps float64, runs, worke
 			if err == nil {
 				defer s.Close()
 				_, err = s.Execute(ctx, "SET dpproxy.epsilon = "+strconv.FormatFloat(eps, 'g', -1, 64))
+			}
+			for _, set := range settings {
+				if err == nil {
+					_, err = s.Execute(ctx, set)
+				}
 			}
 			for range next {
 				if err != nil {
@@ -462,6 +474,33 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 	if err != nil {
 		return nil, err
 	}
+	// Again with intervals asked for (SET dpproxy.intervals): the plans
+	// measure what bounding removed; coverage of the truth and width.
+	biasCov, biasN, biasWidth := make([]int, len(aggCols)), make([]int, len(aggCols)), make([]float64, len(aggCols))
+	err = e.runFresh(ctx, q.SQL, eps, runs, workers, func(res *sqltypes.Result) {
+		for ri, row := range res.Rows {
+			t, ok := truth[rowKey(row, plan)]
+			if !ok || ri >= len(res.Intervals) {
+				continue
+			}
+			for j, c := range aggCols {
+				biasN[j]++
+				iv := res.Intervals[ri][c]
+				if iv == nil {
+					continue // no bound (a mean of too few values): not covered
+				}
+				if t[j] >= iv.Lo && t[j] <= iv.Hi {
+					biasCov[j]++
+				}
+				if t[j] != 0 {
+					biasWidth[j] += (iv.Hi - iv.Lo) / 2 / math.Abs(t[j])
+				}
+			}
+		}
+	}, "SET dpproxy.intervals = notice")
+	if err != nil {
+		return nil, err
+	}
 
 	var out []Stat
 	for j, c := range aggCols {
@@ -479,6 +518,10 @@ func (e *env) measure(ctx context.Context, q query, eps float64, runs, workers i
 		if a.nIval > 0 {
 			st.IntervalTrue = float64(a.covT) / float64(a.nIval)
 			st.IntervalBounded = float64(a.covB) / float64(a.nIval)
+		}
+		if biasN[j] > 0 {
+			st.BiasIntervalTrue = float64(biasCov[j]) / float64(biasN[j])
+			st.BiasIntervalWidth = biasWidth[j] / float64(biasN[j])
 		}
 		nb := 0
 		for k, t := range truth {
@@ -728,20 +771,23 @@ func markdown(stats, chart []Stat, patients, runs int) string {
 		"(for AVG: the centred sum's bound ÷ the bounded count, an approximation); *within* is the share of answers within it of the bounded truth. "+
 		"Where group keys come from the data (visits by month: partition selection), bounding keeps at most 12 groups per patient chosen at random, "+
 		"so the bounded truth itself varies from run to run and the noise-only error includes that sampling variation; the demo's visits keep "+
-		"at most 40 rows per patient in all (max_total_rows_per_unit), which no patient exceeds. *95%% interval* is the interval each answer "+
-		"carries (SET dpproxy.intervals): the share of answers whose interval holds the true value (bias included), and the bounded truth. "+
+		"at most 40 rows per patient in all (max_total_rows_per_unit), which no patient exceeds. *95%% interval, bias included* is the interval each answer "+
+		"carries when the session asks for intervals (SET dpproxy.intervals; the plan then spends a tenth of ε measuring what bounding removed, "+
+		"rewrite/excess.go, in a second set of fresh runs): the share of answers whose interval holds the true value, and its mean half-width relative to "+
+		"the true value. *Noise-only interval* is the interval of the noise alone (the plan without those measurements): the share holding the true "+
+		"value and the bounded truth. "+
 		"The *auto bound* rows use max_rows_per_unit: auto for visits (no total bound): each query chooses its bound from the data, so there "+
 		"is no single bounded truth to compare with.\n\n", patients, runs)
-	sb.WriteString("| query | aggregate | ε | mean abs error | mean rel error | noise only (mean abs) | explain 95% | within | 95% interval holds truth | … holds bounded truth | bias (mean abs) | bias (mean rel, signed) | groups released |\n")
-	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	sb.WriteString("| query | aggregate | ε | mean abs error | mean rel error | noise only (mean abs) | explain 95% | within | 95% interval, bias included: holds truth | … its half-width (rel) | noise-only interval holds truth | … holds bounded truth | bias (mean abs) | bias (mean rel, signed) | groups released |\n")
+	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range stats {
 		approx := ""
 		if s.BoundApprox {
 			approx = "≈"
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %g | %s | %.3g%% | %s | %s%s | %.0f%% | %.1f%% | %.1f%% | %s | %+.3g%% | %.0f%% of %d |\n",
+		fmt.Fprintf(&sb, "| %s | %s | %g | %s | %.3g%% | %s | %s%s | %.0f%% | %.1f%% | %.3g%% | %.1f%% | %.1f%% | %s | %+.3g%% | %.0f%% of %d |\n",
 			s.Query, s.Aggregate, s.Epsilon, num(s.MeanAbsError), 100*s.MeanRelError, num(s.NoiseMeanAbs), approx, num(s.Bound95),
-			100*s.Within95, 100*s.IntervalTrue, 100*s.IntervalBounded, num(s.BiasAbs), 100*s.BiasRel, 100*s.ReleasedShare, s.Groups)
+			100*s.Within95, 100*s.BiasIntervalTrue, 100*s.BiasIntervalWidth, 100*s.IntervalTrue, 100*s.IntervalBounded, num(s.BiasAbs), 100*s.BiasRel, 100*s.ReleasedShare, s.Groups)
 	}
 	sb.WriteString("\nRelative error against ε (patients table, no GROUP BY; dashed: explain's 95% bound relative to the true value):\n\n")
 	sb.WriteString("![relative error against epsilon](bench/results/accuracy.png)\n\n")

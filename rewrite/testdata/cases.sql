@@ -90,3 +90,25 @@ SELECT married, COUNT(*) FROM surveys GROUP BY married
 SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city
 -- name: top_k
 SELECT region, COUNT(*) AS visits, AVG(cost) FROM visits GROUP BY region ORDER BY COUNT(*) DESC LIMIT 3
+-- name: excess_ungrouped
+-- intervals
+SELECT COUNT(*), SUM(cost), AVG(cost) FROM visits
+-- name: excess_public_keys
+-- intervals
+SELECT diagnosis, COUNT(*), COUNT(DISTINCT patient_id), AVG(nights) FROM visits GROUP BY diagnosis
+-- name: excess_selection
+-- intervals
+SELECT region, COUNT(*), SUM(cost) FROM visits GROUP BY region
+-- name: excess_total_cap
+-- intervals
+SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city
+-- name: excess_row_privacy
+-- intervals
+SELECT sex, COUNT(*), SUM(income), AVG(age) FROM people GROUP BY sex
+-- name: excess_conditional
+-- intervals
+SELECT SUM(CASE WHEN nights > 2 THEN cost ELSE 0 END), VAR_POP(cost) FROM visits
+-- name: excess_replace
+-- neighbouring: replace
+-- intervals
+SELECT region, COUNT(DISTINCT patient_id), SUM(cost) FROM visits GROUP BY region
