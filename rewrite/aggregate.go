@@ -33,7 +33,8 @@ func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, 
 		if len(p.Groups) == 0 {
 			return OutputColumn{}, a.rawRowsError()
 		}
-		return OutputColumn{}, sqlerr.New(sqlerr.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", col.Name)
+		return OutputColumn{}, sqlerr.New(sqlerr.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", col.Name).
+			WithHint("add %s to GROUP BY, or aggregate it: COUNT(%s), AVG(%s), MEDIAN(%s)", col.Name, col.Name, col.Name, col.Name)
 	case *ast.FuncCallExpr:
 		if bucketUnits[x.FnName.L] != nil {
 			bucket, col, err := a.timeBucket(x)
@@ -46,7 +47,8 @@ func (a *analyzer) outputColumn(p *Plan, b *backendColumns, f *ast.SelectField, 
 					return OutputColumn{Name: a.exprName(f, x.FnName.L), Type: g.Type, Source: OutputSource{Group: gi, Aggregate: -1}}, nil
 				}
 			}
-			return OutputColumn{}, sqlerr.New(sqlerr.GroupingError, "%s must appear in the GROUP BY clause", want.Name())
+			return OutputColumn{}, sqlerr.New(sqlerr.GroupingError, "%s must appear in the GROUP BY clause", want.Name()).
+				WithHint("group by the same expression (GROUP BY %s) or by its position (GROUP BY 1)", want.Name())
 		}
 	case *ast.CaseExpr:
 		// The select list's CASE that a GROUP BY CASE groups by.

@@ -69,7 +69,8 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 			f, ok := constantNumber(v)
 			if !ok {
 				if summed || negative {
-					return "", "", sqlerr.New(sqlerr.DatatypeMismatch, "%s(CASE ...) needs numeric results", fn)
+					return "", "", sqlerr.New(sqlerr.DatatypeMismatch, "%s(CASE ...) needs numeric results", fn).
+						WithHint("sum numbers or numeric columns: %s(CASE WHEN ... THEN cost ELSE 0 END); to count rows, COUNT(CASE WHEN ... THEN 1 END)", fn)
 				}
 				s, _, err := e.literal(v)
 				return s, s, err
@@ -139,7 +140,8 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 	col := &config.Column{Name: "CASE", Type: typ}
 	if summed {
 		if lo > hi {
-			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "%s(CASE ...) has no numeric result", fn)
+			return nil, sqlerr.New(sqlerr.DatatypeMismatch, "%s(CASE ...) has no numeric result", fn).
+				WithHint("give the CASE a numeric THEN or ELSE: %s(CASE WHEN ... THEN cost ELSE 0 END)", fn)
 		}
 		col.Bounds = &config.Bounds{Lo: lo, Hi: hi}
 	}

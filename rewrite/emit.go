@@ -109,7 +109,8 @@ func (e *emitter) boolExpr(expr ast.ExprNode) (string, error) {
 			return "", err
 		}
 		if k != kindBool {
-			return "", sqlerr.New(sqlerr.DatatypeMismatch, "argument of WHERE must be boolean, not %s", k)
+			return "", sqlerr.New(sqlerr.DatatypeMismatch, "argument of WHERE must be boolean, not %s", k).
+				WithHint("compare the column with a value: WHERE %s = ... or WHERE %s IS NOT NULL", x.Name.Name.O, x.Name.Name.O)
 		}
 		return v, nil
 	case *test_driver.ValueExpr:
@@ -226,7 +227,8 @@ func (e *emitter) like(x *ast.PatternLikeOrIlikeExpr) (string, error) {
 		return "", err
 	}
 	if k != kindText {
-		return "", sqlerr.New(sqlerr.DatatypeMismatch, "LIKE needs a text column, not %s", k)
+		return "", sqlerr.New(sqlerr.DatatypeMismatch, "LIKE needs a text column, not %s", k).
+			WithHint("compare numbers and dates with =, <, > or BETWEEN")
 	}
 	pat, ok := x.Pattern.(*test_driver.ValueExpr)
 	if !ok || pat.Kind() != test_driver.KindString {
@@ -327,7 +329,8 @@ func (e *emitter) caseOperand(x *ast.CaseExpr) (string, valueKind, error) {
 			return "", err
 		}
 		if kind != kindNull && rk != kindNull && rk != kind {
-			return "", sqlerr.New(sqlerr.DatatypeMismatch, "CASE results must have one type, not %s and %s", kind, rk)
+			return "", sqlerr.New(sqlerr.DatatypeMismatch, "CASE results must have one type, not %s and %s", kind, rk).
+				WithHint("give every THEN and ELSE a value of one type (all numbers, or all text)")
 		}
 		if rk != kindNull {
 			kind = rk
@@ -388,7 +391,8 @@ func (e *emitter) coalesce(x *ast.FuncCallExpr) (string, valueKind, error) {
 			return "", 0, err
 		}
 		if kind != kindNull && k != kindNull && k != kind {
-			return "", 0, sqlerr.New(sqlerr.DatatypeMismatch, "COALESCE arguments must have one type, not %s and %s", kind, k)
+			return "", 0, sqlerr.New(sqlerr.DatatypeMismatch, "COALESCE arguments must have one type, not %s and %s", kind, k).
+				WithHint("give COALESCE a fallback of the column's type: COALESCE(note, 'none'), COALESCE(cost, 0)")
 		}
 		if k != kindNull {
 			kind = k
@@ -443,7 +447,8 @@ func (e *emitter) castConstant(x *ast.FuncCastExpr) (string, valueKind, error) {
 		}
 		f, perr := strconv.ParseFloat(strings.TrimSpace(v.GetString()), 64)
 		if perr != nil {
-			return "", 0, sqlerr.New(sqlerr.InvalidTextRepresent, "invalid input syntax for a number: %q", v.GetString())
+			return "", 0, sqlerr.New(sqlerr.InvalidTextRepresent, "invalid input syntax for a number: %q", v.GetString()).
+				WithHint("compare a numeric column with a number, such as 42 or 3.5")
 		}
 		return strconv.FormatFloat(f, 'g', -1, 64), kindNumber, nil
 	case kindTemporal:
@@ -496,7 +501,8 @@ func coerceLiteral(sql string, k valueKind, expr ast.ExprNode, want valueKind) (
 	text := strings.TrimSpace(v.GetString())
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return "", 0, sqlerr.New(sqlerr.InvalidTextRepresent, "invalid input syntax for a number: %q", v.GetString())
+		return "", 0, sqlerr.New(sqlerr.InvalidTextRepresent, "invalid input syntax for a number: %q", v.GetString()).
+			WithHint("compare a numeric column with a finite number, such as 42 or 3.5")
 	}
 	if n, err := strconv.ParseInt(text, 10, 64); err == nil {
 		return strconv.FormatInt(n, 10), kindNumber, nil
@@ -555,7 +561,8 @@ func compatible(a, b valueKind, ea, eb ast.ExprNode) error {
 	if a == kindBool && b == kindNumber || a == kindNumber && b == kindBool {
 		return nil
 	}
-	return sqlerr.New(sqlerr.DatatypeMismatch, "cannot compare %s with %s", a, b)
+	return sqlerr.New(sqlerr.DatatypeMismatch, "cannot compare %s with %s", a, b).
+		WithHint("compare a column with a value of its type: text in quotes ('J06'), numbers bare (42), dates as '2024-01-31'")
 }
 
 func validDate(expr ast.ExprNode) error {
@@ -565,7 +572,8 @@ func validDate(expr ast.ExprNode) error {
 		ok = v != nil
 	}
 	if !ok {
-		return sqlerr.New(sqlerr.DatatypeMismatch, "cannot compare a date with a text column")
+		return sqlerr.New(sqlerr.DatatypeMismatch, "cannot compare a date with a text column").
+			WithHint("compare a date column with a date constant: visit_date >= '2024-01-31' or DATE '2024-01-31'")
 	}
 	s := v.GetString()
 	for _, layout := range []string{"2006-01-02", "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04:05.999999"} {
@@ -573,7 +581,8 @@ func validDate(expr ast.ExprNode) error {
 			return nil
 		}
 	}
-	return sqlerr.New(sqlerr.InvalidTextRepresent, "invalid date/time constant %q; expected YYYY-MM-DD or YYYY-MM-DD HH:MM:SS", s)
+	return sqlerr.New(sqlerr.InvalidTextRepresent, "invalid date/time constant %q; expected YYYY-MM-DD or YYYY-MM-DD HH:MM:SS", s).
+		WithHint("write dates as '2024-01-31' or '2024-01-31 08:30:00'; relative dates (now, yesterday) depend on the clock and are not accepted")
 }
 
 // restore re-emits a checked AST for the backend dialect.

@@ -22,7 +22,8 @@ func (a *analyzer) groupColumn(expr ast.ExprNode, fields []*ast.SelectField) (Gr
 		if pos.P == nil && pos.N >= 1 && pos.N <= len(fields) && fields[pos.N-1].Expr != nil {
 			expr = unparen(fields[pos.N-1].Expr)
 		} else {
-			return GroupColumn{}, sqlerr.New(sqlerr.GroupingError, "GROUP BY position %d is not in the select list", pos.N)
+			return GroupColumn{}, sqlerr.New(sqlerr.GroupingError, "GROUP BY position %d is not in the select list", pos.N).
+				WithHint("GROUP BY n names the n-th item of the select list (1 to %d), or write the column itself", len(fields))
 		}
 	}
 	// GROUP BY an alias of the select list.

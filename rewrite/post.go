@@ -136,7 +136,8 @@ func (a *analyzer) checkDerived(d *Derived, expr ast.ExprNode, p *Plan, b *backe
 				return columnType(col.Type), nil
 			}
 		}
-		return 0, sqlerr.New(sqlerr.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", col.Name)
+		return 0, sqlerr.New(sqlerr.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", col.Name).
+			WithHint("a condition on a column's rows goes in WHERE (WHERE %s > ...); HAVING filters groups by their keys and aggregates", col.Name)
 	case *ast.UnaryOperationExpr:
 		t, err := check(x.V)
 		if err != nil {

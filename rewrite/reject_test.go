@@ -10,7 +10,8 @@ import (
 )
 
 // Every query here must be refused before anything runs, with a specific
-// SQLSTATE and a message that says why.
+// SQLSTATE and a message that says why; every refusal and type or input
+// error also says what to write instead (TestRefusalsCarryAHint).
 var rejections = []struct {
 	sql  string
 	code sqlerr.Code
@@ -132,6 +133,8 @@ var rejections = []struct {
 	{`SELECT COUNT(*) FROM visits WHERE lower(note) = 'x'`, sqlerr.FeatureNotSupported, `lower`},
 	{`SELECT COUNT(*) FROM visits WHERE 1 / (CASE WHEN patient_id = 42 THEN 0 ELSE 1 END) = 1`, sqlerr.FeatureNotSupported, `arithmetic`},
 	{`SELECT COUNT(*) FROM visits WHERE CASE WHEN nights > 1 THEN note ELSE cost END = 'x'`, sqlerr.DatatypeMismatch, `CASE results must have one type`},
+	{`SELECT SUM(CASE WHEN nights > 1 THEN 'x' END) FROM visits`, sqlerr.DatatypeMismatch, `SUM(CASE ...) needs numeric results`},
+	{`SELECT SUM(CASE WHEN nights > 1 THEN NULL END) FROM visits`, sqlerr.DatatypeMismatch, `SUM(CASE ...) has no numeric result`},
 	{`SELECT COUNT(*) FROM visits WHERE COALESCE(note, cost) = 'x'`, sqlerr.DatatypeMismatch, `COALESCE arguments must have one type`},
 	{`SELECT COUNT(*) FROM visits WHERE CASE WHEN lower(note) = 'x' THEN 1 END = 1`, sqlerr.FeatureNotSupported, `lower`},
 	{`SELECT COUNT(*) FROM visits WHERE EXISTS (SELECT 1 FROM clinics)`, sqlerr.FeatureNotSupported, `subqueries`},
@@ -269,7 +272,8 @@ func TestRefusalsCarryAHint(t *testing.T) {
 	pol := testPolicy(t)
 	for _, c := range rejections {
 		switch c.code {
-		case sqlerr.FeatureNotSupported, sqlerr.InsufficientPrivilege, sqlerr.ReadOnlyTransaction:
+		case sqlerr.FeatureNotSupported, sqlerr.InsufficientPrivilege, sqlerr.ReadOnlyTransaction,
+			sqlerr.DatatypeMismatch, sqlerr.GroupingError, sqlerr.InvalidTextRepresent, sqlerr.InvalidParameterValue:
 		default:
 			continue
 		}
