@@ -50,7 +50,7 @@ func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
 			// one and the true quantile.
 			q := plan.Quantiles[a.Quantile]
 			h := plan.Histograms[q.Histogram]
-			perGroup := q.Epsilon / float64(q.ChangedGroups)
+			perGroup := q.MechanismEpsilon / float64(q.ChangedGroups)
 			mech := fmt.Sprintf("exponential mechanism over %d values of [%g, %g]", h.Grid.Buckets, h.Grid.Lo, h.Grid.Hi)
 			res.Rows = append(res.Rows, []any{label, "rank", mech, q.MassSensitivity, q.Epsilon, 2 * q.MassSensitivity / perGroup,
 				mechanisms.QuantileRankError(perGroup, q.MassSensitivity, h.Grid.Buckets, 1-ExplainConfidence)})
@@ -195,6 +195,9 @@ func ExplainSummary(plan *rewrite.Plan) string {
 			fmt.Fprintf(&sb, " (bucket midpoints, %g apart)", w)
 		}
 		sb.WriteString(", from at most " + fmt.Sprint(plan.MaxRowsPerUnit) + " value(s)' weight per unit per group")
+		if k := quantilesOf(plan, h); k > 1 {
+			fmt.Fprintf(&sb, "; its %d quantiles together by the recursive method, in %d rounds", k, mechanisms.QuantilesDepth(k))
+		}
 		if len(plan.Groups) > 0 {
 			fmt.Fprintf(&sb, "; each group's runs at ε/%d", plan.Quantiles[0].ChangedGroups)
 		}
@@ -256,4 +259,15 @@ func measurementRow(label string, m rewrite.Measurement) ([]any, error) {
 		mech = "discrete Laplace"
 	}
 	return []any{label, m.Kind.String(), mech, m.Sensitivity, m.Epsilon, l.Scale(), l.ErrorBound(ExplainConfidence)}, nil
+}
+
+// quantilesOf counts the plan's quantiles of histogram h's column.
+func quantilesOf(plan *rewrite.Plan, h rewrite.Histogram) int {
+	k := 0
+	for _, q := range plan.Quantiles {
+		if plan.Histograms[q.Histogram].Column == h.Column {
+			k++
+		}
+	}
+	return k
 }

@@ -372,6 +372,13 @@ func auditCases() []auditCase {
 			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
 			inDPrime: unitRows{groups: []string{"h1"}, rows: 3, x: -1000, f: 1},
 		},
+		// Several quantiles of one column, released together by the
+		// recursion (two rounds for three levels).
+		auditCase{
+			name: "quantiles/ungrouped/add_remove/MIN, MEDIAN, MAX(n)", neighbouring: config.AddRemove, l0: 1, linf: 2,
+			query: "SELECT MIN(n), MEDIAN(n), MAX(n) FROM people WHERE f = 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+		},
 		// Over public keys the unit is in L0 = 2 groups, each mechanism
 		// at ε/2; under partition selection it moves groups.
 		auditCase{

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,10 +123,11 @@ func rowGroupKey(plan *rewrite.Plan, row []any) string {
 	return joinKeys(parts)
 }
 
-// groupQuantiles releases every quantile of one group: the exponential
-// mechanism over the group's histogram (empty when the group has no
-// values), at the quantile's ε over the groups one unit can change.
-// Quantiles of one column are released in order of their levels.
+// groupQuantiles releases every quantile of one group: per column, the
+// recursive exponential mechanism over the group's histogram (empty when
+// the group has no values) for all the column's levels together, at their
+// shares of ε over the groups one unit can change. Quantiles of one column
+// come out in order of their levels.
 func groupQuantiles(plan *rewrite.Plan, hists []map[string][]float64, canon string, r *mechanisms.Rand) ([]float64, error) {
 	values := make([]float64, len(plan.Quantiles))
 	for hi, h := range plan.Histograms {
@@ -134,34 +136,27 @@ func groupQuantiles(plan *rewrite.Plan, hists []map[string][]float64, canon stri
 			hist = make([]float64, h.Grid.Buckets)
 		}
 		var idx []int
+		epsilon := 0.0
 		for qi, q := range plan.Quantiles {
-			if q.Histogram != hi {
-				continue
+			if q.Histogram == hi {
+				idx = append(idx, qi)
+				epsilon += q.Epsilon / float64(q.ChangedGroups)
 			}
-			j, err := mechanisms.Quantile(r, q.Epsilon/float64(q.ChangedGroups), q.MassSensitivity, hist, q.Level)
-			if err != nil {
-				return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "quantile selection failed; no answer was released", Err: err}
-			}
-			values[qi] = h.Grid.Value(j)
-			idx = append(idx, qi)
 		}
-		// Post-processing: sort the column's values into level order.
-		sorted := make([]float64, len(idx))
-		for i, qi := range idx {
-			sorted[i] = values[qi]
+		if len(idx) == 0 {
+			continue
 		}
-		slices.Sort(sorted)
-		slices.SortStableFunc(idx, func(a, b int) int {
-			switch {
-			case plan.Quantiles[a].Level < plan.Quantiles[b].Level:
-				return -1
-			case plan.Quantiles[a].Level > plan.Quantiles[b].Level:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(plan.Quantiles[a].Level, plan.Quantiles[b].Level) })
+		levels := make([]float64, len(idx))
 		for i, qi := range idx {
-			values[qi] = sorted[i]
+			levels[i] = plan.Quantiles[qi].Level
+		}
+		js, err := mechanisms.Quantiles(r, epsilon, plan.Quantiles[idx[0]].MassSensitivity, hist, levels)
+		if err != nil {
+			return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "quantile selection failed; no answer was released", Err: err}
+		}
+		for i, qi := range idx {
+			values[qi] = h.Grid.Value(js[i])
 		}
 	}
 	return values, nil

@@ -71,3 +71,87 @@ func QuantileScores(hist []float64, q, n float64) []float64 {
 func QuantileRankError(epsilon, massSensitivity float64, buckets int, beta float64) float64 {
 	return 2 * massSensitivity / epsilon * math.Log(float64(buckets)/beta)
 }
+
+// QuantilesDepth is the number of rounds Quantiles needs for m levels:
+// ⌈log2(m + 1)⌉, each round at ε/depth.
+func QuantilesDepth(m int) int {
+	depth := 0
+	for n := m; n > 0; n /= 2 {
+		depth++
+	}
+	return depth
+}
+
+// Quantiles returns a bucket index for each of several quantile levels of
+// one histogram, together, by the recursive method of Kaplan, Schnapp and
+// Stemmer (ICML 2022): release the middle level's quantile, split the
+// histogram at its bucket, and recurse on each side with the levels that
+// fall there, rescaled to the side's own data. The answers come out in
+// the levels' order. levels must be sorted ascending.
+//
+// Privacy: the sides of a split partition the data — the buckets below
+// the chosen one go left, those above go right, and the chosen bucket's
+// mass is halved between them, the same way for every unit — so within
+// one round of the recursion one unit's mass is spread over the round's
+// subproblems, summing to at most its total m ≤ massSensitivity. Each
+// subproblem's score moves by at most the unit's mass in it (Quantile),
+// and its exponential mechanism is calibrated to massSensitivity at ε_r,
+// so the round's losses sum to at most ε_r. The depth is ⌈log2(k+1)⌉ for
+// k levels, each round at ε/depth (basic composition over rounds, whose
+// subproblems depend on the earlier rounds' answers): ε-DP in all, against
+// ε·k for k separate quantiles at ε each.
+//
+// Accuracy: each answer has the rank error of one Quantile at ε/depth
+// within its subproblem (QuantileRankError), plus the error of the local
+// target rank, which assumes the split fell exactly at its level.
+func Quantiles(r *Rand, epsilon, massSensitivity float64, hist []float64, levels []float64) ([]int, error) {
+	if len(hist) == 0 {
+		return nil, invalid("the histogram must have at least one bucket")
+	}
+	for i, m := range hist {
+		if math.IsNaN(m) || math.IsInf(m, 0) || m < 0 {
+			return nil, invalid("hist[%d] must be a finite mass ≥ 0, got %v", i, m)
+		}
+	}
+	for i, q := range levels {
+		if !(q >= 0 && q <= 1) || i > 0 && q < levels[i-1] {
+			return nil, invalid("quantile levels must be sorted and in [0, 1], got %v", levels)
+		}
+	}
+	out := make([]int, len(levels))
+	roundEpsilon := epsilon / float64(QuantilesDepth(len(levels)))
+	// solve answers levels[from:to], which lie in [qlo, qhi], over buckets
+	// lo..hi of sub (sub[j-lo] is bucket j's mass in this subproblem).
+	var solve func(sub []float64, lo, from, to int, qlo, qhi float64) error
+	solve = func(sub []float64, lo, from, to int, qlo, qhi float64) error {
+		if from >= to {
+			return nil
+		}
+		mid := (from + to) / 2
+		local := 0.5
+		if qhi > qlo {
+			local = math.Min(1, math.Max(0, (levels[mid]-qlo)/(qhi-qlo)))
+		}
+		total := 0.0
+		for _, m := range sub {
+			total += m
+		}
+		j, err := Exponential(r, roundEpsilon, massSensitivity, QuantileScores(sub, local, total))
+		if err != nil {
+			return err
+		}
+		out[mid] = lo + j
+		left := append([]float64(nil), sub[:j+1]...)
+		left[j] /= 2
+		right := append([]float64(nil), sub[j:]...)
+		right[0] /= 2
+		if err := solve(left, lo, from, mid, qlo, levels[mid]); err != nil {
+			return err
+		}
+		return solve(right, lo+j, mid+1, to, levels[mid], qhi)
+	}
+	if err := solve(hist, 0, 0, len(levels), 0, 1); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -143,3 +143,89 @@ func TestAuditQuantile(t *testing.T) {
 		t.Errorf("the audit did not catch a mis-calibrated quantile: ε_lower %v ≤ %v", e, eps)
 	}
 }
+
+func TestQuantilesDepth(t *testing.T) {
+	for m, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 7: 3, 8: 4} {
+		if got := QuantilesDepth(m); got != want {
+			t.Errorf("QuantilesDepth(%d) = %d, want %d", m, got, want)
+		}
+	}
+}
+
+// Several quantiles together come out in order and close to the truth:
+// the quartiles of 10,000 values spread over 100 buckets, at an ε that
+// leaves each round 1/2.
+func TestQuantilesFindTheQuartiles(t *testing.T) {
+	hist := make([]float64, 100)
+	for i := range hist {
+		hist[i] = 100
+	}
+	r := Seeded(65)
+	levels := []float64{0.25, 0.5, 0.75}
+	for run := 0; run < 200; run++ {
+		got, err := Quantiles(r, 1, 1, hist, levels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, j := range got {
+			want := levels[i] * 100
+			// Rank error of one round (ε/2): 2/0.5·ln(100/0.001) ≈ 46
+			// values, under half a bucket; the split's halving costs at
+			// most one bucket.
+			if math.Abs(float64(j)-want) > 2 {
+				t.Fatalf("run %d: level %g in bucket %d, want about %g (all: %v)", run, levels[i], j, want, got)
+			}
+			if i > 0 && j < got[i-1] {
+				t.Fatalf("run %d: answers out of order: %v", run, got)
+			}
+		}
+	}
+}
+
+func TestQuantilesRejects(t *testing.T) {
+	r := Seeded(66)
+	for _, c := range []struct {
+		name   string
+		hist   []float64
+		levels []float64
+	}{
+		{"unsorted levels", []float64{1, 1}, []float64{0.9, 0.1}},
+		{"level above 1", []float64{1}, []float64{0.5, 1.5}},
+		{"no buckets", nil, []float64{0.5}},
+		{"negative mass", []float64{1, -1}, []float64{0.5}},
+	} {
+		if _, err := Quantiles(r, 1, 1, c.hist, c.levels); err == nil {
+			t.Errorf("%s: accepted", c.name)
+		}
+	}
+}
+
+// Black-box check of the recursion on neighbouring histograms: one unit
+// adds its whole mass (3) at the top of the range, which both rounds of
+// two levels see (the first whole, the second's subproblem half). The
+// recursion must stay within ε, and the audit catches it calibrated to a
+// quarter of the unit's mass.
+func TestAuditQuantiles(t *testing.T) {
+	const n, eps, mass = 50000, 1.0, 3.0
+	x := []float64{8, 0, 0, 0, 0, 0, 0, 0}
+	neighbour := append([]float64(nil), x...)
+	neighbour[7] += mass
+	levels := []float64{1, 1}
+	r := Seeded(67)
+	run := func(sens float64) func(bool) (bool, error) {
+		return func(nb bool) (bool, error) {
+			h := x
+			if nb {
+				h = neighbour
+			}
+			got, err := Quantiles(r, eps, sens, h, levels)
+			return err == nil && got[0] == 7 && got[1] == 7, err
+		}
+	}
+	if e := auditEpsilonLower(t, "Quantiles", n, 0, run(mass)); e > eps {
+		t.Errorf("Quantiles: ε_lower %v > ε = %v", e, eps)
+	}
+	if e := auditEpsilonLower(t, "Quantiles at a quarter of the sensitivity", n, 0, run(mass/4)); e <= eps {
+		t.Errorf("the audit did not catch a mis-calibrated recursion: ε_lower %v ≤ %v", e, eps)
+	}
+}

@@ -112,7 +112,7 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 			fmt.Fprintf(&sb, "histogram %d: %s grid=%+v\n", i, h.Column.Name, h.Grid)
 		}
 		for i, q := range p.Quantiles {
-			fmt.Fprintf(&sb, "quantile %d: histogram=%d level=%g epsilon=%g changed_groups=%d mass_sensitivity=%g\n", i, q.Histogram, q.Level, q.Epsilon, q.ChangedGroups, q.MassSensitivity)
+			fmt.Fprintf(&sb, "quantile %d: histogram=%d level=%g epsilon=%g mechanism_epsilon=%g changed_groups=%d mass_sensitivity=%g\n", i, q.Histogram, q.Level, q.Epsilon, q.MechanismEpsilon, q.ChangedGroups, q.MassSensitivity)
 		}
 		for _, a := range p.Aggregates {
 			col := "*"

@@ -425,7 +425,7 @@ func (p *Plan) checkMechanismEpsilons() error {
 		}
 	}
 	for _, q := range p.Quantiles {
-		least = math.Min(least, q.Epsilon/float64(q.ChangedGroups))
+		least = math.Min(least, q.MechanismEpsilon/float64(q.ChangedGroups))
 	}
 	if s := p.Selection; s != nil {
 		switch {

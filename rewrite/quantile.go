@@ -10,6 +10,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/mechanisms"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -31,9 +32,12 @@ import (
 //     replace neighbours; one group without GROUP BY), so each group's
 //     mechanism runs at ε_q/changedGroups (package doc, "Quantiles").
 //
-// Several quantiles of one query share one histogram query but each is
-// its own mechanism with its own ε share (basic composition); they are
-// released in order (a larger level never gets a smaller value).
+// Several quantiles of one column share one histogram query and are
+// released together by the recursive method (mechanisms.Quantiles): k
+// levels take ⌈log2(k+1)⌉ rounds of the exponential mechanism instead of
+// k, so each answer gets the column's total share over the rounds rather
+// than one k-th of it; they come out in order (a larger level never gets a
+// smaller value).
 
 // maxQuantileBuckets is the grid's size: candidates of the exponential
 // mechanism. Integer columns whose bounds span at most this many values
@@ -109,10 +113,14 @@ func (p *Plan) BackendQueries() []string {
 type Quantile struct {
 	Histogram int // index into Plan.Histograms
 	Level     float64
-	// Epsilon is the quantile's share of the query's ε; each group's
-	// mechanism runs at Epsilon/ChangedGroups.
-	Epsilon       float64
-	ChangedGroups int
+	// Epsilon is the quantile's share of the query's ε. The quantiles of
+	// one column spend their shares together (mechanisms.Quantiles):
+	// MechanismEpsilon is what each exponential mechanism of that
+	// recursion runs at, the column's shares over its rounds; each group's
+	// runs at MechanismEpsilon/ChangedGroups.
+	Epsilon          float64
+	MechanismEpsilon float64
+	ChangedGroups    int
 	// MassSensitivity is one unit's largest mass in one group: Linf.
 	MassSensitivity float64
 }
@@ -229,9 +237,15 @@ func (p *Plan) assignQuantiles(share float64) {
 	if len(p.Groups) > 0 {
 		changed = p.changedGroups()
 	}
+	perColumn := map[int]int{}
+	for _, q := range p.Quantiles {
+		perColumn[q.Histogram]++
+	}
 	for i := range p.Quantiles {
 		q := &p.Quantiles[i]
+		k := perColumn[q.Histogram]
 		q.Epsilon = share
+		q.MechanismEpsilon = float64(k) * share / float64(mechanisms.QuantilesDepth(k))
 		q.ChangedGroups = changed
 		q.MassSensitivity = float64(p.MaxRowsPerUnit)
 	}
