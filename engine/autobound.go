@@ -80,15 +80,24 @@ func chooseRowBound(ctx context.Context, be backend.Backend, plan *rewrite.Plan,
 
 // pickRowBound is the auto bound's exponential mechanism: bucket j of the
 // grid holds the people whose largest group has more rows than Grid[j-1]
-// and at most Grid[j]; each person weighs 1. The bound is the chosen
-// bucket's Grid value.
+// and at most Grid[j]; each person weighs 1 (mechanisms.Quantile's score),
+// and candidate j's weight is multiplied by the prior AutoPrior^j. The
+// bound is the chosen bucket's Grid value.
 func pickRowBound(a *rewrite.AutoBound, rows [][]any, r *mechanisms.Rand) (int, error) {
 	hist := make([]float64, len(a.Grid))
 	for _, row := range rows {
 		m := min(max(int(math.Round(sqltypes.Float(row[0]))), 1), a.Max)
 		hist[sort.SearchInts(a.Grid, m)] += sqltypes.Float(row[1])
 	}
-	j, err := mechanisms.Quantile(r, a.Epsilon, 1, hist, a.Level)
+	total := 0.0
+	for _, m := range hist {
+		total += m
+	}
+	scores := mechanisms.QuantileScores(hist, a.Level, total)
+	for j := range scores {
+		scores[j] += 2 / a.Epsilon * float64(j) * math.Log(rewrite.AutoPrior) // the prior (rewrite/autobound.go)
+	}
+	j, err := mechanisms.Exponential(r, a.Epsilon, 1, scores)
 	if err != nil {
 		return 0, &sqlerr.Error{Code: sqlerr.InternalError, Message: "choosing the contribution bound failed; no answer was released", Err: err}
 	}

@@ -376,6 +376,35 @@ func TestPickRowBound(t *testing.T) {
 	}
 }
 
+// At small ε the prior keeps the auto bound near the data: 10,000 people
+// with at most 8 rows each, the quantile chosen at ε = 0.01. Without the
+// prior the 20-odd empty candidates above 8, tied at the top score, took
+// the bound above 15 in most runs.
+func TestPickRowBoundAtSmallEpsilon(t *testing.T) {
+	pol, err := config.Parse([]byte(releasePolicy), "release_test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.ProtectedTables[0].MaxRowsPerUnit = config.RowsAuto
+	p := plan(t, pol, "SELECT COUNT(*) FROM t")
+	p.Auto.Epsilon = 0.01
+	rows := [][]any{{int64(1), int64(3000)}, {int64(2), int64(3000)}, {int64(3), int64(2000)}, {int64(5), int64(1500)}, {int64(8), int64(500)}}
+	r := mechanisms.Seeded(42)
+	far := 0
+	for range 400 {
+		linf, err := pickRowBound(p.Auto, rows, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if linf > 15 {
+			far++
+		}
+	}
+	if far > 40 {
+		t.Errorf("the bound was above 15 (twice the largest) in %d of 400 runs", far)
+	}
+}
+
 // Group keys match exactly (found in review: a float rendering merged
 // large integers, an untagged NULL matched a text key, a separator inside
 // text faked a second column).

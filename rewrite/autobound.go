@@ -21,6 +21,17 @@ import (
 // the rank error at small ε costs a factor, not hundreds of rows. The query is then planned
 // at that Linf (a released value: adaptive composition) with the rest of
 // its ε, and the answer says which bound was chosen.
+//
+// The mechanism weighs each candidate by a data-independent prior that
+// falls by AutoPrior per step of the grid (added to the scores as
+// (2/ε)·j·ln AutoPrior: the score sensitivity is unchanged, so the choice
+// is as private). Without it, at small ε the many empty candidates above
+// the data — all tied at the score of the largest rank — outweigh the few
+// good ones together and the bound lands far above every person's rows,
+// buying noise for nothing (found measuring the accuracy report: 127 %
+// error at ε = 0.1). With it a small bound is preferred when the data
+// cannot tell, which errs towards bias, and bias is what the intervals'
+// excess measurements cover (excess.go).
 
 const (
 	// AutoLevel is the quantile of people's largest groups taken as Linf:
@@ -28,6 +39,8 @@ const (
 	AutoLevel = 0.95
 	// AutoShare is the share of a query's ε spent choosing Linf.
 	AutoShare = 0.1
+	// AutoPrior is the prior's ratio between neighbouring candidates.
+	AutoPrior = 0.7
 )
 
 // AutoBound is a plan's pending choice of Linf (see the file comment).
