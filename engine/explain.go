@@ -171,9 +171,10 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		parts += " and partition selection"
 	}
 	if excessEpsilon > 0 {
-		parts = fmt.Sprintf("%.3g of it over %s, the rest over the excess rows", plan.Epsilon-excessEpsilon, parts)
+		fmt.Fprintf(&sb, "cost: ε = %g, δ = %g (%.3g split equally over %s; %.3g over the excess rows)\n", plan.Epsilon, plan.Delta, plan.Epsilon-excessEpsilon, parts, excessEpsilon)
+	} else {
+		fmt.Fprintf(&sb, "cost: ε = %g, δ = %g (split equally over %s)\n", plan.Epsilon, plan.Delta, parts)
 	}
-	fmt.Fprintf(&sb, "cost: ε = %g, δ = %g (split equally over %s)\n", plan.Epsilon, plan.Delta, parts)
 	for _, g := range plan.Groups {
 		if g.Source != nil && len(g.Keys) > 0 && g.Source.Bounds != nil && !strings.HasPrefix(g.Name(), "width_bucket") {
 			fmt.Fprintf(&sb, "group keys of %s: the %d bins that meet %s's bounds [%g, %g], public; rows whose %s lies outside them fall in bins that are not released\n",

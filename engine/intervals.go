@@ -56,6 +56,9 @@ func aggregateInterval(ms []rewrite.Measurement, a rewrite.Aggregate, noisy []fl
 	switch a.Func {
 	case rewrite.CountStar, rewrite.CountCol, rewrite.CountDistinctUnit, rewrite.CountDistinctValues:
 		lo, hi := span(a.Measurements[0], math.Max(0, math.Round(noisy[a.Measurements[0]])))
+		if excess {
+			lo, hi = math.Floor(lo), math.Ceil(hi) // a count's interval, widened to whole numbers
+		}
 		return &sqltypes.Interval{Lo: math.Max(0, lo), Hi: hi}
 	case rewrite.Sum:
 		lo, hi := span(a.Measurements[0], noisy[a.Measurements[0]])

@@ -11,12 +11,14 @@ import (
 )
 
 // Intervals on request (SET dpproxy.intervals): the engine attaches to
-// every DP answer the 95 % confidence interval of each aggregate column
-// (computed from the released values and the noise's calibration alone,
-// so showing it is free). The session shows them as a notice — a
-// PostgreSQL NOTICE, or a MySQL warning — or as two more columns after
-// each aggregate. The intervals cover the noise around the bounded value;
-// what bounding can drop is stated with them.
+// every DP answer the 95 % confidence interval of each aggregate column,
+// computed from the released values and the noise's calibration alone.
+// While the setting is on, the session's plans also measure what
+// contribution bounding removed, with a tenth of each query's ε
+// (rewrite.Options.BiasBounds), so that the intervals cover the bias as
+// well as the noise; the query's ε is unchanged. The session shows them
+// as a notice — a PostgreSQL NOTICE, or a MySQL warning — or as two more
+// columns after each aggregate.
 
 // intervalColumns lists, for a plan's columns, whether each gets interval
 // columns: aggregates do (expressions, keys and quantiles do not).
@@ -117,7 +119,7 @@ func intervalNotice(res *sqltypes.Result, plan *rewrite.Plan, with []bool, inter
 	}
 	switch {
 	case plan.HasExcess():
-		msg += "; they do not cover a person's rows beyond twice the bounds' worth (EXPLAIN DP)"
+		msg += "; they assume bounding removed no more from any one person than its bounds again (EXPLAIN DP)"
 	case !plan.Table.IsRowPrivacy():
 		msg += "; bounding keeps at most " + strconv.Itoa(plan.MaxRowsPerUnit) + " row(s) per person per group"
 		if plan.TotalCapped() {
