@@ -124,6 +124,8 @@ protected_tables:
       - {name: f, type: int}
       - {name: x, type: numeric, bounds: [-5, 10]}
       - {name: n, type: int, bounds: [0, 10]}
+public_tables:
+  - lookup
 `
 
 // auditCases lists every aggregate ungrouped, grouped over public keys and
@@ -372,6 +374,22 @@ func auditCases() []auditCase {
 			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
 			inDPrime: unitRows{groups: []string{"h1"}, rows: 3, x: -1000, f: 1},
 		},
+		// A CTE that filters and renames, folded into the query; a
+		// condition on a public table (IN (SELECT ...)): the unit's rows
+		// pass it in h1 and not in h2.
+		auditCase{
+			name: "cte/ungrouped/add_remove/COUNT(*), SUM(y)", neighbouring: config.AddRemove, l0: 1, linf: 2,
+			query: "WITH r AS (SELECT uid, x AS y FROM people WHERE f = 1) SELECT COUNT(*), SUM(y) FROM r",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			sharp: 0.8,
+		},
+		auditCase{
+			name: "in public subquery/replace/COUNT(*)", neighbouring: config.Replace, l0: 1, linf: 2,
+			query:    "SELECT COUNT(*) FROM people WHERE f = 1 AND g IN (SELECT k FROM lookup)",
+			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h2"}, rows: 3, x: 1000, f: 1},
+			sharp:    0.8,
+		},
 		// Several quantiles of one column, released together by the
 		// recursion (two rounds for three levels).
 		auditCase{
@@ -566,6 +584,8 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 		}
 	}
 	exec(`CREATE TABLE people (uid INTEGER, g TEXT, kg TEXT, f INTEGER, x NUMERIC, n INTEGER)`)
+	exec(`CREATE TABLE lookup (k TEXT)`)
+	exec(`INSERT INTO lookup VALUES ('h1'), ('h3')`)
 	uid := 1
 	groups := make([]string, 0, len(sizes))
 	for g := range sizes {

@@ -115,9 +115,15 @@ func statementName(stmt ast.StmtNode) string {
 }
 
 func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Query, error) {
-	if sel.With != nil && len(sel.With.CTEs) > 0 {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "common table expressions (WITH %s AS (...)) are not supported yet", sel.With.CTEs[0].Name.O).
-			WithHint("write the common table expression's conditions into the query's WHERE clause")
+	if readsProtected(sel, pol) {
+		// CTEs and derived tables that filter rows fold into the query
+		// (inline.go); public-only statements go to the backend as written.
+		if err := inlineCTEs(sel); err != nil {
+			return nil, err
+		}
+		if _, err := flattenDerived(sel); err != nil {
+			return nil, err
+		}
 	}
 	tables := collectTables(sel)
 	var protected *config.ProtectedTable
@@ -137,17 +143,36 @@ func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Quer
 		return passthrough(sel, pol, opts)
 	}
 	a := &analyzer{pol: pol, table: protected, opts: opts}
-	if empty := a.emptyProbe(sel, len(tables)); empty != nil {
+	// Tables read by WHERE's subqueries are checked where they are
+	// emitted (public tables only); the FROM clause must name one table.
+	from := collectFromTables(sel)
+	if !slices.ContainsFunc(from, func(tn *ast.TableName) bool { pt, _ := pol.LookupTable(tn.Schema.O, tn.Name.O); return pt != nil }) {
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "protected table %q is read in a subquery: a protected table can only be read in FROM, with aggregates", protected.Name).
+			WithHint("query %s in FROM with aggregates; subqueries in WHERE may read public tables", protected.Name)
+	}
+	fromTables := len(from)
+	if empty := a.emptyProbe(sel, fromTables); empty != nil {
 		return &Query{Empty: empty}, nil
 	}
 	if inner := derivedTable(sel); inner != nil {
-		return a.planOuter(sel, inner, len(tables))
+		return a.planOuter(sel, inner, fromTables)
 	}
-	plan, err := a.plan(sel, len(tables))
+	plan, err := a.plan(sel, fromTables)
 	if err != nil {
 		return nil, err
 	}
 	return &Query{Plan: plan}, nil
+}
+
+// readsProtected reports whether a statement names a protected table
+// anywhere (CTE bodies and subqueries included).
+func readsProtected(n ast.Node, pol *config.Policy) bool {
+	for _, tn := range collectTables(n) {
+		if pt, _ := pol.LookupTable(tn.Schema.O, tn.Name.O); pt != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // collectTables returns every table named anywhere in the statement,
@@ -158,11 +183,26 @@ func collectTables(n ast.Node) []*ast.TableName {
 	return c.tables
 }
 
-type tableCollector struct{ tables []*ast.TableName }
+// collectFromTables returns the tables the statement reads as rows: those
+// of its FROM clauses, derived tables included, but not those of
+// subqueries inside expressions (IN (SELECT ...)).
+func collectFromTables(n ast.Node) []*ast.TableName {
+	c := &tableCollector{skipExpressionSubqueries: true}
+	n.Accept(c)
+	return c.tables
+}
+
+type tableCollector struct {
+	tables                   []*ast.TableName
+	skipExpressionSubqueries bool
+}
 
 func (c *tableCollector) Enter(n ast.Node) (ast.Node, bool) {
-	if tn, ok := n.(*ast.TableName); ok {
-		c.tables = append(c.tables, tn)
+	switch x := n.(type) {
+	case *ast.TableName:
+		c.tables = append(c.tables, x)
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		return n, c.skipExpressionSubqueries
 	}
 	return n, false
 }

@@ -122,7 +122,8 @@ func (e *emitter) boolExpr(expr ast.ExprNode) (string, error) {
 			return "(1 = 1)", nil
 		}
 	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
-		return "", whereError("subqueries are not allowed in queries on protected tables")
+		return "", sqlerr.New(sqlerr.FeatureNotSupported, "this subquery is not allowed in WHERE on protected tables").
+			WithHint("a condition may test a column against a public table's values: WHERE clinic_id IN (SELECT clinic_id FROM clinics WHERE city = 'Midvale')")
 	case *ast.FuncCallExpr:
 		return "", whereError("function %s() is not allowed in WHERE on protected tables", x.FnName.O)
 	}
@@ -158,12 +159,12 @@ func (e *emitter) comparison(x *ast.BinaryOperationExpr) (string, error) {
 }
 
 func (e *emitter) in(x *ast.PatternInExpr) (string, error) {
-	if x.Sel != nil {
-		return "", whereError("IN (subquery) is not allowed in queries on protected tables")
-	}
 	v, k, err := e.operand(x.Expr)
 	if err != nil {
 		return "", err
+	}
+	if x.Sel != nil {
+		return e.inPublicSubquery(v, x)
 	}
 	items := make([]string, len(x.List))
 	for i, item := range x.List {
@@ -184,6 +185,42 @@ func (e *emitter) in(x *ast.PatternInExpr) (string, error) {
 		not = "NOT "
 	}
 	return "(" + v + " " + not + "IN (" + strings.Join(items, ", ") + "))", nil
+}
+
+// inPublicSubquery writes `v [NOT] IN (subquery)` for a subquery over
+// public tables only: a condition on each row that reads public data, so
+// the plan's bounding and sensitivities are unchanged. The subquery is
+// sent as a derived table, which cannot refer to the protected table's
+// columns (a correlated reference fails on the backend, before any data
+// is read), so it is the same set of values for every row.
+func (e *emitter) inPublicSubquery(v string, x *ast.PatternInExpr) (string, error) {
+	sub, ok := x.Sel.(*ast.SubqueryExpr)
+	if !ok {
+		return "", whereError("this IN (subquery) form is not supported")
+	}
+	for _, tn := range collectTables(sub.Query) {
+		pt, pub := e.a.pol.LookupTable(tn.Schema.O, tn.Name.O)
+		if pt != nil {
+			return "", sqlerr.New(sqlerr.InsufficientPrivilege, "the subquery of IN reads protected table %q", pt.Name).
+				WithHint("IN (SELECT ...) may read public tables only; to combine protected tables, join them on the privacy unit")
+		}
+		if pub == nil {
+			return "", unknownTable(tn, e.a.pol)
+		}
+	}
+	if err := checkPassthrough(sub.Query); err != nil {
+		return "", err
+	}
+	dropDefaultSchema(sub.Query, e.a.pol)
+	sql, err := restoreFor(sub.Query, e.d, e.a.opts.Casts)
+	if err != nil {
+		return "", err
+	}
+	not := ""
+	if x.Not {
+		not = "NOT "
+	}
+	return "(" + v + " " + not + "IN (SELECT * FROM (" + sql + ") AS " + e.d.QuoteIdent("dp_in") + "))", nil
 }
 
 func (e *emitter) between(x *ast.BetweenExpr) (string, error) {
@@ -299,6 +336,9 @@ func (e *emitter) operand(expr ast.ExprNode) (string, valueKind, error) {
 			WithHint("compare columns with constants; CASE and COALESCE are allowed")
 	case *ast.BinaryOperationExpr:
 		return "", 0, whereError("arithmetic (%s) is not allowed on protected tables: it could fail on one person's data", strings.ToUpper(x.Op.String()))
+	case *ast.SubqueryExpr:
+		return "", 0, sqlerr.New(sqlerr.FeatureNotSupported, "scalar subqueries are not allowed in queries on protected tables").
+			WithHint("compare with a constant, or test membership in a public table: WHERE clinic_id IN (SELECT clinic_id FROM clinics WHERE ...)")
 	}
 	return "", 0, whereError("this expression is not supported on protected tables")
 }

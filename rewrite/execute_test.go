@@ -75,6 +75,50 @@ type executeCase struct {
 // Hand-computed bounded results.
 var executeCases = []executeCase{
 	{
+		// A CTE that filters and renames (inline.go): diagnosis A is p1's
+		// 5 rows (cost 100, 2 kept) and p3's 2 (cost 10): 4 rows, 220.
+		sql: `WITH r AS (SELECT patient_id, cost AS c FROM visits WHERE diagnosis = 'A') SELECT COUNT(*), SUM(c) FROM r`,
+		check: func(rows [][]float64, _ []string) error {
+			return expectRow(rows, 4, 4, 220)
+		},
+	},
+	{
+		// A derived table that filters (cost < 1000 drops p2's row), keys
+		// from the data: n is p1's (2 of 5 rows), s p3's (2 of 10).
+		// Columns: rows, units.
+		sql: `SELECT r.region, COUNT(*) FROM (SELECT * FROM visits WHERE cost < 1000) AS r GROUP BY r.region`,
+		check: func(rows [][]float64, keys []string) error {
+			got := map[string]string{}
+			for i, r := range rows {
+				got[keys[i]] = fmt.Sprint(r)
+			}
+			if want := map[string]string{"n": "[2 1]", "s": "[2 1]"}; fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("got %v, want %v", got, want)
+			}
+			return nil
+		},
+	},
+	{
+		// IN over a public table: the initial of Oslo's clinic, 'n': p1's
+		// rows, 2 kept.
+		sql:   `SELECT COUNT(*) FROM visits WHERE region IN (SELECT LOWER(SUBSTR(name, 1, 1)) FROM clinics WHERE city = 'Oslo')`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 2) },
+	},
+	{
+		// A CTE that is a DP aggregate, post-processed by the outer
+		// query: the inner query's bounding (public keys, L0 = 3).
+		sql: `WITH d AS (SELECT diagnosis, COUNT(*) AS n FROM visits GROUP BY diagnosis) SELECT n, diagnosis FROM d`,
+		check: func(rows [][]float64, keys []string) error {
+			want := map[string]float64{"A": 3.2, "B": 2.2, "C": 1.2, "D": 1.2, "E": 1.2}
+			for i, r := range rows {
+				if math.Abs(r[0]-want[keys[i]]) > 1e-9 {
+					return fmt.Errorf("group %s: %v, want %v", keys[i], r, want[keys[i]])
+				}
+			}
+			return nil
+		},
+	},
+	{
 		// Excess (excess.go), ungrouped, Linf = 2: rows p1 5 − 2 = 3, p2
 		// 0, p3 10 − 2 = 8, each unit's clipped at the count's
 		// sensitivity 2 → 2 + 0 + 2; cost p1 500 − 200, p2 5000 − 1000

@@ -112,3 +112,13 @@ SELECT SUM(CASE WHEN nights > 2 THEN cost ELSE 0 END), VAR_POP(cost) FROM visits
 -- neighbouring: replace
 -- intervals
 SELECT region, COUNT(DISTINCT patient_id), SUM(cost) FROM visits GROUP BY region
+-- name: cte_filter
+WITH recent AS (SELECT patient_id, cost AS c FROM visits WHERE visit_date >= '2024-01-01') SELECT COUNT(*), AVG(c) FROM recent WHERE c > 10
+-- name: cte_aggregate_post_processed
+WITH d AS (SELECT diagnosis, COUNT(*) AS n FROM visits GROUP BY diagnosis) SELECT diagnosis, n FROM d ORDER BY n DESC LIMIT 3
+-- name: derived_filter
+SELECT r.diagnosis, COUNT(*) AS visits FROM (SELECT * FROM visits v WHERE v.cost > 100) AS r GROUP BY r.diagnosis
+-- name: cte_chain
+WITH a AS (SELECT diagnosis AS dx, nights FROM visits WHERE nights > 0), b AS (SELECT dx, nights AS n FROM a WHERE dx <> 'B') SELECT dx, SUM(n) FROM b GROUP BY dx
+-- name: in_public_subquery
+SELECT COUNT(*) FROM visits WHERE region IN (SELECT LOWER(SUBSTR(name, 1, 1)) FROM public.clinics WHERE city = 'Oslo')
