@@ -468,7 +468,7 @@ var (
 	budgetKeys    = []string{"epsilon", "delta"}
 	protectedKeys = []string{"schema", "name", "privacy_unit", "max_groups_per_unit", "max_rows_per_unit", "max_total_rows_per_unit", "columns"}
 	columnKeys    = []string{"name", "type", "bounds", "group_by", "keys", "keys_from"}
-	publicKeys    = []string{"schema", "name"}
+	publicKeys    = []string{"schema", "name", "columns"}
 )
 
 func (d *decoder) policy(root *yaml.Node, p *Policy) {
@@ -717,9 +717,24 @@ func (d *decoder) publicTable(n *yaml.Node, path string, t *PublicTable) {
 			d.str(v, path, &t.Schema)
 		case "name":
 			d.str(v, path, &t.Name)
+		case "columns":
+			d.sequence(v, path, "a list of columns", func(_ int, item *yaml.Node, path string) {
+				t.Columns = append(t.Columns, PublicColumn{})
+				c := &t.Columns[len(t.Columns)-1]
+				d.mapping(item, path, publicColumnKeys, func(key string, v *yaml.Node, path string) {
+					switch key {
+					case "name":
+						d.str(v, path, &c.Name)
+					case "type":
+						d.str(v, path, (*string)(&c.Type))
+					}
+				})
+			})
 		}
 	})
 }
+
+var publicColumnKeys = []string{"name", "type"}
 
 func contains(list []string, s string) bool {
 	for _, e := range list {

@@ -382,6 +382,50 @@ type PublicTable struct {
 	Schema string `yaml:"schema,omitempty"`
 	// Name is the unqualified table name (non-empty, no '.').
 	Name string `yaml:"name"`
+	// Columns are the table's columns and types, which queries joining it
+	// to a protected table may use. The policy may list them (`columns:
+	// [{name, type}]`); otherwise dpproxy reads them from the backend when
+	// it starts (Describe).
+	Columns []PublicColumn `yaml:"columns,omitempty"`
+}
+
+// PublicColumn is a column of a public table.
+type PublicColumn struct {
+	Name string     `yaml:"name"`
+	Type ColumnType `yaml:"type"`
+}
+
+// Column returns the public table's column with the given name
+// (case-insensitive).
+func (t *PublicTable) Column(name string) (*PublicColumn, bool) {
+	for i := range t.Columns {
+		if equalFold(t.Columns[i].Name, name) {
+			return &t.Columns[i], true
+		}
+	}
+	return nil, false
+}
+
+// ColumnTypeOf is the policy type of a database type: integers, floats,
+// exact numbers, dates, timestamps, booleans, and text for the rest.
+func ColumnTypeOf(t sqltypes.Type) ColumnType {
+	switch t {
+	case sqltypes.Int2, sqltypes.Int4:
+		return TypeInt
+	case sqltypes.Int8:
+		return TypeBigint
+	case sqltypes.Float4, sqltypes.Float8:
+		return TypeFloat
+	case sqltypes.Numeric:
+		return TypeNumeric
+	case sqltypes.Date:
+		return TypeDate
+	case sqltypes.Timestamp, sqltypes.Timestamptz:
+		return TypeTimestamp
+	case sqltypes.Bool:
+		return TypeBool
+	}
+	return TypeText
 }
 
 // Analyst returns the analyst with the given name.

@@ -458,6 +458,20 @@ func (d *decoder) validateTables(p *Policy) {
 			namePath = path
 		}
 		declare(path, namePath, t.Schema, t.Name)
+		seen := map[string]bool{}
+		for j, c := range t.Columns {
+			cp := indexPath(path+".columns", j)
+			switch {
+			case c.Name == "":
+				d.errorf(cp+".name", "required; expected the column's name")
+			case seen[strings.ToLower(c.Name)]:
+				d.errorf(cp+".name", "column %q is listed twice", c.Name)
+			}
+			seen[strings.ToLower(c.Name)] = true
+			if !contains(columnTypes, string(c.Type)) {
+				d.errorf(cp+".type", "unknown column type %q; expected one of %s", c.Type, strings.Join(columnTypes, ", "))
+			}
+		}
 	}
 	// A key list read from a table must come from a public one.
 	for i := range p.ProtectedTables {

@@ -187,6 +187,14 @@ func ExplainSummary(plan *rewrite.Plan) string {
 			fmt.Fprintf(&sb, "group keys of %s: from the data, released only if they pass DP partition selection\n", g.Name())
 		}
 	}
+	for _, j := range plan.Joins {
+		kind := "joined"
+		if j.Left {
+			kind = "left-joined"
+		}
+		fmt.Fprintf(&sb, "join: public table %s (as %s) %s to %s before bounding: each person's rows are the joined rows their own rows make, so the bounds and sensitivities above hold unchanged; rows matching several public rows count as several\n",
+			j.Table, j.Alias, kind, plan.Table.Name)
+	}
 	if b := plan.Bias; b != nil {
 		fmt.Fprintf(&sb, "bias report: ε = %.3g of the query's ε estimates the share of people with %s (dpproxy.report_bias)\n", b.Epsilon, strings.Join(b.Labels, ", "))
 	}

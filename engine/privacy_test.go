@@ -125,7 +125,8 @@ protected_tables:
       - {name: x, type: numeric, bounds: [-5, 10]}
       - {name: n, type: int, bounds: [0, 10]}
 public_tables:
-  - lookup
+  - name: lookup
+    columns: [{name: k, type: text}]
 `
 
 // auditCases lists every aggregate ungrouped, grouped over public keys and
@@ -390,12 +391,38 @@ func auditCases() []auditCase {
 			inDPrime: unitRows{groups: []string{"h2"}, rows: 3, x: 1000, f: 1},
 			sharp:    0.8,
 		},
+		// Joins with a public table whose key is not unique: each of the
+		// unit's rows in h1 matches three lookup rows; bounding after the
+		// join caps the joined rows.
+		auditCase{
+			name: "join public/ungrouped/add_remove/COUNT(*), SUM(x)", neighbouring: config.AddRemove, l0: 1, linf: 2,
+			query: "SELECT COUNT(*), SUM(p.x) FROM people p JOIN lookup l ON p.g = l.k WHERE p.f = 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			sharp: 0.8,
+		},
+		auditCase{
+			name: "join public/selection/replace/COUNT(*)", neighbouring: config.Replace, l0: 1, linf: 2,
+			query:    "SELECT l.k, COUNT(*) FROM people p JOIN lookup l ON p.g = l.k WHERE p.f = 1 GROUP BY l.k",
+			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h3"}, rows: 3, x: 1000, f: 1},
+			resample: true, runs: 0.3, sharp: -1,
+		},
 		// Several quantiles of one column, released together by the
 		// recursion (two rounds for three levels).
 		auditCase{
 			name: "quantiles/ungrouped/add_remove/MIN, MEDIAN, MAX(n)", neighbouring: config.AddRemove, l0: 1, linf: 2,
 			query: "SELECT MIN(n), MEDIAN(n), MAX(n) FROM people WHERE f = 1",
 			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+		},
+		// Under replace the unit's values move from the bottom to the top
+		// of the range: old and new mass in two subproblems of a round,
+		// which the recursion budgets as 2·depth − 1 rounds (found in
+		// review).
+		auditCase{
+			name: "quantiles/ungrouped/replace/MIN, MEDIAN, MAX(n)", neighbouring: config.Replace, l0: 1, linf: 2,
+			query:    "SELECT MIN(n), MEDIAN(n), MAX(n) FROM people WHERE f = 1",
+			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: -1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
 		},
 		// Over public keys the unit is in L0 = 2 groups, each mechanism
 		// at ε/2; under partition selection it moves groups.
@@ -585,7 +612,7 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 	}
 	exec(`CREATE TABLE people (uid INTEGER, g TEXT, kg TEXT, f INTEGER, x NUMERIC, n INTEGER)`)
 	exec(`CREATE TABLE lookup (k TEXT)`)
-	exec(`INSERT INTO lookup VALUES ('h1'), ('h3')`)
+	exec(`INSERT INTO lookup VALUES ('h1'), ('h1'), ('h1'), ('h3')`)
 	uid := 1
 	groups := make([]string, 0, len(sizes))
 	for g := range sizes {

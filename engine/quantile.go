@@ -151,7 +151,7 @@ func groupQuantiles(plan *rewrite.Plan, hists []map[string][]float64, canon stri
 		for i, qi := range idx {
 			levels[i] = plan.Quantiles[qi].Level
 		}
-		js, err := mechanisms.Quantiles(r, epsilon, plan.Quantiles[idx[0]].MassSensitivity, hist, levels)
+		js, err := mechanisms.Quantiles(r, epsilon, plan.Quantiles[idx[0]].MassSensitivity, hist, levels, plan.QuantilesReplace())
 		if err != nil {
 			return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "quantile selection failed; no answer was released", Err: err}
 		}

@@ -72,8 +72,18 @@ func QuantileRankError(epsilon, massSensitivity float64, buckets int, beta float
 	return 2 * massSensitivity / epsilon * math.Log(float64(buckets)/beta)
 }
 
+// QuantilesRounds is what Quantiles divides ε by for m levels: the
+// depth, or 2·depth − 1 under replace neighbours (see Quantiles).
+func QuantilesRounds(m int, replace bool) int {
+	d := QuantilesDepth(m)
+	if replace {
+		return 2*d - 1
+	}
+	return d
+}
+
 // QuantilesDepth is the number of rounds Quantiles needs for m levels:
-// ⌈log2(m + 1)⌉, each round at ε/depth.
+// ⌈log2(m + 1)⌉.
 func QuantilesDepth(m int) int {
 	depth := 0
 	for n := m; n > 0; n /= 2 {
@@ -101,10 +111,19 @@ func QuantilesDepth(m int) int {
 // subproblems depend on the earlier rounds' answers): ε-DP in all, against
 // ε·k for k separate quantiles at ε each.
 //
-// Accuracy: each answer has the rank error of one Quantile at ε/depth
-// within its subproblem (QuantileRankError), plus the error of the local
+// Under replace neighbours (replace set) a unit's old mass can leave one
+// subproblem of a round and its new mass join another, so every round
+// after the first can cost twice its ε: the rounds then run at
+// ε/(2·depth − 1) (found in review). Callers that already count a
+// replacement as two changed histograms (grouped plans, 2·L0) pass false.
+// Each subproblem's exponential mechanism also carries its own score
+// rounding slack (Exponential: Δu + h with h ≈ Δu·2⁻²⁰), so a round over
+// S subproblems costs at most ε_r·(Δu + S·h)/(Δu + h): negligible.
+//
+// Accuracy: each answer has the rank error of one Quantile at its round's
+// ε within its subproblem (QuantileRankError), plus the error of the local
 // target rank, which assumes the split fell exactly at its level.
-func Quantiles(r *Rand, epsilon, massSensitivity float64, hist []float64, levels []float64) ([]int, error) {
+func Quantiles(r *Rand, epsilon, massSensitivity float64, hist []float64, levels []float64, replace bool) ([]int, error) {
 	if len(hist) == 0 {
 		return nil, invalid("the histogram must have at least one bucket")
 	}
@@ -119,7 +138,7 @@ func Quantiles(r *Rand, epsilon, massSensitivity float64, hist []float64, levels
 		}
 	}
 	out := make([]int, len(levels))
-	roundEpsilon := epsilon / float64(QuantilesDepth(len(levels)))
+	roundEpsilon := epsilon / float64(QuantilesRounds(len(levels), replace))
 	// solve answers levels[from:to], which lie in [qlo, qhi], over buckets
 	// lo..hi of sub (sub[j-lo] is bucket j's mass in this subproblem).
 	var solve func(sub []float64, lo, from, to int, qlo, qhi float64) error

@@ -163,7 +163,7 @@ func TestQuantilesFindTheQuartiles(t *testing.T) {
 	r := Seeded(65)
 	levels := []float64{0.25, 0.5, 0.75}
 	for run := 0; run < 200; run++ {
-		got, err := Quantiles(r, 1, 1, hist, levels)
+		got, err := Quantiles(r, 1, 1, hist, levels, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestQuantilesRejects(t *testing.T) {
 		{"no buckets", nil, []float64{0.5}},
 		{"negative mass", []float64{1, -1}, []float64{0.5}},
 	} {
-		if _, err := Quantiles(r, 1, 1, c.hist, c.levels); err == nil {
+		if _, err := Quantiles(r, 1, 1, c.hist, c.levels, false); err == nil {
 			t.Errorf("%s: accepted", c.name)
 		}
 	}
@@ -218,7 +218,7 @@ func TestAuditQuantiles(t *testing.T) {
 			if nb {
 				h = neighbour
 			}
-			got, err := Quantiles(r, eps, sens, h, levels)
+			got, err := Quantiles(r, eps, sens, h, levels, false)
 			return err == nil && got[0] == 7 && got[1] == 7, err
 		}
 	}

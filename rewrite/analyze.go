@@ -130,6 +130,9 @@ func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Quer
 	for _, tn := range tables {
 		pt, pub := pol.LookupTable(tn.Schema.O, tn.Name.O)
 		switch {
+		case pt != nil && protected != nil && pt != protected:
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "a query reads one protected table: joins of %q and %q (on the privacy unit) are not supported yet", protected.Name, pt.Name).
+				WithHint("query each protected table on its own; public tables can be joined to it")
 		case pt != nil:
 			protected = pt
 		case pub == nil:
@@ -155,9 +158,9 @@ func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Quer
 		return &Query{Empty: empty}, nil
 	}
 	if inner := derivedTable(sel); inner != nil {
-		return a.planOuter(sel, inner, fromTables)
+		return a.planOuter(sel, inner)
 	}
-	plan, err := a.plan(sel, fromTables)
+	plan, err := a.plan(sel)
 	if err != nil {
 		return nil, err
 	}
@@ -281,10 +284,14 @@ type analyzer struct {
 	// distinctColumns are the columns COUNT(DISTINCT ...) counts, each a
 	// side query (distinct.go).
 	distinctColumns []*config.Column
+	// joins are the public tables joined to the protected one, and
+	// joinSQL the FROM clause that joins them (join.go).
+	joins   []*joinedTable
+	joinSQL string
 }
 
-func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
-	if err := a.checkShape(sel, tableRefs); err != nil {
+func (a *analyzer) plan(sel *ast.SelectStmt) (*Plan, error) {
+	if err := a.checkShape(sel); err != nil {
 		return nil, err
 	}
 	p := &Plan{
@@ -313,6 +320,16 @@ func (a *analyzer) plan(sel *ast.SelectStmt, tableRefs int) (*Plan, error) {
 		p.MaxRowsPerUnit, autoPending = 1, true
 	}
 	e := &emitter{d: a.opts.Dialect, a: a}
+	if err := e.emitJoins(); err != nil {
+		return nil, err
+	}
+	for _, j := range a.joins {
+		name := j.table.Name
+		if j.table.Schema != "" {
+			name = j.table.Schema + "." + name
+		}
+		p.Joins = append(p.Joins, Join{Table: name, Alias: j.alias, Left: j.left})
+	}
 
 	// SELECT DISTINCT a, b without GROUP BY is GROUP BY a, b with the keys
 	// alone in the select list.
@@ -520,7 +537,7 @@ func derivedTable(sel *ast.SelectStmt) *ast.SelectStmt {
 // renames, orders and limits its released rows: post-processing, which
 // costs nothing more. Anything that would compute on the released rows
 // (WHERE, GROUP BY, expressions) is refused for now.
-func (a *analyzer) planOuter(sel, inner *ast.SelectStmt, tableRefs int) (*Query, error) {
+func (a *analyzer) planOuter(sel, inner *ast.SelectStmt) (*Query, error) {
 	unsupported := func(what string) error {
 		return sqlerr.New(sqlerr.FeatureNotSupported, "%s over a derived table on protected data is not supported", what).
 			WithHint("the outer query may select, rename, order and limit the inner query's columns")
@@ -538,7 +555,7 @@ func (a *analyzer) planOuter(sel, inner *ast.SelectStmt, tableRefs int) (*Query,
 	if derivedTable(inner) != nil {
 		return nil, unsupported("a derived table")
 	}
-	plan, err := a.plan(inner, tableRefs)
+	plan, err := a.plan(inner)
 	if err != nil {
 		return nil, err
 	}
@@ -707,15 +724,8 @@ func constantFalse(where ast.ExprNode) bool {
 
 // checkShape rejects every construct beyond one protected table with
 // aggregates, WHERE, GROUP BY, ORDER BY and LIMIT.
-func (a *analyzer) checkShape(sel *ast.SelectStmt, tableRefs int) error {
-	unsupported := func(what string) error {
-		return sqlerr.New(sqlerr.FeatureNotSupported, "%s is not supported in queries on protected table %q", what, a.table.Name).
-			WithHint("supported: SELECT [group columns,] %s FROM %s [WHERE ...] [GROUP BY ...] [ORDER BY ...] [LIMIT n]", supportedAggregates, a.table.Name)
-	}
-	if tableRefs != 1 {
-		return sqlerr.New(sqlerr.FeatureNotSupported, "a query on protected table %q must read that table alone: joins, subqueries and repeated references are not supported", a.table.Name).
-			WithHint("query one protected table with aggregates: %s", supportedAggregates)
-	}
+func (a *analyzer) checkShape(sel *ast.SelectStmt) error {
+	unsupported := a.shapeError
 	switch {
 	case sel.With != nil:
 		return unsupported("WITH")
@@ -732,25 +742,22 @@ func (a *analyzer) checkShape(sel *ast.SelectStmt, tableRefs int) error {
 	case sel.From == nil:
 		return unsupported("a query without FROM")
 	}
-	join := sel.From.TableRefs
-	if join == nil || join.Right != nil {
-		return unsupported("a join")
-	}
-	ts, ok := join.Left.(*ast.TableSource)
-	if !ok {
+	if sel.From.TableRefs == nil {
 		return unsupported("this FROM clause")
 	}
-	if _, ok := ts.Source.(*ast.TableName); !ok {
-		return unsupported("a derived table")
-	}
-	a.alias = a.table.Name
-	if ts.AsName.O != "" {
-		a.alias = ts.AsName.O
+	if err := a.readFrom(sel.From.TableRefs); err != nil {
+		return err
 	}
 	if sel.GroupBy != nil && sel.GroupBy.Rollup {
 		return unsupported("WITH ROLLUP")
 	}
 	return nil
+}
+
+// shapeError refuses a construct the analyzer does not support.
+func (a *analyzer) shapeError(what string) error {
+	return sqlerr.New(sqlerr.FeatureNotSupported, "%s is not supported in queries on protected table %q", what, a.table.Name).
+		WithHint("supported: SELECT [group columns,] %s FROM %s [JOIN public_table ON ...] [WHERE ...] [GROUP BY ...] [ORDER BY ...] [LIMIT n]", supportedAggregates, a.table.Name)
 }
 
 func (a *analyzer) rawRowsError() error {
@@ -771,15 +778,28 @@ func (a *analyzer) groupableList() string {
 	return strings.Join(names, ", ")
 }
 
-// column resolves a column reference against the protected table.
+// column resolves a column reference against the protected table and the
+// public tables joined to it.
 func (a *analyzer) column(cn *ast.ColumnName) (*config.Column, error) {
 	if cn.Table.O != "" && !strings.EqualFold(cn.Table.O, a.alias) {
+		if cn.Schema.O == "" && len(a.joins) > 0 {
+			return a.joinedColumn(cn, false)
+		}
 		return nil, sqlerr.New(sqlerr.UndefinedTable, "missing FROM-clause entry for table %q", cn.Table.O)
 	}
 	if cn.Schema.O != "" && !strings.EqualFold(cn.Table.O, a.table.Name) {
 		return nil, sqlerr.New(sqlerr.UndefinedTable, "missing FROM-clause entry for table %q", cn.Schema.O+"."+cn.Table.O)
 	}
 	col, ok := a.table.Column(cn.Name.O)
+	if cn.Table.O == "" && len(a.joins) > 0 {
+		joined, err := a.joinedColumn(cn, ok)
+		if err != nil {
+			return nil, err
+		}
+		if !ok && joined != nil {
+			return joined, nil
+		}
+	}
 	if !ok {
 		var names []string
 		for _, c := range a.table.Columns {
@@ -792,5 +812,5 @@ func (a *analyzer) column(cn *ast.ColumnName) (*config.Column, error) {
 }
 
 func (a *analyzer) isUnit(col *config.Column) bool {
-	return !a.table.IsRowPrivacy() && strings.EqualFold(col.Name, a.table.PrivacyUnit)
+	return !a.table.IsRowPrivacy() && strings.EqualFold(col.Name, a.table.PrivacyUnit) && a.owner(col) == a.alias
 }

@@ -75,8 +75,8 @@ func autoGrid(max int) []int {
 func (e *emitter) autoRowsSQL(p *Plan, where string) string {
 	q := e.d.QuoteIdent
 	t := p.Table
-	table := e.tableRef(t)
-	inner := []string{q(t.PrivacyUnit) + " AS " + q("dp_u")}
+	table := e.fromSQL(t)
+	inner := []string{e.a.unitRef() + " AS " + q("dp_u")}
 	cellGroup := []string{q("dp_u")}
 	for i, g := range p.Groups {
 		ref := q(fmt.Sprintf("dp_g%d", i))

@@ -41,7 +41,7 @@ type BiasReport struct {
 func (e *emitter) biasReport(p *Plan, where string) *BiasReport {
 	q := e.d.QuoteIdent
 	t := p.Table
-	table := e.tableRef(t)
+	table := e.fromSQL(t)
 	var clamped []*config.Column
 	seen := map[*config.Column]bool{}
 	for _, a := range p.Aggregates {
@@ -62,7 +62,7 @@ func (e *emitter) biasReport(p *Plan, where string) *BiasReport {
 		whereClause = " WHERE " + where
 	}
 	outside := func(c *config.Column) string {
-		ref := q(c.Name)
+		ref := e.a.colRef(c)
 		return "CASE WHEN " + ref + " < " + formatNumber(c.Bounds.Lo) + " OR " + ref + " > " + formatNumber(c.Bounds.Hi) + " THEN 1 ELSE 0 END"
 	}
 	r := &BiasReport{}
@@ -78,7 +78,7 @@ func (e *emitter) biasReport(p *Plan, where string) *BiasReport {
 	}
 	// Per (person, group): rows and any value out; per person: groups,
 	// largest group, capped rows in all; then the counts.
-	inner := []string{q(t.PrivacyUnit) + " AS " + q("dp_u")}
+	inner := []string{e.a.unitRef() + " AS " + q("dp_u")}
 	var groupRefs []string
 	for i, g := range p.Groups {
 		ref := q(fmt.Sprintf("dp_g%d", i))

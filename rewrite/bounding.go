@@ -17,12 +17,12 @@ import (
 func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, error) {
 	q := e.d.QuoteIdent
 	t := p.Table
-	table := e.tableRef(t)
+	table := e.fromSQL(t)
 	rowPrivacy := t.IsRowPrivacy()
 
 	var inner []string
 	if !rowPrivacy {
-		inner = append(inner, q(t.PrivacyUnit)+" AS "+q("dp_u"))
+		inner = append(inner, e.a.unitRef()+" AS "+q("dp_u"))
 	}
 	groupRefs := make([]string, len(p.Groups))
 	groupExprs := make([]string, len(p.Groups))
@@ -38,8 +38,8 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 			value = sql // a conditional aggregate's CASE (conditional.go)
 		}
 		inner = append(inner, value+" AS "+q(fmt.Sprintf("dp_v%d", j)))
-		if rawValues[j] {
-			inner = append(inner, e.rawValue(v)+" AS "+q(fmt.Sprintf("dp_r%d", j)))
+		if clip, ok := rawValues[j]; ok {
+			inner = append(inner, e.rawValue(v, clip)+" AS "+q(fmt.Sprintf("dp_r%d", j)))
 		}
 	}
 	if len(inner) == 0 {
@@ -110,7 +110,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		if e.summable(v.col) {
 			middle = append(middle, "SUM("+ref+") AS "+q(fmt.Sprintf("dp_s%d", j)))
 		}
-		if rawValues[j] {
+		if _, ok := rawValues[j]; ok {
 			middle = append(middle, "SUM("+q(fmt.Sprintf("dp_r%d", j))+") AS "+q(fmt.Sprintf("dp_rs%d", j)))
 		}
 		if v.sq >= 0 {
@@ -203,7 +203,11 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		cells, totals := []string{alias + ".*"}, []string{q("dp_cells") + ".*"}
 		for i, x := range excess {
 			xi, ti := q(fmt.Sprintf("dp_x%d", i)), q(fmt.Sprintf("dp_xt%d", i))
-			cells = append(cells, x.raw+" - "+groupWeight(gate(weigh(x.kept)))+" AS "+xi)
+			kept := gate(weigh(x.kept))
+			if x.perUnit {
+				kept = gate(x.kept) // units are counted in kept groups, unweighted
+			}
+			cells = append(cells, x.raw+" - "+groupWeight(kept)+" AS "+xi)
 			totals = append(totals, "SUM(ABS("+xi+")) OVER (PARTITION BY "+q("dp_u")+") AS "+ti)
 			outerCols[x.column] = "SUM(" + clipped(xi, ti, x.clip) + ")"
 		}
@@ -228,7 +232,7 @@ func (e *emitter) tableRef(t *config.ProtectedTable) string {
 // and possibly a different one in each of a plan's queries (found in
 // review).
 func (e *emitter) groupExpr(g GroupColumn) string {
-	expr := e.d.QuoteIdent(g.Column.Name)
+	expr := e.a.colRef(g.Column)
 	switch {
 	case g.SQL != "":
 		expr = g.SQL // GROUP BY CASE (casegroup.go), numeric bins
@@ -276,7 +280,7 @@ func square(ref string) string { return "1.0 * " + ref + " * " + ref }
 // clamp writes a column clamped to its bounds; NULL stays NULL. Columns
 // only counted (no bounds) are passed as they are.
 func (e *emitter) clamp(col *config.Column) string {
-	ref := e.d.QuoteIdent(col.Name)
+	ref := e.a.colRef(col)
 	if col.Bounds == nil {
 		return ref
 	}

@@ -108,7 +108,7 @@ func (a *analyzer) conditionalColumn(x *ast.CaseExpr, fn string, summed bool) (*
 				lo, hi = math.Min(lo, col.Bounds.Lo), math.Max(hi, col.Bounds.Hi)
 			}
 			combine(col.Type)
-			return e.clamp(col), e.d.QuoteIdent(col.Name), nil
+			return e.clamp(col), e.a.colRef(col), nil
 		}
 		return "", "", sqlerr.New(sqlerr.FeatureNotSupported, "the results of %s(CASE ...) must be columns, numbers or NULL", fn)
 	}

@@ -49,7 +49,7 @@ const maxSideQueries = 8
 func (e *emitter) distinctValuesSQL(p *Plan, col *config.Column, where string) string {
 	q := e.d.QuoteIdent
 	t := p.Table
-	value := q(col.Name)
+	value := e.a.colRef(col)
 	innerSQL, groupRefs := e.valueRows(p, "DISTINCT ", value+" AS "+q("dp_v"), value, where)
 	groupBy, keys := "", ""
 	if len(groupRefs) > 0 {

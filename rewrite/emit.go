@@ -300,7 +300,7 @@ func (e *emitter) operand(expr ast.ExprNode) (string, valueKind, error) {
 		if err != nil {
 			return "", 0, err
 		}
-		return e.d.QuoteIdent(col.Name), kindOf(col.Type), nil
+		return e.a.colRef(col), kindOf(col.Type), nil
 	case *ast.UnaryOperationExpr:
 		if x.Op == opcode.Minus {
 			if v, ok := x.V.(*test_driver.ValueExpr); ok {

@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/dpproxy/dpproxy/config"
@@ -130,6 +131,9 @@ type excessColumn struct {
 	raw, kept string
 	// signed is false for counts, whose excess is never negative.
 	signed bool
+	// perUnit is set for a count of units, which the total bound's
+	// weights C/T do not apply to (they weigh rows).
+	perUnit bool
 }
 
 // excessColumns writes each companion's raw and kept cell values.
@@ -146,7 +150,7 @@ func (e *emitter) excessColumns(p *Plan, b *backendColumns) []excessColumn {
 		j := valueIndex(b, m.CountColumn)
 		switch {
 		case m.Kind == MeasureUnits:
-			c.raw, c.kept = "1", "1"
+			c.raw, c.kept, c.perUnit = "1", "1", true
 		case m.Kind == MeasureCount && j < 0:
 			c.raw, c.kept = q("dp_n"), capped(q("dp_n"), linf)
 		case m.Kind == MeasureCount:
@@ -167,14 +171,15 @@ func (e *emitter) excessColumns(p *Plan, b *backendColumns) []excessColumn {
 	return out
 }
 
-// excessRawValues marks the value columns whose raw sums the excess
-// companions of sums read.
-func (p *Plan) excessRawValues(b *backendColumns) map[int]bool {
-	raw := map[int]bool{}
+// excessRawValues gives, for each value column whose raw sums the excess
+// companions of sums read, the largest of their clips (see rawValue).
+func (p *Plan) excessRawValues(b *backendColumns) map[int]float64 {
+	raw := map[int]float64{}
 	for _, x := range p.Measurements {
 		if x.Kind == MeasureExcess {
 			if m := p.Measurements[x.Of]; m.Kind == MeasureSum || m.Kind == MeasureCenteredSum {
-				raw[valueIndex(b, m.CountColumn)] = true
+				j := valueIndex(b, m.CountColumn)
+				raw[j] = math.Max(raw[j], x.Clip)
 			}
 		}
 	}
@@ -192,25 +197,39 @@ func valueIndex(b *backendColumns, count int) int {
 	return -1
 }
 
-// rawValue writes a value column unclamped: the column itself, or a
-// conditional aggregate's CASE without clamping.
-func (e *emitter) rawValue(v *valueColumn) string {
+// rawValue writes a value column as it is — the column, or a conditional
+// aggregate's CASE without clamping — limited to [lo − M, hi + M], M the
+// clip. The limit changes no excess the clip lets through (a row beyond
+// it has more than M removed on its own), and keeps the raw sums finite:
+// without it one person's huge values could overflow the backend's sum,
+// or a stored NaN or infinity poison it, and make the query fail only when
+// they are present (found in review).
+func (e *emitter) rawValue(v *valueColumn, clip float64) string {
+	raw := e.a.colRef(v.col)
 	if sql, ok := e.a.rawValueSQL[v.col]; ok {
-		return sql
+		raw = sql
 	}
-	return e.d.QuoteIdent(v.col.Name)
+	lo, hi := formatNumber(v.col.Bounds.Lo-clip), formatNumber(v.col.Bounds.Hi+clip)
+	return "CASE WHEN " + raw + " < " + lo + " THEN " + lo + " WHEN " + raw + " > " + hi + " THEN " + hi + " ELSE " + raw + " END"
+}
+
+// clipText writes a clip rounded down to nine decimal places, so that the
+// SQL never clips above the sensitivity the noise is calibrated to (found
+// in review: rounding to nearest could double a clip below 1e-9).
+func clipText(clip float64) string {
+	return strconv.FormatFloat(math.Floor(clip*1e9)/1e9, 'f', 9, 64)
 }
 
 // clipped writes x scaled by min(1, M/total): one unit's excess in a
 // cell, clipped with its total excess.
 func clipped(x, total string, clip float64) string {
-	m := strconv.FormatFloat(clip, 'f', 9, 64)
+	m := clipText(clip)
 	return "CASE WHEN " + total + " <= " + m + " THEN " + x + " ELSE " + x + " * " + m + " / " + total + " END"
 }
 
 // clampedTo writes x limited to [−M, M] (a row's excess under row privacy,
 // where the row is the unit).
 func clampedTo(x string, clip float64) string {
-	m := strconv.FormatFloat(clip, 'f', 9, 64)
+	m := clipText(clip)
 	return "CASE WHEN " + x + " > " + m + " THEN " + m + " WHEN " + x + " < -" + m + " THEN -" + m + " ELSE " + x + " END"
 }

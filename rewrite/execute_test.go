@@ -29,7 +29,7 @@ import (
 var fixture = []string{
 	`CREATE TABLE visits (patient_id INTEGER, visit_date DATE, diagnosis TEXT, clinic_id INTEGER, cost NUMERIC, nights INTEGER, score DOUBLE PRECISION, note TEXT, region TEXT)`,
 	`CREATE TABLE people (age INTEGER, sex TEXT, income BIGINT)`,
-	`CREATE TABLE clinics (name TEXT, city TEXT)`,
+	`CREATE TABLE clinics (clinic_id INTEGER, name TEXT, city TEXT)`,
 	// surveys: a boolean and a date, row privacy.
 	`CREATE TABLE surveys (married BOOLEAN, answered_on DATE)`,
 	`INSERT INTO surveys VALUES (TRUE, '2024-01-01'), (FALSE, '2024-02-01'), (TRUE, '2024-03-01')`,
@@ -59,7 +59,7 @@ var fixture = []string{
 	`CREATE TABLE trips (patient_id INTEGER, city TEXT, km NUMERIC)`,
 	`INSERT INTO trips VALUES (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'y', 50), (2, 'x', 100), (2, 'x', 100), (2, 'y', 0), (2, 'y', 0), (2, 'z', 20), (2, 'z', 20)`,
 	`INSERT INTO people VALUES (-5, 'F', 1000), (50, 'M', 300000), (150, 'F', NULL), (30, 'X', 50000)`,
-	`INSERT INTO clinics VALUES ('North', 'Oslo'), ('South', 'Bergen')`,
+	`INSERT INTO clinics VALUES (1, 'North', 'Oslo'), (2, 'South', 'Bergen'), (3, 'East', 'Oslo')`,
 }
 
 type executeCase struct {
@@ -74,6 +74,43 @@ type executeCase struct {
 
 // Hand-computed bounded results.
 var executeCases = []executeCase{
+	{
+		// A public dimension joined before bounding: Oslo is clinic 1,
+		// p1's 5 rows (cost 100, 2 kept); Bergen clinic 2, p2's row (cost
+		// 5000 → 1000) and p3's 10 (cost 10, 2 kept). Columns: rows,
+		// count(cost), sum(cost), units.
+		sql: `SELECT c.city, COUNT(*), AVG(v.cost) FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id GROUP BY c.city`,
+		check: func(rows [][]float64, keys []string) error {
+			got := map[string]string{}
+			for i, r := range rows {
+				got[keys[i]] = fmt.Sprint(r)
+			}
+			if want := map[string]string{"Oslo": "[2 2 200 1]", "Bergen": "[3 3 1020 2]"}; fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("got %v, want %v", got, want)
+			}
+			return nil
+		},
+	},
+	{
+		// LEFT JOIN ... USING, a condition on the public table: p1's rows
+		// (2 kept), each with its clinic's name.
+		sql:   `SELECT COUNT(*), COUNT(c.name) FROM visits LEFT JOIN clinics c USING (clinic_id) WHERE c.city = 'Oslo'`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 2, 2, 0) },
+	},
+	{
+		// A CTE over the join, folded: as the first case, sums only.
+		sql: `WITH vc AS (SELECT v.cost, c.city FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id) SELECT city, SUM(cost) FROM vc GROUP BY city`,
+		check: func(rows [][]float64, keys []string) error {
+			got := map[string]string{}
+			for i, r := range rows {
+				got[keys[i]] = fmt.Sprint(r)
+			}
+			if want := map[string]string{"Oslo": "[2 200 1]", "Bergen": "[3 1020 2]"}; fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("got %v, want %v", got, want)
+			}
+			return nil
+		},
+	},
 	{
 		// A CTE that filters and renames (inline.go): diagnosis A is p1's
 		// 5 rows (cost 100, 2 kept) and p3's 2 (cost 10): 4 rows, 220.

@@ -151,18 +151,43 @@ func flattenDerived(sel *ast.SelectStmt) (bool, error) {
 // renames the rows of its one FROM item: no aggregate, GROUP BY, HAVING,
 // DISTINCT, LIMIT or window.
 func filtersRows(sel *ast.SelectStmt) bool {
-	if sel.From == nil || sel.From.TableRefs == nil || sel.From.TableRefs.Right != nil ||
+	if sel.From == nil || sel.From.TableRefs == nil ||
 		sel.GroupBy != nil || sel.Having != nil || sel.Distinct || sel.Limit != nil ||
 		len(sel.WindowSpecs) > 0 || sel.Kind != ast.SelectStmtKindSelect || sel.SelectIntoOpt != nil ||
 		(sel.LockInfo != nil && sel.LockInfo.LockType != ast.SelectLockNone) {
 		return false
 	}
-	if _, ok := sel.From.TableRefs.Left.(*ast.TableSource); !ok {
+	if sel.From.TableRefs.Right == nil {
+		if _, ok := sel.From.TableRefs.Left.(*ast.TableSource); !ok {
+			return false
+		}
+	} else if !joinOfTables(sel.From.TableRefs) {
 		return false
 	}
 	f := &aggregateFinder{}
 	sel.Fields.Accept(f)
 	return !f.found
+}
+
+// joinOfTables reports whether a join's items are all tables (no derived
+// tables): the joins the analyzer reads (join.go).
+func joinOfTables(j *ast.Join) bool {
+	for _, item := range []ast.ResultSetNode{j.Left, j.Right} {
+		switch x := item.(type) {
+		case nil:
+		case *ast.Join:
+			if !joinOfTables(x) {
+				return false
+			}
+		case *ast.TableSource:
+			if _, ok := x.Source.(*ast.TableName); !ok {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 type aggregateFinder struct{ found bool }
@@ -185,11 +210,15 @@ func (f *aggregateFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 func foldInto(sel, inner *ast.SelectStmt) error {
 	outerSource := sel.From.TableRefs.Left.(*ast.TableSource)
 	alias := outerSource.AsName.L
-	innerSource := inner.From.TableRefs.Left.(*ast.TableSource)
-	innerAlias := innerSource.AsName
-	if innerAlias.O == "" {
-		if tn, ok := innerSource.Source.(*ast.TableName); ok {
-			innerAlias = tn.Name
+	// SELECT * names the inner table's columns; over a join, the columns
+	// of any of its tables, left for the analyzer to resolve.
+	var innerAlias ast.CIStr
+	if innerSource, ok := inner.From.TableRefs.Left.(*ast.TableSource); ok && inner.From.TableRefs.Right == nil {
+		innerAlias = innerSource.AsName
+		if innerAlias.O == "" {
+			if tn, ok := innerSource.Source.(*ast.TableName); ok {
+				innerAlias = tn.Name
+			}
 		}
 	}
 	columns := map[string]ast.ExprNode{}

@@ -152,7 +152,7 @@ func (a *analyzer) numericBin(expr ast.ExprNode) (g GroupColumn, ok bool, err er
 			WithHint("write FLOOR(%s / width) * width", col.Name)
 	}
 
-	q := a.opts.Dialect.QuoteIdent(col.Name)
+	q := a.colRef(col)
 	name := fmt.Sprintf("floor(%s / %g)", col.Name, width)
 	var sql string
 	var keys []string

@@ -265,6 +265,16 @@ type Plan struct {
 	// Auto, when set, is a pending choice of Linf (autobound.go): the plan
 	// is provisional (Linf = 1) until Auto.Rebind.
 	Auto *AutoBound
+	// Joins are the public tables joined to the protected one (join.go).
+	Joins []Join
+}
+
+// Join is a public table joined to a plan's protected table, before
+// contribution bounding.
+type Join struct {
+	Table string // schema-qualified when the policy gives a schema
+	Alias string
+	Left  bool // LEFT JOIN; inner otherwise
 }
 
 // OuterQuery is a SELECT over the released rows of a DP query.

@@ -245,10 +245,18 @@ func (p *Plan) assignQuantiles(share float64) {
 		q := &p.Quantiles[i]
 		k := perColumn[q.Histogram]
 		q.Epsilon = share
-		q.MechanismEpsilon = float64(k) * share / float64(mechanisms.QuantilesDepth(k))
+		q.MechanismEpsilon = float64(k) * share / float64(mechanisms.QuantilesRounds(k, p.QuantilesReplace()))
 		q.ChangedGroups = changed
 		q.MassSensitivity = float64(p.MaxRowsPerUnit)
 	}
+}
+
+// QuantilesReplace reports whether the recursion must budget a replaced
+// unit as two changes per round (mechanisms.Quantiles): under replace
+// neighbours without GROUP BY, where one histogram holds the unit's old
+// and new values (grouped plans count 2·L0 changed groups already).
+func (p *Plan) QuantilesReplace() bool {
+	return p.Neighbouring == config.Replace && len(p.Groups) == 0
 }
 
 // histogramSQL writes the backend query of a quantile's histogram: per
@@ -256,7 +264,7 @@ func (p *Plan) assignQuantiles(share float64) {
 func (e *emitter) histogramSQL(p *Plan, h *Histogram, where string) string {
 	q := e.d.QuoteIdent
 	t := p.Table
-	value := q(h.Column.Name)
+	value := e.a.colRef(h.Column)
 	innerSQL, groupRefs := e.valueRows(p, "", e.bucketSQL(value, h.Grid)+" AS "+q("dp_b"), value, where)
 	keys := strings.Join(append(append([]string{}, groupRefs...), q("dp_b")), ", ")
 
@@ -306,14 +314,14 @@ func (e *emitter) valueRows(p *Plan, distinct, item, value, where string) (strin
 	groupRefs := make([]string, len(p.Groups))
 	var inner []string
 	if !t.IsRowPrivacy() {
-		inner = append(inner, q(t.PrivacyUnit)+" AS "+q("dp_u"))
+		inner = append(inner, e.a.unitRef()+" AS "+q("dp_u"))
 	}
 	for i, g := range p.Groups {
 		groupRefs[i] = q(fmt.Sprintf("dp_g%d", i))
 		inner = append(inner, e.groupExpr(g)+" AS "+groupRefs[i])
 	}
 	inner = append(inner, item)
-	return "SELECT " + distinct + strings.Join(inner, ", ") + " FROM " + e.tableRef(t) + " WHERE " + cond, groupRefs
+	return "SELECT " + distinct + strings.Join(inner, ", ") + " FROM " + e.fromSQL(t) + " WHERE " + cond, groupRefs
 }
 
 // bucketSQL writes the bucket index of a value on a grid. Values outside

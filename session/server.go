@@ -20,12 +20,16 @@ type Server struct {
 	catalog *catalog.Catalog
 }
 
-// NewServer reads the policy's key lists that come from public tables,
+// NewServer reads the policy's key lists that come from public tables and
+// the columns of public tables the policy does not list (for joins),
 // builds the virtual catalog of e's policy — each table's columns as the
 // backend declares them, read once — and returns the server sessions are
 // opened on.
 func NewServer(ctx context.Context, e *engine.Engine) (*Server, error) {
 	if err := loadKeyLists(ctx, e.Policy(), e.Backend(), e.Dialect()); err != nil {
+		return nil, err
+	}
+	if err := describePublicTables(ctx, e.Policy(), e.Backend()); err != nil {
 		return nil, err
 	}
 	schema, err := CatalogSchema(ctx, e.Policy(), e.Backend())
@@ -132,4 +136,24 @@ func (s *Session) catalogSetting(name string) (string, bool) {
 		return s.mysqlVariable(name)
 	}
 	return s.setting(name)
+}
+
+// describePublicTables fills in the columns of the public tables whose
+// columns the policy does not list, as the backend declares them: what a
+// query joining one to a protected table may use (rewrite).
+func describePublicTables(ctx context.Context, pol *config.Policy, b backend.Backend) error {
+	for i := range pol.PublicTables {
+		pub := &pol.PublicTables[i]
+		if len(pub.Columns) > 0 {
+			continue
+		}
+		info, err := b.DescribeTable(ctx, pub.Schema, pub.Name)
+		if err != nil {
+			return fmt.Errorf("describing public table %s: %w", pub.Name, err)
+		}
+		for _, c := range info.Columns {
+			pub.Columns = append(pub.Columns, config.PublicColumn{Name: c.Name, Type: config.ColumnTypeOf(c.Type)})
+		}
+	}
+	return nil
 }

@@ -22,6 +22,7 @@ const (
 	InsufficientPrivilege  Code = "42501"
 	UndefinedTable         Code = "42P01"
 	UndefinedColumn        Code = "42703"
+	AmbiguousColumn        Code = "42702"
 	UndefinedFunction      Code = "42883"
 	UndefinedObject        Code = "42704"
 	GroupingError          Code = "42803"

@@ -13,6 +13,7 @@ const (
 	ErrUnknownDB            = 1049 // ER_BAD_DB_ERROR, 42000
 	ErrUnknownCom           = 1047 // ER_UNKNOWN_COM_ERROR, 08S01
 	ErrBadField             = 1054 // ER_BAD_FIELD_ERROR, 42S22
+	ErrNonUniq              = 1052 // ER_NON_UNIQ_ERROR, 23000
 	ErrParse                = 1064 // ER_PARSE_ERROR, 42000
 	ErrEmptyQuery           = 1065 // ER_EMPTY_QUERY, 42000
 	ErrUnknown              = 1105 // ER_UNKNOWN_ERROR, HY000
@@ -57,6 +58,7 @@ var errorMapping = map[sqlerr.Code]struct {
 	sqlerr.InsufficientPrivilege:  {ErrTableAccessDenied, "42000"},
 	sqlerr.UndefinedTable:         {ErrNoSuchTable, "42S02"},
 	sqlerr.UndefinedColumn:        {ErrBadField, "42S22"},
+	sqlerr.AmbiguousColumn:        {ErrNonUniq, "23000"},
 	sqlerr.UndefinedFunction:      {ErrParse, "42000"},
 	sqlerr.UndefinedObject:        {ErrUnknownSystemVar, "HY000"},
 	sqlerr.GroupingError:          {1055, "42000"}, // ER_WRONG_FIELD_WITH_GROUP

@@ -122,3 +122,9 @@ SELECT r.diagnosis, COUNT(*) AS visits FROM (SELECT * FROM visits v WHERE v.cost
 WITH a AS (SELECT diagnosis AS dx, nights FROM visits WHERE nights > 0), b AS (SELECT dx, nights AS n FROM a WHERE dx <> 'B') SELECT dx, SUM(n) FROM b GROUP BY dx
 -- name: in_public_subquery
 SELECT COUNT(*) FROM visits WHERE region IN (SELECT LOWER(SUBSTR(name, 1, 1)) FROM public.clinics WHERE city = 'Oslo')
+-- name: join_public_dimension
+SELECT c.city, COUNT(*), AVG(v.cost) FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id GROUP BY c.city
+-- name: left_join_using
+SELECT COUNT(*), COUNT(c.name) FROM visits LEFT JOIN clinics c USING (clinic_id) WHERE c.city = 'Oslo'
+-- name: cte_over_join
+WITH vc AS (SELECT v.cost, c.city FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id) SELECT city, SUM(cost) FROM vc GROUP BY city
