@@ -192,6 +192,11 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		if j.Left {
 			kind = "left-joined"
 		}
+		if j.Protected {
+			fmt.Fprintf(&sb, "join: protected table %s (as %s) %s to %s on the privacy unit, before bounding: every joined row belongs to one person, and %s's bounds apply to each person's joined rows, so the sensitivities above hold for a person's rows in both tables\n",
+				j.Table, j.Alias, kind, plan.Table.Name, plan.Table.Name)
+			continue
+		}
 		fmt.Fprintf(&sb, "join: public table %s (as %s) %s to %s before bounding: each person's rows are the joined rows their own rows make, so the bounds and sensitivities above hold unchanged; rows matching several public rows count as several\n",
 			j.Table, j.Alias, kind, plan.Table.Name)
 	}

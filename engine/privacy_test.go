@@ -124,6 +124,11 @@ protected_tables:
       - {name: f, type: int}
       - {name: x, type: numeric, bounds: [-5, 10]}
       - {name: n, type: int, bounds: [0, 10]}
+  - name: extra
+    privacy_unit: uid
+    columns:
+      - {name: uid, type: int}
+      - {name: e, type: int}
 public_tables:
   - name: lookup
     columns: [{name: k, type: text}]
@@ -391,6 +396,21 @@ func auditCases() []auditCase {
 			inDPrime: unitRows{groups: []string{"h2"}, rows: 3, x: 1000, f: 1},
 			sharp:    0.8,
 		},
+		// Two protected tables joined on the unit: the unit has rows in
+		// both (3 × 3 joined rows), bounded per unit after the join.
+		auditCase{
+			name: "join protected on unit/ungrouped/add_remove/COUNT(*), SUM(x)", neighbouring: config.AddRemove, l0: 1, linf: 2,
+			query: "SELECT COUNT(*), SUM(p.x) FROM people p JOIN extra e ON p.uid = e.uid WHERE p.f = 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			sharp: 0.8,
+		},
+		auditCase{
+			name: "join protected on unit/keys/replace/COUNT(*)", neighbouring: config.Replace, l0: 2, linf: 2,
+			query:    "SELECT p.kg, COUNT(*) FROM people p JOIN extra e USING (uid) WHERE p.f = 1 GROUP BY p.kg",
+			inD:      unitRows{groups: []string{"h1", "h2"}, rows: 3, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h3", "h4"}, rows: 3, x: 1000, f: 1},
+			runs:     0.5,
+		},
 		// Joins with a public table whose key is not unique: each of the
 		// unit's rows in h1 matches three lookup rows; bounding after the
 		// join caps the joined rows.
@@ -612,6 +632,7 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 	}
 	exec(`CREATE TABLE people (uid INTEGER, g TEXT, kg TEXT, f INTEGER, x NUMERIC, n INTEGER)`)
 	exec(`CREATE TABLE lookup (k TEXT)`)
+	exec(`CREATE TABLE extra (uid INTEGER, e INTEGER)`)
 	exec(`INSERT INTO lookup VALUES ('h1'), ('h1'), ('h1'), ('h3')`)
 	uid := 1
 	groups := make([]string, 0, len(sizes))
@@ -622,8 +643,14 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 	for _, g := range groups {
 		for i := 0; i < sizes[g]; i++ {
 			exec(`INSERT INTO people VALUES (?, ?, ?, 1, ?, ?)`, uid, g, g, uid%5-1, uid%5)
+			exec(`INSERT INTO extra VALUES (?, 1)`, uid)
 			uid++
 		}
+	}
+	if len(unit.groups) > 0 {
+		// The unit's rows in the second protected table: three, so that
+		// a join on the unit multiplies its rows.
+		exec(`INSERT INTO extra VALUES (0, 1), (0, 2), (0, 3)`)
 	}
 	for _, g := range unit.groups {
 		for i := 0; i < unit.rows; i++ {

@@ -130,11 +130,10 @@ func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Quer
 	for _, tn := range tables {
 		pt, pub := pol.LookupTable(tn.Schema.O, tn.Name.O)
 		switch {
-		case pt != nil && protected != nil && pt != protected:
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "a query reads one protected table: joins of %q and %q (on the privacy unit) are not supported yet", protected.Name, pt.Name).
-				WithHint("query each protected table on its own; public tables can be joined to it")
 		case pt != nil:
-			protected = pt
+			if protected == nil {
+				protected = pt // the first one named; others must be joined to it (join.go)
+			}
 		case pub == nil:
 			return nil, unknownTable(tn, pol)
 		}
@@ -324,11 +323,16 @@ func (a *analyzer) plan(sel *ast.SelectStmt) (*Plan, error) {
 		return nil, err
 	}
 	for _, j := range a.joins {
-		name := j.table.Name
-		if j.table.Schema != "" {
-			name = j.table.Schema + "." + name
+		schema, name := "", ""
+		if j.protected != nil {
+			schema, name = j.protected.Schema, j.protected.Name
+		} else {
+			schema, name = j.table.Schema, j.table.Name
 		}
-		p.Joins = append(p.Joins, Join{Table: name, Alias: j.alias, Left: j.left})
+		if schema != "" {
+			name = schema + "." + name
+		}
+		p.Joins = append(p.Joins, Join{Table: name, Alias: j.alias, Left: j.left, Protected: j.protected != nil})
 	}
 
 	// SELECT DISTINCT a, b without GROUP BY is GROUP BY a, b with the keys
@@ -811,6 +815,16 @@ func (a *analyzer) column(cn *ast.ColumnName) (*config.Column, error) {
 	return col, nil
 }
 
+// isUnit reports whether col is a privacy unit column: the protected
+// table's, or that of a protected table joined on it (the same units).
 func (a *analyzer) isUnit(col *config.Column) bool {
-	return !a.table.IsRowPrivacy() && strings.EqualFold(col.Name, a.table.PrivacyUnit) && a.owner(col) == a.alias
+	if a.table.IsRowPrivacy() {
+		return false
+	}
+	for _, j := range a.joins {
+		if j.isUnitOf(col) {
+			return true
+		}
+	}
+	return strings.EqualFold(col.Name, a.table.PrivacyUnit) && a.owner(col) == a.alias
 }

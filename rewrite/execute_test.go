@@ -75,6 +75,25 @@ type executeCase struct {
 // Hand-computed bounded results.
 var executeCases = []executeCase{
 	{
+		// Two protected tables joined on the unit: each visit of a
+		// patient meets each of their stays (p1 5 × 4 rows, p2 1 × 1, p3
+		// 10 × 3, all in ward W), bounded per patient after the join at
+		// visits' Linf = 2: 2 + 1 + 2 rows; cost 2 × 100 (20 values
+		// scaled to 2), 1000 (5000 clamped), 2 × 10. Ward V: no joined
+		// rows (p4 has no visits).
+		sql: `SELECT s.ward, COUNT(*), SUM(v.cost) FROM visits v JOIN stays s USING (patient_id) GROUP BY s.ward`,
+		check: func(rows [][]float64, keys []string) error {
+			got := map[string]string{}
+			for i, r := range rows {
+				got[keys[i]] = fmt.Sprint(r)
+			}
+			if want := map[string]string{"W": "[5 5 1220]"}; fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("got %v, want %v", got, want)
+			}
+			return nil
+		},
+	},
+	{
 		// A public dimension joined before bounding: Oslo is clinic 1,
 		// p1's 5 rows (cost 100, 2 kept); Bergen clinic 2, p2's row (cost
 		// 5000 → 1000) and p3's 10 (cost 10, 2 kept). Columns: rows,

@@ -34,9 +34,12 @@ import (
 // second protected table (joins on the privacy unit are not supported
 // yet).
 
-// joinedTable is a public table joined to the protected one.
+// joinedTable is a table joined to the protected one: public, or
+// protected and joined on the privacy unit.
 type joinedTable struct {
 	table *config.PublicTable
+	// protected is set instead of table for a protected table.
+	protected *config.ProtectedTable
 	// alias is the name the query gives it (its own name by default).
 	alias string
 	left  bool // LEFT JOIN; inner otherwise
@@ -49,6 +52,14 @@ type joinedTable struct {
 // column returns the joined table's column name, or nil.
 func (j *joinedTable) column(name string) *config.Column {
 	if c, ok := j.columns[strings.ToLower(name)]; ok {
+		return c
+	}
+	if j.protected != nil {
+		c, ok := j.protected.Column(name)
+		if !ok {
+			return nil
+		}
+		j.columns[strings.ToLower(name)] = c
 		return c
 	}
 	pc, ok := j.table.Column(name)
@@ -115,10 +126,13 @@ func (a *analyzer) join(j *ast.Join) error {
 	}
 	pt, pub := a.pol.LookupTable(tn.Schema.O, tn.Name.O)
 	switch {
-	case pt != nil:
-		return sqlerr.New(sqlerr.FeatureNotSupported, "joining protected table %q to %q is not supported yet", pt.Name, a.table.Name).
-			WithHint("join public tables to %s; query each protected table on its own", a.table.Name)
-	case pub == nil:
+	case pt == a.table:
+		return sqlerr.New(sqlerr.FeatureNotSupported, "joining protected table %q to itself is not supported", pt.Name).
+			WithHint("query %s once; a self-join multiplies each person's rows beyond what the policy bounds", pt.Name)
+	case pt != nil && (pt.IsRowPrivacy() || a.table.IsRowPrivacy()):
+		return sqlerr.New(sqlerr.FeatureNotSupported, "joining protected tables %q and %q needs a privacy unit in both (one of them protects each row)", a.table.Name, pt.Name).
+			WithHint("query each protected table on its own")
+	case pt == nil && pub == nil:
 		return unknownTable(tn, a.pol)
 	}
 	name := tn.Name.O
@@ -139,7 +153,7 @@ func (a *analyzer) join(j *ast.Join) error {
 	case j.Tp != ast.CrossJoin && j.Tp != ast.LeftJoin:
 		return a.shapeError("this join")
 	}
-	jt := &joinedTable{table: pub, alias: name, left: j.Tp == ast.LeftJoin, columns: map[string]*config.Column{}}
+	jt := &joinedTable{table: pub, protected: pt, alias: name, left: j.Tp == ast.LeftJoin, columns: map[string]*config.Column{}}
 	a.joins = append(a.joins, jt)
 	switch {
 	case j.On != nil:
@@ -161,7 +175,59 @@ func (a *analyzer) join(j *ast.Join) error {
 		return sqlerr.New(sqlerr.FeatureNotSupported, "a join of %s with %s needs a condition", a.table.Name, name).
 			WithHint("write JOIN %s ON %s.<column> = %s.<column>, or USING (<column>)", name, a.alias, name)
 	}
+	if pt != nil && !a.joinsOnUnit(jt) {
+		return sqlerr.New(sqlerr.InsufficientPrivilege, "protected tables %q and %q must be joined on the privacy unit: otherwise one person's rows could join another's and their contribution would have no bound", a.table.Name, pt.Name).
+			WithHint("join them with ON %s.%s = %s.%s (AND other conditions), or USING (%s) when the columns share a name", a.alias, a.table.PrivacyUnit, name, pt.PrivacyUnit, a.table.PrivacyUnit)
+	}
 	return nil
+}
+
+// joinsOnUnit reports whether a protected table's join condition equates
+// its privacy unit with the first table's, as one of its AND-ed terms:
+// then each joined row belongs to one unit, and bounding per unit after
+// the join bounds what one person contributes through both tables.
+func (a *analyzer) joinsOnUnit(j *joinedTable) bool {
+	is := func(e ast.ExprNode, alias, unit string) bool {
+		c, ok := unparen(e).(*ast.ColumnNameExpr)
+		return ok && c.Name.Schema.O == "" && strings.EqualFold(c.Name.Table.O, alias) && strings.EqualFold(c.Name.Name.O, unit)
+	}
+	var terms func(e ast.ExprNode) bool
+	terms = func(e ast.ExprNode) bool {
+		b, ok := unparen(e).(*ast.BinaryOperationExpr)
+		if !ok {
+			return false
+		}
+		switch b.Op {
+		case opcode.LogicAnd:
+			return terms(b.L) || terms(b.R)
+		case opcode.EQ:
+			return is(b.L, a.alias, a.table.PrivacyUnit) && is(b.R, j.alias, j.protected.PrivacyUnit) ||
+				is(b.R, a.alias, a.table.PrivacyUnit) && is(b.L, j.alias, j.protected.PrivacyUnit)
+		}
+		return false
+	}
+	return terms(j.on)
+}
+
+// columnNames lists the columns a query may use.
+func (j *joinedTable) columnNames() []string {
+	var names []string
+	if j.protected != nil {
+		for _, c := range j.protected.Columns {
+			names = append(names, c.Name)
+		}
+		return names
+	}
+	for _, c := range j.table.Columns {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// isUnitOf reports whether col is the privacy unit of the joined
+// protected table.
+func (j *joinedTable) isUnitOf(col *config.Column) bool {
+	return j.protected != nil && strings.EqualFold(col.Name, j.protected.PrivacyUnit) && j.columns[strings.ToLower(col.Name)] == col
 }
 
 // joined is the joined table the query calls name, or nil.
@@ -186,12 +252,8 @@ func (a *analyzer) joinedColumn(cn *ast.ColumnName, inProtected bool) (*config.C
 		if c := j.column(cn.Name.O); c != nil {
 			return c, nil
 		}
-		var names []string
-		for _, c := range j.table.Columns {
-			names = append(names, c.Name)
-		}
 		return nil, sqlerr.New(sqlerr.UndefinedColumn, "column %s.%s does not exist", j.alias, cn.Name.O).
-			WithHint("columns of %s: %s", j.table.Name, strings.Join(names, ", "))
+			WithHint("columns of %s: %s", j.alias, strings.Join(j.columnNames(), ", "))
 	}
 	var found *config.Column
 	var in []string
@@ -269,9 +331,14 @@ func (e *emitter) emitJoins() error {
 		if j.left {
 			kind = " LEFT JOIN "
 		}
-		ref := q(j.table.Name)
-		if j.table.Schema != "" {
-			ref = q(j.table.Schema) + "." + ref
+		var ref string
+		if j.protected != nil {
+			ref = e.tableRef(j.protected)
+		} else {
+			ref = q(j.table.Name)
+			if j.table.Schema != "" {
+				ref = q(j.table.Schema) + "." + ref
+			}
 		}
 		sb.WriteString(kind + ref + " AS " + q(j.alias) + " ON " + on)
 	}

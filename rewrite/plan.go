@@ -275,6 +275,8 @@ type Join struct {
 	Table string // schema-qualified when the policy gives a schema
 	Alias string
 	Left  bool // LEFT JOIN; inner otherwise
+	// Protected is set for a protected table, joined on the privacy unit.
+	Protected bool
 }
 
 // OuterQuery is a SELECT over the released rows of a DP query.

@@ -128,3 +128,5 @@ SELECT c.city, COUNT(*), AVG(v.cost) FROM visits v JOIN clinics c ON v.clinic_id
 SELECT COUNT(*), COUNT(c.name) FROM visits LEFT JOIN clinics c USING (clinic_id) WHERE c.city = 'Oslo'
 -- name: cte_over_join
 WITH vc AS (SELECT v.cost, c.city FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id) SELECT city, SUM(cost) FROM vc GROUP BY city
+-- name: join_protected_on_unit
+SELECT s.ward, COUNT(*), SUM(v.cost), COUNT(DISTINCT s.patient_id) FROM visits v JOIN stays s USING (patient_id) GROUP BY s.ward
