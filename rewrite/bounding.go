@@ -52,7 +52,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 
 	// outerCols[i] is the expression of backend column i.
 	outerCols := make([]string, b.next)
-	copy(outerCols, groupRefs)
+	copy(outerCols, e.keysOut(p, groupRefs))
 	groupBy := ""
 	if len(groupRefs) > 0 {
 		groupBy = " GROUP BY " + strings.Join(groupRefs, ", ")
@@ -243,6 +243,22 @@ func (e *emitter) groupExpr(g GroupColumn) string {
 		expr = "CAST(" + expr + " AS BINARY)"
 	}
 	return expr
+}
+
+// keysOut writes the group keys as a query's final SELECT returns them.
+// On MySQL a text key is grouped by its bytes (groupExpr), and read back
+// as text, so that the backend returns the key itself rather than a
+// binary string (found by the joins' integration test: every text key
+// from MariaDB came back hex-encoded and matched no public key).
+func (e *emitter) keysOut(p *Plan, refs []string) []string {
+	out := make([]string, len(refs))
+	for i, g := range p.Groups {
+		out[i] = refs[i]
+		if _, mysql := e.d.(mysqlDialect); mysql && g.Type == sqltypes.Text {
+			out[i] = "CONVERT(" + refs[i] + " USING utf8mb4)"
+		}
+	}
+	return out
 }
 
 // summable reports whether a value column's sum is computed: numeric

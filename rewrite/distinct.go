@@ -54,7 +54,7 @@ func (e *emitter) distinctValuesSQL(p *Plan, col *config.Column, where string) s
 	groupBy, keys := "", ""
 	if len(groupRefs) > 0 {
 		groupBy = " GROUP BY " + strings.Join(groupRefs, ", ")
-		keys = strings.Join(groupRefs, ", ") + ", "
+		keys = strings.Join(e.keysOut(p, groupRefs), ", ") + ", "
 	}
 	count := "COUNT(DISTINCT " + q("dp_v") + ")"
 	if t.IsRowPrivacy() {

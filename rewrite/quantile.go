@@ -267,10 +267,11 @@ func (e *emitter) histogramSQL(p *Plan, h *Histogram, where string) string {
 	value := e.a.colRef(h.Column)
 	innerSQL, groupRefs := e.valueRows(p, "", e.bucketSQL(value, h.Grid)+" AS "+q("dp_b"), value, where)
 	keys := strings.Join(append(append([]string{}, groupRefs...), q("dp_b")), ", ")
+	selected := strings.Join(append(e.keysOut(p, groupRefs), q("dp_b")), ", ")
 
 	if t.IsRowPrivacy() {
 		// Each row is a unit: L0 = Linf = 1 by construction.
-		return "SELECT " + keys + ", COUNT(*) FROM (" + innerSQL + ") AS " + q("dp_rows") + " GROUP BY " + keys
+		return "SELECT " + selected + ", COUNT(*) FROM (" + innerSQL + ") AS " + q("dp_rows") + " GROUP BY " + keys
 	}
 	// cells: one row per (unit, group, bucket) with the unit's count there.
 	unitGroup := strings.Join(append([]string{q("dp_u")}, groupRefs...), ", ")
@@ -289,14 +290,14 @@ func (e *emitter) histogramSQL(p *Plan, h *Histogram, where string) string {
 	perGroup += " FROM (" + cells + ") AS " + q("dp_cells")
 	mass := "SUM(" + scaled(q("dp_n"), q("dp_c"), p.MaxRowsPerUnit) + ")"
 	if len(p.Groups) == 0 {
-		return "SELECT " + keys + ", " + mass + " FROM (" + perGroup + ") AS " + q("dp_unit_groups") + " GROUP BY " + keys
+		return "SELECT " + selected + ", " + mass + " FROM (" + perGroup + ") AS " + q("dp_unit_groups") + " GROUP BY " + keys
 	}
 	// keep L0 random groups per unit: rank the unit's groups by their draw
 	// (the keys break ties, so two groups never share a rank).
 	ranked := "SELECT " + strings.Join(groupRefs, ", ") + ", " + q("dp_b") + ", " + q("dp_n") + ", " + q("dp_c") +
 		", DENSE_RANK() OVER (PARTITION BY " + q("dp_u") + " ORDER BY " + strings.Join(append([]string{q("dp_r")}, groupRefs...), ", ") + ") AS " + q("dp_gn") +
 		" FROM (" + perGroup + ") AS " + q("dp_unit_groups")
-	return "SELECT " + keys + ", " + mass + " FROM (" + ranked + ") AS " + q("dp_ranked") +
+	return "SELECT " + selected + ", " + mass + " FROM (" + ranked + ") AS " + q("dp_ranked") +
 		" WHERE " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit) + " GROUP BY " + keys
 }
 
