@@ -112,4 +112,3 @@ func TestJoinsAndCTEs(t *testing.T) {
 		})
 	}
 }
-
