@@ -468,7 +468,7 @@ var (
 	budgetKeys    = []string{"epsilon", "delta"}
 	protectedKeys = []string{"schema", "name", "privacy_unit", "max_groups_per_unit", "max_rows_per_unit", "max_total_rows_per_unit", "columns"}
 	columnKeys    = []string{"name", "type", "bounds", "group_by", "keys", "keys_from"}
-	publicKeys    = []string{"schema", "name", "columns"}
+	publicKeys    = []string{"schema", "name", "columns", "group_keys"}
 )
 
 func (d *decoder) policy(root *yaml.Node, p *Policy) {
@@ -717,6 +717,12 @@ func (d *decoder) publicTable(n *yaml.Node, path string, t *PublicTable) {
 			d.str(v, path, &t.Schema)
 		case "name":
 			d.str(v, path, &t.Name)
+		case "group_keys":
+			d.sequence(v, path, "a list of column names", func(_ int, item *yaml.Node, path string) {
+				var name string
+				d.str(item, path, &name)
+				t.GroupKeys = append(t.GroupKeys, name)
+			})
 		case "columns":
 			d.sequence(v, path, "a list of columns", func(_ int, item *yaml.Node, path string) {
 				t.Columns = append(t.Columns, PublicColumn{})

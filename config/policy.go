@@ -387,6 +387,13 @@ type PublicTable struct {
 	// [{name, type}]`); otherwise dpproxy reads them from the backend when
 	// it starts (Describe).
 	Columns []PublicColumn `yaml:"columns,omitempty"`
+	// GroupKeys names columns whose distinct values, read from the backend
+	// when dpproxy starts, are public key lists: a query that joins the
+	// table and groups by one of them releases exactly those keys, with no
+	// partition selection (`group_keys: [city]`).
+	GroupKeys []string `yaml:"group_keys,omitempty"`
+	// Keys holds the loaded key lists by lower-case column name.
+	Keys map[string][]string `yaml:"-"`
 }
 
 // PublicColumn is a column of a public table.

@@ -472,6 +472,19 @@ func (d *decoder) validateTables(p *Policy) {
 				d.errorf(cp+".type", "unknown column type %q; expected one of %s", c.Type, strings.Join(columnTypes, ", "))
 			}
 		}
+		keySeen := map[string]bool{}
+		for j, name := range t.GroupKeys {
+			kp := indexPath(path+".group_keys", j)
+			switch {
+			case name == "":
+				d.errorf(kp, "expected a column name")
+			case keySeen[strings.ToLower(name)]:
+				d.errorf(kp, "column %q is listed twice", name)
+			case len(t.Columns) > 0 && !seen[strings.ToLower(name)]:
+				d.errorf(kp, "%q is not a column of %s; group_keys lists columns of the table", name, t.Name)
+			}
+			keySeen[strings.ToLower(name)] = true
+		}
 	}
 	// A key list read from a table must come from a public one.
 	for i := range p.ProtectedTables {

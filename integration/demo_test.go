@@ -74,7 +74,7 @@ SELECT sex, COUNT(*) FROM patients GROUP BY sex ORDER BY sex;
 
 	// Intervals on request come as a NOTICE with the answer.
 	r = psql(t, p, "analyst", "analyst", "SET dpproxy.intervals = notice;\nSELECT COUNT(*) FROM patients;\n")
-	if !strings.Contains(r.stderr, "NOTICE:") || !strings.Contains(r.stderr, "dpproxy: 95 % confidence intervals (noise): count in [") {
+	if !strings.Contains(r.stderr, "NOTICE:") || !strings.Contains(r.stderr, "dpproxy: 95 % confidence intervals (noise, and the bias of contribution bounding measured with a tenth of ε): count in [") {
 		t.Errorf("psql shows no interval notice: stderr %q", r.stderr)
 	}
 

@@ -40,6 +40,8 @@ func TestJoinsAndCTEs(t *testing.T) {
 			// patient exceeds: the counts carry noise, not bias.
 			tables := strings.Replace(tablesYAML, "max_groups_per_unit: 4\n    max_rows_per_unit: 5", "max_groups_per_unit: 20\n    max_rows_per_unit: 40\n    max_total_rows_per_unit: 40", 1)
 			tables = strings.Replace(tables, "{name: visit_date, type: date}", "{name: visit_date, type: date, group_by: true}", 1)
+			// Cities are public group keys: every one is released.
+			tables = strings.Replace(tables, "public_tables:\n  - clinics", "public_tables:\n  - {name: clinics, group_keys: [city]}", 1)
 			policy := filepath.Join(t.TempDir(), "policy.yaml")
 			yaml := "backend:\n  kind: " + kind + "\n  dsn: " + strconv.Quote(dsn) + "\nledger:\n  path: ledger.db\ndefaults:\n  epsilon: 2\n  max_epsilon_per_query: 2\n  delta: 1e-6\n" + fmt.Sprintf(analystYAML, 100.0) + tables
 			if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
@@ -115,6 +117,20 @@ func TestJoinsAndCTEs(t *testing.T) {
 				if n != len(want) && !strings.Contains(q.dp, "LIMIT") {
 					t.Errorf("%s: %d groups, the data has %d", q.name, n, len(want))
 				}
+			}
+			// The cities are released as a public list (group_keys).
+			explain, err := conn.Query(ctx, `EXPLAIN DP SELECT c.city, COUNT(*) FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id GROUP BY c.city`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text strings.Builder
+			for explain.Next() {
+				vals, _ := explain.Values()
+				fmt.Fprintln(&text, vals...)
+			}
+			explain.Close()
+			if !strings.Contains(text.String(), "group keys of city: public list of 20 key(s)") || !strings.Contains(text.String(), "join: public table clinics") {
+				t.Errorf("explain of the public dimension: %s", text.String())
 			}
 			// A date bucket over a joined dimension: many small groups,
 			// released through partition selection; each released one

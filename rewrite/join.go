@@ -25,9 +25,11 @@ import (
 // rows that match several public rows (a key that is not unique) are
 // several joined rows, counted as SQL counts them and bounded like any
 // other rows. The public table's columns can be selected as group keys,
-// grouped by (their keys go through partition selection, as keys from the
-// data do), compared in WHERE and counted; they have no bounds, so they
-// are not summed.
+// grouped by, compared in WHERE and counted; they have no bounds, so they
+// are not summed. Grouped by, a column the policy lists in the table's
+// group_keys releases exactly its distinct values in the public table
+// (read at start: public data); any other goes through partition
+// selection, as keys from the data do.
 //
 // Refused: RIGHT and FULL joins (the public table's unmatched rows would
 // belong to no person), joins without a condition, NATURAL joins, and a
@@ -66,7 +68,8 @@ func (j *joinedTable) column(name string) *config.Column {
 	if !ok {
 		return nil
 	}
-	c := &config.Column{Name: pc.Name, Type: pc.Type, GroupBy: true}
+	// A column the policy lists in group_keys has a public key list.
+	c := &config.Column{Name: pc.Name, Type: pc.Type, GroupBy: true, Keys: j.table.Keys[strings.ToLower(pc.Name)]}
 	j.columns[strings.ToLower(name)] = c
 	return c
 }

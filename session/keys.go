@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dpproxy/dpproxy/backend"
@@ -29,31 +30,64 @@ func loadKeyLists(ctx context.Context, pol *config.Policy, b backend.Backend, d 
 				continue
 			}
 			src := col.KeysFrom
-			table := d.QuoteIdent(src.Table)
-			if src.Schema != "" {
-				table = d.QuoteIdent(src.Schema) + "." + table
-			}
-			c := d.QuoteIdent(src.Column)
-			rows, err := b.Query(ctx, fmt.Sprintf("SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL LIMIT %d", c, table, c, maxKeysFrom+1))
+			keys, err := readKeys(ctx, b, d, src.Schema, src.Table, src.Column, col.Type)
 			if err != nil {
-				return fmt.Errorf("reading the keys of %s.%s from %s: %w", pol.ProtectedTables[i].Name, col.Name, src, err)
-			}
-			if len(rows.Values) > maxKeysFrom {
-				return fmt.Errorf("the keys of %s.%s from %s: more than %d distinct values", pol.ProtectedTables[i].Name, col.Name, src, maxKeysFrom)
-			}
-			keys := make([]string, 0, len(rows.Values))
-			for _, row := range rows.Values {
-				keys = append(keys, keyText(row[0], col.Type))
-			}
-			slices.Sort(keys)
-			keys = slices.Compact(keys)
-			if len(keys) == 0 {
-				return fmt.Errorf("the keys of %s.%s from %s: the table has no values", pol.ProtectedTables[i].Name, col.Name, src)
+				return fmt.Errorf("the keys of %s.%s from %s: %w", pol.ProtectedTables[i].Name, col.Name, src, err)
 			}
 			col.Keys = keys
 		}
 	}
 	return nil
+}
+
+// loadPublicKeyLists reads the key list of every column a public table
+// declares in group_keys (after describePublicTables has its columns).
+func loadPublicKeyLists(ctx context.Context, pol *config.Policy, b backend.Backend, d rewrite.Dialect) error {
+	for i := range pol.PublicTables {
+		pub := &pol.PublicTables[i]
+		for _, name := range pub.GroupKeys {
+			pc, ok := pub.Column(name)
+			if !ok {
+				return fmt.Errorf("public table %s: group_keys names %q, which is not one of its columns", pub.Name, name)
+			}
+			keys, err := readKeys(ctx, b, d, pub.Schema, pub.Name, pc.Name, pc.Type)
+			if err != nil {
+				return fmt.Errorf("the group keys of %s.%s: %w", pub.Name, pc.Name, err)
+			}
+			if pub.Keys == nil {
+				pub.Keys = map[string][]string{}
+			}
+			pub.Keys[strings.ToLower(pc.Name)] = keys
+		}
+	}
+	return nil
+}
+
+// readKeys reads the distinct non-NULL values of a public table's column,
+// in text form, sorted.
+func readKeys(ctx context.Context, b backend.Backend, d rewrite.Dialect, schema, table, column string, t config.ColumnType) ([]string, error) {
+	ref := d.QuoteIdent(table)
+	if schema != "" {
+		ref = d.QuoteIdent(schema) + "." + ref
+	}
+	c := d.QuoteIdent(column)
+	rows, err := b.Query(ctx, fmt.Sprintf("SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL LIMIT %d", c, ref, c, maxKeysFrom+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading them: %w", err)
+	}
+	if len(rows.Values) > maxKeysFrom {
+		return nil, fmt.Errorf("more than %d distinct values", maxKeysFrom)
+	}
+	keys := make([]string, 0, len(rows.Values))
+	for _, row := range rows.Values {
+		keys = append(keys, keyText(row[0], t))
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("the table has no values")
+	}
+	return keys, nil
 }
 
 // keyText writes a backend value as a policy key of a column type.

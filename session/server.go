@@ -32,6 +32,9 @@ func NewServer(ctx context.Context, e *engine.Engine) (*Server, error) {
 	if err := describePublicTables(ctx, e.Policy(), e.Backend()); err != nil {
 		return nil, err
 	}
+	if err := loadPublicKeyLists(ctx, e.Policy(), e.Backend(), e.Dialect()); err != nil {
+		return nil, err
+	}
 	schema, err := CatalogSchema(ctx, e.Policy(), e.Backend())
 	if err != nil {
 		return nil, err

@@ -233,6 +233,16 @@ func TestKeysFromMissingTable(t *testing.T) {
 	}
 }
 
+// A public table's group_keys column the backend does not have stops the
+// server from starting, naming it.
+func TestPublicGroupKeysOfMissingColumn(t *testing.T) {
+	e, _, _, _ := sessionFixture(t, nil)
+	e.Policy().PublicTables[0].GroupKeys = []string{"nosuch"}
+	if _, err := NewServer(context.Background(), e); err == nil || !strings.Contains(err.Error(), `group_keys names "nosuch"`) {
+		t.Fatalf("NewServer: %v, want an error naming the column", err)
+	}
+}
+
 // SET dpproxy.intervals: notices or interval columns on DP answers, free
 // (no second charge), and refusals of bad values.
 func TestIntervalsSetting(t *testing.T) {
