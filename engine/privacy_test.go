@@ -396,6 +396,13 @@ func auditCases() []auditCase {
 			inDPrime: unitRows{groups: []string{"h2"}, rows: 3, x: 1000, f: 1},
 			sharp:    0.8,
 		},
+		auditCase{
+			name: "exists public/replace/COUNT(*)", neighbouring: config.Replace, l0: 1, linf: 2,
+			query:    "SELECT COUNT(*) FROM people p WHERE p.f = 1 AND EXISTS (SELECT 1 FROM lookup l WHERE l.k = p.g)",
+			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h2"}, rows: 3, x: 1000, f: 1},
+			sharp:    0.8,
+		},
 		// Two protected tables joined on the unit: the unit has rows in
 		// both (3 × 3 joined rows), bounded per unit after the join.
 		auditCase{

@@ -287,6 +287,9 @@ type analyzer struct {
 	// joinSQL the FROM clause that joins them (join.go).
 	joins   []*joinedTable
 	joinSQL string
+	// correlated is set when an EXISTS subquery refers to the protected
+	// table: its columns are then qualified everywhere (exists.go).
+	correlated bool
 }
 
 func (a *analyzer) plan(sel *ast.SelectStmt) (*Plan, error) {
@@ -752,6 +755,7 @@ func (a *analyzer) checkShape(sel *ast.SelectStmt) error {
 	if err := a.readFrom(sel.From.TableRefs); err != nil {
 		return err
 	}
+	a.correlated = sel.Where != nil && hasExists(sel.Where)
 	if sel.GroupBy != nil && sel.GroupBy.Rollup {
 		return unsupported("WITH ROLLUP")
 	}

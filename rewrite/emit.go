@@ -121,7 +121,9 @@ func (e *emitter) boolExpr(expr ast.ExprNode) (string, error) {
 			}
 			return "(1 = 1)", nil
 		}
-	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+	case *ast.ExistsSubqueryExpr:
+		return e.existsPublic(x)
+	case *ast.SubqueryExpr, *ast.CompareSubqueryExpr:
 		return "", sqlerr.New(sqlerr.FeatureNotSupported, "this subquery is not allowed in WHERE on protected tables").
 			WithHint("a condition may test a column against a public table's values: WHERE clinic_id IN (SELECT clinic_id FROM clinics WHERE city = 'Midvale')")
 	case *ast.FuncCallExpr:

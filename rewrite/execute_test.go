@@ -75,6 +75,17 @@ type executeCase struct {
 // Hand-computed bounded results.
 var executeCases = []executeCase{
 	{
+		// EXISTS over a public table, correlated with the visit's clinic:
+		// Oslo's clinics are 1 and 3, p1's (2 of 5 rows kept); NOT
+		// EXISTS keeps clinic 2's: p2's row and p3's (2 of 10).
+		sql:   `SELECT COUNT(*) FROM visits v WHERE EXISTS (SELECT 1 FROM clinics c WHERE c.clinic_id = v.clinic_id AND c.city = 'Oslo')`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 2) },
+	},
+	{
+		sql:   `SELECT COUNT(*) FROM visits v WHERE NOT EXISTS (SELECT 1 FROM clinics c WHERE c.clinic_id = v.clinic_id AND c.city = 'Oslo')`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3) },
+	},
+	{
 		// Two protected tables joined on the unit: each visit of a
 		// patient meets each of their stays (p1 5 × 4 rows, p2 1 × 1, p3
 		// 10 × 3, all in ward W), bounded per patient after the join at

@@ -292,7 +292,7 @@ func (a *analyzer) owner(col *config.Column) string {
 // alias when the query joins tables.
 func (a *analyzer) colRef(col *config.Column) string {
 	q := a.opts.Dialect.QuoteIdent
-	if len(a.joins) == 0 {
+	if !a.qualified() {
 		return q(col.Name)
 	}
 	return q(a.owner(col)) + "." + q(col.Name)
@@ -301,7 +301,7 @@ func (a *analyzer) colRef(col *config.Column) string {
 // unitRef writes a reference to the privacy unit column.
 func (a *analyzer) unitRef() string {
 	q := a.opts.Dialect.QuoteIdent
-	if len(a.joins) == 0 {
+	if !a.qualified() {
 		return q(a.table.PrivacyUnit)
 	}
 	return q(a.alias) + "." + q(a.table.PrivacyUnit)
@@ -310,16 +310,21 @@ func (a *analyzer) unitRef() string {
 // fromSQL writes the FROM clause every query of the plan reads: the
 // protected table, and the joins.
 func (e *emitter) fromSQL(t *config.ProtectedTable) string {
-	if len(e.a.joins) == 0 {
+	if !e.a.qualified() {
 		return e.tableRef(t)
 	}
 	return e.a.joinSQL
 }
 
+// qualified reports whether column references name their table: when
+// the query joins tables, or has an EXISTS subquery that refers to the
+// protected table's columns (exists.go).
+func (a *analyzer) qualified() bool { return len(a.joins) > 0 || a.correlated }
+
 // emitJoins writes the FROM clause with its joins, once per plan (the
 // conditions are emitted like WHERE's).
 func (e *emitter) emitJoins() error {
-	if len(e.a.joins) == 0 {
+	if !e.a.qualified() {
 		return nil
 	}
 	q := e.d.QuoteIdent

@@ -130,3 +130,5 @@ SELECT COUNT(*), COUNT(c.name) FROM visits LEFT JOIN clinics c USING (clinic_id)
 WITH vc AS (SELECT v.cost, c.city FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id) SELECT city, SUM(cost) FROM vc GROUP BY city
 -- name: join_protected_on_unit
 SELECT s.ward, COUNT(*), SUM(v.cost), COUNT(DISTINCT s.patient_id) FROM visits v JOIN stays s USING (patient_id) GROUP BY s.ward
+-- name: exists_public
+SELECT diagnosis, COUNT(*) FROM visits v WHERE EXISTS (SELECT 1 FROM clinics c WHERE c.clinic_id = v.clinic_id AND c.city = 'Oslo') GROUP BY diagnosis

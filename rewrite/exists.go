@@ -1,0 +1,148 @@
+package rewrite
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/sqlerr"
+)
+
+// [NOT] EXISTS over public tables in WHERE:
+//
+//	SELECT COUNT(*) FROM visits v
+//	WHERE EXISTS (SELECT 1 FROM clinics c WHERE c.clinic_id = v.clinic_id AND c.city = 'Midvale')
+//
+// a condition on each row of the protected table that reads public data
+// and that row's columns, so the plan's bounding and sensitivities are
+// unchanged. The subquery may read public tables only; a reference to the
+// protected table (or a table joined to it) must be qualified with its
+// alias and name a column the policy exposes; every other column must
+// belong to the subquery's own tables, whose columns dpproxy knows, so
+// that no name can bind to a column the policy hides. The protected
+// table's columns are then qualified throughout the query.
+
+// hasExists reports whether a condition contains an EXISTS subquery.
+func hasExists(e ast.ExprNode) bool {
+	f := &existsFinder{}
+	e.Accept(f)
+	return f.found
+}
+
+type existsFinder struct{ found bool }
+
+func (f *existsFinder) Enter(n ast.Node) (ast.Node, bool) {
+	if _, ok := n.(*ast.ExistsSubqueryExpr); ok {
+		f.found = true
+	}
+	return n, f.found
+}
+
+func (f *existsFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// existsPublic writes [NOT] EXISTS (subquery) for a subquery over public
+// tables (see the file comment).
+func (e *emitter) existsPublic(x *ast.ExistsSubqueryExpr) (string, error) {
+	sub, ok := x.Sel.(*ast.SubqueryExpr)
+	if !ok {
+		return "", whereError("this EXISTS form is not supported")
+	}
+	inner := map[string]*config.PublicTable{}
+	for _, tn := range collectTables(sub.Query) {
+		pt, pub := e.a.pol.LookupTable(tn.Schema.O, tn.Name.O)
+		if pt != nil {
+			return "", sqlerr.New(sqlerr.InsufficientPrivilege, "the EXISTS subquery reads protected table %q", pt.Name).
+				WithHint("EXISTS (SELECT ...) may read public tables only; to combine protected tables, join them on the privacy unit")
+		}
+		if pub == nil {
+			return "", unknownTable(tn, e.a.pol)
+		}
+		inner[strings.ToLower(tn.Name.O)] = pub
+	}
+	aliases := &aliasCollector{tables: inner}
+	sub.Query.Accept(aliases)
+	check := &existsColumns{e: e, tables: inner}
+	sub.Query.Accept(check)
+	if check.err != nil {
+		return "", check.err
+	}
+	if err := checkPassthrough(sub.Query); err != nil {
+		return "", err
+	}
+	dropDefaultSchema(sub.Query, e.a.pol)
+	sql, err := restoreFor(sub.Query, e.d, e.a.opts.Casts)
+	if err != nil {
+		return "", err
+	}
+	not := ""
+	if x.Not {
+		not = "NOT "
+	}
+	return "(" + not + "EXISTS (" + sql + "))", nil
+}
+
+// aliasCollector adds each aliased table source of the subquery to tables
+// under its alias.
+type aliasCollector struct{ tables map[string]*config.PublicTable }
+
+func (c *aliasCollector) Enter(n ast.Node) (ast.Node, bool) {
+	if ts, ok := n.(*ast.TableSource); ok && ts.AsName.O != "" {
+		if tn, ok := ts.Source.(*ast.TableName); ok {
+			if pub := c.tables[strings.ToLower(tn.Name.O)]; pub != nil {
+				c.tables[ts.AsName.L] = pub
+			}
+		}
+	}
+	return n, false
+}
+
+func (c *aliasCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// existsColumns checks every column reference of an EXISTS subquery and
+// qualifies the outer ones for the backend (see the file comment).
+type existsColumns struct {
+	e      *emitter
+	tables map[string]*config.PublicTable // by lower-case name or alias
+	err    error
+}
+
+func (c *existsColumns) Enter(n ast.Node) (ast.Node, bool) {
+	if c.err != nil {
+		return n, true
+	}
+	cn, ok := n.(*ast.ColumnNameExpr)
+	if !ok {
+		return n, false
+	}
+	name := cn.Name
+	if name.Table.O != "" {
+		if pub := c.tables[name.Table.L]; pub != nil {
+			if len(pub.Columns) > 0 {
+				if _, ok := pub.Column(name.Name.O); !ok {
+					c.err = sqlerr.New(sqlerr.UndefinedColumn, "column %s.%s does not exist", name.Table.O, name.Name.O)
+				}
+			}
+			return n, true
+		}
+		// The protected table or a table joined to it: an exposed column.
+		col, err := c.e.a.column(name)
+		if err != nil {
+			c.err = err
+			return n, true
+		}
+		name.Table = ast.NewCIStr(c.e.a.owner(col))
+		return n, true
+	}
+	// Unqualified: it must be a column of the subquery's own tables.
+	for _, pub := range c.tables {
+		if _, ok := pub.Column(name.Name.O); ok {
+			return n, true
+		}
+	}
+	c.err = sqlerr.New(sqlerr.FeatureNotSupported, "column %q of the EXISTS subquery is not a column of its tables", name.Name.O).
+		WithHint("qualify columns of the outer query with their table: %s.%s", c.e.a.alias, name.Name.O)
+	return n, true
+}
+
+func (c *existsColumns) Leave(n ast.Node) (ast.Node, bool) { return n, true }
