@@ -84,7 +84,9 @@ func (e *emitter) existsPublic(x *ast.ExistsSubqueryExpr) (string, error) {
 
 // aliasCollector adds each aliased table source of the subquery to tables
 // under its alias.
-type aliasCollector struct{ tables map[string]*config.PublicTable }
+type aliasCollector struct {
+	tables map[string]*config.PublicTable
+}
 
 func (c *aliasCollector) Enter(n ast.Node) (ast.Node, bool) {
 	if ts, ok := n.(*ast.TableSource); ok && ts.AsName.O != "" {
