@@ -625,6 +625,41 @@ func (d *decoder) analyst(n *yaml.Node, path string, a *Analyst) {
 	})
 }
 
+// unitPath reads privacy_unit: {via: column, references: table.column}.
+func (d *decoder) unitPath(n *yaml.Node, path string, t *ProtectedTable) {
+	ref := &UnitReference{}
+	malformed := false
+	d.mapping(n, path, []string{"via", "references"}, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "via":
+			d.str(v, path, &t.PrivacyUnit)
+		case "references":
+			var s string
+			d.str(v, path, &s)
+			parts := strings.Split(s, ".")
+			switch {
+			case len(parts) == 2 && parts[0] != "" && parts[1] != "":
+				ref.Table, ref.Column = parts[0], parts[1]
+			case len(parts) == 3 && parts[0] != "" && parts[1] != "" && parts[2] != "":
+				ref.Schema, ref.Table, ref.Column = parts[0], parts[1], parts[2]
+			default:
+				malformed = true
+				d.failAt(v, path, "%q is not a column reference; expected table.column, such as patients.patient_id", s)
+			}
+		}
+	})
+	if t.PrivacyUnit == "" {
+		d.failAt(n, path, "expected via: the column of this table that references the person")
+	}
+	if ref.Table == "" {
+		if !malformed {
+			d.failAt(n, path, "expected references: the table and column the via column points to, such as patients.patient_id")
+		}
+		return
+	}
+	t.UnitPath = ref
+}
+
 func (d *decoder) protectedTable(n *yaml.Node, path string, t *ProtectedTable) {
 	d.mapping(n, path, protectedKeys, func(key string, v *yaml.Node, path string) {
 		switch key {
@@ -633,6 +668,10 @@ func (d *decoder) protectedTable(n *yaml.Node, path string, t *ProtectedTable) {
 		case "name":
 			d.str(v, path, &t.Name)
 		case "privacy_unit":
+			if v.Kind == yaml.MappingNode {
+				d.unitPath(v, path, t)
+				return
+			}
 			d.str(v, path, &t.PrivacyUnit)
 		case "max_groups_per_unit":
 			d.int(v, path, &t.MaxGroupsPerUnit)

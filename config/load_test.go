@@ -90,6 +90,11 @@ var badCases = []struct {
 	{"mechanism_gaussian_no_delta", `mechanism_gaussian_no_delta.yaml:7:14: defaults.mechanism: gaussian needs defaults.delta > 0`},
 	{"min_max_quantiles_inverted", `min_max_quantiles_inverted.yaml:7:22: defaults.min_max_quantiles: expected [min level, max level] with 0 ≤ min level ≤ 0.5 ≤ max level ≤ 1, such as [0.01, 0.99]; got [0.6, 0.99]`},
 	{"min_max_quantiles_single", `min_max_quantiles_single.yaml:7:22: defaults.min_max_quantiles: expected [lo, hi], a list of two numbers; got a list of 1`},
+	{"unit_path_not_unit", `unit_path_not_unit.yaml:20:19: protected_tables[1].privacy_unit: visits references patients.age, which is not patients's privacy unit (patient_id); reference patients.patient_id (paths through other columns are not supported yet)`},
+	{"unit_path_unknown_table", `unit_path_unknown_table.yaml:16:19: protected_tables[0].privacy_unit: visits references people.patient_id, which is not a protected table of the policy`},
+	{"unit_path_cycle", `unit_path_cycle.yaml:16:19: protected_tables[0].privacy_unit: the privacy unit path of a comes back to a: a cycle`},
+	{"unit_path_syntax", `unit_path_syntax.yaml:16:49: protected_tables[0].privacy_unit.references: "patient_id" is not a column reference; expected table.column`},
+	{"public_group_keys_unknown", `public_group_keys_unknown.yaml:23:18: public_tables[0].group_keys[0]: "town" is not a column of clinics; group_keys lists columns of the table`},
 	{"keys_from_not_public", `keys_from_not_public.yaml:26:20: protected_tables[0].columns[2].keys_from: diagnoses(code) is not a public table of the policy; key lists may only come from public_tables`},
 	{"keys_from_syntax", `keys_from_syntax.yaml:26:20: protected_tables[0].columns[2].keys_from: expected a public table's column as table(column) or schema.table(column)`},
 	{"keys_from_without_group_by", `keys_from_without_group_by.yaml:25:20: protected_tables[0].columns[2].keys_from: keys_from is only allowed together with group_by: true`},
@@ -693,5 +698,32 @@ func TestInfiniteBudgetRejected(t *testing.T) {
 	_, err := Parse([]byte(src), "inf.yaml")
 	if err == nil || !strings.Contains(err.Error(), "inf.yaml:6:23: analysts[0].budget.epsilon: must be a finite number greater than 0, got +Inf") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A privacy unit reached through a foreign key: the via column is the
+// table's unit, and the path is kept for explain.
+func TestUnitPath(t *testing.T) {
+	p, err := Parse([]byte(`
+backend: {kind: sqlite, path: x.db}
+analysts:
+  - name: alice
+    password:
+      scram_sha_256: "SCRAM-SHA-256$4096:AAECAwQFBgcICQoLDA0ODw==$yERwYmHlx0VrpoYfOn54hMTjBUKWnmK42IDjnWgQWkk=:RQZr9F8QCYmmp35tAVzp0VB/kDwY283N+s24jDDliG4="
+    budget: {epsilon: 1}
+protected_tables:
+  - name: patients
+    privacy_unit: patient_id
+    columns: [{name: patient_id, type: int}]
+  - name: visits
+    privacy_unit: {via: PATIENT_ID, references: patients.patient_id}
+    columns: [{name: patient_id, type: int}]
+`), "path.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &p.ProtectedTables[1]
+	if v.PrivacyUnit != "patient_id" || v.UnitPath == nil || v.UnitPath.String() != "patients.patient_id" {
+		t.Fatalf("visits: unit %q, path %+v", v.PrivacyUnit, v.UnitPath)
 	}
 }

@@ -226,6 +226,19 @@ type Budget struct {
 	Delta float64 `yaml:"delta"`
 }
 
+// UnitReference is the table and column a unit foreign key references.
+type UnitReference struct {
+	Schema, Table, Column string
+}
+
+// String writes the reference as the policy does: [schema.]table.column.
+func (r *UnitReference) String() string {
+	if r.Schema != "" {
+		return r.Schema + "." + r.Table + "." + r.Column
+	}
+	return r.Table + "." + r.Column
+}
+
 // RowPrivacyUnit is the PrivacyUnit value meaning "each row is one unit".
 const RowPrivacyUnit = "row"
 
@@ -239,6 +252,12 @@ type ProtectedTable struct {
 	// (RowPrivacyUnit). When it names a column, Load rewrites it to that
 	// column's Name exactly as declared in Columns.
 	PrivacyUnit string `yaml:"privacy_unit"`
+	// UnitPath, when set, says the unit column is a foreign key to another
+	// protected table's privacy unit: in YAML `privacy_unit: {via:
+	// patient_id, references: patients.patient_id}`. PrivacyUnit is then
+	// the via column. Load checks that the path ends at a table whose
+	// unit it names, without cycles.
+	UnitPath *UnitReference `yaml:"-"`
 	// MaxGroupsPerUnit (L0) and MaxRowsPerUnit (Linf) override the defaults;
 	// Load fills them from Defaults when absent, so both are in
 	// [1, MaxContribution]. For "row" privacy both are 1.

@@ -486,6 +486,39 @@ func (d *decoder) validateTables(p *Policy) {
 			keySeen[strings.ToLower(name)] = true
 		}
 	}
+	// A unit path must end, without a cycle, at a table whose privacy
+	// unit the path's last column is.
+	inCycle := map[*ProtectedTable]bool{}
+	for i := range p.ProtectedTables {
+		t := &p.ProtectedTables[i]
+		up := indexPath("protected_tables", i) + ".privacy_unit"
+		if t.UnitPath == nil || !d.ok(up) || inCycle[t] {
+			continue
+		}
+		visited := map[*ProtectedTable]bool{t: true}
+		for cur := t; cur.UnitPath != nil; {
+			ref := cur.UnitPath
+			next, _ := p.LookupTable(ref.Schema, ref.Table)
+			switch {
+			case next == nil:
+				d.errorf(up, "%s references %s, which is not a protected table of the policy; expected the protected table that identifies the person", cur.Name, ref)
+			case next.IsRowPrivacy():
+				d.errorf(up, "%s references %s, whose rows are their own units; expected a table with a privacy unit column", cur.Name, ref)
+			case !equalFold(next.PrivacyUnit, ref.Column):
+				d.errorf(up, "%s references %s, which is not %s's privacy unit (%s); reference %s.%s (paths through other columns are not supported yet)", cur.Name, ref, next.Name, next.PrivacyUnit, next.Name, next.PrivacyUnit)
+			case visited[next]:
+				d.errorf(up, "the privacy unit path of %s comes back to %s: a cycle; one table on the path must name its privacy unit column directly", t.Name, next.Name)
+				for v := range visited {
+					inCycle[v] = true // one error per cycle
+				}
+			default:
+				visited[next] = true
+				cur = next
+				continue
+			}
+			break
+		}
+	}
 	// A key list read from a table must come from a public one.
 	for i := range p.ProtectedTables {
 		for j, c := range p.ProtectedTables[i].Columns {

@@ -103,7 +103,11 @@ func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
 // the guarantee for groups of people.
 func ExplainSummary(plan *rewrite.Plan) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "table %s, privacy unit %s, neighbouring %s\n", plan.Table.Name, plan.Table.PrivacyUnit, plan.Neighbouring)
+	unit := plan.Table.PrivacyUnit
+	if path := plan.Table.UnitPath; path != nil {
+		unit += " (a foreign key to " + path.String() + ": each row belongs to the person it references)"
+	}
+	fmt.Fprintf(&sb, "table %s, privacy unit %s, neighbouring %s\n", plan.Table.Name, unit, plan.Neighbouring)
 	l0 := plan.MaxGroupsPerUnit
 	if len(plan.Groups) == 0 {
 		l0 = 1
