@@ -200,21 +200,10 @@ func (e *emitter) inPublicSubquery(v string, x *ast.PatternInExpr) (string, erro
 	if !ok {
 		return "", whereError("this IN (subquery) form is not supported")
 	}
-	for _, tn := range collectTables(sub.Query) {
-		pt, pub := e.a.pol.LookupTable(tn.Schema.O, tn.Name.O)
-		if pt != nil {
-			return "", sqlerr.New(sqlerr.InsufficientPrivilege, "the subquery of IN reads protected table %q", pt.Name).
-				WithHint("IN (SELECT ...) may read public tables only; to combine protected tables, join them on the privacy unit")
-		}
-		if pub == nil {
-			return "", unknownTable(tn, e.a.pol)
-		}
-	}
-	if err := checkPassthrough(sub.Query); err != nil {
+	if _, err := e.publicTablesOf(sub, "the subquery of IN", "IN (SELECT ...)"); err != nil {
 		return "", err
 	}
-	dropDefaultSchema(sub.Query, e.a.pol)
-	sql, err := restoreFor(sub.Query, e.d, e.a.opts.Casts)
+	sql, err := e.publicSubquerySQL(sub)
 	if err != nil {
 		return "", err
 	}
@@ -223,6 +212,34 @@ func (e *emitter) inPublicSubquery(v string, x *ast.PatternInExpr) (string, erro
 		not = "NOT "
 	}
 	return "(" + v + " " + not + "IN (SELECT * FROM (" + sql + ") AS " + e.d.QuoteIdent("dp_in") + "))", nil
+}
+
+// publicTablesOf checks that a subquery in WHERE reads public tables only
+// (what and form name it in messages) and returns them by lower-case name.
+func (e *emitter) publicTablesOf(sub *ast.SubqueryExpr, what, form string) (map[string]*config.PublicTable, error) {
+	tables := map[string]*config.PublicTable{}
+	for _, tn := range collectTables(sub.Query) {
+		pt, pub := e.a.pol.LookupTable(tn.Schema.O, tn.Name.O)
+		if pt != nil {
+			return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "%s reads protected table %q", what, pt.Name).
+				WithHint("%s may read public tables only; to combine protected tables, join them on the privacy unit", form)
+		}
+		if pub == nil {
+			return nil, unknownTable(tn, e.a.pol)
+		}
+		tables[strings.ToLower(tn.Name.O)] = pub
+	}
+	return tables, nil
+}
+
+// publicSubquerySQL writes a checked subquery over public tables for the
+// backend, as a passthrough query is written.
+func (e *emitter) publicSubquerySQL(sub *ast.SubqueryExpr) (string, error) {
+	if err := checkPassthrough(sub.Query); err != nil {
+		return "", err
+	}
+	dropDefaultSchema(sub.Query, e.a.pol)
+	return restoreFor(sub.Query, e.d, e.a.opts.Casts)
 }
 
 func (e *emitter) between(x *ast.BetweenExpr) (string, error) {

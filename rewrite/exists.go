@@ -48,17 +48,9 @@ func (e *emitter) existsPublic(x *ast.ExistsSubqueryExpr) (string, error) {
 	if !ok {
 		return "", whereError("this EXISTS form is not supported")
 	}
-	inner := map[string]*config.PublicTable{}
-	for _, tn := range collectTables(sub.Query) {
-		pt, pub := e.a.pol.LookupTable(tn.Schema.O, tn.Name.O)
-		if pt != nil {
-			return "", sqlerr.New(sqlerr.InsufficientPrivilege, "the EXISTS subquery reads protected table %q", pt.Name).
-				WithHint("EXISTS (SELECT ...) may read public tables only; to combine protected tables, join them on the privacy unit")
-		}
-		if pub == nil {
-			return "", unknownTable(tn, e.a.pol)
-		}
-		inner[strings.ToLower(tn.Name.O)] = pub
+	inner, err := e.publicTablesOf(sub, "the EXISTS subquery", "EXISTS (SELECT ...)")
+	if err != nil {
+		return "", err
 	}
 	aliases := &aliasCollector{tables: inner}
 	sub.Query.Accept(aliases)
@@ -67,11 +59,7 @@ func (e *emitter) existsPublic(x *ast.ExistsSubqueryExpr) (string, error) {
 	if check.err != nil {
 		return "", check.err
 	}
-	if err := checkPassthrough(sub.Query); err != nil {
-		return "", err
-	}
-	dropDefaultSchema(sub.Query, e.a.pol)
-	sql, err := restoreFor(sub.Query, e.d, e.a.opts.Casts)
+	sql, err := e.publicSubquerySQL(sub)
 	if err != nil {
 		return "", err
 	}
