@@ -49,6 +49,35 @@ func TestDemoMySQLFrontEnd(t *testing.T) {
 		if !errors.As(err, &me) {
 			t.Errorf("%s: SELECT * FROM patients: %v, want an ERR packet", params, err)
 		}
+		// The joins issue's queries through the MySQL front end: every
+		// city (a public key list) and both sexes, each near the demo's
+		// truth (20 cities, 132,112 visits; a mean visit cost of 124 after
+		// clamping to [0, 1000]).
+		rows, err := db.QueryContext(ctx, "SELECT c.city, COUNT(*) FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id GROUP BY c.city")
+		if err != nil {
+			t.Fatalf("%s: join with clinics: %v", params, err)
+		}
+		cities, total := 0, int64(0)
+		for rows.Next() {
+			var city string
+			var n int64
+			if err := rows.Scan(&city, &n); err != nil {
+				t.Fatal(err)
+			}
+			cities++
+			total += n
+		}
+		rows.Close()
+		if cities != 20 || total < 125000 || total > 139000 {
+			t.Errorf("%s: join with clinics: %d cities, %d visits", params, cities, total)
+		}
+		var avg float64
+		if err := db.QueryRowContext(ctx, "WITH vp AS (SELECT v.cost, p.sex FROM visits v JOIN patients p USING (patient_id) WHERE p.sex = ?) SELECT AVG(cost) FROM vp", "F").Scan(&avg); err != nil {
+			t.Fatalf("%s: CTE over the join on the unit: %v", params, err)
+		}
+		if avg < 100 || avg > 150 {
+			t.Errorf("%s: mean visit cost of women = %v", params, avg)
+		}
 	}
 	bad, _ := sql.Open("mysql", "analyst:wrong@tcp("+addr+")/demo?timeout=10s")
 	defer bad.Close()
