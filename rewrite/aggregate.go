@@ -217,6 +217,12 @@ func (a *analyzer) countDistinct(x *ast.AggregateFuncExpr, p *Plan, b *backendCo
 // numeric with bounds when summed.
 func (a *analyzer) aggregateColumn(x *ast.AggregateFuncExpr, summed bool) (*config.Column, error) {
 	fn := strings.ToUpper(x.F)
+	if len(x.Args) != 1 {
+		// VAR() and its kin reach here with no argument (found by
+		// FuzzAnalyze).
+		return nil, sqlerr.New(sqlerr.SyntaxError, "%s takes one argument, got %d", fn, len(x.Args)).
+			WithHint("write %s(column)", fn)
+	}
 	if c, ok := unparen(x.Args[0]).(*ast.CaseExpr); ok {
 		return a.conditionalColumn(c, fn, summed)
 	}

@@ -200,7 +200,15 @@ func (e *emitter) inPublicSubquery(v string, x *ast.PatternInExpr) (string, erro
 	if !ok {
 		return "", whereError("this IN (subquery) form is not supported")
 	}
-	if _, err := e.publicTablesOf(sub, "the subquery of IN", "IN (SELECT ...)"); err != nil {
+	if one, ok := sub.Query.(*ast.SelectStmt); !ok || len(one.Fields.Fields) != 1 || one.Fields.Fields[0].WildCard != nil {
+		return "", sqlerr.New(sqlerr.FeatureNotSupported, "the subquery of IN must be one SELECT of one column").
+			WithHint("write col IN (SELECT key FROM public_table WHERE ...)")
+	}
+	tables, err := e.publicTablesOf(sub, "the subquery of IN", "IN (SELECT ...)")
+	if err != nil {
+		return "", err
+	}
+	if err := e.checkSubqueryColumns(sub, tables, false); err != nil {
 		return "", err
 	}
 	sql, err := e.publicSubquerySQL(sub)

@@ -52,12 +52,8 @@ func (e *emitter) existsPublic(x *ast.ExistsSubqueryExpr) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	aliases := &aliasCollector{tables: inner}
-	sub.Query.Accept(aliases)
-	check := &existsColumns{e: e, tables: inner}
-	sub.Query.Accept(check)
-	if check.err != nil {
-		return "", check.err
+	if err := e.checkSubqueryColumns(sub, inner, true); err != nil {
+		return "", err
 	}
 	sql, err := e.publicSubquerySQL(sub)
 	if err != nil {
@@ -68,6 +64,17 @@ func (e *emitter) existsPublic(x *ast.ExistsSubqueryExpr) (string, error) {
 		not = "NOT "
 	}
 	return "(" + not + "EXISTS (" + sql + "))", nil
+}
+
+// checkSubqueryColumns checks every column reference of a WHERE
+// subquery over the public tables (by name; their aliases are added):
+// each must be a column of those tables, or, with outer, an exposed
+// column of the outer query's tables, qualified.
+func (e *emitter) checkSubqueryColumns(sub *ast.SubqueryExpr, tables map[string]*config.PublicTable, outer bool) error {
+	sub.Query.Accept(&aliasCollector{tables: tables})
+	check := &existsColumns{e: e, tables: tables, outer: outer}
+	sub.Query.Accept(check)
+	return check.err
 }
 
 // aliasCollector adds each aliased table source of the subquery to tables
@@ -94,7 +101,10 @@ func (c *aliasCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 type existsColumns struct {
 	e      *emitter
 	tables map[string]*config.PublicTable // by lower-case name or alias
-	err    error
+	// outer allows references to the protected query's tables (EXISTS;
+	// IN's subquery is uncorrelated).
+	outer bool
+	err   error
 }
 
 func (c *existsColumns) Enter(n ast.Node) (ast.Node, bool) {
@@ -106,6 +116,11 @@ func (c *existsColumns) Enter(n ast.Node) (ast.Node, bool) {
 		return n, false
 	}
 	name := cn.Name
+	if name.Schema.O != "" {
+		c.err = sqlerr.New(sqlerr.FeatureNotSupported, "column %s.%s.%s: a subquery's columns are written column or table.column", name.Schema.O, name.Table.O, name.Name.O).
+			WithHint("drop the schema: %s.%s", name.Table.O, name.Name.O)
+		return n, true
+	}
 	if name.Table.O != "" {
 		if pub := c.tables[name.Table.L]; pub != nil {
 			if len(pub.Columns) > 0 {
@@ -113,6 +128,11 @@ func (c *existsColumns) Enter(n ast.Node) (ast.Node, bool) {
 					c.err = sqlerr.New(sqlerr.UndefinedColumn, "column %s.%s does not exist", name.Table.O, name.Name.O)
 				}
 			}
+			return n, true
+		}
+		if !c.outer {
+			c.err = sqlerr.New(sqlerr.FeatureNotSupported, "the subquery of IN cannot refer to %s.%s of the outer query", name.Table.O, name.Name.O).
+				WithHint("for a condition that depends on the row, write EXISTS (SELECT 1 FROM ... WHERE ... = %s.%s)", name.Table.O, name.Name.O)
 			return n, true
 		}
 		// The protected table or a table joined to it: an exposed column.
@@ -130,7 +150,7 @@ func (c *existsColumns) Enter(n ast.Node) (ast.Node, bool) {
 			return n, true
 		}
 	}
-	c.err = sqlerr.New(sqlerr.FeatureNotSupported, "column %q of the EXISTS subquery is not a column of its tables", name.Name.O).
+	c.err = sqlerr.New(sqlerr.FeatureNotSupported, "column %q of the subquery is not a column of its tables", name.Name.O).
 		WithHint("qualify columns of the outer query with their table: %s.%s", c.e.a.alias, name.Name.O)
 	return n, true
 }
