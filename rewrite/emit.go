@@ -192,9 +192,9 @@ func (e *emitter) in(x *ast.PatternInExpr) (string, error) {
 // inPublicSubquery writes `v [NOT] IN (subquery)` for a subquery over
 // public tables only: a condition on each row that reads public data, so
 // the plan's bounding and sensitivities are unchanged. The subquery is
-// sent as a derived table, which cannot refer to the protected table's
-// columns (a correlated reference fails on the backend, before any data
-// is read), so it is the same set of values for every row.
+// uncorrelated (a reference to the outer query is refused, and it is sent
+// as a derived table, which could not see one), so it is the same set of
+// values for every row.
 func (e *emitter) inPublicSubquery(v string, x *ast.PatternInExpr) (string, error) {
 	sub, ok := x.Sel.(*ast.SubqueryExpr)
 	if !ok {
@@ -204,14 +204,7 @@ func (e *emitter) inPublicSubquery(v string, x *ast.PatternInExpr) (string, erro
 		return "", sqlerr.New(sqlerr.FeatureNotSupported, "the subquery of IN must be one SELECT of one column").
 			WithHint("write col IN (SELECT key FROM public_table WHERE ...)")
 	}
-	tables, err := e.publicTablesOf(sub, "the subquery of IN", "IN (SELECT ...)")
-	if err != nil {
-		return "", err
-	}
-	if err := e.checkSubqueryColumns(sub, tables, false); err != nil {
-		return "", err
-	}
-	sql, err := e.publicSubquerySQL(sub)
+	sql, err := e.publicSubquery(sub, "the subquery of IN", "IN (SELECT ...)", false)
 	if err != nil {
 		return "", err
 	}
@@ -240,9 +233,18 @@ func (e *emitter) publicTablesOf(sub *ast.SubqueryExpr, what, form string) (map[
 	return tables, nil
 }
 
-// publicSubquerySQL writes a checked subquery over public tables for the
-// backend, as a passthrough query is written.
-func (e *emitter) publicSubquerySQL(sub *ast.SubqueryExpr) (string, error) {
+// publicSubquery checks a WHERE subquery — public tables only (what and
+// form name it in messages), every column theirs or, with outer, an
+// exposed column of the outer query (checkSubqueryColumns), the functions
+// a passthrough query may use — and writes it for the backend.
+func (e *emitter) publicSubquery(sub *ast.SubqueryExpr, what, form string, outer bool) (string, error) {
+	tables, err := e.publicTablesOf(sub, what, form)
+	if err != nil {
+		return "", err
+	}
+	if err := e.checkSubqueryColumns(sub, tables, outer); err != nil {
+		return "", err
+	}
 	if err := checkPassthrough(sub.Query); err != nil {
 		return "", err
 	}

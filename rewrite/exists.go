@@ -48,14 +48,7 @@ func (e *emitter) existsPublic(x *ast.ExistsSubqueryExpr) (string, error) {
 	if !ok {
 		return "", whereError("this EXISTS form is not supported")
 	}
-	inner, err := e.publicTablesOf(sub, "the EXISTS subquery", "EXISTS (SELECT ...)")
-	if err != nil {
-		return "", err
-	}
-	if err := e.checkSubqueryColumns(sub, inner, true); err != nil {
-		return "", err
-	}
-	sql, err := e.publicSubquerySQL(sub)
+	sql, err := e.publicSubquery(sub, "the EXISTS subquery", "EXISTS (SELECT ...)", true)
 	if err != nil {
 		return "", err
 	}
@@ -72,7 +65,7 @@ func (e *emitter) existsPublic(x *ast.ExistsSubqueryExpr) (string, error) {
 // column of the outer query's tables, qualified.
 func (e *emitter) checkSubqueryColumns(sub *ast.SubqueryExpr, tables map[string]*config.PublicTable, outer bool) error {
 	sub.Query.Accept(&aliasCollector{tables: tables})
-	check := &existsColumns{e: e, tables: tables, outer: outer}
+	check := &subqueryColumns{e: e, tables: tables, outer: outer}
 	sub.Query.Accept(check)
 	return check.err
 }
@@ -96,9 +89,9 @@ func (c *aliasCollector) Enter(n ast.Node) (ast.Node, bool) {
 
 func (c *aliasCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
-// existsColumns checks every column reference of an EXISTS subquery and
+// subqueryColumns checks every column reference of a WHERE subquery and
 // qualifies the outer ones for the backend (see the file comment).
-type existsColumns struct {
+type subqueryColumns struct {
 	e      *emitter
 	tables map[string]*config.PublicTable // by lower-case name or alias
 	// outer allows references to the protected query's tables (EXISTS;
@@ -107,7 +100,7 @@ type existsColumns struct {
 	err   error
 }
 
-func (c *existsColumns) Enter(n ast.Node) (ast.Node, bool) {
+func (c *subqueryColumns) Enter(n ast.Node) (ast.Node, bool) {
 	if c.err != nil {
 		return n, true
 	}
@@ -155,4 +148,4 @@ func (c *existsColumns) Enter(n ast.Node) (ast.Node, bool) {
 	return n, true
 }
 
-func (c *existsColumns) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+func (c *subqueryColumns) Leave(n ast.Node) (ast.Node, bool) { return n, true }
