@@ -129,8 +129,6 @@ type excessColumn struct {
 	column    int
 	clip      float64
 	raw, kept string
-	// signed is false for counts, whose excess is never negative.
-	signed bool
 	// perUnit is set for a count of units, which the total bound's
 	// weights C/T do not apply to (they weigh rows).
 	perUnit bool
@@ -158,7 +156,6 @@ func (e *emitter) excessColumns(p *Plan, b *backendColumns) []excessColumn {
 			c.raw, c.kept = n, capped(n, linf)
 		case m.Kind == MeasureSum, m.Kind == MeasureCenteredSum:
 			n, s, r := q(fmt.Sprintf("dp_c%d", j)), q(fmt.Sprintf("dp_s%d", j)), q(fmt.Sprintf("dp_rs%d", j))
-			c.signed = true
 			c.raw, c.kept = r, scaled(s, n, linf)
 			if m.Kind == MeasureCenteredSum && m.Mid != 0 {
 				mid := formatNumber(m.Mid)
