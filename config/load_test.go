@@ -90,7 +90,6 @@ var badCases = []struct {
 	{"mechanism_gaussian_no_delta", `mechanism_gaussian_no_delta.yaml:7:14: defaults.mechanism: gaussian needs defaults.delta > 0`},
 	{"min_max_quantiles_inverted", `min_max_quantiles_inverted.yaml:7:22: defaults.min_max_quantiles: expected [min level, max level] with 0 ≤ min level ≤ 0.5 ≤ max level ≤ 1, such as [0.01, 0.99]; got [0.6, 0.99]`},
 	{"min_max_quantiles_single", `min_max_quantiles_single.yaml:7:22: defaults.min_max_quantiles: expected [lo, hi], a list of two numbers; got a list of 1`},
-	{"unit_path_not_unit", `unit_path_not_unit.yaml:20:19: protected_tables[1].privacy_unit: visits references patients.age, which is not patients's privacy unit (patient_id); reference patients.patient_id (paths through other columns are not supported yet)`},
 	{"unit_path_unknown_table", `unit_path_unknown_table.yaml:16:19: protected_tables[0].privacy_unit: visits references people.patient_id, which is not a protected table of the policy`},
 	{"unit_path_cycle", `unit_path_cycle.yaml:16:19: protected_tables[0].privacy_unit: the privacy unit path of a comes back to a: a cycle`},
 	{"unit_path_syntax", `unit_path_syntax.yaml:16:49: protected_tables[0].privacy_unit.references: "patient_id" is not a column reference; expected table.column`},
@@ -718,6 +717,12 @@ protected_tables:
   - name: visits
     privacy_unit: {via: PATIENT_ID, references: patients.patient_id}
     columns: [{name: patient_id, type: int}]
+  - name: prescriptions
+    privacy_unit: {via: visit_id, references: visits.visit_id}
+    columns: [{name: visit_id, type: int}]
+  - name: doses
+    privacy_unit: {via: prescription_id, references: prescriptions.prescription_id}
+    columns: [{name: prescription_id, type: int}]
 `), "path.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -725,5 +730,18 @@ protected_tables:
 	v := &p.ProtectedTables[1]
 	if v.PrivacyUnit != "patient_id" || v.UnitPath == nil || v.UnitPath.String() != "patients.patient_id" {
 		t.Fatalf("visits: unit %q, path %+v", v.PrivacyUnit, v.UnitPath)
+	}
+	// The hops: none where the path references units, one join per key.
+	hops := func(t *ProtectedTable) string {
+		var s []string
+		for _, h := range p.UnitHops(t) {
+			s = append(s, h.Table.Name+"."+h.Key+"→"+h.Table.PrivacyUnit)
+		}
+		return strings.Join(s, " ")
+	}
+	for i, want := range []string{"", "", "visits.visit_id→patient_id", "prescriptions.prescription_id→visit_id visits.visit_id→patient_id"} {
+		if got := hops(&p.ProtectedTables[i]); got != want {
+			t.Errorf("%s: hops %q, want %q", p.ProtectedTables[i].Name, got, want)
+		}
 	}
 }

@@ -239,6 +239,40 @@ func (r *UnitReference) String() string {
 	return r.Table + "." + r.Column
 }
 
+// UnitHop is one join a table's rows need to reach their privacy unit:
+// the unit column so far equals Table's Key column, whose row carries the
+// unit further (Table.PrivacyUnit).
+type UnitHop struct {
+	Table *ProtectedTable
+	// Key is the referenced column of Table: a key of it (a single-column
+	// primary key, checked when dpproxy starts), so that a row references
+	// at most one row of Table and so belongs to at most one person.
+	Key string
+}
+
+// UnitHops lists the joins that lead from t's rows to their privacy
+// unit, following t's unit path: a reference to another table's privacy
+// unit needs no join (the values are the units), a reference to another
+// column of that table (a key) needs one. nil when t's unit column holds
+// the unit. The unit is the last hop's table's PrivacyUnit column (t's own
+// when there is no hop). The policy must be loaded (paths validated).
+func (p *Policy) UnitHops(t *ProtectedTable) []UnitHop {
+	var hops []UnitHop
+	seen := map[*ProtectedTable]bool{t: true}
+	for cur := t; cur.UnitPath != nil; {
+		next, _ := p.LookupTable(cur.UnitPath.Schema, cur.UnitPath.Table)
+		if next == nil || seen[next] {
+			break // not a loaded policy
+		}
+		if !equalFold(next.PrivacyUnit, cur.UnitPath.Column) {
+			hops = append(hops, UnitHop{Table: next, Key: cur.UnitPath.Column})
+		}
+		seen[next] = true
+		cur = next
+	}
+	return hops
+}
+
 // RowPrivacyUnit is the PrivacyUnit value meaning "each row is one unit".
 const RowPrivacyUnit = "row"
 
@@ -253,10 +287,13 @@ type ProtectedTable struct {
 	// column's Name exactly as declared in Columns.
 	PrivacyUnit string `yaml:"privacy_unit"`
 	// UnitPath, when set, says the unit column is a foreign key to another
-	// protected table's privacy unit: in YAML `privacy_unit: {via:
-	// patient_id, references: patients.patient_id}`. PrivacyUnit is then
-	// the via column. Load checks that the path ends at a table whose
-	// unit it names, without cycles.
+	// protected table: in YAML `privacy_unit: {via: patient_id,
+	// references: patients.patient_id}`. PrivacyUnit is then the via
+	// column. When the referenced column is not that table's privacy unit
+	// but a key (`{via: visit_id, references: visits.visit_id}`), each
+	// row belongs to the person the referenced row belongs to: the path
+	// continues from there (UnitHops). Load checks that the path ends at
+	// a table with a privacy unit column, without cycles.
 	UnitPath *UnitReference `yaml:"-"`
 	// MaxGroupsPerUnit (L0) and MaxRowsPerUnit (Linf) override the defaults;
 	// Load fills them from Defaults when absent, so both are in

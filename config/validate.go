@@ -486,8 +486,11 @@ func (d *decoder) validateTables(p *Policy) {
 			keySeen[strings.ToLower(name)] = true
 		}
 	}
-	// A unit path must end, without a cycle, at a table whose privacy
-	// unit the path's last column is.
+	// A unit path must end, without a cycle, at a table with a privacy
+	// unit column. A reference to another column than that table's unit
+	// (a key) is a hop: the row belongs to the person the referenced row
+	// belongs to (the key's uniqueness is checked against the database
+	// when dpproxy starts).
 	inCycle := map[*ProtectedTable]bool{}
 	for i := range p.ProtectedTables {
 		t := &p.ProtectedTables[i]
@@ -504,8 +507,6 @@ func (d *decoder) validateTables(p *Policy) {
 				d.errorf(up, "%s references %s, which is not a protected table of the policy; expected the protected table that identifies the person", cur.Name, ref)
 			case next.IsRowPrivacy():
 				d.errorf(up, "%s references %s, whose rows are their own units; expected a table with a privacy unit column", cur.Name, ref)
-			case !equalFold(next.PrivacyUnit, ref.Column):
-				d.errorf(up, "%s references %s, which is not %s's privacy unit (%s); reference %s.%s (paths through other columns are not supported yet)", cur.Name, ref, next.Name, next.PrivacyUnit, next.Name, next.PrivacyUnit)
 			case visited[next]:
 				d.errorf(up, "the privacy unit path of %s comes back to %s: a cycle; one table on the path must name its privacy unit column directly", t.Name, next.Name)
 				for v := range visited {

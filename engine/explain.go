@@ -104,7 +104,15 @@ func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
 func ExplainSummary(plan *rewrite.Plan) string {
 	var sb strings.Builder
 	unit := plan.Table.PrivacyUnit
-	if path := plan.Table.UnitPath; path != nil {
+	switch path := plan.Table.UnitPath; {
+	case len(plan.UnitJoins) > 0:
+		steps := plan.Table.Name + "." + plan.Table.PrivacyUnit
+		for _, u := range plan.UnitJoins {
+			steps += " → " + u.Table + "." + u.Key + ", " + u.Table + "." + u.Unit
+		}
+		last := plan.UnitJoins[len(plan.UnitJoins)-1]
+		unit = last.Unit + " of " + last.Table + ", reached through " + steps + " (each row belongs to the person its referenced row belongs to)"
+	case path != nil:
 		unit += " (a foreign key to " + path.String() + ": each row belongs to the person it references)"
 	}
 	fmt.Fprintf(&sb, "table %s, privacy unit %s, neighbouring %s\n", plan.Table.Name, unit, plan.Neighbouring)
@@ -197,12 +205,20 @@ func ExplainSummary(plan *rewrite.Plan) string {
 			kind = "left-joined"
 		}
 		if j.Protected {
-			fmt.Fprintf(&sb, "join: protected table %s (as %s) %s to %s on the privacy unit, before bounding: every joined row belongs to one person, and %s's bounds apply to each person's joined rows, so the sensitivities above hold for a person's rows in both tables\n",
+			fmt.Fprintf(&sb, "join: protected table %s (as %s) %s to %s on the privacy unit or a key of its path, before bounding: every joined row belongs to one person, and %s's bounds apply to each person's joined rows, so the sensitivities above hold for a person's rows in both tables\n",
 				j.Table, j.Alias, kind, plan.Table.Name, plan.Table.Name)
 			continue
 		}
 		fmt.Fprintf(&sb, "join: public table %s (as %s) %s to %s before bounding: each person's rows are the joined rows their own rows make, so the bounds and sensitivities above hold unchanged; rows matching several public rows count as several\n",
 			j.Table, j.Alias, kind, plan.Table.Name)
+	}
+	for _, u := range plan.UnitJoins {
+		how := fmt.Sprintf("dpproxy joins %s (as %s)", u.Table, u.Alias)
+		if u.ByQuery {
+			how = fmt.Sprintf("the query's join of %s (as %s)", u.Table, u.Alias)
+		}
+		fmt.Fprintf(&sb, "join: %s on its primary key %s to reach the privacy unit, before bounding: each row meets at most one row of it, so the bounds and sensitivities above hold for each person's rows; rows that reference no row of %s belong to no one and are left out\n",
+			how, u.Key, u.Table)
 	}
 	if b := plan.Bias; b != nil {
 		fmt.Fprintf(&sb, "bias report: ε = %.3g of the query's ε estimates the share of people with %s (dpproxy.report_bias)\n", b.Epsilon, strings.Join(b.Labels, ", "))

@@ -195,6 +195,9 @@ type analyzer struct {
 	// joinSQL the FROM clause that joins them (join.go).
 	joins   []*joinedTable
 	joinSQL string
+	// unitJoins reach the protected table's privacy unit through the
+	// keys of its unit path (join.go).
+	unitJoins []unitJoin
 	// correlated is set when an EXISTS subquery refers to the protected
 	// table: its columns are then qualified everywhere (exists.go).
 	correlated bool
@@ -244,6 +247,13 @@ func (a *analyzer) plan(sel *ast.SelectStmt) (*Plan, error) {
 			name = schema + "." + name
 		}
 		p.Joins = append(p.Joins, Join{Table: name, Alias: j.alias, Left: j.left, Protected: j.protected != nil})
+	}
+	for _, u := range a.unitJoins {
+		name := u.hop.Table.Name
+		if u.hop.Table.Schema != "" {
+			name = u.hop.Table.Schema + "." + name
+		}
+		p.UnitJoins = append(p.UnitJoins, UnitJoin{Table: name, Alias: u.alias, Key: u.hop.Key, Unit: u.hop.Table.PrivacyUnit, ByQuery: u.provided})
 	}
 
 	// SELECT DISTINCT a, b without GROUP BY is GROUP BY a, b with the keys
@@ -738,5 +748,6 @@ func (a *analyzer) isUnit(col *config.Column) bool {
 			return true
 		}
 	}
-	return strings.EqualFold(col.Name, a.table.PrivacyUnit) && a.owner(col) == a.alias
+	// A unit column that references a key (a unit join) is not the unit.
+	return len(a.unitJoins) == 0 && strings.EqualFold(col.Name, a.table.PrivacyUnit) && a.owner(col) == a.alias
 }

@@ -59,6 +59,16 @@ var fixture = []string{
 	`CREATE TABLE trips (patient_id INTEGER, city TEXT, km NUMERIC)`,
 	`INSERT INTO trips VALUES (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'y', 50), (2, 'x', 100), (2, 'x', 100), (2, 'y', 0), (2, 'y', 0), (2, 'z', 20), (2, 'z', 20)`,
 	`INSERT INTO people VALUES (-5, 'F', 1000), (50, 'M', 300000), (150, 'F', NULL), (30, 'X', 50000)`,
+	// admissions and doses: doses reach their patient through
+	// admissions' key (a unit path with a hop). p1: admissions 10 and 11
+	// in W, five doses of a (50 mg) across them; p2: admission 20 in V,
+	// one dose of b (500 mg, clamped to 100); p3: admission 30 in V, a
+	// and c (20 mg each). Admission 99 does not exist: its dose belongs
+	// to no one.
+	`CREATE TABLE admissions (admission_id INTEGER PRIMARY KEY, patient_id INTEGER, ward TEXT)`,
+	`INSERT INTO admissions VALUES (10, 1, 'W'), (11, 1, 'W'), (20, 2, 'V'), (30, 3, 'V')`,
+	`CREATE TABLE doses (admission_id INTEGER, drug TEXT, mg NUMERIC)`,
+	`INSERT INTO doses VALUES (10, 'a', 50), (10, 'a', 50), (10, 'a', 50), (11, 'a', 50), (11, 'a', 50), (20, 'b', 500), (30, 'a', 20), (30, 'c', 20), (99, 'a', 70)`,
 	`INSERT INTO clinics VALUES (1, 'North', 'Oslo'), (2, 'South', 'Bergen'), (3, 'East', 'Oslo')`,
 }
 
@@ -74,6 +84,31 @@ type executeCase struct {
 
 // Hand-computed bounded results.
 var executeCases = []executeCase{
+	{
+		// Bounded per patient through the unit join: p1's five doses
+		// (two admissions) keep 2 (100 mg), p2's one (100 mg), p3's two
+		// (40 mg); the orphan dose is left out. Columns: rows,
+		// count(mg), sum(mg).
+		sql:   `SELECT COUNT(*), SUM(mg) FROM doses`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 5, 5, 240) },
+	},
+	{
+		// The same from the referenced table: admissions' unit column
+		// holds the unit, doses join it along the key.
+		sql:   `SELECT COUNT(*), SUM(d.mg) FROM admissions a JOIN doses d ON d.admission_id = a.admission_id`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 5, 5, 240) },
+	},
+	{
+		// Per drug: a has p1's 2 kept and p3's 1; b p2's; c p3's.
+		sql:   `SELECT d.drug, COUNT(*) FROM doses d GROUP BY d.drug`,
+		check: expectGroups(map[string]string{"a": "[3]", "b": "[1]", "c": "[1]"}),
+	},
+	{
+		// The query's join along the key serves as the unit join: W has
+		// p1's 2 kept rows (one patient), V p2's 1 and p3's 2.
+		sql:   `SELECT a.ward, COUNT(*), COUNT(DISTINCT a.patient_id) FROM doses d JOIN admissions a ON d.admission_id = a.admission_id GROUP BY a.ward`,
+		check: expectGroups(map[string]string{"W": "[2 1]", "V": "[3 2]"}),
+	},
 	{
 		// EXISTS over a public table, correlated with the visit's clinic:
 		// Oslo's clinics are 1 and 3, p1's (2 of 5 rows kept); NOT
@@ -602,6 +637,20 @@ func roundAll(r []float64) []float64 {
 		out[i] = math.Round(v*1e9) / 1e9
 	}
 	return out
+}
+
+// expectGroups checks grouped rows by their key.
+func expectGroups(want map[string]string) func(rows [][]float64, keys []string) error {
+	return func(rows [][]float64, keys []string) error {
+		got := map[string]string{}
+		for i, r := range rows {
+			got[keys[i]] = fmt.Sprint(r)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("got %v, want %v", got, want)
+		}
+		return nil
+	}
 }
 
 func expectRow(rows [][]float64, want ...float64) error {

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -31,10 +32,23 @@ import (
 // (read at start: public data); any other goes through partition
 // selection, as keys from the data do.
 //
+// Protected tables join when each joined row belongs to one person:
+// their privacy units are equated (visits JOIN patients USING
+// (patient_id)), or the join follows a key of a unit path (prescriptions
+// JOIN visits ON rx.visit_id = v.visit_id, where prescriptions' unit is
+// reached through visits.visit_id). Bounding per unit after the join then
+// caps what one person contributes through all the tables together.
+//
+// A table whose unit path goes through a key (config.UnitHops) reaches its
+// unit by joins dpproxy adds itself, inner joins on the keys with aliases
+// dp_unit1, dp_unit2, ...: a row whose referenced row is missing belongs
+// to no one and is left out, and each row meets at most one referenced row
+// (the key is a primary key, checked at start).
+//
 // Refused: RIGHT and FULL joins (the public table's unmatched rows would
-// belong to no person), joins without a condition, NATURAL joins, and a
-// second protected table (joins on the privacy unit are not supported
-// yet).
+// belong to no person), joins without a condition, NATURAL joins, self
+// joins, and protected tables joined on anything else than the unit or a
+// unit path's key.
 
 // joinedTable is a table joined to the protected one: public, or
 // protected and joined on the privacy unit.
@@ -49,6 +63,50 @@ type joinedTable struct {
 	// columns are the table's columns as this query uses them, created
 	// once each so that every reference is the same *config.Column.
 	columns map[string]*config.Column
+	// unitValued is set for a protected table whose privacy unit column
+	// holds the unit (no key hops on its unit path).
+	unitValued bool
+}
+
+// unitJoin is a join dpproxy adds to reach the protected table's privacy
+// unit through a key of its unit path (config.UnitHop).
+type unitJoin struct {
+	hop   config.UnitHop
+	alias string // dp_unit1, dp_unit2, ...
+	// from is the reference the key equals: the protected table's unit
+	// column, or the previous hop's.
+	from string
+	// provided is set when the query's own join is this one (alias is
+	// then the query's): it is not written again.
+	provided bool
+}
+
+// unitJoinAlias is the alias of the i-th unit join (from 0).
+func unitJoinAlias(i int) string { return "dp_unit" + strconv.Itoa(i+1) }
+
+// readUnitPath records the joins the protected table's unit path needs.
+// The query's own inner join along the first key, when there is one,
+// serves as the first: the table is joined once.
+func (a *analyzer) readUnitPath() {
+	hops := a.pol.UnitHops(a.table)
+	for i, hop := range hops {
+		a.unitJoins = append(a.unitJoins, unitJoin{hop: hop, alias: unitJoinAlias(i)})
+	}
+	if len(hops) > 0 {
+		for _, j := range a.joins {
+			if j.protected == hops[0].Table && !j.left && a.equates(j.on, tableColumn{a.alias, a.table.PrivacyUnit}, tableColumn{j.alias, hops[0].Key}) {
+				a.unitJoins[0].alias, a.unitJoins[0].provided = j.alias, true
+				break
+			}
+		}
+	}
+	q := a.opts.Dialect.QuoteIdent
+	from := q(a.alias) + "." + q(a.table.PrivacyUnit)
+	for i := range a.unitJoins {
+		u := &a.unitJoins[i]
+		u.from = from
+		from = q(u.alias) + "." + q(u.hop.Table.PrivacyUnit)
+	}
 }
 
 // column returns the joined table's column name, or nil.
@@ -108,11 +166,15 @@ func (a *analyzer) readFrom(from *ast.Join) error {
 	if first.AsName.O != "" {
 		a.alias = first.AsName.O
 	}
+	if err := a.checkAlias(a.alias); err != nil {
+		return err
+	}
 	for _, step := range steps {
 		if err := a.join(step); err != nil {
 			return err
 		}
 	}
+	a.readUnitPath()
 	return nil
 }
 
@@ -146,6 +208,9 @@ func (a *analyzer) join(j *ast.Join) error {
 		return sqlerr.New(sqlerr.FeatureNotSupported, "table name %q is specified more than once", name).
 			WithHint("give each table of the join its own alias")
 	}
+	if err := a.checkAlias(name); err != nil {
+		return err
+	}
 	switch {
 	case j.NaturalJoin:
 		return sqlerr.New(sqlerr.FeatureNotSupported, "NATURAL JOIN is not supported on protected tables").
@@ -157,6 +222,7 @@ func (a *analyzer) join(j *ast.Join) error {
 		return a.shapeError("this join")
 	}
 	jt := &joinedTable{table: pub, protected: pt, alias: name, left: j.Tp == ast.LeftJoin, columns: map[string]*config.Column{}}
+	jt.unitValued = pt != nil && len(a.pol.UnitHops(pt)) == 0
 	a.joins = append(a.joins, jt)
 	switch {
 	case j.On != nil:
@@ -179,37 +245,107 @@ func (a *analyzer) join(j *ast.Join) error {
 			WithHint("write JOIN %s ON %s.<column> = %s.<column>, or USING (<column>)", name, a.alias, name)
 	}
 	if pt != nil && !a.joinsOnUnit(jt) {
-		return sqlerr.New(sqlerr.InsufficientPrivilege, "protected tables %q and %q must be joined on the privacy unit: otherwise one person's rows could join another's and their contribution would have no bound", a.table.Name, pt.Name).
-			WithHint("join them with ON %s.%s = %s.%s (AND other conditions), or USING (%s) when the columns share a name", a.alias, a.table.PrivacyUnit, name, pt.PrivacyUnit, a.table.PrivacyUnit)
+		return sqlerr.New(sqlerr.InsufficientPrivilege, "protected tables %q and %q must be joined on the privacy unit or a key of its path: otherwise one person's rows could join another's and their contribution would have no bound", a.table.Name, pt.Name).
+			WithHint("%s", a.unitJoinHint(jt))
 	}
 	return nil
 }
 
-// joinsOnUnit reports whether a protected table's join condition equates
-// its privacy unit with the first table's, as one of its AND-ed terms:
-// then each joined row belongs to one unit, and bounding per unit after
-// the join bounds what one person contributes through both tables.
+// checkAlias refuses a table name that is one of the unit joins' aliases.
+func (a *analyzer) checkAlias(name string) error {
+	if strings.HasPrefix(strings.ToLower(name), "dp_unit") {
+		return sqlerr.New(sqlerr.FeatureNotSupported, "table name %q is reserved: dpproxy names the joins to a table's privacy unit dp_unit1, dp_unit2, ...", name).
+			WithHint("give the table another alias")
+	}
+	return nil
+}
+
+// joinedProtected lists the protected tables of the join so far, the
+// first one included, as (alias, table, unit valued).
+func (a *analyzer) joinedProtected() []*joinedTable {
+	tables := []*joinedTable{{protected: a.table, alias: a.alias, unitValued: len(a.pol.UnitHops(a.table)) == 0}}
+	for _, j := range a.joins {
+		if j.protected != nil {
+			tables = append(tables, j)
+		}
+	}
+	return tables
+}
+
+// tableColumn is a column of a table of the query, by its alias.
+type tableColumn struct{ alias, column string }
+
+func (c tableColumn) String() string { return c.alias + "." + c.column }
+
+// unitJoinHint says how j may be joined to the protected tables before
+// it.
+func (a *analyzer) unitJoinHint(j *joinedTable) string {
+	var ways []string
+	for _, pair := range a.unitPairs(j) {
+		ways = append(ways, "ON "+pair[0].String()+" = "+pair[1].String())
+	}
+	if len(ways) == 0 {
+		return "no join of " + j.protected.Name + " with the tables before it keeps each joined row to one person; query it on its own"
+	}
+	return "join with " + strings.Join(ways, ", or ") + " (AND other conditions)"
+}
+
+// unitPairs lists the equalities that join j to a protected table before
+// it with each joined row belonging to one person: their unit columns
+// when both hold the unit, or a key of a unit path (a table's rows
+// reference j's at a key, or j's rows reference that table's).
+func (a *analyzer) unitPairs(j *joinedTable) [][2]tableColumn {
+	var pairs [][2]tableColumn
+	ref := func(alias, col string) tableColumn { return tableColumn{alias, col} }
+	for _, x := range a.joinedProtected() {
+		if x == j {
+			continue
+		}
+		if x.unitValued && j.unitValued {
+			pairs = append(pairs, [2]tableColumn{ref(x.alias, x.protected.PrivacyUnit), ref(j.alias, j.protected.PrivacyUnit)})
+		}
+		// The first hop's key equals the table's unit column (direct
+		// references before it carry the same values).
+		if hops := a.pol.UnitHops(x.protected); len(hops) > 0 && hops[0].Table == j.protected {
+			pairs = append(pairs, [2]tableColumn{ref(x.alias, x.protected.PrivacyUnit), ref(j.alias, hops[0].Key)})
+		}
+		if hops := a.pol.UnitHops(j.protected); len(hops) > 0 && hops[0].Table == x.protected {
+			pairs = append(pairs, [2]tableColumn{ref(j.alias, j.protected.PrivacyUnit), ref(x.alias, hops[0].Key)})
+		}
+	}
+	return pairs
+}
+
+// joinsOnUnit reports whether a protected table's join condition has,
+// as one of its AND-ed terms, an equality unitPairs allows: then each
+// joined row belongs to one person, and bounding per unit after the join
+// bounds what one person contributes through all the tables.
 func (a *analyzer) joinsOnUnit(j *joinedTable) bool {
-	is := func(e ast.ExprNode, alias, unit string) bool {
+	for _, p := range a.unitPairs(j) {
+		if a.equates(j.on, p[0], p[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// equates reports whether the condition has x = y as one of its AND-ed
+// terms, with both columns qualified.
+func (a *analyzer) equates(cond ast.ExprNode, x, y tableColumn) bool {
+	is := func(e ast.ExprNode, r tableColumn) bool {
 		c, ok := unparen(e).(*ast.ColumnNameExpr)
-		return ok && c.Name.Schema.O == "" && strings.EqualFold(c.Name.Table.O, alias) && strings.EqualFold(c.Name.Name.O, unit)
+		return ok && c.Name.Schema.O == "" && strings.EqualFold(c.Name.Table.O, r.alias) && strings.EqualFold(c.Name.Name.O, r.column)
 	}
-	var terms func(e ast.ExprNode) bool
-	terms = func(e ast.ExprNode) bool {
-		b, ok := unparen(e).(*ast.BinaryOperationExpr)
-		if !ok {
-			return false
-		}
-		switch b.Op {
-		case opcode.LogicAnd:
-			return terms(b.L) || terms(b.R)
-		case opcode.EQ:
-			return is(b.L, a.alias, a.table.PrivacyUnit) && is(b.R, j.alias, j.protected.PrivacyUnit) ||
-				is(b.R, a.alias, a.table.PrivacyUnit) && is(b.L, j.alias, j.protected.PrivacyUnit)
-		}
+	b, ok := unparen(cond).(*ast.BinaryOperationExpr)
+	switch {
+	case !ok:
 		return false
+	case b.Op == opcode.LogicAnd:
+		return a.equates(b.L, x, y) || a.equates(b.R, x, y)
+	case b.Op == opcode.EQ:
+		return is(b.L, x) && is(b.R, y) || is(b.L, y) && is(b.R, x)
 	}
-	return terms(j.on)
+	return false
 }
 
 // columnNames lists the columns a query may use.
@@ -230,7 +366,7 @@ func (j *joinedTable) columnNames() []string {
 // isUnitOf reports whether col is the privacy unit of the joined
 // protected table.
 func (j *joinedTable) isUnitOf(col *config.Column) bool {
-	return j.protected != nil && strings.EqualFold(col.Name, j.protected.PrivacyUnit) && j.columns[strings.ToLower(col.Name)] == col
+	return j.protected != nil && j.unitValued && strings.EqualFold(col.Name, j.protected.PrivacyUnit) && j.columns[strings.ToLower(col.Name)] == col
 }
 
 // joined is the joined table the query calls name, or nil.
@@ -301,6 +437,10 @@ func (a *analyzer) colRef(col *config.Column) string {
 // unitRef writes a reference to the privacy unit column.
 func (a *analyzer) unitRef() string {
 	q := a.opts.Dialect.QuoteIdent
+	if n := len(a.unitJoins); n > 0 {
+		last := a.unitJoins[n-1]
+		return q(last.alias) + "." + q(last.hop.Table.PrivacyUnit)
+	}
 	if !a.qualified() {
 		return q(a.table.PrivacyUnit)
 	}
@@ -319,7 +459,9 @@ func (e *emitter) fromSQL(t *config.ProtectedTable) string {
 // qualified reports whether column references name their table: when
 // the query joins tables, or has an EXISTS subquery that refers to the
 // protected table's columns (exists.go).
-func (a *analyzer) qualified() bool { return len(a.joins) > 0 || a.correlated }
+func (a *analyzer) qualified() bool {
+	return len(a.joins) > 0 || len(a.unitJoins) > 0 || a.correlated
+}
 
 // emitJoins writes the FROM clause with its joins, once per plan (the
 // conditions are emitted like WHERE's).
@@ -349,6 +491,14 @@ func (e *emitter) emitJoins() error {
 			}
 		}
 		sb.WriteString(kind + ref + " AS " + q(j.alias) + " ON " + on)
+	}
+	// The unit joins come last: they refer to the first table or to the
+	// query's inner join along the first key, and an inner join on the
+	// first table's columns gives the same rows wherever it is written.
+	for _, u := range e.a.unitJoins {
+		if !u.provided {
+			sb.WriteString(" JOIN " + e.tableRef(u.hop.Table) + " AS " + q(u.alias) + " ON " + u.from + " = " + q(u.alias) + "." + q(u.hop.Key))
+		}
 	}
 	e.a.joinSQL = sb.String()
 	return nil

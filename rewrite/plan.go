@@ -267,6 +267,20 @@ type Plan struct {
 	Auto *AutoBound
 	// Joins are the public tables joined to the protected one (join.go).
 	Joins []Join
+	// UnitJoins are the joins that reach the privacy unit through the
+	// keys of the table's unit path (config.UnitHops), in order.
+	UnitJoins []UnitJoin
+}
+
+// UnitJoin is one join to a table's privacy unit through a key.
+type UnitJoin struct {
+	Table string // schema-qualified when the policy gives a schema
+	Alias string
+	// Key is the table's primary key the previous unit column equals;
+	// Unit is the table's own unit column, the next step.
+	Key, Unit string
+	// ByQuery is set when the query's own join along the key serves.
+	ByQuery bool
 }
 
 // Join is a public table joined to a plan's protected table, before

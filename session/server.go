@@ -20,13 +20,17 @@ type Server struct {
 	catalog *catalog.Catalog
 }
 
-// NewServer reads the policy's key lists that come from public tables and
+// NewServer checks the keys of the policy's privacy unit paths, reads the
+// policy's key lists that come from public tables and
 // the columns of public tables the policy does not list (for joins),
 // builds the virtual catalog of e's policy — each table's columns as the
 // backend declares them, read once — and returns the server sessions are
 // opened on.
 func NewServer(ctx context.Context, e *engine.Engine) (*Server, error) {
 	if err := loadKeyLists(ctx, e.Policy(), e.Backend(), e.Dialect()); err != nil {
+		return nil, err
+	}
+	if err := checkUnitKeys(ctx, e.Policy(), e.Backend()); err != nil {
 		return nil, err
 	}
 	if err := describePublicTables(ctx, e.Policy(), e.Backend()); err != nil {

@@ -243,6 +243,30 @@ func TestPublicGroupKeysOfMissingColumn(t *testing.T) {
 	}
 }
 
+// A privacy unit path through a column that is not its table's primary
+// key stops the server from starting: a row could belong to two people.
+func TestUnitPathKeyMustBePrimary(t *testing.T) {
+	for _, c := range []struct {
+		table, column, want string
+	}{
+		{"visits", "kind", "goes through visits.kind, which must be the primary key of visits (it has no primary key)"},
+		{"nowhere", "id", "the database has no table nowhere"},
+	} {
+		e, _, _, _ := sessionFixture(t, func(pol *config.Policy) {
+			if c.table == "nowhere" { // a protected table the database lacks
+				pol.ProtectedTables = append(pol.ProtectedTables, config.ProtectedTable{Name: "nowhere", PrivacyUnit: "x",
+					Columns: []config.Column{{Name: "x", Type: config.TypeInt}}})
+			}
+			pol.ProtectedTables = append(pol.ProtectedTables, config.ProtectedTable{Name: "tags", PrivacyUnit: "ref",
+				UnitPath: &config.UnitReference{Table: c.table, Column: c.column},
+				Columns:  []config.Column{{Name: "ref", Type: config.TypeText}}})
+		})
+		if _, err := NewServer(context.Background(), e); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("NewServer: %v, want an error saying %q", err, c.want)
+		}
+	}
+}
+
 // SET dpproxy.intervals: notices or interval columns on DP answers, free
 // (no second charge), and refusals of bad values.
 func TestIntervalsSetting(t *testing.T) {

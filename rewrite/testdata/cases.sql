@@ -132,3 +132,11 @@ WITH vc AS (SELECT v.cost, c.city FROM visits v JOIN clinics c ON v.clinic_id = 
 SELECT s.ward, COUNT(*), SUM(v.cost), COUNT(DISTINCT s.patient_id) FROM visits v JOIN stays s USING (patient_id) GROUP BY s.ward
 -- name: exists_public
 SELECT diagnosis, COUNT(*) FROM visits v WHERE EXISTS (SELECT 1 FROM clinics c WHERE c.clinic_id = v.clinic_id AND c.city = 'Oslo') GROUP BY diagnosis
+-- name: unit_path_key
+SELECT COUNT(*), SUM(mg) FROM doses
+-- name: unit_path_key_grouped
+SELECT d.drug, COUNT(*) FROM doses d GROUP BY d.drug
+-- name: unit_path_join_along_key
+SELECT a.ward, COUNT(*), COUNT(DISTINCT a.patient_id) FROM doses d JOIN admissions a ON d.admission_id = a.admission_id GROUP BY a.ward
+-- name: unit_path_join_from_referenced
+SELECT COUNT(*), SUM(d.mg) FROM admissions a JOIN doses d ON d.admission_id = a.admission_id
