@@ -11,7 +11,7 @@ import (
 
 // Version identifies the generator. Bump it whenever the generated rows
 // change: files written by another version are regenerated.
-const Version = 1
+const Version = 2
 
 // DefaultPatients is the number of patients in the standard demo dataset.
 const DefaultPatients = 10_000
@@ -102,6 +102,28 @@ type Visit struct {
 	Diagnosis string
 	CostCents int64 // cost in cents: cost = CostCents/100
 }
+
+// Prescription is a row of the prescriptions table: a drug prescribed at
+// a visit. It belongs to the patient of its visit.
+type Prescription struct {
+	ID         int64
+	VisitID    int64
+	Drug       string
+	DaysSupply int64 // 5..90
+}
+
+// Drugs are the values of prescriptions.drug.
+var Drugs = []string{"amoxicillin", "paracetamol", "ibuprofen", "amlodipine", "lisinopril", "metformin", "omeprazole", "sertraline", "salbutamol", "nitrofurantoin", "hydrocortisone", "cetirizine"}
+
+// diagnosisDrugs are the drugs prescribed for each diagnosis (indices
+// into Drugs), and chronicDiagnoses those prescribed for months.
+var (
+	diagnosisDrugs = map[string][]int{
+		"J06": {1, 0, 11}, "I10": {3, 4}, "E11": {5}, "M54": {2, 1}, "K21": {6}, "F32": {7},
+		"J45": {8, 11}, "N39": {9}, "R51": {1, 2}, "L20": {10, 11}, "H66": {0, 1}, "Z00": {1},
+	}
+	chronicDiagnoses = map[string]bool{"I10": true, "E11": true, "F32": true, "J45": true}
+)
 
 // Cost returns the visit's cost as a decimal with two places ("123.45").
 func (v Visit) Cost() string {
@@ -221,6 +243,55 @@ func (d *Dataset) All() iter.Seq2[Patient, []Visit] {
 			}
 		}
 	}
+}
+
+// Prescriptions yields the prescriptions in prescription_id order (by
+// visit).
+func (d *Dataset) Prescriptions() iter.Seq[Prescription] {
+	return func(yield func(Prescription) bool) {
+		var buf []Prescription
+		nextID := int64(1)
+		for v := range d.Visits() {
+			buf = genPrescriptions(v, nextID, buf[:0])
+			nextID += int64(len(buf))
+			for _, rx := range buf {
+				if !yield(rx) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// genPrescriptions appends the visit's prescriptions, numbered from
+// firstID, to buf. Each visit has its own random stream, so the visits
+// and patients do not depend on them.
+func genPrescriptions(v Visit, firstID int64, buf []Prescription) []Prescription {
+	r := rand.New(rand.NewPCG(seed^0x7278, uint64(v.ID)*0x9e3779b97f4a7c15))
+	n := 0
+	switch u := r.Float64(); {
+	case v.Diagnosis == "Z00":
+		if u < 0.1 {
+			n = 1
+		}
+	case u < 0.25:
+	case u < 0.85:
+		n = 1
+	default:
+		n = 2
+	}
+	drugs := diagnosisDrugs[v.Diagnosis]
+	for i := 0; i < n; i++ {
+		days := []int64{5, 7, 10, 14}[r.IntN(4)]
+		if chronicDiagnoses[v.Diagnosis] {
+			days = 30
+			if r.Float64() < 0.3 {
+				days = 90
+			}
+		}
+		buf = append(buf, Prescription{ID: firstID + int64(i), VisitID: v.ID, Drug: Drugs[drugs[r.IntN(len(drugs))]], DaysSupply: days})
+	}
+	return buf
 }
 
 // patientRand returns the random stream of one patient.

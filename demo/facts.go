@@ -9,13 +9,20 @@ import (
 // Facts are true, un-noised aggregates of a dataset, computed from the
 // generator, for tests that check noisy answers.
 type Facts struct {
-	Patients int
-	Visits   int
+	Patients      int
+	Visits        int
+	Prescriptions int
 
 	PatientsByRegion  map[string]int
 	PatientsBySex     map[string]int
 	VisitsByDiagnosis map[string]int
 	VisitsByClinic    map[int64]int
+	// PrescriptionsByDrug counts prescriptions per drug, and
+	// PrescriptionsByDiagnosis per diagnosis of their visit.
+	PrescriptionsByDrug      map[string]int
+	PrescriptionsByDiagnosis map[string]int
+	// MaxPrescriptionsPerPatient is the most prescriptions of one patient.
+	MaxPrescriptionsPerPatient int
 
 	SumAge       int64
 	MedianAge    int64 // the lower median of patients' ages
@@ -37,8 +44,12 @@ func ComputeFacts(opts GenerateOptions) Facts {
 		PatientsBySex:     map[string]int{},
 		VisitsByDiagnosis: map[string]int{},
 		VisitsByClinic:    map[int64]int{},
+
+		PrescriptionsByDrug:      map[string]int{},
+		PrescriptionsByDiagnosis: map[string]int{},
 	}
 	var ages []int64
+	var rx []Prescription
 	for p, visits := range NewDataset(opts).All() {
 		ages = append(ages, p.Age)
 		f.Patients++
@@ -51,7 +62,15 @@ func ComputeFacts(opts GenerateOptions) Facts {
 		}
 		f.Visits += len(visits)
 		f.MaxVisitsPerPatient = max(f.MaxVisitsPerPatient, len(visits))
+		perPatient := 0
 		for _, v := range visits {
+			rx = genPrescriptions(v, 0, rx[:0])
+			for _, p := range rx {
+				f.PrescriptionsByDrug[p.Drug]++
+				f.PrescriptionsByDiagnosis[v.Diagnosis]++
+			}
+			f.Prescriptions += len(rx)
+			perPatient += len(rx)
 			f.VisitsByDiagnosis[v.Diagnosis]++
 			f.VisitsByClinic[v.ClinicID]++
 			f.SumCostCents += v.CostCents
@@ -59,6 +78,7 @@ func ComputeFacts(opts GenerateOptions) Facts {
 				f.CostOver2000++
 			}
 		}
+		f.MaxPrescriptionsPerPatient = max(f.MaxPrescriptionsPerPatient, perPatient)
 	}
 	if len(ages) > 0 {
 		slices.Sort(ages)
@@ -77,6 +97,8 @@ func DefaultFacts() Facts {
 	f.PatientsBySex = maps.Clone(f.PatientsBySex)
 	f.VisitsByDiagnosis = maps.Clone(f.VisitsByDiagnosis)
 	f.VisitsByClinic = maps.Clone(f.VisitsByClinic)
+	f.PrescriptionsByDrug = maps.Clone(f.PrescriptionsByDrug)
+	f.PrescriptionsByDiagnosis = maps.Clone(f.PrescriptionsByDiagnosis)
 	return f
 }
 

@@ -59,10 +59,11 @@ func LoadMySQLWith(ctx context.Context, dsn string, opts GenerateOptions) error 
 	defer conn.Close()
 
 	ddl := []string{
-		"DROP TABLE IF EXISTS visits, patients, clinics, demo_meta",
+		"DROP TABLE IF EXISTS prescriptions, visits, patients, clinics, demo_meta",
 		"CREATE TABLE clinics (clinic_id INT PRIMARY KEY, name VARCHAR(100) NOT NULL, city VARCHAR(100) NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
 		"CREATE TABLE patients (patient_id INT PRIMARY KEY, age INT NOT NULL, sex VARCHAR(1) NOT NULL, region VARCHAR(20) NOT NULL, income INT NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
 		"CREATE TABLE visits (visit_id INT PRIMARY KEY, patient_id INT NOT NULL, clinic_id INT NOT NULL, visit_date DATE NOT NULL, diagnosis VARCHAR(10) NOT NULL, cost DECIMAL(10,2) NOT NULL, INDEX visits_patient_id (patient_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+		"CREATE TABLE prescriptions (prescription_id INT PRIMARY KEY, visit_id INT NOT NULL, drug VARCHAR(20) NOT NULL, days_supply INT NOT NULL, INDEX prescriptions_visit_id (visit_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
 		"CREATE TABLE demo_meta (`key` VARCHAR(64) PRIMARY KEY, value VARCHAR(255) NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
 	}
 	for _, stmt := range ddl {
@@ -103,7 +104,12 @@ func LoadMySQLWith(ctx context.Context, dsn string, opts GenerateOptions) error 
 	if err != nil {
 		return err
 	}
-	for _, kv := range metaRows(opts, np, nv, nc) {
+	nrx, err := insertBatches(ctx, tx, "prescriptions", []string{"prescription_id", "visit_id", "drug", "days_supply"},
+		d.Prescriptions(), func(r Prescription) []any { return []any{r.ID, r.VisitID, r.Drug, r.DaysSupply} })
+	if err != nil {
+		return err
+	}
+	for _, kv := range metaRows(opts, np, nv, nrx, nc) {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO demo_meta (`key`, value) VALUES (?, ?)", kv[0], kv[1]); err != nil {
 			return fmt.Errorf("demo: write demo_meta: %w", err)
 		}
@@ -111,7 +117,7 @@ func LoadMySQLWith(ctx context.Context, dsn string, opts GenerateOptions) error 
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("demo: commit: %w", err)
 	}
-	for _, t := range []string{"clinics", "patients", "visits"} {
+	for _, t := range []string{"clinics", "patients", "visits", "prescriptions"} {
 		if _, err := conn.ExecContext(ctx, "ANALYZE TABLE "+t); err != nil {
 			return fmt.Errorf("demo: analyze %s: %w", t, err)
 		}

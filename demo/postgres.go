@@ -49,10 +49,11 @@ func LoadPostgresWith(ctx context.Context, dsn string, schema string, opts Gener
 	q := func(table string) string { return pgx.Identifier{schema, table}.Sanitize() }
 	ddl := []string{
 		`CREATE SCHEMA IF NOT EXISTS ` + pgx.Identifier{schema}.Sanitize(),
-		`DROP TABLE IF EXISTS ` + q("visits") + `, ` + q("patients") + `, ` + q("clinics") + `, ` + q("demo_meta"),
+		`DROP TABLE IF EXISTS ` + q("prescriptions") + `, ` + q("visits") + `, ` + q("patients") + `, ` + q("clinics") + `, ` + q("demo_meta"),
 		`CREATE TABLE ` + q("clinics") + ` (clinic_id integer PRIMARY KEY, name text NOT NULL, city text NOT NULL)`,
 		`CREATE TABLE ` + q("patients") + ` (patient_id integer PRIMARY KEY, age integer NOT NULL, sex text NOT NULL, region text NOT NULL, income integer NOT NULL)`,
 		`CREATE TABLE ` + q("visits") + ` (visit_id integer PRIMARY KEY, patient_id integer NOT NULL, clinic_id integer NOT NULL, visit_date date NOT NULL, diagnosis text NOT NULL, cost numeric(10,2) NOT NULL)`,
+		`CREATE TABLE ` + q("prescriptions") + ` (prescription_id integer PRIMARY KEY, visit_id integer NOT NULL, drug text NOT NULL, days_supply integer NOT NULL)`,
 		`CREATE TABLE ` + q("demo_meta") + ` (key text PRIMARY KEY, value text NOT NULL)`,
 	}
 	for _, stmt := range ddl {
@@ -93,16 +94,28 @@ func LoadPostgresWith(ctx context.Context, dsn string, schema string, opts Gener
 		return fmt.Errorf("demo: copy visits: %w", err)
 	}
 
-	for _, kv := range metaRows(opts, int(np), int(nv), int(nc)) {
+	rxRows, stopRx := copySource(d.Prescriptions(), func(r Prescription) []any {
+		return []any{r.ID, r.VisitID, r.Drug, r.DaysSupply}
+	})
+	defer stopRx()
+	nrx, err := tx.CopyFrom(ctx, pgx.Identifier{schema, "prescriptions"},
+		[]string{"prescription_id", "visit_id", "drug", "days_supply"}, rxRows)
+	if err != nil {
+		return fmt.Errorf("demo: copy prescriptions: %w", err)
+	}
+
+	for _, kv := range metaRows(opts, int(np), int(nv), int(nrx), int(nc)) {
 		if _, err := tx.Exec(ctx, `INSERT INTO `+q("demo_meta")+` VALUES ($1, $2)`, kv[0], kv[1]); err != nil {
 			return fmt.Errorf("demo: write demo_meta: %w", err)
 		}
 	}
 	post := []string{
 		`CREATE INDEX ON ` + q("visits") + ` (patient_id)`,
+		`CREATE INDEX ON ` + q("prescriptions") + ` (visit_id)`,
 		`ANALYZE ` + q("clinics"),
 		`ANALYZE ` + q("patients"),
 		`ANALYZE ` + q("visits"),
+		`ANALYZE ` + q("prescriptions"),
 	}
 	for _, stmt := range post {
 		if _, err := tx.Exec(ctx, stmt); err != nil {

@@ -26,11 +26,13 @@ var sqliteSchema = []string{
 	`CREATE TABLE clinics (clinic_id INTEGER PRIMARY KEY, name TEXT NOT NULL, city TEXT NOT NULL)`,
 	`CREATE TABLE patients (patient_id INTEGER PRIMARY KEY, age INTEGER NOT NULL, sex TEXT NOT NULL, region TEXT NOT NULL, income INTEGER NOT NULL)`,
 	`CREATE TABLE visits (visit_id INTEGER PRIMARY KEY, patient_id INTEGER NOT NULL, clinic_id INTEGER NOT NULL, visit_date DATE NOT NULL, diagnosis TEXT NOT NULL, cost NUMERIC NOT NULL)`,
+	`CREATE TABLE prescriptions (prescription_id INTEGER PRIMARY KEY, visit_id INTEGER NOT NULL, drug TEXT NOT NULL, days_supply INTEGER NOT NULL)`,
 	`CREATE TABLE demo_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
 }
 
 var sqliteIndexes = []string{
 	`CREATE INDEX visits_patient_id ON visits (patient_id)`,
+	`CREATE INDEX prescriptions_visit_id ON prescriptions (visit_id)`,
 }
 
 // GenerateSQLite writes the standard demo dataset to a SQLite file at
@@ -239,6 +241,14 @@ func writeSQLite(ctx context.Context, path string, opts GenerateOptions) (patien
 	}
 	defer insVisit.Close()
 
+	insPrescription, err := tx.PrepareContext(ctx, `INSERT INTO prescriptions VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		return 0, 0, fmt.Errorf("demo: prepare: %w", err)
+	}
+	defer insPrescription.Close()
+	var rx []Prescription
+	prescriptions := 0
+
 	for p, vs := range d.All() {
 		if _, err := insPatient.ExecContext(ctx, p.ID, p.Age, p.Sex, p.Region, p.Income); err != nil {
 			return 0, 0, fmt.Errorf("demo: insert patient %d: %w", p.ID, err)
@@ -252,6 +262,13 @@ func writeSQLite(ctx context.Context, path string, opts GenerateOptions) (patien
 			if err != nil {
 				return 0, 0, fmt.Errorf("demo: insert visit %d: %w", v.ID, err)
 			}
+			rx = genPrescriptions(v, int64(prescriptions)+1, rx[:0])
+			for _, r := range rx {
+				if _, err := insPrescription.ExecContext(ctx, r.ID, r.VisitID, r.Drug, r.DaysSupply); err != nil {
+					return 0, 0, fmt.Errorf("demo: insert prescription %d: %w", r.ID, err)
+				}
+			}
+			prescriptions += len(rx)
 		}
 		visits += len(vs)
 	}
@@ -261,7 +278,7 @@ func writeSQLite(ctx context.Context, path string, opts GenerateOptions) (patien
 			return 0, 0, fmt.Errorf("demo: create index: %w", err)
 		}
 	}
-	meta := metaRows(opts, patients, visits, len(d.Clinics()))
+	meta := metaRows(opts, patients, visits, prescriptions, len(d.Clinics()))
 	for _, kv := range meta {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO demo_meta VALUES (?, ?)`, kv[0], kv[1]); err != nil {
 			return 0, 0, fmt.Errorf("demo: write demo_meta: %w", err)
@@ -277,12 +294,13 @@ func writeSQLite(ctx context.Context, path string, opts GenerateOptions) (patien
 }
 
 // metaRows are the demo_meta rows of a generated dataset.
-func metaRows(opts GenerateOptions, patients, visits, clinics int) [][2]string {
+func metaRows(opts GenerateOptions, patients, visits, prescriptions, clinics int) [][2]string {
 	return [][2]string{
 		{"version", strconv.Itoa(Version)},
 		{"patients", strconv.Itoa(opts.Patients)},
 		{"patients_rows", strconv.Itoa(patients)},
 		{"visits_rows", strconv.Itoa(visits)},
+		{"prescriptions_rows", strconv.Itoa(prescriptions)},
 		{"clinics_rows", strconv.Itoa(clinics)},
 	}
 }

@@ -104,7 +104,7 @@ func TestPsqlMetaCommands(t *testing.T) {
 	}{
 		{`\l`, []string{"demo|analyst|UTF8|C|C"}},
 		{`\dn`, []string{"dpproxy|analyst", "public|analyst"}},
-		{`\dt`, []string{"public|clinics|table|analyst", "public|patients|table|analyst", "public|visits|table|analyst"}},
+		{`\dt`, []string{"public|clinics|table|analyst", "public|patients|table|analyst", "public|prescriptions|table|analyst", "public|visits|table|analyst"}},
 		{`\d`, []string{"public|visits|table|analyst"}},
 		{`\d visits`, []string{"patient_id|", "diagnosis|", "cost|"}},
 		{`\d clinics`, []string{"clinic_id|", `"clinics_pkey" PRIMARY KEY, btree (clinic_id)`}},
@@ -124,7 +124,7 @@ func TestPsqlMetaCommands(t *testing.T) {
 			}
 		}
 		// The demo's unexposed columns and tables are never named.
-		for _, hidden := range []string{"visit_id", "region", "demo_meta", "visits_patient_id"} {
+		for _, hidden := range []string{"prescription_id", "demo_meta", "visits_patient_id"} {
 			if strings.Contains(r.stdout, hidden) {
 				t.Errorf("%s names %q:\n%s", c.cmd, hidden, r.stdout)
 			}
@@ -176,7 +176,7 @@ func policyViewPostgres(t *testing.T) string {
 	}
 	defer conn.Close(context.Background())
 	for _, s := range []string{
-		`DROP TABLE demo_meta`,
+		`DROP TABLE demo_meta, prescriptions`,
 		`ALTER TABLE patients DROP CONSTRAINT patients_pkey, DROP COLUMN region`,
 		`ALTER TABLE visits DROP COLUMN visit_id`,
 		`DROP INDEX IF EXISTS visits_patient_id_idx`,
@@ -198,7 +198,7 @@ func policyViewMariaDB(t *testing.T) string {
 	}
 	defer db.Close()
 	for _, s := range []string{
-		`DROP TABLE demo_meta`,
+		`DROP TABLE demo_meta, prescriptions`,
 		`ALTER TABLE patients DROP PRIMARY KEY, DROP COLUMN region`,
 		`ALTER TABLE visits DROP INDEX visits_patient_id, DROP COLUMN visit_id`,
 	} {
@@ -236,10 +236,14 @@ func TestORMInspectorSeesThePolicyView(t *testing.T) {
 		pg := inspectSchema(t, python, fmt.Sprintf("postgresql+psycopg2://analyst:analyst@%s/%s", b.proxy.addr, b.pgDB), stream...)
 		my := inspectSchema(t, python, fmt.Sprintf("mysql+pymysql://analyst:analyst@%s/%s", b.proxy.mysqlAddress(t), b.mysqlDB), stream...)
 		for name, got := range map[string]map[string]any{"psycopg2": pg, "pymysql": my} {
-			if fmt.Sprint(got["tables"]) != "[clinics patients visits]" {
+			tables, keys := "[clinics patients visits]", "map[clinics:[clinic_id] patients:[] visits:[]]"
+			if b.name == "demo" {
+				tables, keys = "[clinics patients prescriptions visits]", "map[clinics:[clinic_id] patients:[] prescriptions:[] visits:[]]"
+			}
+			if fmt.Sprint(got["tables"]) != tables {
 				t.Errorf("%s %s: tables %v", b.name, name, got["tables"])
 			}
-			if fmt.Sprint(got["primary_keys"]) != "map[clinics:[clinic_id] patients:[] visits:[]]" {
+			if fmt.Sprint(got["primary_keys"]) != keys {
 				t.Errorf("%s %s: primary keys %v", b.name, name, got["primary_keys"])
 			}
 			if fmt.Sprint(got["stream_batches"]) != "[[[1] [2]] [[3] [4]] [[5]]]" {
@@ -319,9 +323,11 @@ func TestJDBCMetadataSeesThePolicyView(t *testing.T) {
 					t.Errorf("%s %s lacks %q:\n%s", b.name, name, want, got)
 				}
 			}
-			hidden := []string{"visit_id", "demo_meta"} // the demo's policy exposes patients.region
+			// The demo's policy exposes patients.region and visits.visit_id
+			// (prescriptions join on it), the integration policy neither.
+			hidden := []string{"prescription_id", "demo_meta"}
 			if b.name != "demo" {
-				hidden = append(hidden, "region")
+				hidden = append(hidden, "region", "visit_id")
 			}
 			for _, h := range hidden {
 				if strings.Contains(got, h) {
@@ -428,7 +434,7 @@ func TestCatalogUnsupportedKeepsConnection(t *testing.T) {
 		t.Errorf("unknown information_schema view: %v", err)
 	}
 	var n int
-	if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'demo'").Scan(&n); err != nil || n != 3 {
+	if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'demo'").Scan(&n); err != nil || n != 4 {
 		t.Errorf("after the error: %d %v", n, err)
 	}
 }

@@ -21,6 +21,19 @@ import (
 // answers are noisy, so each is compared with the truth the backend
 // computes directly, within 20 %: at ε = 2 the noise's scale is about
 // 1 % of the smallest group, so a miss is a wrong answer, not bad luck.
+// prescriptionsYAML declares the demo's prescriptions: their privacy
+// unit is reached through visits' primary key, and the rows one person
+// contributes per group are chosen from the data (auto).
+const prescriptionsYAML = `  - name: prescriptions
+    privacy_unit: {via: visit_id, references: visits.visit_id}
+    max_groups_per_unit: 12
+    max_rows_per_unit: auto
+    columns:
+      - {name: visit_id, type: int}
+      - {name: drug, type: text, group_by: true, keys: [amoxicillin, paracetamol, ibuprofen, amlodipine, lisinopril, metformin, omeprazole, sertraline, salbutamol, nitrofurantoin, hydrocortisone, cetirizine]}
+      - {name: days_supply, type: int, bounds: [0, 90]}
+`
+
 func TestJoinsAndCTEs(t *testing.T) {
 	for _, backend := range []string{"postgres", "mysql"} {
 		t.Run(backend, func(t *testing.T) {
@@ -42,6 +55,10 @@ func TestJoinsAndCTEs(t *testing.T) {
 			tables = strings.Replace(tables, "{name: visit_date, type: date}", "{name: visit_date, type: date, group_by: true}", 1)
 			// Cities are public group keys: every one is released.
 			tables = strings.Replace(tables, "public_tables:\n  - clinics", "public_tables:\n  - {name: clinics, group_keys: [city]}", 1)
+			// Prescriptions reach their patient through visits' primary
+			// key, with the rows per person chosen from the data.
+			tables = strings.Replace(tables, "      - {name: patient_id, type: int}\n      - {name: clinic_id", "      - {name: patient_id, type: int}\n      - {name: visit_id, type: int}\n      - {name: clinic_id", 1)
+			tables = strings.Replace(tables, "public_tables:", prescriptionsYAML+"public_tables:", 1)
 			policy := filepath.Join(t.TempDir(), "policy.yaml")
 			yaml := "backend:\n  kind: " + kind + "\n  dsn: " + strconv.Quote(dsn) + "\nledger:\n  path: ledger.db\ndefaults:\n  epsilon: 2\n  max_epsilon_per_query: 2\n  delta: 1e-6\n" + fmt.Sprintf(analystYAML, 100.0) + tables
 			if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
@@ -70,6 +87,17 @@ func TestJoinsAndCTEs(t *testing.T) {
 					`SELECT c.city, COUNT(*) FROM visits v LEFT JOIN clinics c ON v.clinic_id = c.clinic_id GROUP BY c.city`, 0.2},
 				{"CTE over the join on the unit", `WITH vp AS (SELECT v.cost, p.sex FROM visits v JOIN patients p ON p.patient_id = v.patient_id) SELECT sex, COUNT(*) FROM vp GROUP BY sex`,
 					`SELECT p.sex, COUNT(*) FROM visits v JOIN patients p ON p.patient_id = v.patient_id GROUP BY p.sex`, 0.2},
+				// The unit through a key: prescriptions → visits.visit_id
+				// → patients, alone, joined along the key, on to patients,
+				// and as a CTE.
+				{"unit path through a key", `SELECT drug, COUNT(*) FROM prescriptions GROUP BY drug`,
+					`SELECT drug, COUNT(*) FROM prescriptions GROUP BY drug`, 0.2},
+				{"join along the path's key", `SELECT v.diagnosis, COUNT(*) FROM prescriptions rx JOIN visits v ON rx.visit_id = v.visit_id GROUP BY v.diagnosis`,
+					`SELECT v.diagnosis, COUNT(*) FROM prescriptions rx JOIN visits v ON rx.visit_id = v.visit_id GROUP BY v.diagnosis`, 0.2},
+				{"path on to the unit's table", `SELECT p.sex, COUNT(*) FROM prescriptions rx JOIN visits v ON rx.visit_id = v.visit_id JOIN patients p ON p.patient_id = v.patient_id GROUP BY p.sex`,
+					`SELECT p.sex, COUNT(*) FROM prescriptions rx JOIN visits v ON rx.visit_id = v.visit_id JOIN patients p ON p.patient_id = v.patient_id GROUP BY p.sex`, 0.2},
+				{"CTE along the path", `WITH rxd AS (SELECT rx.days_supply, v.diagnosis FROM visits v JOIN prescriptions rx ON rx.visit_id = v.visit_id) SELECT diagnosis, COUNT(*) FROM rxd GROUP BY diagnosis`,
+					`SELECT v.diagnosis, COUNT(*) FROM prescriptions rx JOIN visits v ON rx.visit_id = v.visit_id GROUP BY v.diagnosis`, 0.2},
 			} {
 				want := map[string]float64{}
 				rows, err := direct.QueryContext(ctx, q.truth)
@@ -131,6 +159,23 @@ func TestJoinsAndCTEs(t *testing.T) {
 			explain.Close()
 			if !strings.Contains(text.String(), "group keys of city: public list of 20 key(s)") || !strings.Contains(text.String(), "join: public table clinics") {
 				t.Errorf("explain of the public dimension: %s", text.String())
+			}
+			// The unit path and the data-chosen bound are explained.
+			explain, err = conn.Query(ctx, `EXPLAIN DP SELECT drug, COUNT(*) FROM prescriptions GROUP BY drug`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text.Reset()
+			for explain.Next() {
+				vals, _ := explain.Values()
+				fmt.Fprintln(&text, vals...)
+			}
+			explain.Close()
+			for _, want := range []string{"privacy unit patient_id of visits, reached through prescriptions.visit_id → visits.visit_id, visits.patient_id",
+				"join: dpproxy joins visits (as dp_unit1) on its primary key visit_id", "max_rows_per_unit: auto"} {
+				if !strings.Contains(text.String(), want) {
+					t.Errorf("explain of the unit path lacks %q: %s", want, text.String())
+				}
 			}
 			// A date bucket over a joined dimension: many small groups,
 			// released through partition selection; each released one

@@ -158,7 +158,7 @@ func TestNodeMySQL2(t *testing.T) {
 	if err := json.Unmarshal(out, &report); err != nil {
 		t.Fatalf("report %q: %v", out, err)
 	}
-	tables := []string{"clinics", "patients", "visits"}
+	tables := []string{"clinics", "patients", "prescriptions", "visits"}
 	if !slices.Equal(report.Tables, tables) || !slices.Equal(report.ShowTables, tables) {
 		t.Errorf("tables %v, SHOW TABLES %v", report.Tables, report.ShowTables)
 	}
@@ -235,7 +235,7 @@ func TestJDBC(t *testing.T) {
 			"probe.columns":                  "19",
 			"groups":                         "F:positive M:positive",
 			"rawRead":                        "1142/42000",
-			"tables":                         "clinics patients visits",
+			"tables":                         "clinics patients prescriptions visits",
 			"afterError":                     "5",
 		} {
 			if got[k] != v {
