@@ -49,7 +49,8 @@
 //	protected_tables:
 //	  - schema: public              # optional
 //	    name: visits
-//	    privacy_unit: patient_id    # a listed column, or "row"
+//	    privacy_unit: patient_id    # a listed column, or "row", or a path:
+//	                                # {via: visit_id, references: visits.visit_id}
 //	    max_groups_per_unit: 3      # optional; from defaults
 //	    max_rows_per_unit: 5        # optional; from defaults
 //	    columns:
@@ -60,6 +61,13 @@
 //	  - clinics
 //	  - public.regions
 //	  - {schema: ref, name: icd10}
+//
+// A privacy unit path names the column that references another protected
+// table: its privacy unit (the values are the units) or its primary key
+// (the row belongs to the referenced row's person; Policy.UnitHops lists
+// the joins). Every privacy unit of a policy identifies people in one
+// space: the same value is the same person in every protected table, which
+// is what joins on the unit rely on.
 //
 // Column types are int, bigint, float, numeric, text, date, timestamp and
 // bool. The policy holds password verifiers, never passwords; NewVerifiers

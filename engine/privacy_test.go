@@ -129,6 +129,18 @@ protected_tables:
     columns:
       - {name: uid, type: int}
       - {name: e, type: int}
+  # cards hold the unit; charges reach it through cards' primary key.
+  - name: cards
+    privacy_unit: uid
+    columns:
+      - {name: uid, type: int}
+      - {name: cid, type: int}
+  - name: charges
+    privacy_unit: {via: cid, references: cards.cid}
+    columns:
+      - {name: cid, type: int}
+      - {name: g, type: text, group_by: true}
+      - {name: w, type: numeric, bounds: [-5, 10]}
 public_tables:
   - name: lookup
     columns: [{name: k, type: text}]
@@ -434,6 +446,37 @@ func auditCases() []auditCase {
 			inDPrime: unitRows{groups: []string{"h3"}, rows: 3, x: 1000, f: 1},
 			resample: true, runs: 0.3, sharp: -1,
 		},
+		// A unit path through a key: the unit's charges are spread over
+		// its two cards (rows in two protected tables), and each matches
+		// three lookup rows; bounding per unit after the joins caps them.
+		auditCase{
+			name: "unit path join/ungrouped/add_remove/COUNT(*), SUM(w)", neighbouring: config.AddRemove, l0: 1, linf: 2,
+			query: "SELECT COUNT(*), SUM(c.w) FROM charges c JOIN cards d ON c.cid = d.cid JOIN lookup l ON c.g = l.k",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			sharp: 0.8,
+		},
+		auditCase{
+			name: "unit path join/selection/replace/COUNT(*)", neighbouring: config.Replace, l0: 1, linf: 2,
+			query:    "SELECT l.k, COUNT(*) FROM charges c JOIN lookup l ON c.g = l.k GROUP BY l.k",
+			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h3"}, rows: 3, x: 1000, f: 1},
+			resample: true, runs: 0.3, sharp: -1,
+		},
+		// The bound on a person's joined rows chosen from the data
+		// (max_rows_per_unit: auto): the choice and the answer together.
+		auditCase{
+			name: "unit path join/auto/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: config.RowsAuto,
+			query: "SELECT COUNT(*) FROM charges c JOIN lookup l ON c.g = l.k",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			runs:  0.3,
+		},
+		auditCase{
+			name: "unit path join from the referenced table/ungrouped/replace/SUM(w)", neighbouring: config.Replace, l0: 1, linf: 2,
+			query:    "SELECT SUM(c.w) FROM cards d JOIN charges c ON c.cid = d.cid",
+			inD:      unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h1"}, rows: 3, x: -1000, f: 1},
+			sharp:    0.8,
+		},
 		// Several quantiles of one column, released together by the
 		// recursion (two rounds for three levels).
 		auditCase{
@@ -508,7 +551,9 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 	}
 	pol.ProtectedTables[0].MaxTotalRowsPerUnit = c.total
 	if c.linf == config.RowsAuto {
-		pol.ProtectedTables[0].MaxRowsPerUnit = config.RowsAuto
+		for i := range pol.ProtectedTables {
+			pol.ProtectedTables[i].MaxRowsPerUnit = config.RowsAuto
+		}
 	}
 	plan := planWithOptions(t, pol, c.query, rewrite.Options{ReportBias: c.reportBias, BiasBounds: c.biasBounds})
 	sizes := groupSizes(t, plan, c)
@@ -640,6 +685,8 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 	exec(`CREATE TABLE people (uid INTEGER, g TEXT, kg TEXT, f INTEGER, x NUMERIC, n INTEGER)`)
 	exec(`CREATE TABLE lookup (k TEXT)`)
 	exec(`CREATE TABLE extra (uid INTEGER, e INTEGER)`)
+	exec(`CREATE TABLE cards (cid INTEGER PRIMARY KEY, uid INTEGER)`)
+	exec(`CREATE TABLE charges (cid INTEGER, g TEXT, w NUMERIC)`)
 	exec(`INSERT INTO lookup VALUES ('h1'), ('h1'), ('h1'), ('h3')`)
 	uid := 1
 	groups := make([]string, 0, len(sizes))
@@ -651,6 +698,8 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 		for i := 0; i < sizes[g]; i++ {
 			exec(`INSERT INTO people VALUES (?, ?, ?, 1, ?, ?)`, uid, g, g, uid%5-1, uid%5)
 			exec(`INSERT INTO extra VALUES (?, 1)`, uid)
+			exec(`INSERT INTO cards VALUES (?, ?)`, 100000+uid, uid)
+			exec(`INSERT INTO charges VALUES (?, ?, ?)`, 100000+uid, g, uid%5-1)
 			uid++
 		}
 	}
@@ -658,6 +707,8 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 		// The unit's rows in the second protected table: three, so that
 		// a join on the unit multiplies its rows.
 		exec(`INSERT INTO extra VALUES (0, 1), (0, 2), (0, 3)`)
+		// Two cards; the unit's charges alternate between them.
+		exec(`INSERT INTO cards VALUES (10, 0), (11, 0)`)
 	}
 	for _, g := range unit.groups {
 		for i := 0; i < unit.rows; i++ {
@@ -666,6 +717,7 @@ func openSide(t *testing.T, path string, sizes map[string]int, unit unitRows) *a
 				x += float64(i)
 			}
 			exec(`INSERT INTO people VALUES (0, ?, ?, ?, ?, ?)`, g, g, unit.f, x, x)
+			exec(`INSERT INTO charges VALUES (?, ?, ?)`, 10+i%2, g, x)
 		}
 	}
 	if err := tx.Commit(); err != nil {
