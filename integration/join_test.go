@@ -87,6 +87,10 @@ func TestJoinsAndCTEs(t *testing.T) {
 					`SELECT c.city, COUNT(*) FROM visits v LEFT JOIN clinics c ON v.clinic_id = c.clinic_id GROUP BY c.city`, 0.2},
 				{"CTE over the join on the unit", `WITH vp AS (SELECT v.cost, p.sex FROM visits v JOIN patients p ON p.patient_id = v.patient_id) SELECT sex, COUNT(*) FROM vp GROUP BY sex`,
 					`SELECT p.sex, COUNT(*) FROM visits v JOIN patients p ON p.patient_id = v.patient_id GROUP BY p.sex`, 0.2},
+				// WHERE's constants narrow the public keys: two cities
+				// released, not twenty.
+				{"filtered public keys", `SELECT c.city, COUNT(*) FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id WHERE c.city IN ('Midvale', 'Northam') GROUP BY c.city`,
+					`SELECT c.city, COUNT(*) FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id WHERE c.city IN ('Midvale', 'Northam') GROUP BY c.city`, 0.2},
 				// The unit through a key: prescriptions → visits.visit_id
 				// → patients, alone, joined along the key, on to patients,
 				// and as a CTE.

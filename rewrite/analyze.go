@@ -322,6 +322,9 @@ func (a *analyzer) plan(sel *ast.SelectStmt) (*Plan, error) {
 		}
 		p.Having = d
 	}
+	if sel.Where != nil {
+		a.narrowKeys(p, sel.Where)
+	}
 	if err := a.checkKeyLists(p); err != nil {
 		return nil, err
 	}

@@ -200,7 +200,7 @@ func (e *emitter) inPublicSubquery(v string, x *ast.PatternInExpr) (string, erro
 	if !ok {
 		return "", whereError("this IN (subquery) form is not supported")
 	}
-	if one, ok := sub.Query.(*ast.SelectStmt); !ok || len(one.Fields.Fields) != 1 || one.Fields.Fields[0].WildCard != nil {
+	if one, ok := sub.Query.(*ast.SelectStmt); !ok || len(one.Fields.Fields) != 1 || one.Fields.Fields[0].WildCard != nil || isRow(one.Fields.Fields[0].Expr) {
 		return "", sqlerr.New(sqlerr.FeatureNotSupported, "the subquery of IN must be one SELECT of one column").
 			WithHint("write col IN (SELECT key FROM public_table WHERE ...)")
 	}
@@ -213,6 +213,13 @@ func (e *emitter) inPublicSubquery(v string, x *ast.PatternInExpr) (string, erro
 		not = "NOT "
 	}
 	return "(" + v + " " + not + "IN (SELECT * FROM (" + sql + ") AS " + e.d.QuoteIdent("dp_in") + "))", nil
+}
+
+// isRow reports whether expr is a row constructor, (a, b) or ROW(a, b),
+// which IN compares with one column on no backend (found by FuzzAnalyze).
+func isRow(expr ast.ExprNode) bool {
+	_, ok := unparen(expr).(*ast.RowExpr)
+	return ok
 }
 
 // publicTablesOf checks that a subquery in WHERE reads public tables only

@@ -1,9 +1,11 @@
 package rewrite
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 
 	"github.com/dpproxy/dpproxy/config"
@@ -134,6 +136,111 @@ func sameGroup(a, b GroupColumn) bool {
 		return false
 	}
 	return a.Bucket == nil || *a.Bucket == *b.Bucket
+}
+
+// narrowKeys keeps, of a group column's public key list, the keys WHERE
+// can let through when it requires the column to equal one of a few
+// constants (a top-level AND term col = c or col IN (c1, ...)), so that
+// the keys the query excludes are not released as noisy zeros. The
+// constants are the query's own: narrowing is free. Text keys are kept
+// when they match a constant up to case and trailing spaces (a superset of
+// what any collation matches: a key kept needlessly is a noisy zero, a key
+// dropped wrongly would be a lost answer); integer keys when equal. When
+// no key would remain, the list is left whole (an empty list would mean
+// no list).
+func (a *analyzer) narrowKeys(p *Plan, where ast.ExprNode) {
+	for i := range p.Groups {
+		g := &p.Groups[i]
+		if len(g.Keys) == 0 || g.Bucket != nil || g.SQL != "" {
+			continue
+		}
+		allowed, ok := a.requiredConstants(where, g.Column)
+		if !ok {
+			continue
+		}
+		var kept []string
+		for _, k := range g.Keys {
+			for _, c := range allowed {
+				if keyMatches(k, c, g.Column.Type) {
+					kept = append(kept, k)
+					break
+				}
+			}
+		}
+		if len(kept) > 0 {
+			g.Keys = kept
+		}
+	}
+}
+
+// requiredConstants finds a top-level AND term of where that requires
+// col to equal one of a list of constants, and returns them.
+func (a *analyzer) requiredConstants(where ast.ExprNode, col *config.Column) ([]*test_driver.ValueExpr, bool) {
+	is := func(e ast.ExprNode) bool {
+		cn, ok := unparen(e).(*ast.ColumnNameExpr)
+		if !ok {
+			return false
+		}
+		c, err := a.column(cn.Name)
+		return err == nil && c == col
+	}
+	switch x := unparen(where).(type) {
+	case *ast.BinaryOperationExpr:
+		switch x.Op {
+		case opcode.LogicAnd:
+			if c, ok := a.requiredConstants(x.L, col); ok {
+				return c, true
+			}
+			return a.requiredConstants(x.R, col)
+		case opcode.EQ:
+			l, lok := unparen(x.L).(*test_driver.ValueExpr)
+			r, rok := unparen(x.R).(*test_driver.ValueExpr)
+			switch {
+			case rok && is(x.L):
+				return []*test_driver.ValueExpr{r}, true
+			case lok && is(x.R):
+				return []*test_driver.ValueExpr{l}, true
+			}
+		}
+	case *ast.PatternInExpr:
+		if x.Not || x.Sel != nil || !is(x.Expr) {
+			return nil, false
+		}
+		var values []*test_driver.ValueExpr
+		for _, e := range x.List {
+			v, ok := unparen(e).(*test_driver.ValueExpr)
+			if !ok {
+				return nil, false
+			}
+			values = append(values, v)
+		}
+		return values, true
+	}
+	return nil, false
+}
+
+// keyMatches reports whether key may equal the constant c in a column of
+// type t (see narrowKeys).
+func keyMatches(key string, c *test_driver.ValueExpr, t config.ColumnType) bool {
+	switch {
+	case t == config.TypeText && c.Kind() == test_driver.KindString:
+		return strings.EqualFold(strings.TrimRight(key, " "), strings.TrimRight(c.GetString(), " "))
+	case t.Integer():
+		n, err := strconv.ParseInt(strings.TrimSpace(key), 10, 64)
+		if err != nil {
+			return true
+		}
+		switch c.Kind() {
+		case test_driver.KindInt64:
+			return n == c.GetInt64()
+		case test_driver.KindUint64:
+			return n >= 0 && uint64(n) == c.GetUint64()
+		case test_driver.KindString:
+			m, err := strconv.ParseInt(strings.TrimSpace(c.GetString()), 10, 64)
+			return err != nil || m == n
+		}
+	}
+	return true // not compared: kept
 }
 
 // checkKeyLists decides how group keys are released. When every GROUP BY

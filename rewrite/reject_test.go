@@ -38,6 +38,7 @@ var rejections = []struct {
 	{`SELECT VAR() FROM visits`, sqlerr.SyntaxError, `takes one argument, got 0`},
 	{`SELECT COUNT(*) FROM visits WHERE region IN (SELECT city, name FROM clinics)`, sqlerr.FeatureNotSupported, `one SELECT of one column`},
 	{`SELECT COUNT(*) FROM visits WHERE region IN (SELECT * FROM clinics)`, sqlerr.FeatureNotSupported, `one SELECT of one column`},
+	{`SELECT COUNT(*) FROM visits WHERE region IN (SELECT (city, name) FROM clinics)`, sqlerr.FeatureNotSupported, `one SELECT of one column`},
 	{`SELECT COUNT(*) FROM visits v WHERE region IN (SELECT c.city FROM clinics c WHERE c.clinic_id = v.clinic_id)`, sqlerr.FeatureNotSupported, `cannot refer to v.clinic_id of the outer query`},
 	{`SELECT COUNT(*) FROM visits v WHERE EXISTS (SELECT 1 FROM clinics c WHERE s.c.city = 'x')`, sqlerr.FeatureNotSupported, `a subquery's columns are written column or table.column`},
 	{`WITH r AS (SELECT * FROM visits LIMIT 10) SELECT COUNT(*) FROM r`, sqlerr.InsufficientPrivilege, `must aggregate`},
