@@ -166,7 +166,7 @@ func restoreFor(n ast.Node, d Dialect, lookup CastLookup) (string, error) {
 		ParamMarkers(st) // number them in text order
 		n.Accept(paramRestorer{})
 	}
-	n.Accept(joinFixer{})
+	n.Accept(standardFixer{})
 	// An OFFSET is only re-emitted on the outermost SELECT.
 	var limit *ast.Limit
 	if sel, ok := n.(*ast.SelectStmt); ok && sel.Limit != nil && sel.Limit.Offset != nil {
@@ -191,13 +191,17 @@ func restoreFor(n ast.Node, d Dialect, lookup CastLookup) (string, error) {
 	return sql + " LIMIT " + count + " OFFSET " + offset, nil
 }
 
-// joinFixer makes TiDB's join trees restore as standard SQL: a join
-// wrapping a single table is collapsed (TiDB writes it in parentheses,
-// which PostgreSQL rejects), and a cross join gets ON 1 = 1 (TiDB writes
-// "a JOIN b" with no condition).
-type joinFixer struct{}
+// standardFixer makes what TiDB's restorer writes MySQL's way restore as
+// standard SQL: a join wrapping a single table is collapsed (TiDB writes
+// it in parentheses, which PostgreSQL rejects), a cross join gets ON 1 = 1
+// (TiDB writes "a JOIN b" with no condition), and MySQL's ! becomes NOT
+// (found by FuzzAnalyze: SQLite has no !).
+type standardFixer struct{}
 
-func (joinFixer) Enter(n ast.Node) (ast.Node, bool) {
+func (standardFixer) Enter(n ast.Node) (ast.Node, bool) {
+	if u, ok := n.(*ast.UnaryOperationExpr); ok && u.Op == opcode.Not2 {
+		u.Op = opcode.Not
+	}
 	j, ok := n.(*ast.Join)
 	if !ok {
 		return n, false
@@ -216,7 +220,7 @@ func (joinFixer) Enter(n ast.Node) (ast.Node, bool) {
 	return n, false
 }
 
-func (joinFixer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+func (standardFixer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // checkNoOffset refuses OFFSET below the outermost SELECT, which the
 // restorer cannot write portably.

@@ -150,6 +150,12 @@ func (e *emitter) comparison(x *ast.BinaryOperationExpr) (string, error) {
 	if err := compatible(lk, rk, x.L, x.R); err != nil {
 		return "", err
 	}
+	if r, err = e.dateLiteral(r, rk, x.R, lk); err != nil {
+		return "", err
+	}
+	if l, err = e.dateLiteral(l, lk, x.L, rk); err != nil {
+		return "", err
+	}
 	if r, err = boolLiteral(r, lk, rk, x.R); err != nil {
 		return "", err
 	}
@@ -178,6 +184,9 @@ func (e *emitter) in(x *ast.PatternInExpr) (string, error) {
 			return "", err
 		}
 		if err := compatible(k, ik, x.Expr, item); err != nil {
+			return "", err
+		}
+		if s, err = e.dateLiteral(s, ik, item, k); err != nil {
 			return "", err
 		}
 		items[i] = s
@@ -282,6 +291,12 @@ func (e *emitter) between(x *ast.BetweenExpr) (string, error) {
 		return "", err
 	}
 	if err := compatible(k, hk, x.Expr, x.Right); err != nil {
+		return "", err
+	}
+	if lo, err = e.dateLiteral(lo, lk, x.Left, k); err != nil {
+		return "", err
+	}
+	if hi, err = e.dateLiteral(hi, hk, x.Right, k); err != nil {
 		return "", err
 	}
 	not := ""
@@ -424,6 +439,9 @@ func (e *emitter) caseOperand(x *ast.CaseExpr) (string, valueKind, error) {
 				return "", 0, err
 			}
 			if err := compatible(valueKind, ck, x.Value, w.Expr); err != nil {
+				return "", 0, err
+			}
+			if c, err = e.dateLiteral(c, ck, w.Expr, valueKind); err != nil {
 				return "", 0, err
 			}
 			cond = c
@@ -589,6 +607,13 @@ func coerceLiteral(sql string, k valueKind, expr ast.ExprNode, want valueKind) (
 // typedLiteral is the string of DATE 'x', TIME 'x' or TIMESTAMP 'x', which
 // the TiDB parser reads as calls of internal functions; nil for other calls.
 func typedLiteral(x *ast.FuncCallExpr) *test_driver.ValueExpr {
+	text := func(e ast.ExprNode) (string, bool) {
+		v, ok := unparen(e).(*test_driver.ValueExpr)
+		if !ok || v.Kind() != test_driver.KindString {
+			return "", false
+		}
+		return v.GetString(), true
+	}
 	switch x.FnName.L {
 	case strings.ToLower(ast.DateLiteral), strings.ToLower(ast.TimeLiteral), strings.ToLower(ast.TimestampLiteral):
 		if len(x.Args) == 1 {
@@ -596,8 +621,34 @@ func typedLiteral(x *ast.FuncCallExpr) *test_driver.ValueExpr {
 				return v
 			}
 		}
+	case "to_timestamp", "to_date", "str_to_date":
+		// BI time filters: Superset writes TO_TIMESTAMP('2024-01-01
+		// 00:00:00.000000', 'YYYY-MM-DD HH24:MI:SS.US') on PostgreSQL and
+		// STR_TO_DATE(..., '%Y-%m-%d %H:%i:%s.%f') on MySQL. With a
+		// constant in one of these ISO formats the call is that constant.
+		if len(x.Args) != 2 || x.Schema.L != "" {
+			return nil
+		}
+		s, ok1 := text(x.Args[0])
+		format, ok2 := text(x.Args[1])
+		if !ok1 || !ok2 || !isoDateFormats[format] {
+			return nil
+		}
+		if _, ok := normalizeDate(s); !ok {
+			return nil
+		}
+		v := &test_driver.ValueExpr{}
+		v.SetString(s)
+		return v
 	}
 	return nil
+}
+
+// isoDateFormats are the TO_TIMESTAMP, TO_DATE and STR_TO_DATE formats
+// that read ISO dates and times (typedLiteral).
+var isoDateFormats = map[string]bool{
+	"YYYY-MM-DD HH24:MI:SS.US": true, "YYYY-MM-DD HH24:MI:SS": true, "YYYY-MM-DD": true,
+	"%Y-%m-%d %H:%i:%s.%f": true, "%Y-%m-%d %H:%i:%s": true, "%Y-%m-%d": true,
 }
 
 // boolLiteral writes a number constant compared with a boolean column as
@@ -651,14 +702,59 @@ func validDate(expr ast.ExprNode) error {
 		return sqlerr.New(sqlerr.DatatypeMismatch, "cannot compare a date with a text column").
 			WithHint("compare a date column with a date constant: visit_date >= '2024-01-31' or DATE '2024-01-31'")
 	}
-	s := v.GetString()
-	for _, layout := range []string{"2006-01-02", "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04:05.999999"} {
-		if _, err := time.Parse(layout, s); err == nil {
-			return nil
-		}
+	if _, ok := normalizeDate(v.GetString()); ok {
+		return nil
 	}
+	s := v.GetString()
 	return sqlerr.New(sqlerr.InvalidTextRepresent, "invalid date/time constant %q; expected YYYY-MM-DD or YYYY-MM-DD HH:MM:SS", s).
 		WithHint("write dates as '2024-01-31' or '2024-01-31 08:30:00'; relative dates (now, yesterday) depend on the clock and are not accepted")
+}
+
+// dateLayouts are the date and time constants dpproxy accepts: dates,
+// times with a space or a T, fractions of a second, and ISO 8601 zones
+// (Z, +02:00), as Grafana's time filters write them.
+var dateLayouts = []string{"2006-01-02", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999 Z07:00"}
+
+// normalizeDate reads a date or time constant and writes it as every
+// backend reads it: YYYY-MM-DD HH:MM:SS[.ffffff], converted to UTC when it
+// names a zone (the backend sessions run in UTC), and a date alone at
+// midnight (SQLite compares dates as text, where '2024-01-01' sorts
+// before '2024-01-01 00:00:00').
+func normalizeDate(s string) (string, bool) {
+	for _, layout := range dateLayouts {
+		t, err := time.Parse(layout, s)
+		if err != nil {
+			continue
+		}
+		t = t.UTC()
+		if t.Equal(t.Truncate(24 * time.Hour)) {
+			return t.Format("2006-01-02"), true
+		}
+		return t.Format("2006-01-02 15:04:05.999999"), true
+	}
+	return "", false
+}
+
+// dateLiteral writes a text constant compared with a date or time column
+// in its normalized form (normalizeDate); compatible has checked it.
+func (e *emitter) dateLiteral(sql string, k valueKind, expr ast.ExprNode, other valueKind) (string, error) {
+	if k != kindText || other != kindTemporal {
+		return sql, nil
+	}
+	v, ok := unparen(expr).(*test_driver.ValueExpr)
+	if call, isCall := unparen(expr).(*ast.FuncCallExpr); isCall {
+		v = typedLiteral(call)
+		ok = v != nil
+	}
+	if !ok || v.Kind() != test_driver.KindString {
+		return sql, nil
+	}
+	norm, ok := normalizeDate(v.GetString())
+	if !ok {
+		return sql, nil
+	}
+	return e.d.QuoteString(norm)
 }
 
 // restore re-emits a checked AST for the backend dialect.

@@ -85,6 +85,23 @@ type executeCase struct {
 // Hand-computed bounded results.
 var executeCases = []executeCase{
 	{
+		// ISO 8601 times with zones (Grafana's time filter): p3's six
+		// visits from 2025-01-05 (2 kept); p2's visit on 2024-06-15 is
+		// inside 00:00+02:00 (22:00 the day before, UTC) to 23:00Z.
+		sql:   `SELECT COUNT(*) FROM visits WHERE visit_date >= '2025-01-05T00:00:00Z'`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 2) },
+	},
+	{
+		// Superset's time filter: the call with an ISO format is its
+		// constant.
+		sql:   `SELECT COUNT(*) FROM visits WHERE visit_date >= TO_TIMESTAMP('2025-01-05 00:00:00.000000', 'YYYY-MM-DD HH24:MI:SS.US')`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 2) },
+	},
+	{
+		sql:   `SELECT COUNT(*) FROM visits WHERE visit_date BETWEEN '2024-06-15T00:00:00+02:00' AND '2024-06-15T23:00:00Z'`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 1) },
+	},
+	{
 		// Bounded per patient through the unit join: p1's five doses
 		// (two admissions) keep 2 (100 mg), p2's one (100 mg), p3's two
 		// (40 mg); the orphan dose is left out. Columns: rows,

@@ -131,8 +131,14 @@ func flattenDerived(sel *ast.SelectStmt) (bool, error) {
 	changed := false
 	for {
 		inner := derivedTable(sel)
-		if inner == nil || !filtersRows(inner) {
+		if inner == nil {
 			return changed, nil
+		}
+		if !filtersRows(inner) {
+			// An aggregate the outer query post-processes: its own FROM
+			// may still fold (a CTE over a CTE that joins or filters).
+			inChanged, err := flattenDerived(inner)
+			return changed || inChanged, err
 		}
 		if _, err := flattenDerived(inner); err != nil {
 			return changed, err
@@ -164,9 +170,7 @@ func filtersRows(sel *ast.SelectStmt) bool {
 	} else if !joinOfTables(sel.From.TableRefs) {
 		return false
 	}
-	f := &aggregateFinder{}
-	sel.Fields.Accept(f)
-	return !f.found
+	return !hasAggregate(sel.Fields)
 }
 
 // joinOfTables reports whether a join's items are all tables (no derived
@@ -188,6 +192,13 @@ func joinOfTables(j *ast.Join) bool {
 		}
 	}
 	return true
+}
+
+// hasAggregate reports whether n calls an aggregate function.
+func hasAggregate(n ast.Node) bool {
+	f := &aggregateFinder{}
+	n.Accept(f)
+	return f.found
 }
 
 type aggregateFinder struct{ found bool }

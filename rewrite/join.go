@@ -330,11 +330,17 @@ func (a *analyzer) joinsOnUnit(j *joinedTable) bool {
 }
 
 // equates reports whether the condition has x = y as one of its AND-ed
-// terms, with both columns qualified.
+// terms, with both columns qualified: by their table's alias, or by schema
+// and name for the first table when the query does not alias it (as
+// Metabase writes "public"."visits"."patient_id"; column resolves those
+// the same way).
 func (a *analyzer) equates(cond ast.ExprNode, x, y tableColumn) bool {
 	is := func(e ast.ExprNode, r tableColumn) bool {
 		c, ok := unparen(e).(*ast.ColumnNameExpr)
-		return ok && c.Name.Schema.O == "" && strings.EqualFold(c.Name.Table.O, r.alias) && strings.EqualFold(c.Name.Name.O, r.column)
+		if !ok || !strings.EqualFold(c.Name.Table.O, r.alias) || !strings.EqualFold(c.Name.Name.O, r.column) {
+			return false
+		}
+		return c.Name.Schema.O == "" || strings.EqualFold(r.alias, a.alias) && strings.EqualFold(a.alias, a.table.Name)
 	}
 	b, ok := unparen(cond).(*ast.BinaryOperationExpr)
 	switch {

@@ -140,3 +140,11 @@ SELECT d.drug, COUNT(*) FROM doses d GROUP BY d.drug
 SELECT a.ward, COUNT(*), COUNT(DISTINCT a.patient_id) FROM doses d JOIN admissions a ON d.admission_id = a.admission_id GROUP BY a.ward
 -- name: unit_path_join_from_referenced
 SELECT COUNT(*), SUM(d.mg) FROM admissions a JOIN doses d ON d.admission_id = a.admission_id
+-- name: grafana_time_filter
+SELECT date_trunc('month', visit_date) AS "time", COUNT(*) AS "visits" FROM visits WHERE visit_date BETWEEN '2024-01-01T00:00:00Z' AND '2025-12-31T23:59:59.999Z' AND visit_date <> '2024-03-01T10:30:00+02:00' GROUP BY 1 ORDER BY 1
+-- name: cte_aggregate_over_join_cte
+WITH enriched AS (SELECT v.patient_id, v.cost, c.city FROM visits v LEFT JOIN clinics c ON v.clinic_id = c.clinic_id), per_city AS (SELECT city, COUNT(*) AS n, SUM(cost) AS total FROM enriched GROUP BY city) SELECT city, n, total FROM per_city ORDER BY n DESC
+-- name: outer_query_computes_and_filters
+WITH per_city AS (SELECT c.city, COUNT(*) AS n, SUM(v.cost) AS total FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id GROUP BY c.city) SELECT city, total / n AS mean, n FROM per_city WHERE n > 100 ORDER BY mean DESC LIMIT 5
+-- name: superset_time_filter
+SELECT DATE_TRUNC('month', visit_date) AS __timestamp, SUM(cost) AS "SUM(cost)" FROM (SELECT v.cost, v.visit_date, c.city FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id) AS virtual_table WHERE visit_date >= TO_TIMESTAMP('2024-01-01 00:00:00.000000', 'YYYY-MM-DD HH24:MI:SS.US') AND visit_date < TO_DATE('2025-06-30', 'YYYY-MM-DD') GROUP BY DATE_TRUNC('month', visit_date) LIMIT 50000
