@@ -11,7 +11,14 @@ type clientQuery struct{ client, sql string }
 // readClientQueries reads testdata/client_queries.sql.
 func readClientQueries(t testing.TB) []clientQuery {
 	t.Helper()
-	data, err := os.ReadFile("testdata/client_queries.sql")
+	return readCorpus(t, "testdata/client_queries.sql")
+}
+
+// readCorpus reads a corpus of client statements: "-- client: NAME"
+// blocks of statements, each ending with ";" at the end of a line.
+func readCorpus(t testing.TB, path string) []clientQuery {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
