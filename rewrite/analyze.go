@@ -343,6 +343,7 @@ func (a *analyzer) plan(sel *ast.SelectStmt) (*Plan, error) {
 			return nil, err
 		}
 		where = w
+		p.Filter = w
 	}
 	if err := a.orderAndLimit(p, sel); err != nil {
 		return nil, err

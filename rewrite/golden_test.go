@@ -82,6 +82,10 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 			continue
 		}
 		p := q.Plan
+		sb.WriteString("-- relational plan\n")
+		for _, op := range p.Relational() {
+			sb.WriteString(op.String() + "\n")
+		}
 		fmt.Fprintf(&sb, "-- plan\nL0=%d Linf=%d neighbouring=%s epsilon=%g delta=%g units_column=%d group_count_column=%d limit=%d\n",
 			p.MaxGroupsPerUnit, p.MaxRowsPerUnit, p.Neighbouring, p.Epsilon, p.Delta, p.UnitsColumn, p.GroupCountColumn, p.Limit)
 		if s := p.Selection; s != nil {

@@ -270,6 +270,9 @@ type Plan struct {
 	// UnitJoins are the joins that reach the privacy unit through the
 	// keys of the table's unit path (config.UnitHops), in order.
 	UnitJoins []UnitJoin
+	// Filter is the WHERE condition as the backend SQL writes it ("" for
+	// none).
+	Filter string
 }
 
 // UnitJoin is one join to a table's privacy unit through a key.

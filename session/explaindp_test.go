@@ -66,6 +66,18 @@ func TestExplainDP(t *testing.T) {
 	if summary := strings.Join(notes["summary"], "\n"); !strings.Contains(summary, "bias: the error bounds cover the noise only; bounding drops what people contribute beyond 2 group(s) and 3 row(s) per group and clamps cost to [10, 20]") {
 		t.Errorf("summary lacks the bias statement: %q", summary)
 	}
+	// The relational plan, one row per operator, in pipeline order.
+	var ops []string
+	for _, kind := range []string{"scan", "bound", "group", "measure"} {
+		rows := notes["plan: "+kind]
+		if len(rows) == 0 {
+			t.Errorf("no %s operator in %v", kind, notes)
+		}
+		ops = append(ops, rows...)
+	}
+	if want := "at most 2 group(s) per person, 3 row(s) per group, cost clamped to [10, 20]"; !strings.Contains(strings.Join(ops, "\n"), want) {
+		t.Errorf("plan operators %q lack %q", ops, want)
+	}
 	if sql := notes["backend SQL (sqlite)"]; len(sql) != 1 || !strings.Contains(sql[0], "COUNT(*) OVER (PARTITION BY") {
 		t.Errorf("backend SQL %q", sql)
 	}

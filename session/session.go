@@ -565,6 +565,11 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 		if p.notice != "" {
 			addExplainNote(res, "summary", p.notice)
 		}
+		// The relational plan, operator by operator, with what each
+		// does to one person's contribution.
+		for _, op := range plan.Relational() {
+			addExplainNote(res, "plan: "+string(op.Kind), op.What+" — "+op.Effect)
+		}
 		for _, sql := range plan.BackendQueries() {
 			addExplainNote(res, backendLabel, sql)
 		}

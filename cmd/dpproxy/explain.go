@@ -66,6 +66,10 @@ func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprint(stdout, engine.ExplainSummary(q.Plan))
+	fmt.Fprintln(stdout, "\nrelational plan:")
+	for _, op := range q.Plan.Relational() {
+		fmt.Fprintf(stdout, "  %s\n", op)
+	}
 	fmt.Fprintf(stdout, "\nbackend SQL (%s):\n  %s\n\n", dialect.Name(), strings.Join(q.Plan.BackendQueries(), "\n  "))
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	var names []string
