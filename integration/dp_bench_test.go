@@ -82,6 +82,14 @@ func BenchmarkJoinQueryCost(b *testing.B) {
 		{"on the unit",
 			`SELECT p.sex, AVG(v.cost) FROM visits v JOIN patients p USING (patient_id) GROUP BY p.sex`,
 			`SELECT v.patient_id, p.sex, COUNT(v.cost), SUM(v.cost) FROM visits v JOIN patients p ON v.patient_id = p.patient_id GROUP BY v.patient_id, p.sex`},
+		// Prescriptions reach their patient through visits' primary key:
+		// dpproxy adds the join, or uses the query's own.
+		{"unit path",
+			`SELECT drug, COUNT(*) FROM prescriptions GROUP BY drug`,
+			`SELECT v.patient_id, rx.drug, COUNT(*) FROM prescriptions rx JOIN visits v ON rx.visit_id = v.visit_id GROUP BY v.patient_id, rx.drug`},
+		{"along the path's key",
+			`SELECT v.diagnosis, COUNT(*) FROM prescriptions rx JOIN visits v ON rx.visit_id = v.visit_id GROUP BY v.diagnosis`,
+			`SELECT v.patient_id, v.diagnosis, COUNT(*) FROM prescriptions rx JOIN visits v ON rx.visit_id = v.visit_id GROUP BY v.patient_id, v.diagnosis`},
 	}
 	for _, backend := range []struct{ kind, driver string }{{"postgres", "pgx"}, {"mysql", "mysql"}} {
 		var dsn string
@@ -91,8 +99,11 @@ func BenchmarkJoinQueryCost(b *testing.B) {
 			dsn = mysqlDatabase(b)
 		}
 		path := filepath.Join(b.TempDir(), "policy.yaml")
+		// The integration tables, with prescriptions at a fixed bound.
+		tables := strings.Replace(tablesYAML, "      - {name: patient_id, type: int}\n      - {name: clinic_id", "      - {name: patient_id, type: int}\n      - {name: visit_id, type: int}\n      - {name: clinic_id", 1)
+		tables = strings.Replace(tables, "public_tables:", strings.Replace(prescriptionsYAML, "max_rows_per_unit: auto", "max_rows_per_unit: 10", 1)+"public_tables:", 1)
 		policy := "backend:\n  kind: " + backend.kind + "\n  dsn: " + strconv.Quote(dsn) + "\nledger:\n  path: ledger.db\ndefaults:\n  epsilon: 0.5\n  delta: 1e-6\ncache:\n  size: 0\n" +
-			fmt.Sprintf(analystYAML, 1e9) + tablesYAML
+			fmt.Sprintf(analystYAML, 1e9) + tables
 		if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
 			b.Fatal(err)
 		}
