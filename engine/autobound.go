@@ -25,6 +25,9 @@ func answerPlan(ctx context.Context, be backend.Backend, plan *rewrite.Plan, r *
 	// No result caps here: the bounded result has a row per group found in
 	// the data, before partition selection, so an error at a cap would
 	// tell the exact number of groups. Only released rows are capped.
+	if plan.R2T != nil {
+		return answerR2T(ctx, be, plan, r)
+	}
 	var notice string
 	if plan.Auto != nil {
 		rebound, msg, err := chooseRowBound(ctx, be, plan, r)

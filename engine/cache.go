@@ -34,14 +34,15 @@ type cacheKey struct {
 	delta   float64
 	query   string
 	// variant tells apart the plans the session's settings make of one
-	// statement: with the bias report, with excess measurements.
+	// statement: with the bias report, with excess measurements, answered
+	// by R2T.
 	variant string
 }
 
 // keyOf is the cache key of analyst's plan of a canonical statement.
 func keyOf(analyst string, plan *rewrite.Plan, canonical string) cacheKey {
 	return cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical,
-		variant: fmt.Sprintf("bias=%t excess=%t", plan.Bias != nil, plan.HasExcess())}
+		variant: fmt.Sprintf("bias=%t excess=%t r2t=%t", plan.Bias != nil, plan.HasExcess(), plan.R2T != nil)}
 }
 
 // resultCache is a size- and age-bounded LRU of releases plus the queries

@@ -75,6 +75,12 @@ func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
 			}
 		}
 	}
+	if r := plan.R2T; r != nil {
+		// R2T: "sensitivity" and "noise_scale" at the first threshold (they
+		// double at each); the error bound depends on the data (summary).
+		res.Rows = append(res.Rows, []any{plan.Aggregates[0].Func.String(), fmt.Sprintf("sum truncated at %d thresholds", r.Thresholds),
+			"R2T (Laplace per threshold)", r.Step, plan.Epsilon / float64(r.Thresholds), float64(r.Thresholds) * r.Step / plan.Epsilon, nil})
+	}
 	if s := plan.Selection; s != nil && s.TopK != nil {
 		// Top-k: "noise_scale" is the exponential mechanism's scale
 		// 2·EMSensitivity/ε_pick, the bound the stop score τ.
@@ -121,6 +127,12 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		l0 = 1
 	}
 	switch {
+	case plan.R2T != nil:
+		r := plan.R2T
+		fmt.Fprintf(&sb, "contribution bounds: none fixed (max_rows_per_unit: auto, dpproxy.auto_bound = r2t): R2T (Dong et al., SIGMOD 2022) truncates each person's contribution at every threshold %g·2^j, j < %d, "+
+			"adds Laplace noise of scale %d·τ/ε to each truncated sum (ε/%d each), lowers it by %d·ln(%d/β)·τ/ε and releases the largest (or 0)\n", r.Step, r.Thresholds, r.Thresholds, r.Thresholds, r.Thresholds, r.Thresholds)
+		fmt.Fprintf(&sb, "guarantee: with probability %g the answer is at most the truth and at most 4·%d·ln(%d/β)·τ*/ε below it, τ* the largest contribution of one person (β = %g): it is low by design, never high\n",
+			1-r.Beta, r.Thresholds, r.Thresholds, r.Beta)
 	case plan.Auto != nil:
 		fmt.Fprintf(&sb, "contribution bounds: at most %d group(s) per unit; rows per unit per group are chosen when the query runs (max_rows_per_unit: auto) "+
 			"as the DP %g quantile of each person's largest group, at ε = %.3g of the query's; the sensitivities and bounds below are for one row per group "+
@@ -143,7 +155,7 @@ func ExplainSummary(plan *rewrite.Plan) string {
 			"at most %d row(s) per unit per group (a unit's larger sum is scaled down to %d values)\n", l0, plan.MaxRowsPerUnit, plan.MaxRowsPerUnit)
 	}
 	// What bounding can drop: the error bounds below cover the noise only.
-	if !plan.Table.IsRowPrivacy() {
+	if !plan.Table.IsRowPrivacy() && plan.R2T == nil {
 		if plan.TotalCapped() {
 			fmt.Fprintf(&sb, "bias: the error bounds cover the noise only; bounding drops what people contribute beyond %d row(s) per group and %d row(s) in all", plan.MaxRowsPerUnit, plan.MaxTotalRowsPerUnit)
 		} else {
@@ -173,6 +185,9 @@ func ExplainSummary(plan *rewrite.Plan) string {
 			"as long as no person has more removed than one more helping of the bounds (the excess rows' clip)\n", excessEpsilon)
 	}
 	parts := fmt.Sprintf("%d measurement(s)", main)
+	if plan.R2T != nil {
+		parts = fmt.Sprintf("the %d truncated sums of R2T", plan.R2T.Thresholds)
+	}
 	if len(plan.Quantiles) > 0 {
 		parts += fmt.Sprintf(", %d quantile(s)", len(plan.Quantiles))
 	}

@@ -104,6 +104,8 @@ type auditCase struct {
 	// biasBounds adds the excess measurements, released through the
 	// answer's intervals.
 	biasBounds bool
+	// r2t answers an auto-bound count or sum by R2T.
+	r2t bool
 }
 
 const auditPolicy = `
@@ -470,6 +472,18 @@ func auditCases() []auditCase {
 			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
 			runs:  0.3,
 		},
+		// R2T instead of a chosen bound: the unit's rows in one group
+		// (no GROUP BY), each of the thresholds at ε/L.
+		auditCase{
+			name: "r2t/ungrouped/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: config.RowsAuto, r2t: true,
+			query: "SELECT COUNT(*) FROM people WHERE f = 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 6, x: 1000, f: 1},
+		},
+		auditCase{
+			name: "r2t unit path join/ungrouped/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: config.RowsAuto, r2t: true,
+			query: "SELECT COUNT(*) FROM charges c JOIN lookup l ON c.g = l.k",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+		},
 		auditCase{
 			name: "unit path join from the referenced table/ungrouped/replace/SUM(w)", neighbouring: config.Replace, l0: 1, linf: 2,
 			query:    "SELECT SUM(c.w) FROM cards d JOIN charges c ON c.cid = d.cid",
@@ -555,7 +569,10 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 			pol.ProtectedTables[i].MaxRowsPerUnit = config.RowsAuto
 		}
 	}
-	plan := planWithOptions(t, pol, c.query, rewrite.Options{ReportBias: c.reportBias, BiasBounds: c.biasBounds})
+	plan := planWithOptions(t, pol, c.query, rewrite.Options{ReportBias: c.reportBias, BiasBounds: c.biasBounds, R2T: c.r2t})
+	if c.r2t && plan.R2T == nil {
+		t.Fatal("the plan is not answered by R2T")
+	}
 	sizes := groupSizes(t, plan, c)
 	dir := t.TempDir()
 	sides := [2]*auditSide{
@@ -567,7 +584,7 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 	r := mechanisms.Seeded(h.Sum64())
 	observe := func(s *auditSide) map[string][]float64 {
 		var res *sqltypes.Result
-		if plan.Auto != nil {
+		if plan.Auto != nil || plan.R2T != nil {
 			// The bound is chosen afresh each time (its own mechanism).
 			res, err = answerPlan(context.Background(), s.be, plan, r)
 		} else {

@@ -39,6 +39,9 @@ type Options struct {
 	// RowBound, when > 0, is the Linf an auto bound chose (autobound.go)
 	// for a table with max_rows_per_unit: auto.
 	RowBound int
+	// R2T answers the auto-bound queries it can (a count or sum without
+	// GROUP BY) with R2T instead of a quantile-chosen bound (r2t.go).
+	R2T bool
 }
 
 // Query is an analyzed SELECT: exactly one of Plan (protected data, answered
@@ -351,6 +354,12 @@ func (a *analyzer) plan(sel *ast.SelectStmt) (*Plan, error) {
 	p.planTopK()
 	b.finish(p)
 	eps := a.opts.Epsilon
+	if autoPending && a.opts.R2T && !a.opts.ReportBias {
+		if p.R2T = e.r2tRelease(p, where); p.R2T != nil {
+			p.Epsilon, p.Measurements, p.Aggregates[0].Measurements = eps, nil, nil
+			return p, nil
+		}
+	}
 	if autoPending {
 		p.Auto = &AutoBound{SQL: e.autoRowsSQL(p, where), Max: config.MaxContribution, Grid: autoGrid(config.MaxContribution), Level: AutoLevel, Epsilon: eps * AutoShare}
 		eps -= p.Auto.Epsilon

@@ -775,6 +775,7 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 			t.Fatalf("fixture: %v\n%s", err, stmt)
 		}
 	}
+	t.Run("r2t", func(t *testing.T) { checkR2T(t, db, d) })
 	pol := testPolicy(t)
 	for _, c := range executeCases {
 		t.Run(c.sql, func(t *testing.T) {

@@ -273,6 +273,9 @@ type Plan struct {
 	// Filter is the WHERE condition as the backend SQL writes it ("" for
 	// none).
 	Filter string
+	// R2T, when set, answers the plan by R2T (r2t.go): its one query and
+	// mechanism replace the bounding query and the measurements.
+	R2T *R2TRelease
 }
 
 // UnitJoin is one join to a table's privacy unit through a key.

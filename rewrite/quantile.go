@@ -106,6 +106,9 @@ func (p *Plan) BackendQueries() []string {
 	if p.Bias != nil {
 		out = append(out, p.Bias.SQL)
 	}
+	if p.R2T != nil {
+		out = append(out, p.R2T.SQL)
+	}
 	return out
 }
 

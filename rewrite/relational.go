@@ -88,6 +88,13 @@ func (p *Plan) Relational() []Operator {
 	if p.Filter != "" {
 		add(OpFilter, p.Filter, "removes rows only, the same condition on neighbours")
 	}
+	if r := p.R2T; r != nil {
+		add(OpBound, fmt.Sprintf("each person's contribution truncated at every threshold %g·2^j, j < %d (R2T)", r.Step, r.Thresholds),
+			"at threshold τ a person moves the truncated sum by at most τ")
+		add(OpMeasure, fmt.Sprintf("R2T over %d truncated sums", r.Thresholds),
+			"each at ε/%d with Laplace noise of scale %d·τ/ε, lowered by %d·ln(%d/β)·τ/ε (β = %g); the largest is released", r.Thresholds, r.Thresholds, r.Thresholds, r.Thresholds, r.Beta)
+		return ops
+	}
 	add(OpBound, p.boundText(), "%s", p.boundEffect())
 	switch {
 	case len(p.Groups) == 0:

@@ -54,6 +54,8 @@ type Session struct {
 	targetError float64
 	// reportBias is SettingReportBias.
 	reportBias bool
+	// autoBound is SettingAutoBound ("" is the default, quantile).
+	autoBound string
 	// warnings are the last statement's notices, for MySQL's SHOW
 	// WARNINGS (which does not clear them).
 	warnings []string
@@ -407,6 +409,17 @@ func emptyResult(e *rewrite.EmptyResult) *sqltypes.Result {
 func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql string) (*sqltypes.Result, error) {
 	switch cmd.kind {
 	case cmdSet:
+		if cmd.name == SettingAutoBound {
+			v := autoBoundQuantile
+			if !cmd.isDefault {
+				var err error
+				if v, err = parseAutoBound(cmd.value); err != nil {
+					return nil, err
+				}
+			}
+			s.autoBound = v
+			return &sqltypes.Result{Tag: "SET"}, nil
+		}
 		if cmd.name == SettingReportBias {
 			v := false
 			if !cmd.isDefault {
@@ -462,6 +475,9 @@ func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql strin
 		if cmd.name == "" || cmd.name == SettingReportBias {
 			s.reportBias = false
 		}
+		if cmd.name == "" || cmd.name == SettingAutoBound {
+			s.autoBound = autoBoundQuantile
+		}
 		return &sqltypes.Result{Tag: "RESET"}, nil
 	case cmdShow:
 		return s.showSetting(cmd.name), nil
@@ -474,7 +490,7 @@ func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql strin
 // analyzeOptions are the session's options for rewrite.Analyze at eps.
 func (s *Session) analyzeOptions(eps float64, casts rewrite.CastLookup) rewrite.Options {
 	return rewrite.Options{Dialect: s.engine.Dialect(), Epsilon: eps, FrontEnd: s.frontEnd, Casts: casts, ReportBias: s.reportBias,
-		BiasBounds: s.intervals != "" && s.intervals != intervalsOff}
+		BiasBounds: s.intervals != "" && s.intervals != intervalsOff, R2T: s.autoBound == autoBoundR2T}
 }
 
 // showSetting answers SHOW dpproxy.<name>.
@@ -482,6 +498,11 @@ func (s *Session) showSetting(name string) *sqltypes.Result {
 	switch name {
 	case SettingIntervals:
 		return showSetting(name, s.intervals)
+	case SettingAutoBound:
+		if s.autoBound == "" {
+			return showSetting(name, autoBoundQuantile)
+		}
+		return showSetting(name, s.autoBound)
 	case SettingReportBias:
 		if s.reportBias {
 			return showSetting(name, "on")

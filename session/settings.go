@@ -43,7 +43,29 @@ const SettingEpsilon = "dpproxy.epsilon"
 const SettingIntervals = "dpproxy.intervals"
 
 // settingNames are the dpproxy session settings.
-var settingNames = []string{SettingEpsilon, SettingIntervals, SettingTargetError, SettingReportBias}
+var settingNames = []string{SettingEpsilon, SettingIntervals, SettingTargetError, SettingReportBias, SettingAutoBound}
+
+// SettingAutoBound chooses how a table with max_rows_per_unit: auto gets
+// its bound: quantile (the default: a DP quantile of people's rows,
+// rewrite/autobound.go) or r2t (R2T for a count or sum without GROUP BY,
+// rewrite/r2t.go; other queries keep the quantile).
+const SettingAutoBound = "dpproxy.auto_bound"
+
+// Values of SettingAutoBound.
+const (
+	autoBoundQuantile = "quantile"
+	autoBoundR2T      = "r2t"
+)
+
+// parseAutoBound checks a SET dpproxy.auto_bound value.
+func parseAutoBound(text string) (string, error) {
+	switch v := strings.ToLower(text); v {
+	case autoBoundQuantile, autoBoundR2T:
+		return v, nil
+	}
+	return "", sqlerr.New(sqlerr.InvalidParameterValue, "invalid value for parameter %q: %q", SettingAutoBound, text).
+		WithHint("expected quantile (a DP quantile of people's rows, the default) or r2t (R2T for a count or sum without GROUP BY)")
+}
 
 // SettingReportBias asks for the bias report with each DP answer: DP
 // estimates of the share of people bounding truncates and of values it
@@ -258,6 +280,8 @@ func setSyntaxError(name, what string) error {
 		example = "50"
 	case SettingReportBias:
 		example = "on"
+	case SettingAutoBound:
+		example = "r2t"
 	}
 	return sqlerr.New(sqlerr.SyntaxError, "syntax error in SET %s: %s", name, what).
 		WithHint("write SET %s = %s (or TO %s, or TO DEFAULT)", name, example, example)
