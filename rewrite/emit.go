@@ -150,10 +150,10 @@ func (e *emitter) comparison(x *ast.BinaryOperationExpr) (string, error) {
 	if err := compatible(lk, rk, x.L, x.R); err != nil {
 		return "", err
 	}
-	if r, err = e.dateLiteral(r, rk, x.R, lk); err != nil {
+	if r, err = e.dateLiteral(r, rk, x.R, lk, x.L); err != nil {
 		return "", err
 	}
-	if l, err = e.dateLiteral(l, lk, x.L, rk); err != nil {
+	if l, err = e.dateLiteral(l, lk, x.L, rk, x.R); err != nil {
 		return "", err
 	}
 	if r, err = boolLiteral(r, lk, rk, x.R); err != nil {
@@ -186,7 +186,7 @@ func (e *emitter) in(x *ast.PatternInExpr) (string, error) {
 		if err := compatible(k, ik, x.Expr, item); err != nil {
 			return "", err
 		}
-		if s, err = e.dateLiteral(s, ik, item, k); err != nil {
+		if s, err = e.dateLiteral(s, ik, item, k, x.Expr); err != nil {
 			return "", err
 		}
 		items[i] = s
@@ -293,10 +293,10 @@ func (e *emitter) between(x *ast.BetweenExpr) (string, error) {
 	if err := compatible(k, hk, x.Expr, x.Right); err != nil {
 		return "", err
 	}
-	if lo, err = e.dateLiteral(lo, lk, x.Left, k); err != nil {
+	if lo, err = e.dateLiteral(lo, lk, x.Left, k, x.Expr); err != nil {
 		return "", err
 	}
-	if hi, err = e.dateLiteral(hi, hk, x.Right, k); err != nil {
+	if hi, err = e.dateLiteral(hi, hk, x.Right, k, x.Expr); err != nil {
 		return "", err
 	}
 	not := ""
@@ -441,7 +441,7 @@ func (e *emitter) caseOperand(x *ast.CaseExpr) (string, valueKind, error) {
 			if err := compatible(valueKind, ck, x.Value, w.Expr); err != nil {
 				return "", 0, err
 			}
-			if c, err = e.dateLiteral(c, ck, w.Expr, valueKind); err != nil {
+			if c, err = e.dateLiteral(c, ck, w.Expr, valueKind, x.Value); err != nil {
 				return "", 0, err
 			}
 			cond = c
@@ -634,7 +634,7 @@ func typedLiteral(x *ast.FuncCallExpr) *test_driver.ValueExpr {
 		if !ok1 || !ok2 || !isoDateFormats[format] {
 			return nil
 		}
-		if _, ok := normalizeDate(s); !ok {
+		if _, ok := normalizeDate(s, ""); !ok {
 			return nil
 		}
 		v := &test_driver.ValueExpr{}
@@ -702,7 +702,7 @@ func validDate(expr ast.ExprNode) error {
 		return sqlerr.New(sqlerr.DatatypeMismatch, "cannot compare a date with a text column").
 			WithHint("compare a date column with a date constant: visit_date >= '2024-01-31' or DATE '2024-01-31'")
 	}
-	if _, ok := normalizeDate(v.GetString()); ok {
+	if _, ok := normalizeDate(v.GetString(), ""); ok {
 		return nil
 	}
 	s := v.GetString()
@@ -717,28 +717,36 @@ var dateLayouts = []string{"2006-01-02", "2006-01-02 15:04:05.999999999", "2006-
 	"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999 Z07:00"}
 
 // normalizeDate reads a date or time constant and writes it as every
-// backend reads it: YYYY-MM-DD HH:MM:SS[.ffffff], converted to UTC when it
-// names a zone (the backend sessions run in UTC), and a date alone at
-// midnight (SQLite compares dates as text, where '2024-01-01' sorts
-// before '2024-01-01 00:00:00').
-func normalizeDate(s string) (string, bool) {
+// backend reads it for a column of type t: a date column gets the date
+// alone (PostgreSQL casts the constant to date, dropping its time; SQLite
+// compares dates as text, where '2024-01-01' sorts before '2024-01-01
+// 00:00:00'), a timestamp column YYYY-MM-DD HH:MM:SS[.ffffff]; anything
+// else the date alone at midnight, the time otherwise. A constant naming a
+// zone is converted to UTC first (the backend sessions run in UTC).
+func normalizeDate(s string, t config.ColumnType) (string, bool) {
 	for _, layout := range dateLayouts {
-		t, err := time.Parse(layout, s)
+		v, err := time.Parse(layout, s)
 		if err != nil {
 			continue
 		}
-		t = t.UTC()
-		if t.Equal(t.Truncate(24 * time.Hour)) {
-			return t.Format("2006-01-02"), true
+		v = v.UTC()
+		switch {
+		case t == config.TypeDate:
+			return v.Format("2006-01-02"), true
+		case t == config.TypeTimestamp:
+			return v.Format("2006-01-02 15:04:05.999999"), true
+		case v.Equal(v.Truncate(24 * time.Hour)):
+			return v.Format("2006-01-02"), true
 		}
-		return t.Format("2006-01-02 15:04:05.999999"), true
+		return v.Format("2006-01-02 15:04:05.999999"), true
 	}
 	return "", false
 }
 
-// dateLiteral writes a text constant compared with a date or time column
-// in its normalized form (normalizeDate); compatible has checked it.
-func (e *emitter) dateLiteral(sql string, k valueKind, expr ast.ExprNode, other valueKind) (string, error) {
+// dateLiteral writes a text constant compared with a date or time operand
+// in its normalized form (normalizeDate) for that operand's column type;
+// compatible has checked it.
+func (e *emitter) dateLiteral(sql string, k valueKind, expr ast.ExprNode, other valueKind, otherExpr ast.ExprNode) (string, error) {
 	if k != kindText || other != kindTemporal {
 		return sql, nil
 	}
@@ -750,7 +758,13 @@ func (e *emitter) dateLiteral(sql string, k valueKind, expr ast.ExprNode, other 
 	if !ok || v.Kind() != test_driver.KindString {
 		return sql, nil
 	}
-	norm, ok := normalizeDate(v.GetString())
+	var t config.ColumnType
+	if cn, isCol := unparen(otherExpr).(*ast.ColumnNameExpr); isCol {
+		if col, err := e.a.column(cn.Name); err == nil {
+			t = col.Type
+		}
+	}
+	norm, ok := normalizeDate(v.GetString(), t)
 	if !ok {
 		return sql, nil
 	}

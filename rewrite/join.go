@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -199,6 +200,11 @@ func (a *analyzer) join(j *ast.Join) error {
 			WithHint("query each protected table on its own")
 	case pt == nil && pub == nil:
 		return unknownTable(tn, a.pol)
+	case pt != nil && slices.ContainsFunc(a.joins, func(j *joinedTable) bool { return j.protected == pt }):
+		// Its columns are the policy's, one per table: a second copy's
+		// would be written with the first one's alias (found in review).
+		return sqlerr.New(sqlerr.FeatureNotSupported, "joining protected table %q twice is not supported", pt.Name).
+			WithHint("join %s once; a second copy multiplies each person's rows", pt.Name)
 	}
 	name := tn.Name.O
 	if ts.AsName.O != "" {
@@ -372,7 +378,9 @@ func (j *joinedTable) columnNames() []string {
 // isUnitOf reports whether col is the privacy unit of the joined
 // protected table.
 func (j *joinedTable) isUnitOf(col *config.Column) bool {
-	return j.protected != nil && j.unitValued && strings.EqualFold(col.Name, j.protected.PrivacyUnit) && j.columns[strings.ToLower(col.Name)] == col
+	// A LEFT-joined table's unit is NULL where it has no row: not the
+	// unit of every joined row (COUNT(DISTINCT) counts its values).
+	return j.protected != nil && j.unitValued && !j.left && strings.EqualFold(col.Name, j.protected.PrivacyUnit) && j.columns[strings.ToLower(col.Name)] == col
 }
 
 // joined is the joined table the query calls name, or nil.

@@ -41,6 +41,12 @@ func (a *analyzer) planOuter(sel, inner *ast.SelectStmt) (*Query, error) {
 	if derivedTable(inner) != nil {
 		return nil, unsupported("a derived table")
 	}
+	if sel.Where != nil && inner.Limit != nil {
+		// The outer WHERE becomes a HAVING, which runs before the inner
+		// LIMIT; SQL filters after it (found in review).
+		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "WHERE over a derived table that has a LIMIT is not supported on protected data").
+			WithHint("filter inside the derived table with HAVING, or drop its LIMIT")
+	}
 	if hasAggregate(sel.Fields) || sel.Where != nil && hasAggregate(sel.Where) {
 		// Re-aggregating released rows: the inner query's own refusal,
 		// if it has one, says more.
@@ -142,23 +148,30 @@ func (a *analyzer) planOuter(sel, inner *ast.SelectStmt) (*Query, error) {
 // expressions to their position in the merged select list.
 func mergeOuter(sel, inner *ast.SelectStmt, alias string) (*ast.SelectStmt, map[int]int, error) {
 	fields := inner.Fields.Fields
-	named := func(name string) ast.ExprNode {
+	// named finds the inner column an outer name refers to: by alias, or
+	// the name PostgreSQL gives an unaliased column or aggregate
+	// (count(*) is "count"); ambiguous when several have it.
+	named := func(name string) (ast.ExprNode, error) {
+		var found ast.ExprNode
+		n := 0
 		for _, f := range fields {
+			match := strings.EqualFold(f.AsName.O, name)
 			switch x := unparen(f.Expr).(type) {
 			case *ast.ColumnNameExpr:
-				if f.AsName.O == "" && strings.EqualFold(x.Name.Name.O, name) {
-					return f.Expr
-				}
+				match = match || f.AsName.O == "" && strings.EqualFold(x.Name.Name.O, name)
 			case *ast.AggregateFuncExpr:
-				if f.AsName.O == "" && strings.EqualFold(x.F, name) {
-					return f.Expr // PostgreSQL names count(*) "count"
-				}
+				match = match || f.AsName.O == "" && strings.EqualFold(x.F, name)
 			}
-			if strings.EqualFold(f.AsName.O, name) {
-				return f.Expr
+			if match {
+				found = f.Expr
+				n++
 			}
 		}
-		return nil
+		if n > 1 {
+			return nil, sqlerr.New(sqlerr.AmbiguousColumn, "column reference %q is ambiguous", name).
+				WithHint("give the derived table's columns distinct names with AS")
+		}
+		return found, nil
 	}
 	substitute := func(expr ast.ExprNode) (ast.ExprNode, error) {
 		r := &outerRefs{alias: alias, named: named}
@@ -202,7 +215,7 @@ func mergeOuter(sel, inner *ast.SelectStmt, alias string) (*ast.SelectStmt, map[
 // columns by the inner expressions they name.
 type outerRefs struct {
 	alias string
-	named func(string) ast.ExprNode
+	named func(string) (ast.ExprNode, error)
 	err   error
 }
 
@@ -222,7 +235,13 @@ func (r *outerRefs) Leave(n ast.Node) (ast.Node, bool) {
 		}
 		return n, true
 	}
-	expr := r.named(cn.Name.Name.O)
+	expr, err := r.named(cn.Name.Name.O)
+	if err != nil {
+		if r.err == nil {
+			r.err = err
+		}
+		return n, true
+	}
 	if expr == nil {
 		if r.err == nil {
 			r.err = sqlerr.New(sqlerr.UndefinedColumn, "column %q does not exist in the derived table", cn.Name.Name.O)

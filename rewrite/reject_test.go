@@ -145,6 +145,11 @@ var rejections = []struct {
 	{`SELECT COUNT(*) FROM doses d LEFT JOIN visits v ON d.admission_id = v.patient_id`, sqlerr.InsufficientPrivilege, `must be joined on the privacy unit or a key of its path`},
 	{`SELECT COUNT(*) FROM visits v JOIN doses d ON d.admission_id = v.patient_id`, sqlerr.InsufficientPrivilege, `must be joined on the privacy unit or a key of its path`},
 	{`SELECT COUNT(*) FROM doses dp_unit1`, sqlerr.FeatureNotSupported, `table name "dp_unit1" is reserved`},
+	// A protected table joined twice (found in review: the second copy's
+	// columns were written with the first one's alias).
+	{`SELECT COUNT(*) FROM admissions a JOIN doses d ON d.admission_id = a.admission_id JOIN doses d2 ON d2.admission_id = a.admission_id WHERE d2.drug = 'c'`, sqlerr.FeatureNotSupported, `joining protected table "doses" twice`},
+	{`SELECT COUNT(*) FROM doses d LEFT JOIN admissions a1 ON d.admission_id = a1.admission_id JOIN admissions a2 ON d.admission_id = a2.admission_id WHERE d.drug = 'c'`, sqlerr.FeatureNotSupported, `joining protected table "admissions" twice`},
+	{`SELECT COUNT(*) FROM visits v JOIN stays s1 USING (patient_id) JOIN stays s2 USING (patient_id)`, sqlerr.FeatureNotSupported, `joining protected table "stays" twice`},
 	{`SELECT COUNT(*) FROM doses d JOIN clinics DP_UNIT2 ON d.admission_id = DP_UNIT2.clinic_id`, sqlerr.FeatureNotSupported, `is reserved`},
 	{`SELECT d.admission_id, COUNT(*) FROM doses d GROUP BY d.admission_id`, sqlerr.InsufficientPrivilege, `GROUP BY`},
 	{`SELECT SUM(admission_id) FROM doses`, sqlerr.InsufficientPrivilege, ``},
@@ -158,6 +163,8 @@ var rejections = []struct {
 	{`SELECT s.n + s.x FROM (SELECT COUNT(*) AS n FROM visits) AS s`, sqlerr.UndefinedColumn, `column "x" does not exist in the derived table`},
 	{`SELECT s.n FROM (SELECT COUNT(*) AS n FROM visits) AS s WHERE t.n > 1`, sqlerr.UndefinedTable, `missing FROM-clause entry for table "t"`},
 	{`SELECT COUNT(*) FROM (SELECT COUNT(*) AS n FROM visits) AS s`, sqlerr.FeatureNotSupported, `an aggregate over a derived table`},
+	{`SELECT diagnosis, n FROM (SELECT diagnosis, COUNT(*) n FROM visits GROUP BY diagnosis ORDER BY n DESC LIMIT 1) t WHERE n < 5`, sqlerr.FeatureNotSupported, `WHERE over a derived table that has a LIMIT`},
+	{`SELECT count + 1 FROM (SELECT COUNT(*), COUNT(nights) FROM visits) AS s`, sqlerr.AmbiguousColumn, `column reference "count" is ambiguous`},
 	{`SELECT SUM(s.n) FROM (SELECT diagnosis, COUNT(*) AS n FROM visits GROUP BY diagnosis) AS s`, sqlerr.FeatureNotSupported, `an aggregate over a derived table`},
 	{`SELECT s.diagnosis, MAX(s.n) FROM (SELECT diagnosis, COUNT(*) AS n FROM visits GROUP BY diagnosis) AS s GROUP BY s.diagnosis`, sqlerr.FeatureNotSupported, `GROUP BY over a derived table`},
 	{`SELECT DISTINCT s.n FROM (SELECT diagnosis, COUNT(*) AS n FROM visits GROUP BY diagnosis) AS s`, sqlerr.FeatureNotSupported, `DISTINCT over a derived table`},

@@ -1,0 +1,76 @@
+package session
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/backend"
+	"github.com/dpproxy/dpproxy/config"
+)
+
+// A unit path's key must be its table's primary key and of the kind of
+// the column referencing it: SQLite equates the integer 1 with the texts
+// '1' and '01', so one row could reference two people's rows.
+func TestUnitKeysOfTheirKind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE accounts (account_id INTEGER PRIMARY KEY, code TEXT UNIQUE, person INTEGER)`,
+		`CREATE TABLE tagged (account_code TEXT PRIMARY KEY, person INTEGER)`,
+		`CREATE TABLE orders (account_id BIGINT, account_code INTEGER, n INTEGER)`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	be, err := backend.OpenSQLite(context.Background(), path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	policy := func(ref string) *config.Policy {
+		pol, err := config.Parse([]byte(`
+backend: {kind: sqlite, path: keys.db}
+analysts:
+  - name: ana
+    password:
+      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
+    budget: {epsilon: 1}
+protected_tables:
+  - name: accounts
+    privacy_unit: person
+    columns: [{name: person, type: int}]
+  - name: tagged
+    privacy_unit: person
+    columns: [{name: person, type: int}]
+  - name: orders
+    privacy_unit: `+ref+`
+    columns: [{name: account_id, type: bigint}, {name: account_code, type: int}]
+`), "keys.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pol
+	}
+	for _, c := range []struct{ ref, want string }{
+		// BIGINT referencing INTEGER: both integers.
+		{`{via: account_id, references: accounts.account_id}`, ""},
+		{`{via: account_code, references: tagged.account_code}`, "joins orders.account_code (integer) to tagged.account_code (text)"},
+		{`{via: account_code, references: accounts.code}`, "which must be the primary key of accounts (it has primary key (account_id))"},
+	} {
+		err := checkUnitKeys(context.Background(), policy(c.ref), be)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.ref, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want an error saying %q", c.ref, err, c.want)
+		}
+	}
+}
