@@ -249,6 +249,21 @@ func TestJoinsAndCTEs(t *testing.T) {
 			if !strings.Contains(text.String(), "group keys of city: public list of 20 key(s)") || !strings.Contains(text.String(), "join: public table clinics") {
 				t.Errorf("explain of the public dimension: %s", text.String())
 			}
+			// R2T instead of a chosen bound, through the unit path: within
+			// a few percent of the truth (it errs low by design).
+			var truth, r2t float64
+			if err := direct.QueryRowContext(ctx, `SELECT COUNT(*) FROM prescriptions rx JOIN visits v ON rx.visit_id = v.visit_id`).Scan(&truth); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, "SET dpproxy.auto_bound = r2t"); err != nil {
+				t.Fatal(err)
+			}
+			if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM prescriptions`).Scan(&r2t); err != nil || math.Abs(r2t-truth) > 0.1*truth {
+				t.Errorf("R2T count of prescriptions %v, truth %v (%v)", r2t, truth, err)
+			}
+			if _, err := conn.Exec(ctx, "RESET dpproxy.auto_bound"); err != nil {
+				t.Fatal(err)
+			}
 			// The unit path and the data-chosen bound are explained.
 			explain, err = conn.Query(ctx, `EXPLAIN DP SELECT drug, COUNT(*) FROM prescriptions GROUP BY drug`)
 			if err != nil {
