@@ -381,6 +381,10 @@ type Column struct {
 	// dpproxy starts (KeySource.Load). In YAML
 	// `keys_from: public.diagnoses(code)` or `keys_from: diagnoses(code)`.
 	KeysFrom *KeySource `yaml:"keys_from,omitempty"`
+	// KeysAuto is set on a public table's column whose Keys were read
+	// without group_keys (PublicTable.AutoKeys): a query may release its
+	// keys through partition selection instead when they are too many.
+	KeysAuto bool `yaml:"-"`
 }
 
 // KeySource is a public table's column whose distinct values are a
@@ -446,10 +450,16 @@ type PublicTable struct {
 	// GroupKeys names columns whose distinct values, read from the backend
 	// when dpproxy starts, are public key lists: a query that joins the
 	// table and groups by one of them releases exactly those keys, with no
-	// partition selection (`group_keys: [city]`).
+	// partition selection (`group_keys: [city]`). Without it, the text and
+	// integer columns of a table of at most 100,000 rows get theirs, each
+	// of at most 1,000 values (AutoKeys).
 	GroupKeys []string `yaml:"group_keys,omitempty"`
 	// Keys holds the loaded key lists by lower-case column name.
 	Keys map[string][]string `yaml:"-"`
+	// AutoKeys marks the key lists read without group_keys: when the
+	// policy names none, every text and integer column of a small table
+	// gets its distinct values as a key list (session/keys.go).
+	AutoKeys map[string]bool `yaml:"-"`
 }
 
 // PublicColumn is a column of a public table.

@@ -208,7 +208,9 @@ func ExplainSummary(plan *rewrite.Plan) string {
 				g.Name(), len(g.Keys), g.Source.Name, g.Source.Bounds.Lo, g.Source.Bounds.Hi, g.Source.Name)
 			continue
 		}
-		if len(g.Keys) > 0 {
+		if len(g.Keys) > 0 && g.Column != nil && g.Column.KeysAuto {
+			fmt.Fprintf(&sb, "group keys of %s: public list of %d key(s), the public table's values read at start\n", g.Name(), len(g.Keys))
+		} else if len(g.Keys) > 0 {
 			fmt.Fprintf(&sb, "group keys of %s: public list of %d key(s) from the policy\n", g.Name(), len(g.Keys))
 		} else {
 			fmt.Fprintf(&sb, "group keys of %s: from the data, released only if they pass DP partition selection\n", g.Name())

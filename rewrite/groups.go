@@ -253,6 +253,19 @@ func keyMatches(key string, c *test_driver.ValueExpr, t config.ColumnType) bool 
 // released. Otherwise which keys occur is private, and each group found in
 // the data must pass DP partition selection.
 func (a *analyzer) checkKeyLists(p *Plan) error {
+	// Automatic key lists (a public table without group_keys) give way to
+	// partition selection when the combinations would be too many.
+	all := 1.0
+	for _, g := range p.Groups {
+		all *= float64(len(g.Keys))
+	}
+	if all > maxReleasedGroups {
+		for i := range p.Groups {
+			if p.Groups[i].Column != nil && p.Groups[i].Column.KeysAuto {
+				p.Groups[i].Keys = nil
+			}
+		}
+	}
 	combos := 1
 	for _, g := range p.Groups {
 		if len(g.Keys) == 0 {

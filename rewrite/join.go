@@ -127,8 +127,9 @@ func (j *joinedTable) column(name string) *config.Column {
 	if !ok {
 		return nil
 	}
-	// A column the policy lists in group_keys has a public key list.
-	c := &config.Column{Name: pc.Name, Type: pc.Type, GroupBy: true, Keys: j.table.Keys[strings.ToLower(pc.Name)]}
+	// A column the policy lists in group_keys has a public key list, as
+	// has, without group_keys, a small table's column (session/keys.go).
+	c := &config.Column{Name: pc.Name, Type: pc.Type, GroupBy: true, Keys: j.table.Keys[strings.ToLower(pc.Name)], KeysAuto: j.table.AutoKeys[strings.ToLower(pc.Name)]}
 	j.columns[strings.ToLower(name)] = c
 	return c
 }

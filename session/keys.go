@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -45,6 +46,12 @@ func loadKeyLists(ctx context.Context, pol *config.Policy, b backend.Backend, d 
 func loadPublicKeyLists(ctx context.Context, pol *config.Policy, b backend.Backend, d rewrite.Dialect) error {
 	for i := range pol.PublicTables {
 		pub := &pol.PublicTables[i]
+		if len(pub.GroupKeys) == 0 {
+			if err := loadAutoKeyLists(ctx, pub, b, d); err != nil {
+				return err
+			}
+			continue
+		}
 		for _, name := range pub.GroupKeys {
 			pc, ok := pub.Column(name)
 			if !ok {
@@ -63,20 +70,72 @@ func loadPublicKeyLists(ctx context.Context, pol *config.Policy, b backend.Backe
 	return nil
 }
 
+// Automatic key lists (a public table without group_keys): a table of at
+// most autoKeyRows rows — a dimension table — has each text and integer
+// column's distinct values, when at most autoKeys, as a public key list.
+const (
+	autoKeyRows = 100000
+	autoKeys    = 1000
+)
+
+// loadAutoKeyLists reads the automatic key lists of a public table that
+// names no group_keys. Its contents are public, so its keys are too.
+func loadAutoKeyLists(ctx context.Context, pub *config.PublicTable, b backend.Backend, d rewrite.Dialect) error {
+	ref := d.QuoteIdent(pub.Name)
+	if pub.Schema != "" {
+		ref = d.QuoteIdent(pub.Schema) + "." + ref
+	}
+	rows, err := b.Query(ctx, fmt.Sprintf("SELECT COUNT(*) FROM (SELECT 1 FROM %s LIMIT %d) AS dp_rows", ref, autoKeyRows+1))
+	if err != nil {
+		return fmt.Errorf("counting the rows of public table %s: %w", pub.Name, err)
+	}
+	if len(rows.Values) != 1 || sqltypes.Float(rows.Values[0][0]) > autoKeyRows {
+		return nil // a large table: its keys go through partition selection
+	}
+	for _, pc := range pub.Columns {
+		if pc.Type != config.TypeText && !pc.Type.Integer() {
+			continue
+		}
+		keys, err := readKeysUpTo(ctx, b, d, pub.Schema, pub.Name, pc.Name, pc.Type, autoKeys)
+		if errors.Is(err, errTooManyKeys) || errors.Is(err, errNoKeys) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("the group keys of %s.%s: %w", pub.Name, pc.Name, err)
+		}
+		if pub.Keys == nil {
+			pub.Keys, pub.AutoKeys = map[string][]string{}, map[string]bool{}
+		}
+		pub.Keys[strings.ToLower(pc.Name)] = keys
+		pub.AutoKeys[strings.ToLower(pc.Name)] = true
+	}
+	return nil
+}
+
+var (
+	errTooManyKeys = errors.New("too many distinct values")
+	errNoKeys      = errors.New("the table has no values")
+)
+
 // readKeys reads the distinct non-NULL values of a public table's column,
 // in text form, sorted.
 func readKeys(ctx context.Context, b backend.Backend, d rewrite.Dialect, schema, table, column string, t config.ColumnType) ([]string, error) {
+	return readKeysUpTo(ctx, b, d, schema, table, column, t, maxKeysFrom)
+}
+
+// readKeysUpTo is readKeys for at most limit keys (errTooManyKeys beyond).
+func readKeysUpTo(ctx context.Context, b backend.Backend, d rewrite.Dialect, schema, table, column string, t config.ColumnType, limit int) ([]string, error) {
 	ref := d.QuoteIdent(table)
 	if schema != "" {
 		ref = d.QuoteIdent(schema) + "." + ref
 	}
 	c := d.QuoteIdent(column)
-	rows, err := b.Query(ctx, fmt.Sprintf("SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL LIMIT %d", c, ref, c, maxKeysFrom+1))
+	rows, err := b.Query(ctx, fmt.Sprintf("SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL LIMIT %d", c, ref, c, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading them: %w", err)
 	}
-	if len(rows.Values) > maxKeysFrom {
-		return nil, fmt.Errorf("more than %d distinct values", maxKeysFrom)
+	if len(rows.Values) > limit {
+		return nil, fmt.Errorf("%w: more than %d", errTooManyKeys, limit)
 	}
 	keys := make([]string, 0, len(rows.Values))
 	for _, row := range rows.Values {
@@ -85,7 +144,7 @@ func readKeys(ctx context.Context, b backend.Backend, d rewrite.Dialect, schema,
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("the table has no values")
+		return nil, errNoKeys
 	}
 	return keys, nil
 }

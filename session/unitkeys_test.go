@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/rewrite"
 )
 
 // A unit path's key must be its table's primary key and of the kind of
@@ -72,5 +73,34 @@ protected_tables:
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v, want an error saying %q", c.ref, err, c.want)
 		}
+	}
+}
+
+// A public table without group_keys: its small columns' values are public
+// key lists, read at start, so a join grouped by one releases every value
+// (here both notes, which no visit's kind matches: noisy zeros) with no
+// partition selection.
+func TestAutomaticPublicKeys(t *testing.T) {
+	e, _, _, _ := sessionFixture(t, nil)
+	srv, err := NewServer(context.Background(), e) // reads the key lists
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	s, err := New(srv, "ana", rewrite.PostgresFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := exec(t, s, "SELECT n.body, COUNT(*) FROM visits v JOIN notes n ON v.kind = n.body GROUP BY n.body")
+	var keys []string
+	for _, row := range res.Rows {
+		keys = append(keys, row[0].(string))
+	}
+	if strings.Join(keys, ",") != "hello,world" {
+		t.Errorf("released keys %v, want every note", keys)
+	}
+	notes, _ := explainParts(t, exec(t, s, "EXPLAIN DP SELECT n.body, COUNT(*) FROM visits v JOIN notes n ON v.kind = n.body GROUP BY n.body"))
+	if summary := strings.Join(notes["summary"], "\n"); !strings.Contains(summary, "public list of 2 key(s), the public table's values read at start") {
+		t.Errorf("explain: %s", summary)
 	}
 }
