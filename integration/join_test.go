@@ -299,3 +299,32 @@ func TestJoinsAndCTEs(t *testing.T) {
 		})
 	}
 }
+
+// The joins issue's three questions and their CTE forms, on the demo
+// (SQLite) through psql: a public dimension (every city released, the
+// demo's group_keys), the region next to a visit's cost (a join on the
+// unit), a CTE over visits, and prescriptions reaching their patient
+// through visits' primary key.
+func TestDemoJoinsThroughPsql(t *testing.T) {
+	p := startProxy(t, "demo", "--data-dir", t.TempDir(), "--pg-addr", "127.0.0.1:0")
+	for _, c := range []struct {
+		sql  string
+		rows int // -1: at least one
+	}{
+		{`SELECT c.city, COUNT(*) FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id GROUP BY c.city;`, 20},
+		{`WITH vc AS (SELECT c.city FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id) SELECT city, COUNT(*) FROM vc GROUP BY city;`, 20},
+		{`SELECT p.region, AVG(v.cost) FROM visits v JOIN patients p USING (patient_id) GROUP BY p.region;`, 8},
+		{`WITH vp AS (SELECT v.cost, p.region FROM visits v JOIN patients p USING (patient_id)) SELECT region, AVG(cost) FROM vp GROUP BY region;`, 8},
+		{`WITH recent AS (SELECT patient_id, cost FROM visits WHERE visit_date >= '2025-01-01') SELECT COUNT(*) FROM recent;`, 1},
+		{`SELECT v.diagnosis, COUNT(*) FROM prescriptions rx JOIN visits v ON rx.visit_id = v.visit_id GROUP BY v.diagnosis;`, 12},
+	} {
+		r := psql(t, p, "analyst", "analyst", c.sql+"\n")
+		if r.err != nil || strings.Contains(r.stderr, "ERROR") {
+			t.Errorf("%s: %v\n%s", c.sql, r.err, r.stderr)
+			continue
+		}
+		if got := len(lines(r.stdout)); got != c.rows {
+			t.Errorf("%s: %d rows, want %d:\n%s", c.sql, got, c.rows, r.stdout)
+		}
+	}
+}
