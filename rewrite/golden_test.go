@@ -201,3 +201,18 @@ func castLookupOf(p *Parsed) CastLookup {
 	}
 	return p.CastOf
 }
+
+// planOf analyzes one statement with opts (PostgreSQL front end) and
+// returns its plan, failing the test on an error.
+func planOf(t *testing.T, pol *config.Policy, sql string, opts Options) *Plan {
+	t.Helper()
+	stmts, err := Parse(sql, PostgresFrontEnd)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	q, err := Analyze(stmts[0], pol, opts)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return q.Plan
+}

@@ -27,15 +27,8 @@ func TestWhereNarrowsPublicKeys(t *testing.T) {
 		// 'Zürich'): kept.
 		{`SELECT diagnosis, COUNT(*) FROM visits WHERE diagnosis IN ('B', 'Ä') GROUP BY diagnosis`, "A B C"},
 	} {
-		stmts, err := Parse(c.sql, PostgresFrontEnd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := Analyze(stmts[0], pol, Options{Dialect: Postgres, Epsilon: 1})
-		if err != nil {
-			t.Fatalf("%s: %v", c.sql, err)
-		}
-		if got := strings.Join(q.Plan.Groups[0].Keys, " "); got != c.keys {
+		p := planOf(t, pol, c.sql, Options{Dialect: Postgres, Epsilon: 1})
+		if got := strings.Join(p.Groups[0].Keys, " "); got != c.keys {
 			t.Errorf("%s: keys %q, want %q", c.sql, got, c.keys)
 		}
 	}

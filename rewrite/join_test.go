@@ -16,15 +16,7 @@ func TestLeftJoinedUnitIsNotTheUnit(t *testing.T) {
 		{`SELECT COUNT(DISTINCT s.patient_id) FROM visits v LEFT JOIN stays s USING (patient_id)`, CountDistinctValues},
 		{`SELECT COUNT(DISTINCT s.patient_id) FROM visits v JOIN stays s USING (patient_id)`, CountDistinctUnit},
 	} {
-		stmts, err := Parse(c.sql, PostgresFrontEnd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := Analyze(stmts[0], pol, Options{Dialect: Postgres, Epsilon: 1})
-		if err != nil {
-			t.Fatalf("%s: %v", c.sql, err)
-		}
-		if got := q.Plan.Aggregates[0].Func; got != c.want {
+		if got := planOf(t, pol, c.sql, Options{Dialect: Postgres, Epsilon: 1}).Aggregates[0].Func; got != c.want {
 			t.Errorf("%s: %v, want %v", c.sql, got, c.want)
 		}
 	}

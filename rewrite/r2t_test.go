@@ -39,15 +39,7 @@ func checkR2T(t *testing.T, db *sql.DB, d Dialect) {
 	}
 	analyze := func(query string) *Plan {
 		t.Helper()
-		stmts, err := Parse(query, PostgresFrontEnd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1, R2T: true})
-		if err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-		return q.Plan
+		return planOf(t, pol, query, Options{Dialect: d, Epsilon: 1, R2T: true})
 	}
 	for _, c := range r2tCases {
 		p := analyze(c.sql)
