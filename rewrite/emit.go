@@ -4,7 +4,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/sqlerr"
@@ -604,53 +603,6 @@ func coerceLiteral(sql string, k valueKind, expr ast.ExprNode, want valueKind) (
 	return strconv.FormatFloat(f, 'g', -1, 64), kindNumber, nil
 }
 
-// typedLiteral is the string of DATE 'x', TIME 'x' or TIMESTAMP 'x', which
-// the TiDB parser reads as calls of internal functions; nil for other calls.
-func typedLiteral(x *ast.FuncCallExpr) *test_driver.ValueExpr {
-	text := func(e ast.ExprNode) (string, bool) {
-		v, ok := unparen(e).(*test_driver.ValueExpr)
-		if !ok || v.Kind() != test_driver.KindString {
-			return "", false
-		}
-		return v.GetString(), true
-	}
-	switch x.FnName.L {
-	case strings.ToLower(ast.DateLiteral), strings.ToLower(ast.TimeLiteral), strings.ToLower(ast.TimestampLiteral):
-		if len(x.Args) == 1 {
-			if v, ok := x.Args[0].(*test_driver.ValueExpr); ok && v.Kind() == test_driver.KindString {
-				return v
-			}
-		}
-	case "to_timestamp", "to_date", "str_to_date":
-		// BI time filters: Superset writes TO_TIMESTAMP('2024-01-01
-		// 00:00:00.000000', 'YYYY-MM-DD HH24:MI:SS.US') on PostgreSQL and
-		// STR_TO_DATE(..., '%Y-%m-%d %H:%i:%s.%f') on MySQL. With a
-		// constant in one of these ISO formats the call is that constant.
-		if len(x.Args) != 2 || x.Schema.L != "" {
-			return nil
-		}
-		s, ok1 := text(x.Args[0])
-		format, ok2 := text(x.Args[1])
-		if !ok1 || !ok2 || !isoDateFormats[format] {
-			return nil
-		}
-		if _, ok := normalizeDate(s, ""); !ok {
-			return nil
-		}
-		v := &test_driver.ValueExpr{}
-		v.SetString(s)
-		return v
-	}
-	return nil
-}
-
-// isoDateFormats are the TO_TIMESTAMP, TO_DATE and STR_TO_DATE formats
-// that read ISO dates and times (typedLiteral).
-var isoDateFormats = map[string]bool{
-	"YYYY-MM-DD HH24:MI:SS.US": true, "YYYY-MM-DD HH24:MI:SS": true, "YYYY-MM-DD": true,
-	"%Y-%m-%d %H:%i:%s.%f": true, "%Y-%m-%d %H:%i:%s": true, "%Y-%m-%d": true,
-}
-
 // boolLiteral writes a number constant compared with a boolean column as
 // the boolean it stands for (TRUE is the number 1 to the TiDB parser):
 // PostgreSQL refuses boolean = integer; TRUE and FALSE read the same on
@@ -692,85 +644,6 @@ func compatible(a, b valueKind, ea, eb ast.ExprNode) error {
 		WithHint("compare a column with a value of its type: text in quotes ('J06'), numbers bare (42), dates as '2024-01-31'")
 }
 
-func validDate(expr ast.ExprNode) error {
-	v, ok := unparen(expr).(*test_driver.ValueExpr)
-	if call, isCall := unparen(expr).(*ast.FuncCallExpr); isCall {
-		v = typedLiteral(call)
-		ok = v != nil
-	}
-	if !ok {
-		return sqlerr.New(sqlerr.DatatypeMismatch, "cannot compare a date with a text column").
-			WithHint("compare a date column with a date constant: visit_date >= '2024-01-31' or DATE '2024-01-31'")
-	}
-	if _, ok := normalizeDate(v.GetString(), ""); ok {
-		return nil
-	}
-	s := v.GetString()
-	return sqlerr.New(sqlerr.InvalidTextRepresent, "invalid date/time constant %q; expected YYYY-MM-DD or YYYY-MM-DD HH:MM:SS", s).
-		WithHint("write dates as '2024-01-31' or '2024-01-31 08:30:00'; relative dates (now, yesterday) depend on the clock and are not accepted")
-}
-
-// dateLayouts are the date and time constants dpproxy accepts: dates,
-// times with a space or a T, fractions of a second, and ISO 8601 zones
-// (Z, +02:00), as Grafana's time filters write them.
-var dateLayouts = []string{"2006-01-02", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999",
-	"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999 Z07:00"}
-
-// normalizeDate reads a date or time constant and writes it as every
-// backend reads it for a column of type t: a date column gets the date
-// alone (PostgreSQL casts the constant to date, dropping its time; SQLite
-// compares dates as text, where '2024-01-01' sorts before '2024-01-01
-// 00:00:00'), a timestamp column YYYY-MM-DD HH:MM:SS[.ffffff]; anything
-// else the date alone at midnight, the time otherwise. A constant naming a
-// zone is converted to UTC first (the backend sessions run in UTC).
-func normalizeDate(s string, t config.ColumnType) (string, bool) {
-	for _, layout := range dateLayouts {
-		v, err := time.Parse(layout, s)
-		if err != nil {
-			continue
-		}
-		v = v.UTC()
-		switch {
-		case t == config.TypeDate:
-			return v.Format("2006-01-02"), true
-		case t == config.TypeTimestamp:
-			return v.Format("2006-01-02 15:04:05.999999"), true
-		case v.Equal(v.Truncate(24 * time.Hour)):
-			return v.Format("2006-01-02"), true
-		}
-		return v.Format("2006-01-02 15:04:05.999999"), true
-	}
-	return "", false
-}
-
-// dateLiteral writes a text constant compared with a date or time operand
-// in its normalized form (normalizeDate) for that operand's column type;
-// compatible has checked it.
-func (e *emitter) dateLiteral(sql string, k valueKind, expr ast.ExprNode, other valueKind, otherExpr ast.ExprNode) (string, error) {
-	if k != kindText || other != kindTemporal {
-		return sql, nil
-	}
-	v, ok := unparen(expr).(*test_driver.ValueExpr)
-	if call, isCall := unparen(expr).(*ast.FuncCallExpr); isCall {
-		v = typedLiteral(call)
-		ok = v != nil
-	}
-	if !ok || v.Kind() != test_driver.KindString {
-		return sql, nil
-	}
-	var t config.ColumnType
-	if cn, isCol := unparen(otherExpr).(*ast.ColumnNameExpr); isCol {
-		if col, err := e.a.column(cn.Name); err == nil {
-			t = col.Type
-		}
-	}
-	norm, ok := normalizeDate(v.GetString(), t)
-	if !ok {
-		return sql, nil
-	}
-	return e.d.QuoteString(norm)
-}
-
 // restore re-emits a checked AST for the backend dialect.
 func restore(n ast.Node, d Dialect) (string, error) {
 	var sb strings.Builder
@@ -779,84 +652,3 @@ func restore(n ast.Node, d Dialect) (string, error) {
 	}
 	return sb.String(), nil
 }
-
-// passthroughFunctions are the functions a public-table query may call:
-// pure functions that read no other table, file or setting.
-// passthroughFunctions are the functions a query over public tables may
-// call, with the numbers of arguments every backend accepts (max -1: any
-// number), so that a wrong call is refused here rather than by the
-// backend (found by FuzzAnalyze: IN (SELECT LOWER()) failed on SQLite).
-var passthroughFunctions = map[string]struct{ min, max int }{}
-
-func init() {
-	for _, spec := range strings.Fields(`abs:1 ceil:1 ceiling:1 floor:1 round:1-2 trunc:1-2 truncate:1-2 sign:1 sqrt:1
-		power:2 pow:2 exp:1 ln:1 log:1-2 log10:1 log2:1 mod:2 greatest:1- least:1- coalesce:1- nullif:2 ifnull:2
-		if:3 lower:1 upper:1 length:1 char_length:1 character_length:1 octet_length:1 substring:2-3 substr:2-3
-		left:2 right:2 trim:1-3 ltrim:1-2 rtrim:1-2 btrim:1-2 lpad:2-3 rpad:2-3 replace:3 concat:1- concat_ws:2-
-		position:2 strpos:2 reverse:1 repeat:2 initcap:1 now:0-1 current_date:0 current_timestamp:0-1
-		current_time:0-1 localtimestamp:0-1 date_trunc:2-3 date_part:2 extract:2 date:1 year:1 month:1 day:1
-		dayofmonth:1 hour:1 minute:1 second:1 week:1-2 quarter:1 to_char:2 date_format:2 cast:1-2 convert:1-2`) {
-		name, arity, _ := strings.Cut(spec, ":")
-		lo, hi, ranged := strings.Cut(arity, "-")
-		a := struct{ min, max int }{}
-		a.min, _ = strconv.Atoi(lo)
-		switch {
-		case !ranged:
-			a.max = a.min
-		case hi == "":
-			a.max = -1
-		default:
-			a.max, _ = strconv.Atoi(hi)
-		}
-		passthroughFunctions[name] = a
-	}
-}
-
-// checkPassthrough rejects what a read-only query over public tables must
-// not contain: calls outside the allowlist, session variables, SELECT
-// INTO and locking clauses.
-func checkPassthrough(n ast.Node) error {
-	c := &passthroughChecker{}
-	n.Accept(c)
-	return c.err
-}
-
-type passthroughChecker struct{ err error }
-
-func (c *passthroughChecker) Enter(n ast.Node) (ast.Node, bool) {
-	if c.err != nil {
-		return n, true
-	}
-	switch x := n.(type) {
-	case *ast.FuncCallExpr:
-		arity, ok := passthroughFunctions[x.FnName.L]
-		switch {
-		case !ok:
-			c.err = sqlerr.New(sqlerr.UndefinedFunction, "function %s() is not allowed through dpproxy", x.FnName.O).
-				WithHint("public-table queries may use common scalar functions: string, math, date and conditional functions")
-		case len(x.Args) < arity.min || arity.max >= 0 && len(x.Args) > arity.max:
-			want := strconv.Itoa(arity.min)
-			switch {
-			case arity.max < 0:
-				want = "at least " + want
-			case arity.max != arity.min:
-				want += " to " + strconv.Itoa(arity.max)
-			}
-			c.err = sqlerr.New(sqlerr.UndefinedFunction, "function %s() takes %s argument(s), not %d", x.FnName.O, want, len(x.Args)).
-				WithHint("call %s with %s argument(s)", x.FnName.O, want)
-		}
-	case *ast.VariableExpr:
-		c.err = sqlerr.New(sqlerr.FeatureNotSupported, "variables are not supported in queries").
-			WithHint("write the value as a constant; session settings are read with SHOW")
-	case *ast.SelectStmt:
-		if x.SelectIntoOpt != nil {
-			c.err = sqlerr.New(sqlerr.ReadOnlyTransaction, "SELECT INTO is not allowed: dpproxy is read-only")
-		} else if x.LockInfo != nil && x.LockInfo.LockType != ast.SelectLockNone {
-			c.err = sqlerr.New(sqlerr.ReadOnlyTransaction, "locking clauses (FOR UPDATE/SHARE) are not allowed: dpproxy is read-only").
-				WithHint("drop the locking clause: reads need no locks here")
-		}
-	}
-	return n, false
-}
-
-func (c *passthroughChecker) Leave(n ast.Node) (ast.Node, bool) { return n, c.err == nil }
