@@ -473,14 +473,34 @@ func auditCases() []auditCase {
 			runs:  0.3,
 		},
 		// R2T instead of a chosen bound: the unit's rows in one group
-		// (no GROUP BY), each of the thresholds at ε/L.
+		// (no GROUP BY), each of the thresholds at ε/L. The maximum over
+		// shifted thresholds shows little of ε (sharp: -1), so these check
+		// the bound only; mechanisms.TestR2TSplitsEpsilonOverThresholds
+		// checks the noise of each threshold.
 		auditCase{
-			name: "r2t/ungrouped/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: config.RowsAuto, r2t: true,
+			name: "r2t/ungrouped/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: config.RowsAuto, r2t: true, runs: 0.3, sharp: -1,
 			query: "SELECT COUNT(*) FROM people WHERE f = 1",
 			inD:   unitRows{groups: []string{"h1"}, rows: 6, x: 1000, f: 1},
 		},
 		auditCase{
-			name: "r2t unit path join/ungrouped/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: config.RowsAuto, r2t: true,
+			name: "r2t/ungrouped/add_remove/SUM(n)", neighbouring: config.AddRemove, l0: 1, linf: config.RowsAuto, r2t: true, runs: 0.3, sharp: -1,
+			query: "SELECT SUM(n) FROM people WHERE f = 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 6, x: 1000, f: 1},
+		},
+		auditCase{
+			name: "r2t/ungrouped/replace/SUM(n)", neighbouring: config.Replace, l0: 1, linf: config.RowsAuto, r2t: true, runs: 0.3, sharp: -1,
+			query:    "SELECT SUM(n) FROM people WHERE f = 1",
+			inD:      unitRows{groups: []string{"h1"}, rows: 6, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h1"}, rows: 6, x: -1000, f: 1},
+		},
+		// A public join multiplies the unit's rows (three lookup rows each).
+		auditCase{
+			name: "r2t join public/ungrouped/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: config.RowsAuto, r2t: true, runs: 0.3, sharp: -1,
+			query: "SELECT COUNT(*) FROM people p JOIN lookup l ON p.g = l.k",
+			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
+		},
+		auditCase{
+			name: "r2t unit path join/ungrouped/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 1, linf: config.RowsAuto, r2t: true, runs: 0.3, sharp: -1,
 			query: "SELECT COUNT(*) FROM charges c JOIN lookup l ON c.g = l.k",
 			inD:   unitRows{groups: []string{"h1"}, rows: 3, x: 1000, f: 1},
 		},
@@ -641,6 +661,14 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 // the audit attacks the calibration the release uses.
 func groupSizes(t *testing.T, plan *rewrite.Plan, c auditCase) map[string]int {
 	sizes := map[string]int{"h1": 20, "h2": 20, "h3": 20, "h4": 20}
+	if r := plan.R2T; r != nil {
+		// R2T lowers each noisy sum by L·ln(L/β)·τ/ε: enough others
+		// (each a value of 0..3) that the answer stays above 0.
+		for g := range sizes {
+			sizes[g] = 200
+		}
+		return sizes
+	}
 	if s := plan.Selection; s != nil && s.TopK != nil {
 		// Top-k: every group at the stop score, where picking or stopping
 		// is most uncertain; the unit lifts its groups above it.

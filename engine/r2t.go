@@ -41,11 +41,14 @@ func answerR2T(ctx context.Context, be backend.Backend, plan *rewrite.Plan, r *m
 	if a.Func == rewrite.Sum {
 		value = typedNumber(v, o.Type, rel.Integer)
 	}
-	return &sqltypes.Result{
-		Columns:   []sqltypes.Column{{Name: o.Name, Type: o.Type}},
-		Rows:      [][]any{{value}},
-		Intervals: [][]*sqltypes.Interval{{nil}},
+	res := &sqltypes.Result{
+		Columns: []sqltypes.Column{{Name: o.Name, Type: o.Type}},
+		Rows:    [][]any{{value, nil}}, // the value, then its (no) interval
 		Notices: []string{fmt.Sprintf("dpproxy: answered by R2T (max_rows_per_unit: auto, dpproxy.auto_bound = r2t): the largest of %d noisy sums truncated at %g to %g per person; with probability %g it is at most the truth and at most 4·%d·ln(%d/%g)·τ*/ε below it, τ* the largest contribution of one person",
 			rel.Thresholds, rel.Step, mechanisms.R2TThreshold(rel.Step, rel.Thresholds-1), 1-rel.Beta, rel.Thresholds, rel.Thresholds, rel.Beta)},
-	}, nil
+	}
+	// LIMIT and an outer query apply as to any release (found in review).
+	finishRows(res, plan)
+	res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
+	return res, nil
 }

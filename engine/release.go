@@ -120,6 +120,22 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 		}
 		res.Rows = append(res.Rows, row)
 	}
+	finishRows(res, plan)
+	if plan.Bias != nil {
+		notice, err := biasNotice(plan, data, r)
+		if err != nil {
+			return nil, err
+		}
+		res.Notices = append(res.Notices, notice)
+	}
+	res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
+	return res, nil
+}
+
+// finishRows orders, limits and applies the outer query to released
+// rows, each its values then its columns' intervals, and splits the
+// intervals off into res.Intervals.
+func finishRows(res *sqltypes.Result, plan *rewrite.Plan) {
 	orderRows(res.Rows, plan.OrderBy)
 	if plan.Limit >= 0 && int64(len(res.Rows)) > plan.Limit {
 		res.Rows = res.Rows[:plan.Limit]
@@ -136,15 +152,6 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 		res.Rows[i] = row[:n:n]
 		res.Intervals = append(res.Intervals, ivs)
 	}
-	if plan.Bias != nil {
-		notice, err := biasNotice(plan, data, r)
-		if err != nil {
-			return nil, err
-		}
-		res.Notices = append(res.Notices, notice)
-	}
-	res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
-	return res, nil
 }
 
 // applyOuter post-processes released rows by an outer query: pick and

@@ -121,6 +121,10 @@ func (m *Laplace) IntTailProbability(j float64) float64 {
 	return math.Pow(q, j) / (1 + q)
 }
 
+// IntegerNoise reports whether AddNoiseInt can add noise at this scale
+// (at most 2^48); AddNoiseFloat always can.
+func (m *Laplace) IntegerNoise() bool { return m.intErr == nil }
+
 // Epsilon returns ε.
 func (m *Laplace) Epsilon() float64 { return m.epsilon }
 

@@ -47,7 +47,7 @@ func R2T(r *Rand, epsilon, beta, step float64, truncated []float64, integer bool
 			return 0, err
 		}
 		var noisy float64
-		if integer {
+		if integer && m.IntegerNoise() { // beyond 2^48 float noise serves (found in review)
 			n, err := m.AddNoiseInt(r, int64(math.Round(q)))
 			if err != nil {
 				return 0, err
@@ -63,6 +63,18 @@ func R2T(r *Rand, epsilon, beta, step float64, truncated []float64, integer bool
 		best = math.Floor(best)
 	}
 	return best, nil
+}
+
+// CheckR2T reports, before anything runs, whether R2T can calibrate its
+// noise at every threshold: ε/L and the scales L·τ_j/ε in the Laplace
+// mechanism's range.
+func CheckR2T(epsilon, step float64, L int) error {
+	for j := 0; j < L; j++ {
+		if _, err := NewLaplace(epsilon/float64(L), R2TThreshold(step, j)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // R2TThreshold is R2T's j-th truncation threshold: step·2^j.

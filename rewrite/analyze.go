@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/mechanisms"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -312,7 +313,7 @@ func (a *analyzer) plan(sel *ast.SelectStmt) (*Plan, error) {
 	}
 	if len(p.Aggregates) == 0 && !a.keysOnly(p) {
 		if keys := publicKeysOnly(p); keys != "" {
-			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "the keys of %s are public: the policy lists them (%s), so dpproxy does not query them", groupNames(p), keys).
+			return nil, sqlerr.New(sqlerr.FeatureNotSupported, "the keys of %s are public (%s), so dpproxy does not query them", groupNames(p), keys).
 				WithHint("add an aggregate, such as COUNT(*), to learn something about each key")
 		}
 		return nil, a.rawRowsError()
@@ -357,6 +358,10 @@ func (a *analyzer) plan(sel *ast.SelectStmt) (*Plan, error) {
 	if autoPending && a.opts.R2T && !a.opts.ReportBias {
 		if p.R2T = e.r2tRelease(p, where); p.R2T != nil {
 			p.Epsilon, p.Measurements, p.Aggregates[0].Measurements = eps, nil, nil
+			if err := mechanisms.CheckR2T(eps, p.R2T.Step, p.R2T.Thresholds); err != nil {
+				return nil, sqlerr.New(sqlerr.PrivacyParameterError, "R2T cannot calibrate its noise for this query at ε = %g: %v", eps, err).
+					WithHint("raise dpproxy.epsilon, or SET dpproxy.auto_bound = quantile")
+			}
 			return p, nil
 		}
 	}
@@ -430,7 +435,11 @@ func publicKeysOnly(p *Plan) string {
 		if len(g.Keys) == 0 {
 			return ""
 		}
-		lists = append(lists, g.Column.Name+": "+strings.Join(g.Keys, ", "))
+		shown := strings.Join(g.Keys[:min(len(g.Keys), 10)], ", ")
+		if len(g.Keys) > 10 {
+			shown += fmt.Sprintf(", … (%d in all)", len(g.Keys))
+		}
+		lists = append(lists, g.Column.Name+": "+shown)
 	}
 	return strings.Join(lists, "; ")
 }

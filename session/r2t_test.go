@@ -1,6 +1,7 @@
 package session
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,5 +51,43 @@ func TestAutoBoundR2T(t *testing.T) {
 	res = exec(t, s, "SELECT COUNT(*) FROM visits WHERE n >= 0")
 	if len(res.Notices) == 0 || strings.Contains(res.Notices[0], "R2T") {
 		t.Errorf("after RESET: %q", res.Notices)
+	}
+}
+
+// R2T answers go through LIMIT and an outer query like any other, a
+// large integer sum gets float noise rather than failing after the
+// charge, and dpproxy.target_error refuses R2T plans (all found in
+// review).
+func TestR2TAnswerShapes(t *testing.T) {
+	_, s, acct, _ := sessionFixture(t, func(pol *config.Policy) {
+		pol.ProtectedTables[0].MaxRowsPerUnit = config.RowsAuto
+		pol.ProtectedTables[0].Columns[3].Bounds = &config.Bounds{Lo: 0, Hi: 1e9}
+	})
+	exec(t, s, "SET dpproxy.auto_bound = r2t")
+	for _, c := range []struct {
+		sql, column string
+		rows        int
+	}{
+		{"SELECT n AS total FROM (SELECT COUNT(*) AS n FROM visits) AS s", "total", 1},
+		{"SELECT * FROM (SELECT COUNT(*) AS n FROM visits) AS s OFFSET 1", "n", 0},
+		{"SELECT n FROM (SELECT COUNT(*) AS n FROM visits) AS s LIMIT 0", "n", 0},
+		{"SELECT COUNT(*) AS c FROM visits LIMIT 0", "c", 0},
+	} {
+		res := exec(t, s, c.sql)
+		if len(res.Rows) != c.rows || res.Columns[0].Name != c.column || res.Tag != "SELECT "+strconv.Itoa(c.rows) {
+			t.Errorf("%s: columns %v, rows %v, tag %q", c.sql, res.Columns, res.Rows, res.Tag)
+		}
+	}
+	exec(t, s, "SET dpproxy.epsilon = 0.01")
+	if res := exec(t, s, "SELECT SUM(n) FROM visits"); len(res.Rows) != 1 {
+		t.Errorf("large integer sum: %v", res.Rows)
+	}
+	exec(t, s, "SET dpproxy.target_error = 50")
+	before := spent(t, acct, "ana")
+	if e := execErr(t, s, "SELECT COUNT(*) FROM visits WHERE n > 0"); e.Code != sqlerr.FeatureNotSupported || !strings.Contains(e.Message, "max_rows_per_unit: auto") {
+		t.Errorf("target error with R2T: %v", e)
+	}
+	if spent(t, acct, "ana") != before {
+		t.Error("a refused query was charged")
 	}
 }

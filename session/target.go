@@ -61,7 +61,7 @@ func (s *Session) planForTarget(stmt ast.StmtNode, casts rewrite.CastLookup) (*r
 	if err != nil {
 		return nil, "", err
 	}
-	if q.Plan != nil && q.Plan.Auto != nil {
+	if q.Plan != nil && (q.Plan.Auto != nil || q.Plan.R2T != nil) {
 		return nil, "", sqlerr.New(sqlerr.FeatureNotSupported, "%s needs fixed contribution bounds, and table %q chooses its rows per person from the data (max_rows_per_unit: auto)", SettingTargetError, q.Plan.Table.Name).
 			WithHint("SET %s = off and choose the cost with %s", SettingTargetError, SettingEpsilon)
 	}
@@ -103,8 +103,8 @@ func roundUp3(f float64) float64 {
 // countSumBound is the largest 95 % error bound of a plan's COUNT and SUM
 // aggregates (-1 when it has none), from explain's calibration.
 func countSumBound(p *rewrite.Plan) (float64, error) {
-	if p == nil {
-		return -1, nil
+	if p == nil || p.Auto != nil || p.R2T != nil {
+		return -1, nil // no bound fixed by the plan (refused by planForTarget)
 	}
 	table, err := engine.Explain(p)
 	if err != nil {
@@ -117,8 +117,8 @@ func countSumBound(p *rewrite.Plan) (float64, error) {
 		if strings.HasPrefix(measured, "excess") {
 			continue // what bounding removed: part of the interval, not of the noise's bound
 		}
-		if strings.HasPrefix(label, "COUNT") || strings.HasPrefix(label, "SUM") {
-			bound = math.Max(bound, row[6].(float64))
+		if b, ok := row[6].(float64); ok && (strings.HasPrefix(label, "COUNT") || strings.HasPrefix(label, "SUM")) {
+			bound = math.Max(bound, b)
 		}
 	}
 	return bound, nil
