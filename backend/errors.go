@@ -57,3 +57,30 @@ func AsDatabaseError(err error) (*DatabaseError, bool) {
 	}
 	return nil, false
 }
+
+// IsStatementError reports whether err is the database refusing a
+// statement while preparing it — a syntax, name, type or permission error
+// (SQLSTATE class 42; SQLite's prepare errors) — before reading any row:
+// an error that depends on the statement's text, not on the data. Errors
+// raised while running (class 22 data exceptions, overflows, division by
+// zero, timeouts) are not.
+func IsStatementError(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "42")
+	}
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) {
+		return strings.HasPrefix(string(myErr.SQLState[:]), "42")
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		msg := liteErr.Error()
+		for _, prepare := range []string{"no such column", "no such table", "no such function", "syntax error", "wrong number of arguments", "ambiguous column name"} {
+			if strings.Contains(msg, prepare) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -15,8 +15,16 @@ import (
 )
 
 // errBeforeData marks a failure before any query reached the data: the
-// backend was unavailable. Nothing released or charged depends on it.
+// backend was unavailable, or refused the statement while preparing it.
+// Nothing released or charged depends on it: the query is refunded.
 var errBeforeData = errors.New("the query did not reach the data")
+
+// beforeData reports whether a plan's first backend query failed before
+// reading any row (beforeData errors of later queries do not count: the
+// queries before them ran).
+func beforeData(err error) bool {
+	return errors.Is(err, backend.ErrUnavailable) || backend.IsStatementError(err)
+}
 
 // answerPlan runs a plan on the backend and releases it: the auto bound
 // first when the plan has one, then the bounded queries, then the noise.
@@ -61,7 +69,7 @@ func chooseRowBound(ctx context.Context, be backend.Backend, plan *rewrite.Plan,
 	a := plan.Auto
 	rows, err := be.Query(ctx, a.SQL)
 	if err != nil {
-		if errors.Is(err, backend.ErrUnavailable) {
+		if beforeData(err) {
 			return nil, "", fmt.Errorf("%w: %w", errBeforeData, backendError(err))
 		}
 		return nil, "", backendError(err)

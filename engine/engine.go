@@ -250,6 +250,10 @@ func backendError(err error) error {
 	if errors.Is(err, backend.ErrUnavailable) {
 		return &sqlerr.Error{Code: sqlerr.BackendUnavailable, Message: "the database behind dpproxy is unavailable", Err: err}
 	}
+	if backend.IsStatementError(err) {
+		// Refused while preparing: its text depends on the statement only.
+		return databaseError(err)
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return &sqlerr.Error{Code: sqlerr.QueryCanceled, Message: "canceling statement", Err: err}
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -33,10 +32,11 @@ func readBounded(ctx context.Context, be backend.Backend, plan *rewrite.Plan) (b
 	ran := 0
 	query := func(sql string) (*backend.Rows, error) {
 		rows, err := be.Query(ctx, sql)
-		if err != nil && ran == 0 && errors.Is(err, backend.ErrUnavailable) {
+		if err != nil && ran == 0 && beforeData(err) {
 			// Only a failure of the first query is one that no query
 			// reached the data before (found in review: a later one's
-			// refund would make repeated partial runs free).
+			// refund would make repeated partial runs free, and their
+			// running time depends on the data).
 			err = fmt.Errorf("%w: %w", errBeforeData, err)
 		}
 		ran++

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/dpproxy/dpproxy/backend"
@@ -19,7 +18,7 @@ func answerR2T(ctx context.Context, be backend.Backend, plan *rewrite.Plan, r *m
 	rel := plan.R2T
 	rows, err := be.Query(ctx, rel.SQL)
 	if err != nil {
-		if errors.Is(err, backend.ErrUnavailable) {
+		if beforeData(err) {
 			return nil, fmt.Errorf("%w: %w", errBeforeData, backendError(err))
 		}
 		return nil, backendError(err)
