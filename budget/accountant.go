@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 )
 
@@ -19,6 +20,25 @@ type Accountant struct {
 
 	mu       sync.Mutex
 	accounts map[string]*account
+	// teams are budgets several analysts draw on together, and teamsOf
+	// each analyst's teams (SetTeams).
+	teams   map[string]*team
+	teamsOf map[string][]string
+}
+
+// Team is a budget several analysts draw on together: every charge of a
+// member counts against the team's limit as well as the member's own.
+// What the team has spent is its members' spending together, so it is
+// never recorded apart: it follows from the ledger's charges per analyst.
+type Team struct {
+	Limit   Cost
+	Members []string
+}
+
+// team is a Team with its members' accounts, guarded by Accountant.mu.
+type team struct {
+	limit   Cost
+	members []string
 }
 
 // account is one analyst's state, guarded by Accountant.mu. Accounts are
@@ -126,6 +146,53 @@ func (a *Accountant) SetLimits(limits map[string]Cost) error {
 	return nil
 }
 
+// SetTeams replaces the teams (by name), at start or on a policy reload.
+// Nothing changes if a limit is invalid.
+func (a *Accountant) SetTeams(teams map[string]Team) error {
+	for name, t := range teams {
+		if err := t.Limit.Validate(); err != nil {
+			return fmt.Errorf("budget: limit of team %q: %w", name, err)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.teams, a.teamsOf = map[string]*team{}, map[string][]string{}
+	for name, t := range teams {
+		a.teams[name] = &team{limit: t.Limit, members: slices.Clone(t.Members)}
+		for _, m := range t.Members {
+			a.teamsOf[m] = append(a.teamsOf[m], name)
+		}
+	}
+	for _, names := range a.teamsOf {
+		slices.Sort(names)
+	}
+	return nil
+}
+
+// teamUseLocked is what a team's members have spent and hold. a.mu must
+// be held.
+func (a *Accountant) teamUseLocked(t *team) (spent, reserved Cost) {
+	for _, m := range t.members {
+		if acct := a.accounts[m]; acct != nil {
+			spent, reserved = spent.Add(acct.spent), reserved.Add(acct.reserved)
+		}
+	}
+	return spent, reserved
+}
+
+// TeamStatus returns a snapshot of a team's budget; ok is false if there
+// is no such team.
+func (a *Accountant) TeamStatus(name string) (st Status, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.teams[name]
+	if t == nil {
+		return Status{}, false
+	}
+	spent, reserved := a.teamUseLocked(t)
+	return statusOf(t.limit, spent, reserved), true
+}
+
 // Reserve sets aside cost c of analyst's budget for a query about to run.
 // It fails with an *ExhaustedError unless spent + reserved + c ≤ limit for
 // ε and δ separately (up to Tolerance), with an error wrapping
@@ -150,6 +217,14 @@ func (a *Accountant) Reserve(analyst string, c Cost) (*Reservation, error) {
 			Requested: c,
 		}
 	}
+	// Every team of the analyst must have room too.
+	for _, name := range a.teamsOf[analyst] {
+		t := a.teams[name]
+		spent, reserved := a.teamUseLocked(t)
+		if !fits(spent.Add(reserved).Add(c), t.limit) {
+			return nil, &ExhaustedError{Analyst: analyst, Team: name, Spent: spent, Reserved: reserved, Limit: t.limit, Requested: c}
+		}
+	}
 	acct.reserved = acct.reserved.Add(c)
 	acct.held++
 	return &Reservation{a: a, acct: acct, analyst: analyst, cost: c}, nil
@@ -164,16 +239,28 @@ func (a *Accountant) Status(analyst string) (st Status, ok bool) {
 	if acct == nil || !acct.hasLimit {
 		return Status{}, false
 	}
-	used := acct.spent.Add(acct.reserved)
+	return statusOf(acct.limit, acct.spent, acct.reserved), true
+}
+
+// statusOf is the status of a budget of limit with spent and reserved.
+func statusOf(limit, spent, reserved Cost) Status {
+	used := spent.Add(reserved)
 	return Status{
-		Limit:    acct.limit,
-		Spent:    acct.spent,
-		Reserved: acct.reserved,
+		Limit:    limit,
+		Spent:    spent,
+		Reserved: reserved,
 		Remaining: Cost{
-			Epsilon: remaining(acct.limit.Epsilon, used.Epsilon),
-			Delta:   remaining(acct.limit.Delta, used.Delta),
+			Epsilon: remaining(limit.Epsilon, used.Epsilon),
+			Delta:   remaining(limit.Delta, used.Delta),
 		},
-	}, true
+	}
+}
+
+// TeamsOf lists the teams analyst belongs to, sorted.
+func (a *Accountant) TeamsOf(analyst string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.teamsOf[analyst])
 }
 
 // Charges returns up to limit of analyst's recorded charges, newest first

@@ -109,6 +109,9 @@ var (
 // what remains of the analyst's budget.
 type ExhaustedError struct {
 	Analyst string
+	// Team, when set, is the analyst's team whose budget is exhausted (the
+	// costs below are then the team's); otherwise the analyst's own is.
+	Team string
 	// Spent is what committed charges have used.
 	Spent Cost
 	// Reserved is what queries still in progress hold.
@@ -122,11 +125,18 @@ type ExhaustedError struct {
 //
 //	privacy budget exhausted for analyst "bob": spent ε=9.9 of 10, this query costs ε=0.5
 //
+// or, when a team's budget is the one exhausted, "... for team "growth"
+// of analyst "bob": ..." with the team's figures.
+//
 // δ is included when any of spent, limit or cost has a nonzero δ, and the
 // budget held by queries in progress when there is any.
 func (e *ExhaustedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "privacy budget exhausted for analyst %q: ", e.Analyst)
+	if e.Team != "" {
+		fmt.Fprintf(&b, "privacy budget exhausted for team %q of analyst %q: ", e.Team, e.Analyst)
+	} else {
+		fmt.Fprintf(&b, "privacy budget exhausted for analyst %q: ", e.Analyst)
+	}
 	withDelta := e.Spent.Delta != 0 || e.Limit.Delta != 0 || e.Requested.Delta != 0 || e.Reserved.Delta != 0
 	if withDelta {
 		fmt.Fprintf(&b, "spent ε=%s, δ=%s of ε=%s, δ=%s",

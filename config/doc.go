@@ -46,6 +46,10 @@
 //	    budget:
 //	      epsilon: 10
 //	      delta: 1e-5               # default 0
+//	teams:                          # optional
+//	  - name: research
+//	    analysts: [alice]           # their charges count against the team too
+//	    budget: {epsilon: 15}
 //	protected_tables:
 //	  - schema: public              # optional
 //	    name: visits

@@ -455,7 +455,7 @@ func (d *decoder) bool(n *yaml.Node, path string, dst *bool) {
 }
 
 var (
-	topKeys    = []string{"listen", "backend", "ledger", "defaults", "cache", "analysts", "protected_tables", "public_tables"}
+	topKeys    = []string{"listen", "backend", "ledger", "defaults", "cache", "analysts", "teams", "protected_tables", "public_tables"}
 	listenKeys = []string{"postgres", "mysql", "tls", "tls_cert", "tls_key", "statement_timeout", "idle_timeout", "write_timeout",
 		"max_message_size", "max_result_rows", "max_result_bytes", "max_connections", "max_connections_per_analyst", "max_handshakes",
 		"login_backoff", "login_backoff_max"}
@@ -464,6 +464,7 @@ var (
 	cacheKeys     = []string{"size", "ttl"}
 	defaultsKeys  = []string{"epsilon", "delta", "max_epsilon_per_query", "max_groups_per_unit", "max_rows_per_unit", "neighbouring", "mechanism", "min_max_quantiles"}
 	analystKeys   = []string{"name", "password", "budget"}
+	teamKeys      = []string{"name", "analysts", "budget"}
 	passwordKeys  = []string{"scram_sha_256", "mysql_native_password", "caching_sha2_password"}
 	budgetKeys    = []string{"epsilon", "delta"}
 	protectedKeys = []string{"schema", "name", "privacy_unit", "max_groups_per_unit", "max_rows_per_unit", "max_total_rows_per_unit", "columns"}
@@ -548,6 +549,11 @@ func (d *decoder) policy(root *yaml.Node, p *Policy) {
 				p.Analysts = append(p.Analysts, Analyst{})
 				d.analyst(v, path, &p.Analysts[len(p.Analysts)-1])
 			})
+		case "teams":
+			d.sequence(v, path, "teams", func(i int, v *yaml.Node, path string) {
+				p.Teams = append(p.Teams, Team{})
+				d.team(v, path, &p.Teams[len(p.Teams)-1])
+			})
 		case "protected_tables":
 			d.sequence(v, path, "protected tables", func(i int, v *yaml.Node, path string) {
 				p.ProtectedTables = append(p.ProtectedTables, ProtectedTable{})
@@ -590,6 +596,34 @@ func (d *decoder) defaults(n *yaml.Node, path string, df *Defaults) {
 	})
 }
 
+func (d *decoder) team(n *yaml.Node, path string, t *Team) {
+	d.mapping(n, path, teamKeys, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "name":
+			d.str(v, path, &t.Name)
+		case "analysts":
+			d.sequence(v, path, "analyst names", func(i int, v *yaml.Node, path string) {
+				var name string
+				d.str(v, path, &name)
+				t.Analysts = append(t.Analysts, name)
+			})
+		case "budget":
+			d.budget(v, path, &t.Budget)
+		}
+	})
+}
+
+func (d *decoder) budget(n *yaml.Node, path string, b *Budget) {
+	d.mapping(n, path, budgetKeys, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "epsilon":
+			d.float(v, path, &b.Epsilon)
+		case "delta":
+			d.float(v, path, &b.Delta)
+		}
+	})
+}
+
 func (d *decoder) analyst(n *yaml.Node, path string, a *Analyst) {
 	d.mapping(n, path, analystKeys, func(key string, v *yaml.Node, path string) {
 		switch key {
@@ -613,14 +647,7 @@ func (d *decoder) analyst(n *yaml.Node, path string, a *Analyst) {
 				}
 			})
 		case "budget":
-			d.mapping(v, path, budgetKeys, func(key string, v *yaml.Node, path string) {
-				switch key {
-				case "epsilon":
-					d.float(v, path, &a.Budget.Epsilon)
-				case "delta":
-					d.float(v, path, &a.Budget.Delta)
-				}
-			})
+			d.budget(v, path, &a.Budget)
 		}
 	})
 }

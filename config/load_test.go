@@ -34,11 +34,11 @@ var badCases = []struct {
 	want string
 }{
 	// Structure and YAML.
-	{"unknown_top_key", `unknown_top_key.yaml:19:1: ledgr: unknown key "ledgr" (did you mean "ledger"?); valid keys here are listen, backend, ledger, defaults, cache, analysts, protected_tables, public_tables`},
+	{"unknown_top_key", `unknown_top_key.yaml:19:1: ledgr: unknown key "ledgr" (did you mean "ledger"?); valid keys here are listen, backend, ledger, defaults, cache, analysts, teams, protected_tables, public_tables`},
 	{"unknown_nested_key", `unknown_nested_key.yaml:2:3: defaults.epsilom: unknown key "epsilom" (did you mean "epsilon"?); valid keys here are epsilon, delta, max_epsilon_per_query,`},
 	{"unknown_column_key", `unknown_column_key.yaml:16:9: protected_tables[0].columns[0].groupby: unknown key "groupby" (did you mean "group_by"?); valid keys here are name, type, bounds, group_by, keys`},
 	{"duplicate_key", `duplicate_key.yaml:3:3: defaults.epsilon: key "epsilon" is repeated (first set at line 2)`},
-	{"not_a_mapping", `not_a_mapping.yaml:1:1: expected a mapping with keys listen, backend, ledger, defaults, cache, analysts, protected_tables, public_tables; got a list`},
+	{"not_a_mapping", `not_a_mapping.yaml:1:1: expected a mapping with keys listen, backend, ledger, defaults, cache, analysts, teams, protected_tables, public_tables; got a list`},
 	{"listen_scalar", `listen_scalar.yaml:1:9: listen: expected a mapping with keys postgres, mysql, tls, tls_cert, tls_key, statement_timeout, idle_timeout, write_timeout, max_message_size, max_result_rows, max_result_bytes, max_connections, max_connections_per_analyst, max_handshakes, login_backoff, login_backoff_max; got the number 5433`},
 	{"not_a_number", `not_a_number.yaml:2:12: defaults.epsilon: expected a number; got the string "lots"`},
 	{"not_whole_number", `not_whole_number.yaml:2:22: defaults.max_rows_per_unit: expected a whole number; got the number 2.5`},
@@ -90,6 +90,10 @@ var badCases = []struct {
 	{"mechanism_gaussian_no_delta", `mechanism_gaussian_no_delta.yaml:7:14: defaults.mechanism: gaussian needs defaults.delta > 0`},
 	{"min_max_quantiles_inverted", `min_max_quantiles_inverted.yaml:7:22: defaults.min_max_quantiles: expected [min level, max level] with 0 ≤ min level ≤ 0.5 ≤ max level ≤ 1, such as [0.01, 0.99]; got [0.6, 0.99]`},
 	{"min_max_quantiles_single", `min_max_quantiles_single.yaml:7:22: defaults.min_max_quantiles: expected [lo, hi], a list of two numbers; got a list of 1`},
+	{"team_unknown_analyst", `team_unknown_analyst.yaml:17:23: teams[0].analysts[1]: "carol" is not an analyst of the policy`},
+	{"team_duplicate", `team_duplicate.yaml:19:11: teams[1].name: team "growth" is already defined at line 16 (teams[0])`},
+	{"team_no_budget", `team_no_budget.yaml:16:5: teams[0].budget: required`},
+	{"team_member_twice", `team_member_twice.yaml:17:23: teams[0].analysts[1]: analyst "alice" is listed twice`},
 	{"unit_path_unknown_table", `unit_path_unknown_table.yaml:16:19: protected_tables[0].privacy_unit: visits references people.patient_id, which is not a protected table of the policy`},
 	{"unit_path_cycle", `unit_path_cycle.yaml:16:19: protected_tables[0].privacy_unit: the privacy unit path of a comes back to a: a cycle`},
 	{"unit_path_syntax", `unit_path_syntax.yaml:16:49: protected_tables[0].privacy_unit.references: "patient_id" is not a column reference; expected table.column`},

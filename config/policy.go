@@ -28,6 +28,8 @@ type Policy struct {
 
 	// Analysts have unique, non-empty names.
 	Analysts []Analyst `yaml:"analysts"`
+	// Teams are budgets several analysts draw on together (optional).
+	Teams []Team `yaml:"teams,omitempty"`
 	// ProtectedTables and PublicTables together have unique table names
 	// (case-insensitively, regardless of schema).
 	ProtectedTables []ProtectedTable `yaml:"protected_tables"`
@@ -194,6 +196,19 @@ type Analyst struct {
 	// Password has at least one verifier, and every one set parses.
 	Password Verifiers `yaml:"password"`
 	Budget   Budget    `yaml:"budget"`
+}
+
+// Team is a named group of analysts drawing on one budget: every charge of
+// a member counts against the team's budget as well as the member's own,
+// and a query is refused when either is exhausted, so that the team's
+// analysts together cannot spend more on the same people.
+type Team struct {
+	// Name is non-empty and unique among teams.
+	Name string `yaml:"name"`
+	// Analysts are the members, each an analyst of the policy; an analyst
+	// may belong to several teams.
+	Analysts []string `yaml:"analysts"`
+	Budget   Budget   `yaml:"budget"`
 }
 
 // Verifiers hold what the authentication methods need to check a password,

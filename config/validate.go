@@ -94,6 +94,7 @@ func (d *decoder) validate(p *Policy, baseDir string) {
 	d.validateDefaults(p)
 	d.validateCache(p)
 	d.validateAnalysts(p)
+	d.validateTeams(p)
 	d.validateTables(p)
 }
 
@@ -378,6 +379,46 @@ func (d *decoder) validateAnalysts(p *Policy) {
 			d.checkEpsilon(bp+".epsilon", a.Budget.Epsilon)
 		}
 		d.checkDelta(bp+".delta", a.Budget.Delta)
+	}
+}
+
+func (d *decoder) validateTeams(p *Policy) {
+	names := map[string]string{}
+	for i := range p.Teams {
+		t := &p.Teams[i]
+		path := indexPath("teams", i)
+		switch first, dup := names[t.Name]; {
+		case t.Name == "":
+			d.errorf(path+".name", "required; expected the team's name")
+		case dup:
+			d.errorf(path+".name", "team %q is already defined at line %d (%s); names must be unique", t.Name, d.line(first), parentPath(first))
+		default:
+			names[t.Name] = path + ".name"
+		}
+		if len(t.Analysts) == 0 && d.ok(path+".analysts") {
+			d.errorf(path+".analysts", "required; expected the names of the analysts who draw on the team's budget")
+		}
+		members := map[string]bool{}
+		for j, name := range t.Analysts {
+			ap := indexPath(path+".analysts", j)
+			switch {
+			case !isAnalyst(p, name):
+				d.errorf(ap, "%q is not an analyst of the policy; expected one of the names under analysts", name)
+			case members[name]:
+				d.errorf(ap, "analyst %q is listed twice", name)
+			}
+			members[name] = true
+		}
+		bp := path + ".budget"
+		switch {
+		case !d.has(bp):
+			d.errorf(bp, "required; expected a mapping with epsilon (and optionally delta), the team's total privacy budget")
+		case !d.has(bp + ".epsilon"):
+			d.errorf(bp+".epsilon", "required; expected the team's total epsilon, a finite number greater than 0")
+		default:
+			d.checkEpsilon(bp+".epsilon", t.Budget.Epsilon)
+			d.checkDelta(bp+".delta", t.Budget.Delta)
+		}
 	}
 }
 
@@ -699,4 +740,9 @@ func caseHint(v string, options []string) string {
 		return fmt.Sprintf(" (write it in lower case: %s)", lower)
 	}
 	return ""
+}
+
+func isAnalyst(p *Policy, name string) bool {
+	_, ok := p.Analyst(name)
+	return ok
 }

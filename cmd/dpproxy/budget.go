@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/dpproxy/dpproxy/budget"
@@ -32,11 +33,7 @@ func runBudget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer store.Close()
-	limits := map[string]budget.Cost{}
-	for _, a := range pol.Analysts {
-		limits[a.Name] = budget.Cost{Epsilon: a.Budget.Epsilon, Delta: a.Budget.Delta}
-	}
-	acct, err := budget.NewAccountant(ctx, store, limits)
+	acct, err := newAccountant(ctx, store, pol)
 	if err != nil {
 		return err
 	}
@@ -45,6 +42,11 @@ func runBudget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, a := range pol.Analysts {
 		st, _ := acct.Status(a.Name)
 		fmt.Fprintf(tw, "%s\t%g\t%g\t%g\t%g\t%g\n", a.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
+	}
+	// A team's spending is its members' together.
+	for _, t := range pol.Teams {
+		st, _ := acct.TeamStatus(t.Name)
+		fmt.Fprintf(tw, "team %s (%s)\t%g\t%g\t%g\t%g\t%g\n", t.Name, strings.Join(t.Analysts, ", "), st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
 	}
 	return tw.Flush()
 }

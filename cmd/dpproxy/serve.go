@@ -103,11 +103,7 @@ func open(ctx context.Context, pol *config.Policy) (*runtime, error) {
 		rt.Close()
 		return nil, fmt.Errorf("opening ledger %s: %w", pol.Ledger.Path, err)
 	}
-	limits := make(map[string]budget.Cost, len(pol.Analysts))
-	for _, a := range pol.Analysts {
-		limits[a.Name] = budget.Cost{Epsilon: a.Budget.Epsilon, Delta: a.Budget.Delta}
-	}
-	acct, err := budget.NewAccountant(ctx, rt.ledger, limits)
+	acct, err := newAccountant(ctx, rt.ledger, pol)
 	if err != nil {
 		rt.Close()
 		return nil, err
@@ -236,4 +232,25 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 		}
 	}
 	return serveErr
+}
+
+// newAccountant is the accountant of a policy's analysts and teams over a
+// ledger.
+func newAccountant(ctx context.Context, ledger budget.Store, pol *config.Policy) (*budget.Accountant, error) {
+	limits := make(map[string]budget.Cost, len(pol.Analysts))
+	for _, a := range pol.Analysts {
+		limits[a.Name] = budget.Cost{Epsilon: a.Budget.Epsilon, Delta: a.Budget.Delta}
+	}
+	acct, err := budget.NewAccountant(ctx, ledger, limits)
+	if err != nil {
+		return nil, err
+	}
+	teams := make(map[string]budget.Team, len(pol.Teams))
+	for _, t := range pol.Teams {
+		teams[t.Name] = budget.Team{Limit: budget.Cost{Epsilon: t.Budget.Epsilon, Delta: t.Budget.Delta}, Members: t.Analysts}
+	}
+	if err := acct.SetTeams(teams); err != nil {
+		return nil, err
+	}
+	return acct, nil
 }

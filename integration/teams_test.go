@@ -1,0 +1,62 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/demo"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Two analysts of one team draw on its budget: once the team's is spent,
+// a member with budget of their own left is refused, told which budget is
+// exhausted, and `dpproxy budget` shows the team's spending.
+func TestTeamBudget(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	verifier := "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU=" // "analyst"
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	yaml := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\nledger:\n  path: ledger.db\ndefaults:\n  epsilon: 0.1\nanalysts:\n" +
+		"  - {name: analyst, password: {scram_sha_256: \"" + verifier + "\"}, budget: {epsilon: 10}}\n" +
+		"  - {name: colleague, password: {scram_sha_256: \"" + verifier + "\"}, budget: {epsilon: 10}}\n" +
+		"teams:\n  - {name: research, analysts: [analyst, colleague], budget: {epsilon: 0.25}}\n" + tablesYAML
+	if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	connect := func(user string) *pgx.Conn {
+		conn, err := pgx.Connect(ctx, "postgres://"+user+":analyst@"+p.addr+"/demo?sslmode=disable")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(ctx) })
+		return conn
+	}
+	ana, col := connect("analyst"), connect("colleague")
+	var n int64
+	for i := 0; i < 2; i++ {
+		if err := ana.QueryRow(ctx, "SELECT COUNT(*) FROM patients WHERE age > "+strconv.Itoa(i)).Scan(&n); err != nil {
+			t.Fatalf("query %d: %v", i+1, err)
+		}
+	}
+	err := col.QueryRow(ctx, "SELECT COUNT(*) FROM visits").Scan(&n)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "53DP1" || !strings.Contains(pgErr.Message, `team "research" of analyst "colleague"`) || !strings.Contains(pgErr.Message, "0.25") {
+		t.Fatalf("the colleague past the team's budget: %v", err)
+	}
+	p.stop(t)
+	out, err := exec.Command(binary, "budget", "--config", policy).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "team research (analyst, colleague)  0.2") {
+		t.Errorf("dpproxy budget: %v\n%s", err, out)
+	}
+}
