@@ -24,6 +24,10 @@ type Accountant struct {
 	// each analyst's teams (SetTeams).
 	teams   map[string]*team
 	teamsOf map[string][]string
+	// tables are the protected tables with a budget of their own (a
+	// privacy domain: every query that reads the table, whoever asks,
+	// draws on it), by name; Reserve is told which tables a query reads.
+	tables map[string]*account
 }
 
 // Team is a budget several analysts draw on together: every charge of a
@@ -80,7 +84,17 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 	if err != nil {
 		return nil, fmt.Errorf("budget: loading spent budgets: %w", err)
 	}
-	a := &Accountant{store: store, accounts: make(map[string]*account, len(limits)+len(spent))}
+	tableSpent, err := store.TableSpent(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("budget: loading spent table budgets: %w", err)
+	}
+	a := &Accountant{store: store, accounts: make(map[string]*account, len(limits)+len(spent)), tables: map[string]*account{}}
+	for table, s := range tableSpent {
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("budget: ledger total of table %q: %w", table, err)
+		}
+		a.tables[table] = &account{spent: s}
+	}
 	for analyst, s := range spent {
 		// A corrupt ledger must not hand out budget: refuse to start.
 		if err := s.Validate(); err != nil {
@@ -169,6 +183,43 @@ func (a *Accountant) SetTeams(teams map[string]Team) error {
 	return nil
 }
 
+// SetTableLimits replaces the protected tables' own budgets, at start or
+// on a policy reload: tables absent from limits have none (their
+// spending is kept). Nothing changes if a limit is invalid.
+func (a *Accountant) SetTableLimits(limits map[string]Cost) error {
+	for table, l := range limits {
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("budget: limit of table %q: %w", table, err)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, acct := range a.tables {
+		acct.limit, acct.hasLimit = Cost{}, false
+	}
+	for table, l := range limits {
+		acct := a.tables[table]
+		if acct == nil {
+			acct = &account{}
+			a.tables[table] = acct
+		}
+		acct.limit, acct.hasLimit = l, true
+	}
+	return nil
+}
+
+// TableStatus returns a snapshot of a protected table's own budget; ok is
+// false if it has none.
+func (a *Accountant) TableStatus(table string) (st Status, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acct := a.tables[table]
+	if acct == nil || !acct.hasLimit {
+		return Status{}, false
+	}
+	return statusOf(acct.limit, acct.spent, acct.reserved), true
+}
+
 // teamUseLocked is what a team's members have spent and hold. a.mu must
 // be held.
 func (a *Accountant) teamUseLocked(t *team) (spent, reserved Cost) {
@@ -199,6 +250,14 @@ func (a *Accountant) TeamStatus(name string) (st Status, ok bool) {
 // ErrUnknownAnalyst if analyst has no limit, and with one wrapping
 // ErrInvalidCost if c is negative or not finite.
 func (a *Accountant) Reserve(analyst string, c Cost) (*Reservation, error) {
+	return a.ReserveFor(analyst, nil, c)
+}
+
+// ReserveFor is Reserve for a query that reads the given protected
+// tables: every scope the query falls in — the analyst, the analyst's
+// teams and the tables with a budget of their own — must have room, and
+// the charge is recorded with the tables.
+func (a *Accountant) ReserveFor(analyst string, tables []string, c Cost) (*Reservation, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -225,9 +284,22 @@ func (a *Accountant) Reserve(analyst string, c Cost) (*Reservation, error) {
 			return nil, &ExhaustedError{Analyst: analyst, Team: name, Spent: spent, Reserved: reserved, Limit: t.limit, Requested: c}
 		}
 	}
-	acct.reserved = acct.reserved.Add(c)
-	acct.held++
-	return &Reservation{a: a, acct: acct, analyst: analyst, cost: c}, nil
+	// And every table read that has a budget of its own.
+	tables = slices.Compact(slices.Sorted(slices.Values(tables)))
+	var held []*account
+	for _, table := range tables {
+		if t := a.tables[table]; t != nil && t.hasLimit {
+			if !fits(t.spent.Add(t.reserved).Add(c), t.limit) {
+				return nil, &ExhaustedError{Analyst: analyst, Table: table, Spent: t.spent, Reserved: t.reserved, Limit: t.limit, Requested: c}
+			}
+			held = append(held, t)
+		}
+	}
+	for _, t := range append(held, acct) {
+		t.reserved = t.reserved.Add(c)
+		t.held++
+	}
+	return &Reservation{a: a, acct: acct, tables: tables, tableAccts: held, analyst: analyst, cost: c}, nil
 }
 
 // Status returns a snapshot of analyst's budget; ok is false if the analyst
@@ -282,6 +354,10 @@ type Reservation struct {
 	acct    *account
 	analyst string
 	cost    Cost
+	// tables are the protected tables the query reads, and tableAccts the
+	// accounts of those with a budget of their own.
+	tables     []string
+	tableAccts []*account
 
 	// Guarded by a.mu.
 	state  resState
@@ -338,13 +414,23 @@ func (r *Reservation) Commit(ctx context.Context, query string) (Charge, error) 
 	r.state = resCommitting
 	a.mu.Unlock()
 
-	ch, err := a.store.Append(ctx, Charge{Analyst: r.analyst, Cost: r.cost, Query: query})
+	ch, err := a.store.Append(ctx, Charge{Analyst: r.analyst, Cost: r.cost, Query: query, Tables: r.tables})
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {
 		r.state = resFailed
 		return Charge{}, fmt.Errorf("budget: recording charge of analyst %q: %w", r.analyst, err)
+	}
+	// Every table read is charged, with a budget of its own or not, so
+	// that a budget given later starts from what was spent.
+	for _, table := range r.tables {
+		t := a.tables[table]
+		if t == nil {
+			t = &account{}
+			a.tables[table] = t
+		}
+		t.spent = t.spent.Add(r.cost)
 	}
 	acct := r.acct
 	acct.spent = acct.spent.Add(r.cost)
@@ -370,16 +456,17 @@ func (r *Reservation) Release() {
 	r.state = resReleased
 }
 
-// unholdLocked removes r's cost from its account's reserved total.
+// unholdLocked removes r's cost from its accounts' reserved totals.
 func (r *Reservation) unholdLocked() {
-	acct := r.acct
-	acct.held--
-	if acct.held == 0 {
-		acct.reserved = Cost{}
-		return
+	for _, acct := range append([]*account{r.acct}, r.tableAccts...) {
+		acct.held--
+		if acct.held == 0 {
+			acct.reserved = Cost{}
+			continue
+		}
+		acct.reserved = nonNegative(Cost{
+			Epsilon: acct.reserved.Epsilon - r.cost.Epsilon,
+			Delta:   acct.reserved.Delta - r.cost.Delta,
+		})
 	}
-	acct.reserved = nonNegative(Cost{
-		Epsilon: acct.reserved.Epsilon - r.cost.Epsilon,
-		Delta:   acct.reserved.Delta - r.cost.Delta,
-	})
 }

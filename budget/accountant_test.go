@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -126,7 +127,7 @@ func TestCommitIdempotenceAndMisuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch2, err := r.Commit(ctx, "q1")
-	if err != nil || ch2 != ch1 {
+	if err != nil || !reflect.DeepEqual(ch2, ch1) {
 		t.Fatalf("second Commit: %+v, %v; want %+v, nil", ch2, err, ch1)
 	}
 	if _, err := r.Commit(ctx, "another query"); !errors.Is(err, ErrAlreadyCommitted) {

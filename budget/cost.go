@@ -109,9 +109,10 @@ var (
 // what remains of the analyst's budget.
 type ExhaustedError struct {
 	Analyst string
-	// Team, when set, is the analyst's team whose budget is exhausted (the
-	// costs below are then the team's); otherwise the analyst's own is.
-	Team string
+	// Team, when set, is the analyst's team whose budget is exhausted, and
+	// Table a protected table's own budget (the costs below are then the
+	// team's or the table's); otherwise the analyst's own is.
+	Team, Table string
 	// Spent is what committed charges have used.
 	Spent Cost
 	// Reserved is what queries still in progress hold.
@@ -132,9 +133,12 @@ type ExhaustedError struct {
 // budget held by queries in progress when there is any.
 func (e *ExhaustedError) Error() string {
 	var b strings.Builder
-	if e.Team != "" {
+	switch {
+	case e.Team != "":
 		fmt.Fprintf(&b, "privacy budget exhausted for team %q of analyst %q: ", e.Team, e.Analyst)
-	} else {
+	case e.Table != "":
+		fmt.Fprintf(&b, "privacy budget exhausted for table %q, which every analyst's queries on it draw on: ", e.Table)
+	default:
 		fmt.Fprintf(&b, "privacy budget exhausted for analyst %q: ", e.Analyst)
 	}
 	withDelta := e.Spent.Delta != 0 || e.Limit.Delta != 0 || e.Requested.Delta != 0 || e.Reserved.Delta != 0

@@ -9,6 +9,16 @@
 // floating-point rounding, so that, for example, one hundred queries of
 // ε = 0.1 fit in a limit of ε = 10.
 //
+// # Scopes
+//
+// A query is charged against every scope it falls in and refused if any is
+// exhausted (the ExhaustedError names it): the analyst's budget; each team
+// the analyst belongs to (SetTeams), whose spending is its members'
+// together; and each protected table the query reads that has a budget of
+// its own (SetTableLimits, ReserveFor), a privacy domain every analyst
+// draws on. Charges record the tables they read, so tables' spending, like
+// analysts', comes from the ledger after a restart.
+//
 // # Reserve, then commit or release
 //
 // A query is answered in three steps:

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,8 +19,11 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
-// schemaVersion is stored in PRAGMA user_version.
-const schemaVersion = 1
+// schemaVersion is stored in PRAGMA user_version. Version 2 added the
+// tables column (the protected tables each charge read, for table
+// budgets); a version 1 ledger is upgraded when opened for writing, its
+// earlier charges counting for no table.
+const schemaVersion = 2
 
 // schema creates the ledger. The charge_log view is for people reading the
 // file with other tools.
@@ -30,7 +34,8 @@ CREATE TABLE IF NOT EXISTS charges (
 	epsilon REAL    NOT NULL CHECK (epsilon >= 0),
 	delta   REAL    NOT NULL CHECK (delta >= 0),
 	query   TEXT    NOT NULL,
-	at_ns   INTEGER NOT NULL -- Unix time in nanoseconds, UTC
+	at_ns   INTEGER NOT NULL, -- Unix time in nanoseconds, UTC
+	tables  TEXT    NOT NULL DEFAULT '[]' -- JSON array of the protected tables read
 ) STRICT;
 CREATE INDEX IF NOT EXISTS charges_by_analyst ON charges (analyst, id);
 CREATE VIEW IF NOT EXISTS charge_log AS
@@ -50,6 +55,9 @@ type SQLiteStore struct {
 	path     string
 	db       *sql.DB
 	readOnly bool
+	// version is the schema version of a read-only ledger (0: current);
+	// a version 1 ledger records no tables.
+	version int
 	// wconn is the writer goroutine's own connection; ins is prepared on it.
 	wconn *sql.Conn
 	ins   *sql.Stmt
@@ -170,7 +178,7 @@ func openSQLite(ctx context.Context, abs, dir string) (_ *SQLiteStore, err error
 		}
 	}
 	ins, err := wconn.PrepareContext(ctx,
-		`INSERT INTO charges (analyst, epsilon, delta, query, at_ns) VALUES (?, ?, ?, ?, ?)`)
+		`INSERT INTO charges (analyst, epsilon, delta, query, at_ns, tables) VALUES (?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return nil, fmt.Errorf("budget: ledger %s: preparing insert: %w", abs, err)
 	}
@@ -225,11 +233,11 @@ func OpenSQLiteReadOnly(ctx context.Context, path string) (*SQLiteStore, error) 
 		db.Close()
 		return nil, fmt.Errorf("budget: ledger %s: reading schema version: %w", abs, err)
 	}
-	if v != schemaVersion {
+	if v != schemaVersion && v != 1 {
 		db.Close()
 		return nil, fmt.Errorf("budget: ledger %s: schema version %d, want %d", abs, v, schemaVersion)
 	}
-	return &SQLiteStore{path: abs, db: db, readOnly: true}, nil
+	return &SQLiteStore{path: abs, db: db, readOnly: true, version: v}, nil
 }
 
 // checkPragmas verifies that the durability settings took effect: WAL can
@@ -268,7 +276,11 @@ func migrate(ctx context.Context, c *sql.Conn) error {
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("creating schema: %w", err)
 	}
-	if _, err := c.ExecContext(ctx, schema+fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
+	create := schema
+	if v == 1 {
+		create = `ALTER TABLE charges ADD COLUMN tables TEXT NOT NULL DEFAULT '[]';`
+	}
+	if _, err := c.ExecContext(ctx, create+fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
 		rollback(c)
 		return fmt.Errorf("creating schema: %w", err)
 	}
@@ -409,7 +421,12 @@ func (s *SQLiteStore) write(reqs []*appendReq) error {
 		if !r.c.At.IsZero() {
 			ns = r.c.At.UnixNano()
 		}
-		res, err := s.ins.ExecContext(ctx, r.c.Analyst, r.c.Cost.Epsilon, r.c.Cost.Delta, r.c.Query, ns)
+		tables, err := json.Marshal(append([]string{}, r.c.Tables...))
+		if err != nil {
+			rollback(s.wconn)
+			return err
+		}
+		res, err := s.ins.ExecContext(ctx, r.c.Analyst, r.c.Cost.Epsilon, r.c.Cost.Delta, r.c.Query, ns, string(tables))
 		if err != nil {
 			rollback(s.wconn)
 			return err
@@ -450,6 +467,41 @@ func (s *SQLiteStore) Spent(ctx context.Context) (map[string]Cost, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("budget: reading spent budgets: %w", err)
+	}
+	return spent, nil
+}
+
+// TableSpent returns the total cost recorded per protected table: the
+// charges of every analyst whose query read it.
+func (s *SQLiteStore) TableSpent(ctx context.Context) (map[string]Cost, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	spent := make(map[string]Cost)
+	if s.version == 1 {
+		return spent, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT tables, total(epsilon), total(delta) FROM charges WHERE tables <> '[]' GROUP BY tables`)
+	if err != nil {
+		return nil, fmt.Errorf("budget: reading spent table budgets: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var list string
+		var c Cost
+		if err := rows.Scan(&list, &c.Epsilon, &c.Delta); err != nil {
+			return nil, fmt.Errorf("budget: reading spent table budgets: %w", err)
+		}
+		var tables []string
+		if err := json.Unmarshal([]byte(list), &tables); err != nil {
+			return nil, fmt.Errorf("budget: reading spent table budgets: a charge's tables %q: %w", list, err)
+		}
+		for _, t := range tables {
+			spent[t] = spent[t].Add(c)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("budget: reading spent table budgets: %w", err)
 	}
 	return spent, nil
 }

@@ -16,6 +16,9 @@ type Charge struct {
 	Query string
 	// At is when the charge was recorded (UTC); the store sets it when zero.
 	At time.Time
+	// Tables are the protected tables the query read (for table budgets);
+	// Charges does not read them back.
+	Tables []string
 }
 
 // Store is the durable ledger behind an Accountant.
@@ -30,6 +33,9 @@ type Store interface {
 	// Spent returns the total cost recorded per analyst. Analysts without
 	// charges are absent.
 	Spent(ctx context.Context) (map[string]Cost, error)
+	// TableSpent returns the total cost recorded per protected table (the
+	// charges whose Tables name it). Tables without charges are absent.
+	TableSpent(ctx context.Context) (map[string]Cost, error)
 	// Charges returns up to limit charges of analyst, newest first; limit
 	// ≤ 0 means all of them.
 	Charges(ctx context.Context, analyst string, limit int) ([]Charge, error)

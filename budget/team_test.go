@@ -60,3 +60,59 @@ func TestTeamBudget(t *testing.T) {
 		t.Errorf("TeamsOf(ana) = %v", got)
 	}
 }
+
+// A protected table's own budget (a privacy domain): every analyst's
+// queries that read the table draw on it; a query reading it is refused,
+// naming the table, when it is spent, while queries on other tables go on;
+// the spending follows from the ledger after a restart, tables without a
+// budget included, so that a budget given later starts from it.
+func TestTableBudget(t *testing.T) {
+	ctx := context.Background()
+	store, _ := openTestStore(t)
+	limits := map[string]Cost{"ana": {Epsilon: 10}, "bob": {Epsilon: 10}}
+	a := newTestAccountant(t, store, limits)
+	if err := a.SetTableLimits(map[string]Cost{"visits": {Epsilon: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ReserveFor("ana", []string{"visits", "patients", "visits"}, Cost{Epsilon: 0.6}); err != nil {
+		t.Fatal(err)
+	} // held: 0.6 of visits' 1
+	_, err := a.ReserveFor("bob", []string{"visits"}, Cost{Epsilon: 0.5})
+	var ex *ExhaustedError
+	if !errors.As(err, &ex) || ex.Table != "visits" || !strings.Contains(err.Error(), `privacy budget exhausted for table "visits"`) {
+		t.Fatalf("bob past the table's budget: %v", err)
+	}
+	r := mustReserveFor(t, a, "bob", []string{"visits"}, Cost{Epsilon: 0.4})
+	if _, err := r.Commit(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	mustReserveFor(t, a, "bob", []string{"patients"}, Cost{Epsilon: 5}).Release()
+	if st, ok := a.TableStatus("visits"); !ok || !approxCost(st.Spent, Cost{Epsilon: 0.4}) || !approxCost(st.Reserved, Cost{Epsilon: 0.6}) {
+		t.Errorf("visits: %+v, %v", st, ok)
+	}
+	if _, ok := a.TableStatus("patients"); ok {
+		t.Error("patients has no budget of its own")
+	}
+	// A restart, with a budget for patients now: its earlier spending
+	// (none committed) and visits' 0.4 come from the ledger.
+	b := newTestAccountant(t, store, limits)
+	if err := b.SetTableLimits(map[string]Cost{"visits": {Epsilon: 1}, "patients": {Epsilon: 0.1}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := b.TableStatus("visits"); !approxCost(st.Spent, Cost{Epsilon: 0.4}) {
+		t.Errorf("after a restart visits spent %v", st.Spent)
+	}
+	mustReserveFor(t, b, "ana", []string{"patients"}, Cost{Epsilon: 0.1}).Release()
+	if _, err := b.ReserveFor("ana", []string{"patients"}, Cost{Epsilon: 0.2}); !errors.As(err, &ex) || ex.Table != "patients" {
+		t.Errorf("patients past its budget: %v", err)
+	}
+}
+
+func mustReserveFor(t *testing.T, a *Accountant, analyst string, tables []string, c Cost) *Reservation {
+	t.Helper()
+	r, err := a.ReserveFor(analyst, tables, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

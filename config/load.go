@@ -467,7 +467,7 @@ var (
 	teamKeys      = []string{"name", "analysts", "budget"}
 	passwordKeys  = []string{"scram_sha_256", "mysql_native_password", "caching_sha2_password"}
 	budgetKeys    = []string{"epsilon", "delta"}
-	protectedKeys = []string{"schema", "name", "privacy_unit", "max_groups_per_unit", "max_rows_per_unit", "max_total_rows_per_unit", "columns"}
+	protectedKeys = []string{"schema", "name", "privacy_unit", "max_groups_per_unit", "max_rows_per_unit", "max_total_rows_per_unit", "budget", "columns"}
 	columnKeys    = []string{"name", "type", "bounds", "group_by", "keys", "keys_from"}
 	publicKeys    = []string{"schema", "name", "columns", "group_keys"}
 )

@@ -64,6 +64,9 @@ func (d *decoder) protectedTable(n *yaml.Node, path string, t *ProtectedTable) {
 			d.rowsPerUnit(v, path, &t.MaxRowsPerUnit)
 		case "max_total_rows_per_unit":
 			d.int(v, path, &t.MaxTotalRowsPerUnit)
+		case "budget":
+			t.Budget = &Budget{}
+			d.budget(v, path, t.Budget)
 		case "columns":
 			d.sequence(v, path, "columns", func(i int, v *yaml.Node, path string) {
 				t.Columns = append(t.Columns, Column{})

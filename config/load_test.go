@@ -90,6 +90,7 @@ var badCases = []struct {
 	{"mechanism_gaussian_no_delta", `mechanism_gaussian_no_delta.yaml:7:14: defaults.mechanism: gaussian needs defaults.delta > 0`},
 	{"min_max_quantiles_inverted", `min_max_quantiles_inverted.yaml:7:22: defaults.min_max_quantiles: expected [min level, max level] with 0 ≤ min level ≤ 0.5 ≤ max level ≤ 1, such as [0.01, 0.99]; got [0.6, 0.99]`},
 	{"min_max_quantiles_single", `min_max_quantiles_single.yaml:7:22: defaults.min_max_quantiles: expected [lo, hi], a list of two numbers; got a list of 1`},
+	{"table_budget_no_epsilon", `table_budget_no_epsilon.yaml:18:13: protected_tables[0].budget.epsilon: required; expected the table's total epsilon`},
 	{"team_unknown_analyst", `team_unknown_analyst.yaml:17:23: teams[0].analysts[1]: "carol" is not an analyst of the policy`},
 	{"team_duplicate", `team_duplicate.yaml:19:11: teams[1].name: team "growth" is already defined at line 16 (teams[0])`},
 	{"team_no_budget", `team_no_budget.yaml:16:5: teams[0].budget: required`},

@@ -321,6 +321,10 @@ type ProtectedTable struct {
 	// grouped count moves by at most C in all instead of L0·Linf. Not for
 	// "row" privacy; in [1, MaxContribution].
 	MaxTotalRowsPerUnit int `yaml:"max_total_rows_per_unit,omitempty"`
+	// Budget, when set, is the table's own budget (a privacy domain):
+	// every query that reads the table, whoever asks, draws on it as well
+	// as on the analyst's (and team's) budget.
+	Budget *Budget `yaml:"budget,omitempty"`
 	// Columns lists every column analysts may reference; others are unknown
 	// to them. Names are unique case-insensitively. The privacy unit column
 	// has neither GroupBy nor Bounds.

@@ -561,6 +561,19 @@ func (d *decoder) validateTables(p *Policy) {
 			break
 		}
 	}
+	// A table's own budget, like an analyst's.
+	for i := range p.ProtectedTables {
+		t := &p.ProtectedTables[i]
+		bp := indexPath("protected_tables", i) + ".budget"
+		switch {
+		case t.Budget == nil || !d.ok(bp):
+		case !d.has(bp + ".epsilon"):
+			d.errorf(bp+".epsilon", "required; expected the table's total epsilon over every analyst's queries, a finite number greater than 0")
+		default:
+			d.checkEpsilon(bp+".epsilon", t.Budget.Epsilon)
+			d.checkDelta(bp+".delta", t.Budget.Delta)
+		}
+	}
 	// A key list read from a table must come from a public one.
 	for i := range p.ProtectedTables {
 		for j, c := range p.ProtectedTables[i].Columns {

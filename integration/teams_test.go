@@ -60,3 +60,54 @@ func TestTeamBudget(t *testing.T) {
 		t.Errorf("dpproxy budget: %v\n%s", err, out)
 	}
 }
+
+// A protected table's own budget: every analyst's queries that read it
+// draw on it, so once it is spent a query reading it is refused, naming
+// the table, whoever asks, while other tables stay open.
+func TestTableBudget(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	verifier := "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU=" // "analyst"
+	tables := strings.Replace(tablesYAML, "  - name: visits\n    privacy_unit: patient_id\n", "  - name: visits\n    privacy_unit: patient_id\n    budget: {epsilon: 0.25}\n", 1)
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	yaml := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\nledger:\n  path: ledger.db\ndefaults:\n  epsilon: 0.1\nanalysts:\n" +
+		"  - {name: analyst, password: {scram_sha_256: \"" + verifier + "\"}, budget: {epsilon: 10}}\n" +
+		"  - {name: colleague, password: {scram_sha_256: \"" + verifier + "\"}, budget: {epsilon: 10}}\n" + tables
+	if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	connect := func(user string) *pgx.Conn {
+		conn, err := pgx.Connect(ctx, "postgres://"+user+":analyst@"+p.addr+"/demo?sslmode=disable")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(ctx) })
+		return conn
+	}
+	ana, col := connect("analyst"), connect("colleague")
+	var n int64
+	if err := ana.QueryRow(ctx, "SELECT COUNT(*) FROM visits").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	// A join on the unit reads visits too.
+	if err := ana.QueryRow(ctx, "SELECT COUNT(*) FROM patients p JOIN visits v USING (patient_id)").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	err := col.QueryRow(ctx, "SELECT COUNT(*) FROM visits WHERE cost > 10").Scan(&n)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "53DP1" || !strings.Contains(pgErr.Message, `privacy budget exhausted for table "visits"`) {
+		t.Fatalf("the colleague past the table's budget: %v", err)
+	}
+	if err := col.QueryRow(ctx, "SELECT COUNT(*) FROM patients").Scan(&n); err != nil {
+		t.Errorf("another table after visits' budget is spent: %v", err)
+	}
+	p.stop(t)
+	out, err := exec.Command(binary, "budget", "--config", policy).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "table visits  0.2") {
+		t.Errorf("dpproxy budget: %v\n%s", err, out)
+	}
+}

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/config"
@@ -276,6 +277,24 @@ type Plan struct {
 	// R2T, when set, answers the plan by R2T (r2t.go): its one query and
 	// mechanism replace the bounding query and the measurements.
 	R2T *R2TRelease
+}
+
+// ReadTables lists the protected tables the plan reads, by name: its
+// table, the protected tables it joins and those its unit joins reach
+// (for table budgets).
+func (p *Plan) ReadTables() []string {
+	tables := []string{p.Table.Name}
+	name := func(qualified string) string { return qualified[strings.LastIndexByte(qualified, '.')+1:] }
+	for _, j := range p.Joins {
+		if j.Protected {
+			tables = append(tables, name(j.Table))
+		}
+	}
+	for _, u := range p.UnitJoins {
+		tables = append(tables, name(u.Table))
+	}
+	slices.Sort(tables)
+	return slices.Compact(tables)
 }
 
 // UnitJoin is one join to a table's privacy unit through a key.

@@ -48,5 +48,11 @@ func runBudget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		st, _ := acct.TeamStatus(t.Name)
 		fmt.Fprintf(tw, "team %s (%s)\t%g\t%g\t%g\t%g\t%g\n", t.Name, strings.Join(t.Analysts, ", "), st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
 	}
+	// A table's spending is every analyst's queries that read it.
+	for _, t := range pol.ProtectedTables {
+		if st, ok := acct.TableStatus(t.Name); ok {
+			fmt.Fprintf(tw, "table %s\t%g\t%g\t%g\t%g\t%g\n", t.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
+		}
+	}
 	return tw.Flush()
 }

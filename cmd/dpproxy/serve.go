@@ -234,8 +234,8 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 	return serveErr
 }
 
-// newAccountant is the accountant of a policy's analysts and teams over a
-// ledger.
+// newAccountant is the accountant of a policy's analysts, teams and
+// tables with budgets of their own over a ledger.
 func newAccountant(ctx context.Context, ledger budget.Store, pol *config.Policy) (*budget.Accountant, error) {
 	limits := make(map[string]budget.Cost, len(pol.Analysts))
 	for _, a := range pol.Analysts {
@@ -250,6 +250,15 @@ func newAccountant(ctx context.Context, ledger budget.Store, pol *config.Policy)
 		teams[t.Name] = budget.Team{Limit: budget.Cost{Epsilon: t.Budget.Epsilon, Delta: t.Budget.Delta}, Members: t.Analysts}
 	}
 	if err := acct.SetTeams(teams); err != nil {
+		return nil, err
+	}
+	tables := map[string]budget.Cost{}
+	for _, t := range pol.ProtectedTables {
+		if t.Budget != nil {
+			tables[t.Name] = budget.Cost{Epsilon: t.Budget.Epsilon, Delta: t.Budget.Delta}
+		}
+	}
+	if err := acct.SetTableLimits(tables); err != nil {
 		return nil, err
 	}
 	return acct, nil
