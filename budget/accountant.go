@@ -52,6 +52,10 @@ type account struct {
 	hasLimit bool
 	spent    Cost
 	reserved Cost
+	// comp is how the account adds up charges, and spentMoments and
+	// reservedMoments the sums advanced composition needs.
+	comp                          Composition
+	spentMoments, reservedMoments moments
 	// held counts reservations whose cost is in reserved: held, being
 	// committed, or failed to commit. When it drops to zero reserved is
 	// reset to exactly zero, so rounding residues cannot build up.
@@ -101,6 +105,16 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 			return nil, fmt.Errorf("budget: ledger total of analyst %q: %w", analyst, err)
 		}
 		a.accounts[analyst] = &account{spent: s}
+	}
+	// Advanced composition needs every charge's ε, not only the totals.
+	for analyst, acct := range a.accounts {
+		charges, err := store.Charges(ctx, analyst, 0)
+		if err != nil {
+			return nil, fmt.Errorf("budget: loading the charges of analyst %q: %w", analyst, err)
+		}
+		for _, c := range charges {
+			acct.spentMoments = acct.spentMoments.add(momentsOf(c.Cost))
+		}
 	}
 	for analyst, l := range limits {
 		acct := a.accountLocked(analyst)
@@ -157,6 +171,18 @@ func (a *Accountant) SetLimits(limits map[string]Cost) error {
 		acct := a.accountLocked(analyst)
 		acct.limit, acct.hasLimit = l, true
 	}
+	return nil
+}
+
+// SetComposition sets how analyst's charges add up (basic composition by
+// default), at start or on a policy reload.
+func (a *Accountant) SetComposition(analyst string, comp Composition) error {
+	if !(comp.DeltaPrime >= 0 && comp.DeltaPrime < 1) {
+		return fmt.Errorf("budget: δ′ of analyst %q must be in [0, 1), got %v", analyst, comp.DeltaPrime)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.accountLocked(analyst).comp = comp
 	return nil
 }
 
@@ -267,10 +293,10 @@ func (a *Accountant) ReserveFor(analyst string, tables []string, c Cost) (*Reser
 	if acct == nil || !acct.hasLimit {
 		return nil, fmt.Errorf("%w %q", ErrUnknownAnalyst, analyst)
 	}
-	if !fits(acct.spent.Add(acct.reserved).Add(c), acct.limit) {
+	if !acct.fits(c) {
 		return nil, &ExhaustedError{
 			Analyst:   analyst,
-			Spent:     acct.spent,
+			Spent:     acct.effectiveSpent(),
 			Reserved:  acct.reserved,
 			Limit:     acct.limit,
 			Requested: c,
@@ -297,6 +323,7 @@ func (a *Accountant) ReserveFor(analyst string, tables []string, c Cost) (*Reser
 	}
 	for _, t := range append(held, acct) {
 		t.reserved = t.reserved.Add(c)
+		t.reservedMoments = t.reservedMoments.add(momentsOf(c))
 		t.held++
 	}
 	return &Reservation{a: a, acct: acct, tables: tables, tableAccts: held, analyst: analyst, cost: c}, nil
@@ -311,7 +338,26 @@ func (a *Accountant) Status(analyst string) (st Status, ok bool) {
 	if acct == nil || !acct.hasLimit {
 		return Status{}, false
 	}
-	return statusOf(acct.limit, acct.spent, acct.reserved), true
+	// Under advanced composition what is spent and held together may be
+	// less than their sum: Remaining is what is left of that.
+	st = statusOf(acct.limit, acct.effectiveSpent(), acct.reserved)
+	used := acct.comp.effective(acct.spent.Add(acct.reserved), acct.spentMoments.add(acct.reservedMoments), acct.limit)
+	st.Remaining = Cost{Epsilon: remaining(acct.limit.Epsilon, used.Epsilon), Delta: remaining(acct.limit.Delta, used.Delta)}
+	return st, true
+}
+
+// fits reports whether charge c fits in the account with what it has
+// spent and holds, under its composition.
+func (acct *account) fits(c Cost) bool {
+	used := acct.spent.Add(acct.reserved).Add(c)
+	m := acct.spentMoments.add(acct.reservedMoments).add(momentsOf(c))
+	return fits(acct.comp.effective(used, m, acct.limit), acct.limit)
+}
+
+// effectiveSpent is what the account's committed charges spend under its
+// composition.
+func (acct *account) effectiveSpent() Cost {
+	return acct.comp.effective(acct.spent, acct.spentMoments, acct.limit)
 }
 
 // statusOf is the status of a budget of limit with spent and reserved.
@@ -434,6 +480,7 @@ func (r *Reservation) Commit(ctx context.Context, query string) (Charge, error) 
 	}
 	acct := r.acct
 	acct.spent = acct.spent.Add(r.cost)
+	acct.spentMoments = acct.spentMoments.add(momentsOf(r.cost))
 	r.unholdLocked()
 	r.state, r.charge = resCommitted, ch
 	return ch, nil
@@ -461,12 +508,13 @@ func (r *Reservation) unholdLocked() {
 	for _, acct := range append([]*account{r.acct}, r.tableAccts...) {
 		acct.held--
 		if acct.held == 0 {
-			acct.reserved = Cost{}
+			acct.reserved, acct.reservedMoments = Cost{}, moments{}
 			continue
 		}
 		acct.reserved = nonNegative(Cost{
 			Epsilon: acct.reserved.Epsilon - r.cost.Epsilon,
 			Delta:   acct.reserved.Delta - r.cost.Delta,
 		})
+		acct.reservedMoments = acct.reservedMoments.sub(momentsOf(r.cost))
 	}
 }

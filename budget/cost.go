@@ -56,6 +56,49 @@ func within(used, limit float64) bool {
 	return used <= limit+limit*Tolerance
 }
 
+// Composition is how an account adds up its charges' (ε, δ). The zero
+// value is basic composition: ε and δ add up. With DeltaPrime > 0 it is
+// also advanced composition (Dwork, Rothblum and Vadhan 2010, for
+// charges of different ε): k charges (ε_i, δ_i) are together
+// (Σ ε_i·(e^ε_i − 1) + √(2·ln(1/δ′)·Σ ε_i²), Σ δ_i + δ′)-DP, far less than
+// Σ ε_i for many small charges. Both bounds hold, so the account spends
+// whichever is smaller and fits.
+type Composition struct {
+	DeltaPrime float64
+}
+
+// moments are the sums advanced composition needs besides Σ ε and Σ δ.
+type moments struct {
+	squares float64 // Σ ε_i²
+	excess  float64 // Σ ε_i·(e^ε_i − 1)
+}
+
+func momentsOf(c Cost) moments {
+	return moments{squares: c.Epsilon * c.Epsilon, excess: c.Epsilon * math.Expm1(c.Epsilon)}
+}
+
+func (m moments) add(n moments) moments {
+	return moments{squares: m.squares + n.squares, excess: m.excess + n.excess}
+}
+
+func (m moments) sub(n moments) moments {
+	return moments{squares: math.Max(m.squares-n.squares, 0), excess: math.Max(m.excess-n.excess, 0)}
+}
+
+// effective is the (ε, δ) a sum of charges spends under comp against
+// limit: basic composition's, or advanced composition's when that is
+// smaller in ε and its δ + δ′ fits.
+func (comp Composition) effective(used Cost, m moments, limit Cost) Cost {
+	if comp.DeltaPrime <= 0 {
+		return used
+	}
+	adv := Cost{Epsilon: m.excess + math.Sqrt(2*math.Log(1/comp.DeltaPrime)*m.squares), Delta: used.Delta + comp.DeltaPrime}
+	if adv.Epsilon < used.Epsilon && within(adv.Delta, limit.Delta) {
+		return adv
+	}
+	return used
+}
+
 // fits reports whether used fits in limit, ε and δ separately.
 func fits(used, limit Cost) bool {
 	return within(used.Epsilon, limit.Epsilon) && within(used.Delta, limit.Delta)

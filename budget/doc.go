@@ -5,7 +5,9 @@
 //
 // Budgets compose sequentially (basic composition): every released answer
 // costs (ε, δ) and an analyst may spend at most their limit, ε and δ
-// separately. A comparison tolerance of 1e-9 relative to the limit absorbs
+// separately. An analyst's account may also use advanced composition
+// (Composition, SetComposition): the charges then spend the smaller of
+// their sum and Σ ε_i(e^ε_i − 1) + √(2 ln(1/δ′) Σ ε_i²) with δ′ more δ. A comparison tolerance of 1e-9 relative to the limit absorbs
 // floating-point rounding, so that, for example, one hundred queries of
 // ε = 0.1 fit in a limit of ε = 10.
 //

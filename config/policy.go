@@ -239,7 +239,19 @@ type Budget struct {
 	Epsilon float64 `yaml:"epsilon"`
 	// Delta is in [0, 1) (default 0).
 	Delta float64 `yaml:"delta"`
+	// Accountant is how an analyst's charges add up: AccountantBasic (the
+	// default: ε and δ add up) or AccountantAdvanced (advanced composition
+	// with DeltaPrime, which must fit in Delta; budget.Composition). Only
+	// analysts' budgets take it.
+	Accountant string  `yaml:"accountant,omitempty"`
+	DeltaPrime float64 `yaml:"delta_prime,omitempty"`
 }
+
+// Accountants of a budget.
+const (
+	AccountantBasic    = "basic"
+	AccountantAdvanced = "advanced"
+)
 
 // UnitReference is the table and column a unit foreign key references.
 type UnitReference struct {

@@ -379,6 +379,26 @@ func (d *decoder) validateAnalysts(p *Policy) {
 			d.checkEpsilon(bp+".epsilon", a.Budget.Epsilon)
 		}
 		d.checkDelta(bp+".delta", a.Budget.Delta)
+		d.checkAccountant(bp, &a.Budget)
+	}
+}
+
+// checkAccountant checks an analyst budget's accountant and δ′.
+func (d *decoder) checkAccountant(path string, b *Budget) {
+	switch b.Accountant {
+	case "", AccountantBasic:
+		if d.has(path + ".delta_prime") {
+			d.errorf(path+".delta_prime", "only advanced composition takes a δ′; set accountant: advanced, or leave delta_prime out")
+		}
+	case AccountantAdvanced:
+		switch {
+		case !d.has(path + ".delta_prime"):
+			d.errorf(path+".delta_prime", "required with accountant: advanced; expected the δ′ advanced composition spends, such as 1e-6, within the budget's delta")
+		case !(b.DeltaPrime > 0 && b.DeltaPrime <= b.Delta):
+			d.errorf(path+".delta_prime", "must be greater than 0 and at most the budget's delta (%g), got %g: advanced composition spends δ′ from it", b.Delta, b.DeltaPrime)
+		}
+	default:
+		d.errorf(path+".accountant", "unknown accountant %q; expected basic or advanced", b.Accountant)
 	}
 }
 
@@ -418,6 +438,17 @@ func (d *decoder) validateTeams(p *Policy) {
 		default:
 			d.checkEpsilon(bp+".epsilon", t.Budget.Epsilon)
 			d.checkDelta(bp+".delta", t.Budget.Delta)
+			d.basicOnly(bp)
+		}
+	}
+}
+
+// basicOnly refuses an accountant on a team's or table's budget, which add
+// up by basic composition.
+func (d *decoder) basicOnly(path string) {
+	for _, key := range []string{"accountant", "delta_prime"} {
+		if d.has(path + "." + key) {
+			d.errorf(path+"."+key, "only an analyst's budget takes an accountant; a team's or table's budget adds up by basic composition")
 		}
 	}
 }
@@ -572,6 +603,7 @@ func (d *decoder) validateTables(p *Policy) {
 		default:
 			d.checkEpsilon(bp+".epsilon", t.Budget.Epsilon)
 			d.checkDelta(bp+".delta", t.Budget.Delta)
+			d.basicOnly(bp)
 		}
 	}
 	// A key list read from a table must come from a public one.

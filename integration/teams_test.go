@@ -111,3 +111,38 @@ func TestTableBudget(t *testing.T) {
 		t.Errorf("dpproxy budget: %v\n%s", err, out)
 	}
 }
+
+// Advanced composition (accountant: advanced, δ′ = 1e-6): queries of
+// ε = 0.01 against a budget of ε = 0.5 — 50 under basic composition — fit
+// 87 times before one is refused.
+func TestAdvancedCompositionBudget(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	verifier := "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU=" // "analyst"
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	yaml := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\nledger:\n  path: ledger.db\ndefaults:\n  epsilon: 0.01\n  delta: 1e-9\nanalysts:\n" +
+		"  - {name: analyst, password: {scram_sha_256: \"" + verifier + "\"}, budget: {epsilon: 0.5, delta: 1e-5, accountant: advanced, delta_prime: 1e-6}}\n" + tablesYAML
+	if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/demo?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int64
+	for i := 0; i < 87; i++ {
+		if err := conn.QueryRow(ctx, "SELECT COUNT(*) FROM patients WHERE age > "+strconv.Itoa(i)).Scan(&n); err != nil {
+			t.Fatalf("query %d: %v", i+1, err)
+		}
+	}
+	err = conn.QueryRow(ctx, "SELECT COUNT(*) FROM patients WHERE age > 200").Scan(&n)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "53DP1" {
+		t.Fatalf("the 88th query: %v", err)
+	}
+}

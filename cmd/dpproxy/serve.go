@@ -245,6 +245,13 @@ func newAccountant(ctx context.Context, ledger budget.Store, pol *config.Policy)
 	if err != nil {
 		return nil, err
 	}
+	for _, a := range pol.Analysts {
+		if a.Budget.Accountant == config.AccountantAdvanced {
+			if err := acct.SetComposition(a.Name, budget.Composition{DeltaPrime: a.Budget.DeltaPrime}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	teams := make(map[string]budget.Team, len(pol.Teams))
 	for _, t := range pol.Teams {
 		teams[t.Name] = budget.Team{Limit: budget.Cost{Epsilon: t.Budget.Epsilon, Delta: t.Budget.Delta}, Members: t.Analysts}

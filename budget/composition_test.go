@@ -1,0 +1,64 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+)
+
+// Advanced composition with δ′ = 1e-6: charges of ε = 0.05 against a
+// budget of (ε = 5, δ = 1e-5) add up to Σ ε(e^ε − 1) + √(2 ln(1/δ′) Σ ε²),
+// so 268 of them fit where basic composition allows 100 (the 269th would
+// spend 5.0002); the same holds after a restart, from the ledger; without
+// room for δ′ in the δ budget only basic composition applies.
+func TestAdvancedComposition(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore()
+	limits := map[string]Cost{"ana": {Epsilon: 5, Delta: 1e-5}, "bob": {Epsilon: 5}}
+	a := newTestAccountant(t, store, limits)
+	comp := Composition{DeltaPrime: 1e-6}
+	for _, name := range []string{"ana", "bob"} {
+		if err := a.SetComposition(name, comp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	charge := Cost{Epsilon: 0.05}
+	for i := 0; i < 268; i++ {
+		if _, err := mustReserve(t, a, "ana", charge).Commit(ctx, "q"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ex *ExhaustedError
+	if _, err := a.Reserve("ana", charge); !errors.As(err, &ex) {
+		t.Fatalf("the 269th charge: %v", err)
+	}
+	st := mustStatus(t, a, "ana")
+	want := 268*0.05*math.Expm1(0.05) + math.Sqrt(2*math.Log(1e6)*268*0.05*0.05)
+	if !approx(st.Spent.Epsilon, want) || !approx(st.Spent.Delta, 1e-6) || st.Spent.Epsilon > 5 {
+		t.Errorf("spent %v, want ε = %v and δ = δ′", st.Spent, want)
+	}
+	// A restart: the moments come from the ledger.
+	b := newTestAccountant(t, store, limits)
+	if err := b.SetComposition("ana", comp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Reserve("ana", charge); !errors.As(err, &ex) {
+		t.Errorf("after a restart the 269th charge: %v", err)
+	}
+	if st := mustStatus(t, b, "ana"); !approx(st.Spent.Epsilon, want) {
+		t.Errorf("after a restart spent %v", st.Spent)
+	}
+	// bob has no δ to spend δ′ from: basic composition, 100 charges.
+	for i := 0; i < 100; i++ {
+		if _, err := mustReserve(t, a, "bob", charge).Commit(ctx, "q"); err != nil {
+			t.Fatalf("bob's charge %d: %v", i+1, err)
+		}
+	}
+	if _, err := a.Reserve("bob", charge); !errors.As(err, &ex) {
+		t.Errorf("bob's 101st charge: %v", err)
+	}
+	if err := a.SetComposition("ana", Composition{DeltaPrime: 1}); err == nil {
+		t.Error("δ′ = 1 was accepted")
+	}
+}
