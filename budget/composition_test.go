@@ -62,3 +62,29 @@ func TestAdvancedComposition(t *testing.T) {
 		t.Error("δ′ = 1 was accepted")
 	}
 }
+
+// zCDP: the same charges (ε = 0.05, δ′ = 1e-6, budget ε = 5, δ = 1e-5)
+// are each ε²/2-zCDP; ρ = Σ ε²/2 converts to ρ + 2√(ρ ln(1/δ′)), so 308 of
+// them fit (the 309th would spend 5.006), more than advanced
+// composition's 268.
+func TestZCDPComposition(t *testing.T) {
+	ctx := context.Background()
+	a := newTestAccountant(t, newMemStore(), map[string]Cost{"ana": {Epsilon: 5, Delta: 1e-5}})
+	if err := a.SetComposition("ana", Composition{DeltaPrime: 1e-6, ZCDP: true}); err != nil {
+		t.Fatal(err)
+	}
+	charge := Cost{Epsilon: 0.05}
+	for i := 0; i < 308; i++ {
+		if _, err := mustReserve(t, a, "ana", charge).Commit(ctx, "q"); err != nil {
+			t.Fatalf("charge %d: %v", i+1, err)
+		}
+	}
+	var ex *ExhaustedError
+	if _, err := a.Reserve("ana", charge); !errors.As(err, &ex) {
+		t.Fatalf("the 309th charge: %v", err)
+	}
+	rho := 308 * 0.05 * 0.05 / 2
+	if st := mustStatus(t, a, "ana"); !approx(st.Spent.Epsilon, rho+2*math.Sqrt(rho*math.Log(1e6))) {
+		t.Errorf("spent %v", st.Spent)
+	}
+}

@@ -65,6 +65,12 @@ func within(used, limit float64) bool {
 // whichever is smaller and fits.
 type Composition struct {
 	DeltaPrime float64
+	// ZCDP, with DeltaPrime > 0, accounts in zero-concentrated DP instead
+	// of advanced composition (Bun and Steinke 2016): an (ε_i, δ_i)-DP
+	// charge is δ_i-approximately ε_i²/2-zCDP, these compose by adding up,
+	// and ρ-zCDP with δ is (ρ + 2√(ρ·ln(1/δ′)), δ + δ′)-DP. For small ε it
+	// is tighter than advanced composition.
+	ZCDP bool
 }
 
 // moments are the sums advanced composition needs besides Σ ε and Σ δ.
@@ -86,13 +92,17 @@ func (m moments) sub(n moments) moments {
 }
 
 // effective is the (ε, δ) a sum of charges spends under comp against
-// limit: basic composition's, or advanced composition's when that is
-// smaller in ε and its δ + δ′ fits.
+// limit: basic composition's, or advanced composition's (or zCDP's) when
+// that is smaller in ε and its δ + δ′ fits.
 func (comp Composition) effective(used Cost, m moments, limit Cost) Cost {
 	if comp.DeltaPrime <= 0 {
 		return used
 	}
 	adv := Cost{Epsilon: m.excess + math.Sqrt(2*math.Log(1/comp.DeltaPrime)*m.squares), Delta: used.Delta + comp.DeltaPrime}
+	if comp.ZCDP {
+		rho := m.squares / 2
+		adv.Epsilon = rho + 2*math.Sqrt(rho*math.Log(1/comp.DeltaPrime))
+	}
 	if adv.Epsilon < used.Epsilon && within(adv.Delta, limit.Delta) {
 		return adv
 	}

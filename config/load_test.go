@@ -91,7 +91,7 @@ var badCases = []struct {
 	{"min_max_quantiles_inverted", `min_max_quantiles_inverted.yaml:7:22: defaults.min_max_quantiles: expected [min level, max level] with 0 ≤ min level ≤ 0.5 ≤ max level ≤ 1, such as [0.01, 0.99]; got [0.6, 0.99]`},
 	{"min_max_quantiles_single", `min_max_quantiles_single.yaml:7:22: defaults.min_max_quantiles: expected [lo, hi], a list of two numbers; got a list of 1`},
 	{"accountant_delta_prime_too_big", `accountant_delta_prime_too_big.yaml:12:20: analysts[0].budget.delta_prime: must be greater than 0 and at most the budget's delta (1e-06), got 1e-05`},
-	{"accountant_unknown", `accountant_unknown.yaml:10:19: analysts[0].budget.accountant: unknown accountant "zcdp"; expected basic or advanced`},
+	{"accountant_unknown", `accountant_unknown.yaml:10:19: analysts[0].budget.accountant: unknown accountant "renyi"; expected basic, advanced or zcdp`},
 	{"accountant_on_team", `accountant_on_team.yaml:18:38: teams[0].budget.accountant: only an analyst's budget takes an accountant`},
 	{"table_budget_no_epsilon", `table_budget_no_epsilon.yaml:18:13: protected_tables[0].budget.epsilon: required; expected the table's total epsilon`},
 	{"team_unknown_analyst", `team_unknown_analyst.yaml:17:23: teams[0].analysts[1]: "carol" is not an analyst of the policy`},

@@ -240,8 +240,9 @@ type Budget struct {
 	// Delta is in [0, 1) (default 0).
 	Delta float64 `yaml:"delta"`
 	// Accountant is how an analyst's charges add up: AccountantBasic (the
-	// default: ε and δ add up) or AccountantAdvanced (advanced composition
-	// with DeltaPrime, which must fit in Delta; budget.Composition). Only
+	// default: ε and δ add up), AccountantAdvanced (advanced composition)
+	// or AccountantZCDP (zero-concentrated DP), the last two with
+	// DeltaPrime, which must fit in Delta (budget.Composition). Only
 	// analysts' budgets take it.
 	Accountant string  `yaml:"accountant,omitempty"`
 	DeltaPrime float64 `yaml:"delta_prime,omitempty"`
@@ -251,6 +252,7 @@ type Budget struct {
 const (
 	AccountantBasic    = "basic"
 	AccountantAdvanced = "advanced"
+	AccountantZCDP     = "zcdp"
 )
 
 // UnitReference is the table and column a unit foreign key references.

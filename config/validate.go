@@ -390,15 +390,15 @@ func (d *decoder) checkAccountant(path string, b *Budget) {
 		if d.has(path + ".delta_prime") {
 			d.errorf(path+".delta_prime", "only advanced composition takes a δ′; set accountant: advanced, or leave delta_prime out")
 		}
-	case AccountantAdvanced:
+	case AccountantAdvanced, AccountantZCDP:
 		switch {
 		case !d.has(path + ".delta_prime"):
-			d.errorf(path+".delta_prime", "required with accountant: advanced; expected the δ′ advanced composition spends, such as 1e-6, within the budget's delta")
+			d.errorf(path+".delta_prime", "required with accountant: %s; expected the δ′ the conversion to (ε, δ) spends, such as 1e-6, within the budget's delta", b.Accountant)
 		case !(b.DeltaPrime > 0 && b.DeltaPrime <= b.Delta):
 			d.errorf(path+".delta_prime", "must be greater than 0 and at most the budget's delta (%g), got %g: advanced composition spends δ′ from it", b.Delta, b.DeltaPrime)
 		}
 	default:
-		d.errorf(path+".accountant", "unknown accountant %q; expected basic or advanced", b.Accountant)
+		d.errorf(path+".accountant", "unknown accountant %q; expected basic, advanced or zcdp", b.Accountant)
 	}
 }
 

@@ -246,8 +246,9 @@ func newAccountant(ctx context.Context, ledger budget.Store, pol *config.Policy)
 		return nil, err
 	}
 	for _, a := range pol.Analysts {
-		if a.Budget.Accountant == config.AccountantAdvanced {
-			if err := acct.SetComposition(a.Name, budget.Composition{DeltaPrime: a.Budget.DeltaPrime}); err != nil {
+		if a.Budget.Accountant == config.AccountantAdvanced || a.Budget.Accountant == config.AccountantZCDP {
+			comp := budget.Composition{DeltaPrime: a.Budget.DeltaPrime, ZCDP: a.Budget.Accountant == config.AccountantZCDP}
+			if err := acct.SetComposition(a.Name, comp); err != nil {
 				return nil, err
 			}
 		}
