@@ -69,6 +69,9 @@ type Status struct {
 	Reserved Cost
 	// Remaining is Limit − Spent − Reserved, never negative.
 	Remaining Cost
+	// Rho is what the committed charges spend in zCDP terms (Σ ε²/2),
+	// which a zCDP account converts to Spent.
+	Rho float64
 }
 
 // NewAccountant returns an accountant over store with the given limits per
@@ -343,6 +346,7 @@ func (a *Accountant) Status(analyst string) (st Status, ok bool) {
 	st = statusOf(acct.limit, acct.effectiveSpent(), acct.reserved)
 	used := acct.comp.effective(acct.spent.Add(acct.reserved), acct.spentMoments.add(acct.reservedMoments), acct.limit)
 	st.Remaining = Cost{Epsilon: remaining(acct.limit.Epsilon, used.Epsilon), Delta: remaining(acct.limit.Delta, used.Delta)}
+	st.Rho = acct.spentMoments.squares / 2
 	return st, true
 }
 

@@ -145,4 +145,10 @@ func TestAdvancedCompositionBudget(t *testing.T) {
 	if !errors.As(err, &pgErr) || pgErr.Code != "53DP1" {
 		t.Fatalf("the 88th query: %v", err)
 	}
+	conn.Close(ctx)
+	p.stop(t)
+	out, err := exec.Command(binary, "budget", "--config", policy).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "advanced (δ′ = 1e-06)") || !strings.Contains(string(out), "0.499") {
+		t.Errorf("dpproxy budget: %v\n%s", err, out)
+	}
 }

@@ -38,20 +38,28 @@ func runBudget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "analyst\tε spent\tε limit\tε remaining\tδ spent\tδ limit")
+	fmt.Fprintln(tw, "analyst\tε spent\tε limit\tε remaining\tδ spent\tδ limit\taccountant")
 	for _, a := range pol.Analysts {
 		st, _ := acct.Status(a.Name)
-		fmt.Fprintf(tw, "%s\t%g\t%g\t%g\t%g\t%g\n", a.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
+		// Spent is in (ε, δ) whatever the accountant; zCDP also in ρ.
+		accountant := "basic"
+		switch a.Budget.Accountant {
+		case config.AccountantAdvanced:
+			accountant = fmt.Sprintf("advanced (δ′ = %g)", a.Budget.DeltaPrime)
+		case config.AccountantZCDP:
+			accountant = fmt.Sprintf("zcdp (ρ = %.4g, δ′ = %g)", st.Rho, a.Budget.DeltaPrime)
+		}
+		fmt.Fprintf(tw, "%s\t%g\t%g\t%g\t%g\t%g\t%s\n", a.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta, accountant)
 	}
 	// A team's spending is its members' together.
 	for _, t := range pol.Teams {
 		st, _ := acct.TeamStatus(t.Name)
-		fmt.Fprintf(tw, "team %s (%s)\t%g\t%g\t%g\t%g\t%g\n", t.Name, strings.Join(t.Analysts, ", "), st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
+		fmt.Fprintf(tw, "team %s (%s)\t%g\t%g\t%g\t%g\t%g\tbasic\n", t.Name, strings.Join(t.Analysts, ", "), st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
 	}
 	// A table's spending is every analyst's queries that read it.
 	for _, t := range pol.ProtectedTables {
 		if st, ok := acct.TableStatus(t.Name); ok {
-			fmt.Fprintf(tw, "table %s\t%g\t%g\t%g\t%g\t%g\n", t.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
+			fmt.Fprintf(tw, "table %s\t%g\t%g\t%g\t%g\t%g\tbasic\n", t.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
 		}
 	}
 	return tw.Flush()
