@@ -59,19 +59,22 @@ func AsDatabaseError(err error) (*DatabaseError, bool) {
 }
 
 // IsStatementError reports whether err is the database refusing a
-// statement while preparing it — a syntax, name, type or permission error
-// (SQLSTATE class 42; SQLite's prepare errors) — before reading any row:
-// an error that depends on the statement's text, not on the data. Errors
-// raised while running (class 22 data exceptions, overflows, division by
-// zero, timeouts) are not.
+// statement while preparing it — a syntax, name, type or permission error —
+// before reading any row: an error that depends on the statement's text,
+// not on the data. Only errors the databases raise while parsing and
+// resolving names count (statementCodes, statementErrnos, SQLite's prepare
+// messages): not a whole SQLSTATE class, since PostgreSQL raises some
+// class 42 errors while running (42P22, an indeterminate collation, when
+// a row reaches the comparison: found in review). Errors raised while
+// running (data exceptions, overflows, timeouts) are not.
 func IsStatementError(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return strings.HasPrefix(pgErr.Code, "42")
+		return statementCodes[pgErr.Code]
 	}
 	var myErr *mysql.MySQLError
 	if errors.As(err, &myErr) {
-		return strings.HasPrefix(string(myErr.SQLState[:]), "42")
+		return statementErrnos[myErr.Number]
 	}
 	var liteErr *sqlite.Error
 	if errors.As(err, &liteErr) {
@@ -83,4 +86,33 @@ func IsStatementError(err error) bool {
 		}
 	}
 	return false
+}
+
+// statementCodes are PostgreSQL's errors of parse analysis: syntax,
+// undefined or ambiguous names, wrong arguments, and permissions (checked
+// before the executor reads a row).
+var statementCodes = map[string]bool{
+	"42601": true, // syntax_error
+	"42703": true, // undefined_column
+	"42P01": true, // undefined_table
+	"42883": true, // undefined_function
+	"42702": true, // ambiguous_column
+	"42725": true, // ambiguous_function
+	"42803": true, // grouping_error
+	"42501": true, // insufficient_privilege
+}
+
+// statementErrnos are MySQL's and MariaDB's errors of parsing and name
+// resolution.
+var statementErrnos = map[uint16]bool{
+	1064: true, // ER_PARSE_ERROR
+	1054: true, // ER_BAD_FIELD_ERROR
+	1146: true, // ER_NO_SUCH_TABLE
+	1049: true, // ER_BAD_DB_ERROR
+	1052: true, // ER_NON_UNIQ_ERROR
+	1305: true, // ER_SP_DOES_NOT_EXIST (no such function)
+	1582: true, // ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT
+	1583: true, // ER_WRONG_PARAMETERS_TO_NATIVE_FCT
+	1142: true, // ER_TABLEACCESS_DENIED_ERROR
+	1143: true, // ER_COLUMNACCESS_DENIED_ERROR
 }

@@ -41,6 +41,9 @@ func TestIsStatementError(t *testing.T) {
 			{`SELECT no_such_function(1)`, true},
 			{`SELECT FROM WHERE`, true},
 			{`SELECT 1 / (SELECT COUNT(*) - COUNT(*) FROM pg_class)`, false}, // division by zero
+			// Class 42, but raised while running: only when a row reaches
+			// the comparison of two columns of different collations.
+			{`SELECT x < y FROM (VALUES ('a' COLLATE "C", 'b' COLLATE "POSIX")) AS t(x, y)`, false},
 		})
 	})
 	t.Run("mysql", func(t *testing.T) {

@@ -250,9 +250,12 @@ func backendError(err error) error {
 	if errors.Is(err, backend.ErrUnavailable) {
 		return &sqlerr.Error{Code: sqlerr.BackendUnavailable, Message: "the database behind dpproxy is unavailable", Err: err}
 	}
-	if backend.IsStatementError(err) {
-		// Refused while preparing: its text depends on the statement only.
-		return databaseError(err)
+	if dbErr, ok := backend.AsDatabaseError(err); ok && backend.IsStatementError(err) {
+		// Refused while preparing: its message depends on the statement
+		// only. Not its hint, which may suggest a column the policy does
+		// not expose (found in review), nor a position in the rewritten
+		// SQL.
+		return &sqlerr.Error{Code: sqlerr.Code(dbErr.Code), Message: dbErr.Message, Err: err}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return &sqlerr.Error{Code: sqlerr.QueryCanceled, Message: "canceling statement", Err: err}

@@ -161,9 +161,28 @@ func (e *emitter) comparison(x *ast.BinaryOperationExpr) (string, error) {
 	if l, err = boolLiteral(l, rk, lk, x.L); err != nil {
 		return "", err
 	}
+	if e.needsCollation(lk, rk, x.L, x.R) {
+		l, r = collated(l), collated(r)
+	}
 	ops := map[opcode.Op]string{opcode.EQ: "=", opcode.NE: "<>", opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">="}
 	return "(" + l + " " + ops[x.Op] + " " + r + ")", nil
 }
+
+// needsCollation reports whether two operands are text columns compared
+// on PostgreSQL, which then get an explicit collation (collated): columns
+// of different collations would otherwise fail with 42P22 when a row
+// reaches the comparison, an error that depends on the data (found in
+// review). "C" equality is byte equality, as every deterministic
+// collation's is; its order is bytewise.
+func (e *emitter) needsCollation(lk, rk valueKind, le, re ast.ExprNode) bool {
+	_, lcol := unparen(le).(*ast.ColumnNameExpr)
+	_, rcol := unparen(re).(*ast.ColumnNameExpr)
+	return e.d.Name() == "postgres" && lk == kindText && rk == kindText && lcol && rcol
+}
+
+// collated writes an operand under the "C" collation, in parentheses
+// (PostgreSQL's BETWEEN bounds take no bare COLLATE).
+func collated(operand string) string { return "(" + operand + ` COLLATE "C")` }
 
 func (e *emitter) in(x *ast.PatternInExpr) (string, error) {
 	v, k, err := e.operand(x.Expr)
@@ -174,6 +193,7 @@ func (e *emitter) in(x *ast.PatternInExpr) (string, error) {
 		return e.inPublicSubquery(v, x)
 	}
 	items := make([]string, len(x.List))
+	collate := false
 	for i, item := range x.List {
 		s, ik, err := e.operand(item)
 		if err != nil {
@@ -188,7 +208,13 @@ func (e *emitter) in(x *ast.PatternInExpr) (string, error) {
 		if s, err = e.dateLiteral(s, ik, item, k, x.Expr); err != nil {
 			return "", err
 		}
+		if e.needsCollation(k, ik, x.Expr, item) {
+			s, collate = collated(s), true
+		}
 		items[i] = s
+	}
+	if collate {
+		v = collated(v) // every item then compares under "C"
 	}
 	not := ""
 	if x.Not {
@@ -298,6 +324,9 @@ func (e *emitter) between(x *ast.BetweenExpr) (string, error) {
 	if hi, err = e.dateLiteral(hi, hk, x.Right, k, x.Expr); err != nil {
 		return "", err
 	}
+	if e.needsCollation(k, lk, x.Expr, x.Left) || e.needsCollation(k, hk, x.Expr, x.Right) {
+		v, lo, hi = collated(v), collated(lo), collated(hi)
+	}
 	not := ""
 	if x.Not {
 		not = "NOT "
@@ -398,16 +427,14 @@ func (e *emitter) operand(expr ast.ExprNode) (string, valueKind, error) {
 // whose results are columns or constants of one type: it cannot fail on
 // any row.
 func (e *emitter) caseOperand(x *ast.CaseExpr) (string, valueKind, error) {
-	var sb strings.Builder
-	sb.WriteString("CASE")
-	valueKind := kindNull
+	var sb strings.Builder // the WHEN and ELSE clauses
+	value, valueKind, collate := "", kindNull, false
 	if x.Value != nil {
 		v, k, err := e.operand(x.Value)
 		if err != nil {
 			return "", 0, err
 		}
-		sb.WriteString(" " + v)
-		valueKind = k
+		value, valueKind = " "+v, k
 	}
 	kind := kindNull
 	result := func(expr ast.ExprNode) (string, error) {
@@ -443,6 +470,9 @@ func (e *emitter) caseOperand(x *ast.CaseExpr) (string, valueKind, error) {
 			if c, err = e.dateLiteral(c, ck, w.Expr, valueKind, x.Value); err != nil {
 				return "", 0, err
 			}
+			if e.needsCollation(valueKind, ck, x.Value, w.Expr) {
+				c, collate = collated(c), true
+			}
 			cond = c
 		} else {
 			c, err := e.boolExpr(w.Expr)
@@ -464,8 +494,10 @@ func (e *emitter) caseOperand(x *ast.CaseExpr) (string, valueKind, error) {
 		}
 		sb.WriteString(" ELSE " + r)
 	}
-	sb.WriteString(" END")
-	return "(" + sb.String() + ")", kind, nil
+	if collate {
+		value = " " + collated(strings.TrimPrefix(value, " "))
+	}
+	return "(CASE" + value + sb.String() + " END)", kind, nil
 }
 
 // coalesce writes COALESCE over columns and constants of one type.

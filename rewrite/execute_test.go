@@ -85,6 +85,14 @@ type executeCase struct {
 // Hand-computed bounded results.
 var executeCases = []executeCase{
 	{
+		// Two text columns compared (COLLATE "C" on PostgreSQL): no
+		// visit's diagnosis is its note; p1's region 'n' lies between 'A'
+		// and its notes 'x1', 'x2' (2 rows kept), p2's 's' not between 'B'
+		// and "it's", p3 has no note.
+		sql:   `SELECT COUNT(*) FROM visits WHERE diagnosis = note OR region BETWEEN diagnosis AND note`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 2) },
+	},
+	{
 		// ISO 8601 times with zones (Grafana's time filter): p3's six
 		// visits from 2025-01-05 (2 kept); p2's visit on 2024-06-15 is
 		// inside 00:00+02:00 (22:00 the day before, UTC) to 23:00Z.

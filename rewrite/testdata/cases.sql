@@ -148,3 +148,5 @@ WITH enriched AS (SELECT v.patient_id, v.cost, c.city FROM visits v LEFT JOIN cl
 WITH per_city AS (SELECT c.city, COUNT(*) AS n, SUM(v.cost) AS total FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id GROUP BY c.city) SELECT city, total / n AS mean, n FROM per_city WHERE n > 100 ORDER BY mean DESC LIMIT 5
 -- name: superset_time_filter
 SELECT DATE_TRUNC('month', visit_date) AS __timestamp, SUM(cost) AS "SUM(cost)" FROM (SELECT v.cost, v.visit_date, c.city FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id) AS virtual_table WHERE visit_date >= TO_TIMESTAMP('2024-01-01 00:00:00.000000', 'YYYY-MM-DD HH24:MI:SS.US') AND visit_date < TO_DATE('2025-06-30', 'YYYY-MM-DD') GROUP BY DATE_TRUNC('month', visit_date) LIMIT 50000
+-- name: text_columns_compared
+SELECT COUNT(*) FROM visits WHERE diagnosis = note AND region BETWEEN note AND diagnosis AND note IN ('x', region)
