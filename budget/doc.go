@@ -5,9 +5,16 @@
 //
 // Budgets compose sequentially (basic composition): every released answer
 // costs (ε, δ) and an analyst may spend at most their limit, ε and δ
-// separately. An analyst's account may also use advanced composition
-// (Composition, SetComposition): the charges then spend the smaller of
-// their sum and Σ ε_i(e^ε_i − 1) + √(2 ln(1/δ′) Σ ε_i²) with δ′ more δ. A comparison tolerance of 1e-9 relative to the limit absorbs
+// separately. An analyst's account may also use advanced composition or
+// zCDP (Composition, SetComposition): the charges then spend the smaller
+// of their sum and Σ ε_i(e^ε_i − 1) + √(2 ln(1/δ′) Σ ε_i²) (or, for zCDP,
+// ρ + 2√(ρ ln(1/δ′)) with ρ = Σ ε_i²/2), with δ′ more δ. The analyst
+// chooses each query's ε after seeing earlier answers, so the accountant
+// works as a privacy filter: it refuses the charge that would cross the
+// limit. That is sound for advanced composition because the bound used is
+// at least the fully adaptive one of Whitehouse et al. (2023), and for
+// zCDP by Rényi filters (Feldman and Zrnic 2021) for pure-ε charges; the
+// δ_i of approximate-DP charges (partition selection) add up on top. A comparison tolerance of 1e-9 relative to the limit absorbs
 // floating-point rounding, so that, for example, one hundred queries of
 // ε = 0.1 fit in a limit of ε = 10.
 //

@@ -192,12 +192,14 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 	if err != nil {
 		var exhausted *budget.ExhaustedError
 		if errors.As(err, &exhausted) {
-			return nil, &sqlerr.Error{
-				Code:    sqlerr.BudgetExhausted,
-				Message: exhausted.Error(),
-				Hint:    "the privacy budget is spent: no further queries on protected data can be answered for this analyst; ask the policy author for more budget",
-				Err:     err,
+			hint := "the privacy budget is spent: no further queries on protected data can be answered for this analyst; ask the policy author for more budget"
+			switch {
+			case exhausted.Team != "":
+				hint = fmt.Sprintf("team %s's budget is spent: no member's queries on protected data can be answered; ask the policy author for more budget", exhausted.Team)
+			case exhausted.Table != "":
+				hint = fmt.Sprintf("table %s's own budget is spent: no analyst's queries that read it can be answered; queries on other tables still can", exhausted.Table)
 			}
+			return nil, &sqlerr.Error{Code: sqlerr.BudgetExhausted, Message: exhausted.Error(), Hint: hint, Err: err}
 		}
 		return nil, fmt.Errorf("reserving budget: %w", err)
 	}
