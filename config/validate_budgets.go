@@ -1,0 +1,113 @@
+package config
+
+// Validation of the analysts, their teams and budgets.
+
+func (d *decoder) validateAnalysts(p *Policy) {
+	names := map[string]string{} // name → path of first analyst with it
+	for i := range p.Analysts {
+		a := &p.Analysts[i]
+		path := indexPath("analysts", i)
+		switch first, dup := names[a.Name]; {
+		case a.Name == "":
+			d.errorf(path+".name", "required; expected the user name the analyst logs in with")
+		case dup:
+			d.errorf(path+".name", "analyst %q is already defined at line %d (%s); names must be unique",
+				a.Name, d.line(first), parentPath(first))
+		default:
+			names[a.Name] = path + ".name"
+		}
+
+		pw := path + ".password"
+		if d.ok(pw) {
+			d.validateVerifiers(pw, &a.Password)
+		}
+
+		bp := path + ".budget"
+		if !d.has(bp) {
+			d.errorf(bp, "required; expected a mapping with epsilon (and optionally delta), the analyst's total privacy budget")
+			continue
+		}
+		if !d.has(bp + ".epsilon") {
+			d.errorf(bp+".epsilon", "required; expected the analyst's total epsilon, a finite number greater than 0")
+		} else {
+			d.checkEpsilon(bp+".epsilon", a.Budget.Epsilon)
+		}
+		d.checkDelta(bp+".delta", a.Budget.Delta)
+		d.checkAccountant(bp, &a.Budget)
+	}
+}
+
+// checkAccountant checks an analyst budget's accountant and δ′.
+func (d *decoder) checkAccountant(path string, b *Budget) {
+	switch b.Accountant {
+	case "", AccountantBasic:
+		if d.has(path + ".delta_prime") {
+			d.errorf(path+".delta_prime", "only advanced composition takes a δ′; set accountant: advanced, or leave delta_prime out")
+		}
+	case AccountantAdvanced, AccountantZCDP:
+		switch {
+		case !d.has(path + ".delta_prime"):
+			d.errorf(path+".delta_prime", "required with accountant: %s; expected the δ′ the conversion to (ε, δ) spends, such as 1e-6, within the budget's delta", b.Accountant)
+		case !(b.DeltaPrime > 0 && b.DeltaPrime <= b.Delta):
+			d.errorf(path+".delta_prime", "must be greater than 0 and at most the budget's delta (%g), got %g: advanced composition spends δ′ from it", b.Delta, b.DeltaPrime)
+		}
+	default:
+		d.errorf(path+".accountant", "unknown accountant %q; expected basic, advanced or zcdp", b.Accountant)
+	}
+}
+
+func (d *decoder) validateTeams(p *Policy) {
+	names := map[string]string{}
+	for i := range p.Teams {
+		t := &p.Teams[i]
+		path := indexPath("teams", i)
+		switch first, dup := names[t.Name]; {
+		case t.Name == "":
+			d.errorf(path+".name", "required; expected the team's name")
+		case dup:
+			d.errorf(path+".name", "team %q is already defined at line %d (%s); names must be unique", t.Name, d.line(first), parentPath(first))
+		default:
+			names[t.Name] = path + ".name"
+		}
+		if len(t.Analysts) == 0 && d.ok(path+".analysts") {
+			d.errorf(path+".analysts", "required; expected the names of the analysts who draw on the team's budget")
+		}
+		members := map[string]bool{}
+		for j, name := range t.Analysts {
+			ap := indexPath(path+".analysts", j)
+			switch {
+			case !isAnalyst(p, name):
+				d.errorf(ap, "%q is not an analyst of the policy; expected one of the names under analysts", name)
+			case members[name]:
+				d.errorf(ap, "analyst %q is listed twice", name)
+			}
+			members[name] = true
+		}
+		bp := path + ".budget"
+		switch {
+		case !d.has(bp):
+			d.errorf(bp, "required; expected a mapping with epsilon (and optionally delta), the team's total privacy budget")
+		case !d.has(bp + ".epsilon"):
+			d.errorf(bp+".epsilon", "required; expected the team's total epsilon, a finite number greater than 0")
+		default:
+			d.checkEpsilon(bp+".epsilon", t.Budget.Epsilon)
+			d.checkDelta(bp+".delta", t.Budget.Delta)
+			d.basicOnly(bp)
+		}
+	}
+}
+
+// basicOnly refuses an accountant on a team's or table's budget, which add
+// up by basic composition.
+func (d *decoder) basicOnly(path string) {
+	for _, key := range []string{"accountant", "delta_prime"} {
+		if d.has(path + "." + key) {
+			d.errorf(path+"."+key, "only an analyst's budget takes an accountant; a team's or table's budget adds up by basic composition")
+		}
+	}
+}
+
+func isAnalyst(p *Policy, name string) bool {
+	_, ok := p.Analyst(name)
+	return ok
+}
