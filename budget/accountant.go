@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Accountant tracks every analyst's privacy budget: the limit, what
@@ -24,6 +26,10 @@ type Accountant struct {
 	// each analyst's teams (SetTeams).
 	teams   map[string]*team
 	teamsOf map[string][]string
+	// now is the clock (time.Now; tests set it), and latest the latest
+	// charge's time: the current time is never taken earlier (Window).
+	now    func() time.Time
+	latest time.Time
 	// tables are the protected tables with a budget of their own (a
 	// privacy domain: every query that reads the table, whoever asks,
 	// draws on it), by name; Reserve is told which tables a query reads.
@@ -56,6 +62,13 @@ type account struct {
 	// reservedMoments the sums advanced composition needs.
 	comp                          Composition
 	spentMoments, reservedMoments moments
+	// window, when set, makes limit apply to the current period's charges
+	// (recent, those of the last MaxWindow) and lifetime, when
+	// hasLifetime, cap all of them.
+	window      Window
+	lifetime    Cost
+	hasLifetime bool
+	recent      []timedCost
 	// held counts reservations whose cost is in reserved: held, being
 	// committed, or failed to commit. When it drops to zero reserved is
 	// reset to exactly zero, so rounding residues cannot build up.
@@ -72,6 +85,9 @@ type Status struct {
 	// Rho is what the committed charges spend in zCDP terms (Σ ε²/2),
 	// which a zCDP account converts to Spent.
 	Rho float64
+	// WindowStart, for a budget that renews, is when the current window
+	// began (Spent is then the window's).
+	WindowStart time.Time
 }
 
 // NewAccountant returns an accountant over store with the given limits per
@@ -95,7 +111,7 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 	if err != nil {
 		return nil, fmt.Errorf("budget: loading spent table budgets: %w", err)
 	}
-	a := &Accountant{store: store, accounts: make(map[string]*account, len(limits)+len(spent)), tables: map[string]*account{}}
+	a := &Accountant{store: store, accounts: make(map[string]*account, len(limits)+len(spent)), tables: map[string]*account{}, now: time.Now}
 	for table, s := range tableSpent {
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("budget: ledger total of table %q: %w", table, err)
@@ -115,8 +131,15 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 		if err != nil {
 			return nil, fmt.Errorf("budget: loading the charges of analyst %q: %w", analyst, err)
 		}
+		horizon := time.Now().Add(-MaxWindow)
 		for _, c := range charges {
 			acct.spentMoments = acct.spentMoments.add(momentsOf(c.Cost))
+			if c.At.After(a.latest) {
+				a.latest = c.At
+			}
+			if !c.At.Before(horizon) {
+				acct.recent = append(acct.recent, timedCost{c.At, c.Cost})
+			}
 		}
 	}
 	for analyst, l := range limits {
@@ -187,6 +210,54 @@ func (a *Accountant) SetComposition(analyst string, comp Composition) error {
 	defer a.mu.Unlock()
 	a.accountLocked(analyst).comp = comp
 	return nil
+}
+
+// SetWindow makes analyst's limit renew with w, under an optional
+// lifetime cap (nil: none), at start or on a policy reload. A windowed
+// budget adds up by basic composition.
+func (a *Accountant) SetWindow(analyst string, w Window, lifetime *Cost) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	if lifetime != nil {
+		if err := lifetime.Validate(); err != nil {
+			return fmt.Errorf("budget: lifetime of analyst %q: %w", analyst, err)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acct := a.accountLocked(analyst)
+	acct.window, acct.hasLifetime = w, lifetime != nil
+	if lifetime != nil {
+		acct.lifetime = *lifetime
+	}
+	return nil
+}
+
+// clockLocked is the current time, never before the latest charge.
+func (a *Accountant) clockLocked() time.Time {
+	now := a.now()
+	if now.Before(a.latest) {
+		return a.latest
+	}
+	return now
+}
+
+// windowSpent is what the account's charges since start spent; it drops
+// the charges older than any window could reach.
+func (acct *account) windowSpent(start time.Time) Cost {
+	var spent Cost
+	kept := acct.recent[:0]
+	for _, c := range acct.recent {
+		if c.at.After(start.Add(-MaxWindow)) {
+			kept = append(kept, c)
+		}
+		if !c.at.Before(start) {
+			spent = spent.Add(c.cost)
+		}
+	}
+	acct.recent = kept
+	return spent
 }
 
 // SetTeams replaces the teams (by name), at start or on a policy reload.
@@ -296,14 +367,16 @@ func (a *Accountant) ReserveFor(analyst string, tables []string, c Cost) (*Reser
 	if acct == nil || !acct.hasLimit {
 		return nil, fmt.Errorf("%w %q", ErrUnknownAnalyst, analyst)
 	}
-	if !acct.fits(c) {
-		return nil, &ExhaustedError{
-			Analyst:   analyst,
-			Spent:     acct.effectiveSpent(),
-			Reserved:  acct.reserved,
-			Limit:     acct.limit,
-			Requested: c,
+	now := a.clockLocked()
+	if !acct.fits(c, now) {
+		ex := &ExhaustedError{Analyst: analyst, Spent: acct.effectiveSpent(now), Reserved: acct.reserved, Limit: acct.limit, Requested: c}
+		if !acct.window.IsZero() {
+			ex.Window = acct.window.String()
+			if acct.hasLifetime && fits(ex.Spent.Add(acct.reserved).Add(c), acct.limit) {
+				ex.Window, ex.Spent, ex.Limit = "lifetime", acct.spent, acct.lifetime
+			}
 		}
+		return nil, ex
 	}
 	// Every team of the analyst must have room too.
 	for _, name := range a.teamsOf[analyst] {
@@ -343,24 +416,44 @@ func (a *Accountant) Status(analyst string) (st Status, ok bool) {
 	}
 	// Under advanced composition what is spent and held together may be
 	// less than their sum: Remaining is what is left of that.
-	st = statusOf(acct.limit, acct.effectiveSpent(), acct.reserved)
-	used := acct.comp.effective(acct.spent.Add(acct.reserved), acct.spentMoments.add(acct.reservedMoments), acct.limit)
-	st.Remaining = Cost{Epsilon: remaining(acct.limit.Epsilon, used.Epsilon), Delta: remaining(acct.limit.Delta, used.Delta)}
+	now := a.clockLocked()
+	st = statusOf(acct.limit, acct.effectiveSpent(now), acct.reserved)
+	if acct.window.IsZero() {
+		used := acct.comp.effective(acct.spent.Add(acct.reserved), acct.spentMoments.add(acct.reservedMoments), acct.limit)
+		st.Remaining = Cost{Epsilon: remaining(acct.limit.Epsilon, used.Epsilon), Delta: remaining(acct.limit.Delta, used.Delta)}
+	} else {
+		st.WindowStart = acct.window.Start(now)
+		if acct.hasLifetime { // what the lifetime cap leaves, if less
+			used := acct.spent.Add(acct.reserved)
+			st.Remaining.Epsilon = math.Min(st.Remaining.Epsilon, remaining(acct.lifetime.Epsilon, used.Epsilon))
+			st.Remaining.Delta = math.Min(st.Remaining.Delta, remaining(acct.lifetime.Delta, used.Delta))
+		}
+	}
 	st.Rho = acct.spentMoments.squares / 2
 	return st, true
 }
 
-// fits reports whether charge c fits in the account with what it has
-// spent and holds, under its composition.
-func (acct *account) fits(c Cost) bool {
+// fits reports whether charge c fits in the account at time now with what
+// it has spent and holds: under its composition, or in its window and
+// lifetime cap.
+func (acct *account) fits(c Cost, now time.Time) bool {
+	if !acct.window.IsZero() {
+		if !fits(acct.windowSpent(acct.window.Start(now)).Add(acct.reserved).Add(c), acct.limit) {
+			return false
+		}
+		return !acct.hasLifetime || fits(acct.spent.Add(acct.reserved).Add(c), acct.lifetime)
+	}
 	used := acct.spent.Add(acct.reserved).Add(c)
 	m := acct.spentMoments.add(acct.reservedMoments).add(momentsOf(c))
 	return fits(acct.comp.effective(used, m, acct.limit), acct.limit)
 }
 
-// effectiveSpent is what the account's committed charges spend under its
-// composition.
-func (acct *account) effectiveSpent() Cost {
+// effectiveSpent is what the account's committed charges spend at time
+// now: under its composition, or in its current window.
+func (acct *account) effectiveSpent(now time.Time) Cost {
+	if !acct.window.IsZero() {
+		return acct.windowSpent(acct.window.Start(now))
+	}
 	return acct.comp.effective(acct.spent, acct.spentMoments, acct.limit)
 }
 
@@ -464,7 +557,10 @@ func (r *Reservation) Commit(ctx context.Context, query string) (Charge, error) 
 	r.state = resCommitting
 	a.mu.Unlock()
 
-	ch, err := a.store.Append(ctx, Charge{Analyst: r.analyst, Cost: r.cost, Query: query, Tables: r.tables})
+	a.mu.Lock()
+	at := a.clockLocked()
+	a.mu.Unlock()
+	ch, err := a.store.Append(ctx, Charge{Analyst: r.analyst, Cost: r.cost, Query: query, Tables: r.tables, At: at})
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -485,6 +581,10 @@ func (r *Reservation) Commit(ctx context.Context, query string) (Charge, error) 
 	acct := r.acct
 	acct.spent = acct.spent.Add(r.cost)
 	acct.spentMoments = acct.spentMoments.add(momentsOf(r.cost))
+	acct.recent = append(acct.recent, timedCost{ch.At, r.cost})
+	if ch.At.After(a.latest) {
+		a.latest = ch.At
+	}
 	r.unholdLocked()
 	r.state, r.charge = resCommitted, ch
 	return ch, nil

@@ -164,8 +164,10 @@ type ExhaustedError struct {
 	Analyst string
 	// Team, when set, is the analyst's team whose budget is exhausted, and
 	// Table a protected table's own budget (the costs below are then the
-	// team's or the table's); otherwise the analyst's own is.
-	Team, Table string
+	// team's or the table's); otherwise the analyst's own is. Window says
+	// which period of a budget that renews ("this month", or "lifetime"
+	// for its lifetime cap).
+	Team, Table, Window string
 	// Spent is what committed charges have used.
 	Spent Cost
 	// Reserved is what queries still in progress hold.
@@ -191,6 +193,8 @@ func (e *ExhaustedError) Error() string {
 		fmt.Fprintf(&b, "privacy budget exhausted for team %q of analyst %q: ", e.Team, e.Analyst)
 	case e.Table != "":
 		fmt.Fprintf(&b, "privacy budget exhausted for table %q, which every analyst's queries on it draw on: ", e.Table)
+	case e.Window != "":
+		fmt.Fprintf(&b, "privacy budget exhausted for analyst %q (%s): ", e.Analyst, e.Window)
 	default:
 		fmt.Fprintf(&b, "privacy budget exhausted for analyst %q: ", e.Analyst)
 	}

@@ -28,6 +28,10 @@
 // draws on. Charges record the tables they read, so tables' spending, like
 // analysts', comes from the ledger after a restart.
 //
+// An analyst's budget may renew (Window, SetWindow): its limit then
+// applies to the charges of the current day, week, month or rolling
+// period, computed from the charges' times, under an optional lifetime cap.
+//
 // # Reserve, then commit or release
 //
 // A query is answered in three steps:

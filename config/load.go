@@ -466,7 +466,7 @@ var (
 	analystKeys   = []string{"name", "password", "budget"}
 	teamKeys      = []string{"name", "analysts", "budget"}
 	passwordKeys  = []string{"scram_sha_256", "mysql_native_password", "caching_sha2_password"}
-	budgetKeys    = []string{"epsilon", "delta", "accountant", "delta_prime"}
+	budgetKeys    = []string{"epsilon", "delta", "accountant", "delta_prime", "window", "lifetime"}
 	protectedKeys = []string{"schema", "name", "privacy_unit", "max_groups_per_unit", "max_rows_per_unit", "max_total_rows_per_unit", "budget", "columns"}
 	columnKeys    = []string{"name", "type", "bounds", "group_by", "keys", "keys_from"}
 	publicKeys    = []string{"schema", "name", "columns", "group_keys"}
@@ -624,6 +624,11 @@ func (d *decoder) budget(n *yaml.Node, path string, b *Budget) {
 			d.str(v, path, &b.Accountant)
 		case "delta_prime":
 			d.float(v, path, &b.DeltaPrime)
+		case "window":
+			d.str(v, path, &b.Window)
+		case "lifetime":
+			b.Lifetime = &Budget{}
+			d.budget(v, path, b.Lifetime)
 		}
 	})
 }

@@ -93,6 +93,9 @@ var badCases = []struct {
 	{"accountant_delta_prime_too_big", `accountant_delta_prime_too_big.yaml:12:20: analysts[0].budget.delta_prime: must be greater than 0 and at most the budget's delta (1e-06), got 1e-05`},
 	{"accountant_unknown", `accountant_unknown.yaml:10:19: analysts[0].budget.accountant: unknown accountant "renyi"; expected basic, advanced or zcdp`},
 	{"accountant_on_team", `accountant_on_team.yaml:18:38: teams[0].budget.accountant: only an analyst's budget takes an accountant`},
+	{"window_unknown", `window_unknown.yaml:10:15: analysts[0].budget.window: expected day, week, month or a rolling duration such as 7d or 36h; got "fortnight"`},
+	{"lifetime_without_window", `lifetime_without_window.yaml:10:17: analysts[0].budget.lifetime: a lifetime cap needs a window`},
+	{"window_with_zcdp", `window_with_zcdp.yaml:13:15: analysts[0].budget.window: a budget that renews adds up by basic composition; drop accountant: zcdp or the window`},
 	{"table_budget_no_epsilon", `table_budget_no_epsilon.yaml:18:13: protected_tables[0].budget.epsilon: required; expected the table's total epsilon`},
 	{"team_unknown_analyst", `team_unknown_analyst.yaml:17:23: teams[0].analysts[1]: "carol" is not an analyst of the policy`},
 	{"team_duplicate", `team_duplicate.yaml:19:11: teams[1].name: team "growth" is already defined at line 16 (teams[0])`},
@@ -270,7 +273,7 @@ func checkGood(t *testing.T, p *Policy, dir string) {
 	if !ok {
 		t.Fatal("no analyst bob")
 	}
-	if want := (Budget{Epsilon: 2.5}); bob.Budget != want {
+	if want := (Budget{Epsilon: 2.5, Window: "month", Lifetime: &Budget{Epsilon: 20}}); !reflect.DeepEqual(bob.Budget, want) {
 		t.Errorf("bob.Budget = %+v, want %+v", bob.Budget, want)
 	}
 	if _, ok := bob.Password.SCRAM(); ok {

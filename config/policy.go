@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -246,6 +247,23 @@ type Budget struct {
 	// analysts' budgets take it.
 	Accountant string  `yaml:"accountant,omitempty"`
 	DeltaPrime float64 `yaml:"delta_prime,omitempty"`
+	// Window makes an analyst's budget renew: "day", "week", "month"
+	// (calendar periods in UTC) or a rolling duration up to 31 days ("7d",
+	// "36h"); Lifetime then optionally caps all charges (budget.Window).
+	// A windowed budget adds up by basic composition.
+	Window   string  `yaml:"window,omitempty"`
+	Lifetime *Budget `yaml:"lifetime,omitempty"`
+}
+
+// RollingWindow reads a rolling window ("7d", "36h"); ok is false for a
+// calendar period or anything else.
+func RollingWindow(s string) (d time.Duration, ok bool) {
+	if days, found := strings.CutSuffix(s, "d"); found {
+		n, err := strconv.Atoi(days)
+		return time.Duration(n) * 24 * time.Hour, err == nil && n > 0
+	}
+	d, err := time.ParseDuration(s)
+	return d, err == nil && d > 0
 }
 
 // Accountants of a budget.

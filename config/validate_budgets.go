@@ -1,5 +1,7 @@
 package config
 
+import "time"
+
 // Validation of the analysts, their teams and budgets.
 
 func (d *decoder) validateAnalysts(p *Policy) {
@@ -34,6 +36,7 @@ func (d *decoder) validateAnalysts(p *Policy) {
 		}
 		d.checkDelta(bp+".delta", a.Budget.Delta)
 		d.checkAccountant(bp, &a.Budget)
+		d.checkWindow(bp, &a.Budget)
 	}
 }
 
@@ -110,4 +113,34 @@ func (d *decoder) basicOnly(path string) {
 func isAnalyst(p *Policy, name string) bool {
 	_, ok := p.Analyst(name)
 	return ok
+}
+
+// checkWindow checks an analyst budget's window and lifetime cap.
+func (d *decoder) checkWindow(path string, b *Budget) {
+	wp := path + ".window"
+	switch _, rolling := RollingWindow(b.Window); {
+	case b.Window == "":
+		if b.Lifetime != nil {
+			d.errorf(path+".lifetime", "a lifetime cap needs a window; without one the budget is already the lifetime's")
+		}
+		return
+	case b.Window == "day" || b.Window == "week" || b.Window == "month":
+	case rolling:
+		if dur, _ := RollingWindow(b.Window); dur > 31*24*time.Hour {
+			d.errorf(wp, "a rolling window is at most 31 days, got %s", b.Window)
+		}
+	default:
+		d.errorf(wp, "expected day, week, month or a rolling duration such as 7d or 36h; got %q", b.Window)
+	}
+	if b.Accountant != "" && b.Accountant != AccountantBasic {
+		d.errorf(wp, "a budget that renews adds up by basic composition; drop accountant: %s or the window", b.Accountant)
+	}
+	if lp := path + ".lifetime"; b.Lifetime != nil && d.ok(lp) {
+		if !d.has(lp + ".epsilon") {
+			d.errorf(lp+".epsilon", "required; expected the analyst's epsilon over all windows, a finite number greater than 0")
+		} else {
+			d.checkEpsilon(lp+".epsilon", b.Lifetime.Epsilon)
+		}
+		d.checkDelta(lp+".delta", b.Lifetime.Delta)
+	}
 }

@@ -152,3 +152,43 @@ func TestAdvancedCompositionBudget(t *testing.T) {
 		t.Errorf("dpproxy budget: %v\n%s", err, out)
 	}
 }
+
+// A budget that renews per day: within the day it is spent like any other
+// (the refusal says which period), and dpproxy budget says when the day
+// began. (The renewal itself is tested with a clock in the budget package.)
+func TestWindowedBudgetThroughServe(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
+		t.Fatal(err)
+	}
+	verifier := "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU=" // "analyst"
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	yaml := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\nledger:\n  path: ledger.db\ndefaults:\n  epsilon: 0.1\nanalysts:\n" +
+		"  - {name: analyst, password: {scram_sha_256: \"" + verifier + "\"}, budget: {epsilon: 0.25, window: day, lifetime: {epsilon: 10}}}\n" + tablesYAML
+	if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/demo?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for i := 0; i < 2; i++ {
+		if err := conn.QueryRow(ctx, "SELECT COUNT(*) FROM patients WHERE age > "+strconv.Itoa(i)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = conn.QueryRow(ctx, "SELECT COUNT(*) FROM visits").Scan(&n)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "53DP1" || !strings.Contains(pgErr.Message, `analyst "analyst" (this day)`) {
+		t.Fatalf("past the day's budget: %v", err)
+	}
+	conn.Close(ctx)
+	p.stop(t)
+	out, err := exec.Command(binary, "budget", "--config", policy).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "renews: day since ") || !strings.Contains(string(out), "lifetime ε 10") {
+		t.Errorf("dpproxy budget: %v\n%s", err, out)
+	}
+}

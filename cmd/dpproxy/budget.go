@@ -49,6 +49,12 @@ func runBudget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		case config.AccountantZCDP:
 			accountant = fmt.Sprintf("zcdp (ρ = %.4g, δ′ = %g)", st.Rho, a.Budget.DeltaPrime)
 		}
+		if w := a.Budget.Window; w != "" { // spent and remaining are the window's
+			accountant += fmt.Sprintf(", renews: %s since %s", w, st.WindowStart.Format("2006-01-02 15:04"))
+			if l := a.Budget.Lifetime; l != nil {
+				accountant += fmt.Sprintf(", lifetime ε %g", l.Epsilon)
+			}
+		}
 		fmt.Fprintf(tw, "%s\t%g\t%g\t%g\t%g\t%g\t%s\n", a.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta, accountant)
 	}
 	// A team's spending is its members' together.

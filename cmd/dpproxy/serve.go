@@ -246,6 +246,19 @@ func newAccountant(ctx context.Context, ledger budget.Store, pol *config.Policy)
 		return nil, err
 	}
 	for _, a := range pol.Analysts {
+		if b := a.Budget; b.Window != "" {
+			w := budget.Window{Period: b.Window}
+			if d, rolling := config.RollingWindow(b.Window); rolling {
+				w = budget.Window{Rolling: d}
+			}
+			var lifetime *budget.Cost
+			if b.Lifetime != nil {
+				lifetime = &budget.Cost{Epsilon: b.Lifetime.Epsilon, Delta: b.Lifetime.Delta}
+			}
+			if err := acct.SetWindow(a.Name, w, lifetime); err != nil {
+				return nil, err
+			}
+		}
 		if a.Budget.Accountant == config.AccountantAdvanced || a.Budget.Accountant == config.AccountantZCDP {
 			comp := budget.Composition{DeltaPrime: a.Budget.DeltaPrime, ZCDP: a.Budget.Accountant == config.AccountantZCDP}
 			if err := acct.SetComposition(a.Name, comp); err != nil {

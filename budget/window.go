@@ -1,0 +1,70 @@
+package budget
+
+import (
+	"fmt"
+	"time"
+)
+
+// Window makes a budget renew: its limit applies to the charges of the
+// current period — a calendar day, week (from Monday) or month in UTC, or
+// the last Rolling — while a lifetime cap, when set, bounds all charges
+// (SetWindow). The ledger keeps every charge; a window's spending is
+// computed from their times. The current time is never taken earlier than
+// the latest charge, so setting the clock back cannot reopen a spent
+// period (a clock set forward renews early, as time passing would).
+type Window struct {
+	// Period is "day", "week" or "month"; or "" with Rolling > 0.
+	Period  string
+	Rolling time.Duration
+}
+
+// MaxWindow bounds a rolling window: charges older than it are not kept
+// in memory.
+const MaxWindow = 31 * 24 * time.Hour
+
+// IsZero reports whether w is no window (the budget does not renew).
+func (w Window) IsZero() bool { return w.Period == "" && w.Rolling == 0 }
+
+// Validate checks w.
+func (w Window) Validate() error {
+	switch {
+	case w.IsZero():
+	case w.Period == "day" || w.Period == "week" || w.Period == "month":
+		if w.Rolling != 0 {
+			return fmt.Errorf("budget: a window is a calendar period or a rolling duration, not both")
+		}
+	case w.Period == "" && w.Rolling > 0 && w.Rolling <= MaxWindow:
+	default:
+		return fmt.Errorf("budget: invalid window %+v: expected day, week, month or a rolling duration up to %v", w, MaxWindow)
+	}
+	return nil
+}
+
+// Start is the start of the window containing now.
+func (w Window) Start(now time.Time) time.Time {
+	now = now.UTC()
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	switch w.Period {
+	case "day":
+		return day
+	case "week":
+		return day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7)) // back to Monday
+	case "month":
+		return time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	}
+	return now.Add(-w.Rolling)
+}
+
+// String says what the window is, as refusals and status print it.
+func (w Window) String() string {
+	if w.Period != "" {
+		return "this " + w.Period
+	}
+	return "the last " + w.Rolling.String()
+}
+
+// timedCost is a charge's cost and time, kept for windows.
+type timedCost struct {
+	at   time.Time
+	cost Cost
+}
