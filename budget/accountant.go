@@ -228,6 +228,9 @@ func (a *Accountant) SetWindow(analyst string, w Window, lifetime *Cost) error {
 	defer a.mu.Unlock()
 	acct := a.accountLocked(analyst)
 	acct.window, acct.hasLifetime = w, lifetime != nil
+	if w.IsZero() {
+		acct.recent = nil
+	}
 	if lifetime != nil {
 		acct.lifetime = *lifetime
 	}
@@ -581,7 +584,9 @@ func (r *Reservation) Commit(ctx context.Context, query string) (Charge, error) 
 	acct := r.acct
 	acct.spent = acct.spent.Add(r.cost)
 	acct.spentMoments = acct.spentMoments.add(momentsOf(r.cost))
-	acct.recent = append(acct.recent, timedCost{ch.At, r.cost})
+	if !acct.window.IsZero() { // only windows read them: no growth otherwise
+		acct.recent = append(acct.recent, timedCost{ch.At, r.cost})
+	}
 	if ch.At.After(a.latest) {
 		a.latest = ch.At
 	}
