@@ -20,20 +20,9 @@ import (
 // exhausted, and `dpproxy budget` shows the team's spending.
 func TestTeamBudget(t *testing.T) {
 	ctx := context.Background()
-	dbPath := filepath.Join(t.TempDir(), "demo.db")
-	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
-		t.Fatal(err)
-	}
-	verifier := "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU=" // "analyst"
-	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	yaml := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\nledger:\n  path: ledger.db\ndefaults:\n  epsilon: 0.1\nanalysts:\n" +
-		"  - {name: analyst, password: {scram_sha_256: \"" + verifier + "\"}, budget: {epsilon: 10}}\n" +
-		"  - {name: colleague, password: {scram_sha_256: \"" + verifier + "\"}, budget: {epsilon: 10}}\n" +
-		"teams:\n  - {name: research, analysts: [analyst, colleague], budget: {epsilon: 0.25}}\n" + tablesYAML
-	if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	p, policy := serveDemo(t, "  epsilon: 0.1\n", budgetAnalyst("analyst", "{epsilon: 10}")+
+		budgetAnalyst("colleague", "{epsilon: 10}")+
+		"teams:\n  - {name: research, analysts: [analyst, colleague], budget: {epsilon: 0.25}}\n"+tablesYAML)
 	connect := func(user string) *pgx.Conn {
 		conn, err := pgx.Connect(ctx, "postgres://"+user+":analyst@"+p.addr+"/demo?sslmode=disable")
 		if err != nil {
@@ -66,20 +55,8 @@ func TestTeamBudget(t *testing.T) {
 // the table, whoever asks, while other tables stay open.
 func TestTableBudget(t *testing.T) {
 	ctx := context.Background()
-	dbPath := filepath.Join(t.TempDir(), "demo.db")
-	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
-		t.Fatal(err)
-	}
-	verifier := "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU=" // "analyst"
 	tables := strings.Replace(tablesYAML, "  - name: visits\n    privacy_unit: patient_id\n", "  - name: visits\n    privacy_unit: patient_id\n    budget: {epsilon: 0.25}\n", 1)
-	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	yaml := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\nledger:\n  path: ledger.db\ndefaults:\n  epsilon: 0.1\nanalysts:\n" +
-		"  - {name: analyst, password: {scram_sha_256: \"" + verifier + "\"}, budget: {epsilon: 10}}\n" +
-		"  - {name: colleague, password: {scram_sha_256: \"" + verifier + "\"}, budget: {epsilon: 10}}\n" + tables
-	if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	p, policy := serveDemo(t, "  epsilon: 0.1\n", budgetAnalyst("analyst", "{epsilon: 10}")+budgetAnalyst("colleague", "{epsilon: 10}")+tables)
 	connect := func(user string) *pgx.Conn {
 		conn, err := pgx.Connect(ctx, "postgres://"+user+":analyst@"+p.addr+"/demo?sslmode=disable")
 		if err != nil {
@@ -117,18 +94,7 @@ func TestTableBudget(t *testing.T) {
 // 87 times before one is refused.
 func TestAdvancedCompositionBudget(t *testing.T) {
 	ctx := context.Background()
-	dbPath := filepath.Join(t.TempDir(), "demo.db")
-	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
-		t.Fatal(err)
-	}
-	verifier := "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU=" // "analyst"
-	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	yaml := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\nledger:\n  path: ledger.db\ndefaults:\n  epsilon: 0.01\n  delta: 1e-9\nanalysts:\n" +
-		"  - {name: analyst, password: {scram_sha_256: \"" + verifier + "\"}, budget: {epsilon: 0.5, delta: 1e-5, accountant: advanced, delta_prime: 1e-6}}\n" + tablesYAML
-	if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	p, policy := serveDemo(t, "  epsilon: 0.01\n  delta: 1e-9\n", budgetAnalyst("analyst", "{epsilon: 0.5, delta: 1e-5, accountant: advanced, delta_prime: 1e-6}")+tablesYAML)
 	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/demo?sslmode=disable")
 	if err != nil {
 		t.Fatal(err)
@@ -158,18 +124,7 @@ func TestAdvancedCompositionBudget(t *testing.T) {
 // began. (The renewal itself is tested with a clock in the budget package.)
 func TestWindowedBudgetThroughServe(t *testing.T) {
 	ctx := context.Background()
-	dbPath := filepath.Join(t.TempDir(), "demo.db")
-	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
-		t.Fatal(err)
-	}
-	verifier := "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU=" // "analyst"
-	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	yaml := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\nledger:\n  path: ledger.db\ndefaults:\n  epsilon: 0.1\nanalysts:\n" +
-		"  - {name: analyst, password: {scram_sha_256: \"" + verifier + "\"}, budget: {epsilon: 0.25, window: day, lifetime: {epsilon: 10}}}\n" + tablesYAML
-	if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	p, policy := serveDemo(t, "  epsilon: 0.1\n", budgetAnalyst("analyst", "{epsilon: 0.25, window: day, lifetime: {epsilon: 10}}")+tablesYAML)
 	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/demo?sslmode=disable")
 	if err != nil {
 		t.Fatal(err)
@@ -191,4 +146,27 @@ func TestWindowedBudgetThroughServe(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "renews: day since ") || !strings.Contains(string(out), "lifetime ε 10") {
 		t.Errorf("dpproxy budget: %v\n%s", err, out)
 	}
+}
+
+// serveDemo serves the demo data (SQLite) under a policy with the given
+// defaults (YAML lines) and the rest of the policy after them (analysts,
+// teams, tables), and returns the proxy and the policy's path.
+func serveDemo(t *testing.T, defaults, rest string) (*proxyProcess, string) {
+	t.Helper()
+	dbPath := filepath.Join(t.TempDir(), "demo.db")
+	if err := demo.GenerateSQLite(context.Background(), dbPath); err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	yaml := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\nledger:\n  path: ledger.db\ndefaults:\n" + defaults + "analysts:\n" + rest
+	if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0"), policy
+}
+
+// budgetAnalyst is a policy's analyst line: the password "analyst" and
+// the given budget mapping.
+func budgetAnalyst(name, budget string) string {
+	return "  - {name: " + name + ", password: {scram_sha_256: \"SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU=\"}, budget: " + budget + "}\n"
 }
