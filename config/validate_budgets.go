@@ -9,15 +9,7 @@ func (d *decoder) validateAnalysts(p *Policy) {
 	for i := range p.Analysts {
 		a := &p.Analysts[i]
 		path := indexPath("analysts", i)
-		switch first, dup := names[a.Name]; {
-		case a.Name == "":
-			d.errorf(path+".name", "required; expected the user name the analyst logs in with")
-		case dup:
-			d.errorf(path+".name", "analyst %q is already defined at line %d (%s); names must be unique",
-				a.Name, d.line(first), parentPath(first))
-		default:
-			names[a.Name] = path + ".name"
-		}
+		d.uniqueName(names, path+".name", "analyst", a.Name, "the user name the analyst logs in with")
 
 		pw := path + ".password"
 		if d.ok(pw) {
@@ -64,14 +56,7 @@ func (d *decoder) validateTeams(p *Policy) {
 	for i := range p.Teams {
 		t := &p.Teams[i]
 		path := indexPath("teams", i)
-		switch first, dup := names[t.Name]; {
-		case t.Name == "":
-			d.errorf(path+".name", "required; expected the team's name")
-		case dup:
-			d.errorf(path+".name", "team %q is already defined at line %d (%s); names must be unique", t.Name, d.line(first), parentPath(first))
-		default:
-			names[t.Name] = path + ".name"
-		}
+		d.uniqueName(names, path+".name", "team", t.Name, "the team's name")
 		if len(t.Analysts) == 0 && d.ok(path+".analysts") {
 			d.errorf(path+".analysts", "required; expected the names of the analysts who draw on the team's budget")
 		}
@@ -142,5 +127,19 @@ func (d *decoder) checkWindow(path string, b *Budget) {
 			d.checkEpsilon(lp+".epsilon", b.Lifetime.Epsilon)
 		}
 		d.checkDelta(lp+".delta", b.Lifetime.Delta)
+	}
+}
+
+// uniqueName checks a name at path: present, and not the name of an
+// earlier one of its kind (names maps names to the path of their first
+// use).
+func (d *decoder) uniqueName(names map[string]string, path, kind, name, what string) {
+	switch first, dup := names[name]; {
+	case name == "":
+		d.errorf(path, "required; expected %s", what)
+	case dup:
+		d.errorf(path, "%s %q is already defined at line %d (%s); names must be unique", kind, name, d.line(first), parentPath(first))
+	default:
+		names[name] = path
 	}
 }

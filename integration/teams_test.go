@@ -23,15 +23,7 @@ func TestTeamBudget(t *testing.T) {
 	p, policy := serveDemo(t, "  epsilon: 0.1\n", budgetAnalyst("analyst", "{epsilon: 10}")+
 		budgetAnalyst("colleague", "{epsilon: 10}")+
 		"teams:\n  - {name: research, analysts: [analyst, colleague], budget: {epsilon: 0.25}}\n"+tablesYAML)
-	connect := func(user string) *pgx.Conn {
-		conn, err := pgx.Connect(ctx, "postgres://"+user+":analyst@"+p.addr+"/demo?sslmode=disable")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close(ctx) })
-		return conn
-	}
-	ana, col := connect("analyst"), connect("colleague")
+	ana, col := connectAs(t, p, "analyst"), connectAs(t, p, "colleague")
 	var n int64
 	for i := 0; i < 2; i++ {
 		if err := ana.QueryRow(ctx, "SELECT COUNT(*) FROM patients WHERE age > "+strconv.Itoa(i)).Scan(&n); err != nil {
@@ -57,15 +49,7 @@ func TestTableBudget(t *testing.T) {
 	ctx := context.Background()
 	tables := strings.Replace(tablesYAML, "  - name: visits\n    privacy_unit: patient_id\n", "  - name: visits\n    privacy_unit: patient_id\n    budget: {epsilon: 0.25}\n", 1)
 	p, policy := serveDemo(t, "  epsilon: 0.1\n", budgetAnalyst("analyst", "{epsilon: 10}")+budgetAnalyst("colleague", "{epsilon: 10}")+tables)
-	connect := func(user string) *pgx.Conn {
-		conn, err := pgx.Connect(ctx, "postgres://"+user+":analyst@"+p.addr+"/demo?sslmode=disable")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close(ctx) })
-		return conn
-	}
-	ana, col := connect("analyst"), connect("colleague")
+	ana, col := connectAs(t, p, "analyst"), connectAs(t, p, "colleague")
 	var n int64
 	if err := ana.QueryRow(ctx, "SELECT COUNT(*) FROM visits").Scan(&n); err != nil {
 		t.Fatal(err)
@@ -169,4 +153,16 @@ func serveDemo(t *testing.T, defaults, rest string) (*proxyProcess, string) {
 // the given budget mapping.
 func budgetAnalyst(name, budget string) string {
 	return "  - {name: " + name + ", password: {scram_sha_256: \"SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU=\"}, budget: " + budget + "}\n"
+}
+
+// connectAs connects to p as user (password "analyst"), closed when the
+// test ends.
+func connectAs(t *testing.T, p *proxyProcess, user string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), "postgres://"+user+":analyst@"+p.addr+"/demo?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
