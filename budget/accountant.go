@@ -125,8 +125,13 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 		}
 		a.accounts[analyst] = &account{spent: s}
 	}
-	// Advanced composition needs every charge's ε, not only the totals.
+	// Advanced composition needs every charge's ε, not only the totals (a
+	// shared ledger keeps their sums and hands them over at each decision).
+	_, shared := store.(sharedStore)
 	for analyst, acct := range a.accounts {
+		if shared {
+			break
+		}
 		charges, err := store.Charges(ctx, analyst, 0)
 		if err != nil {
 			return nil, fmt.Errorf("budget: loading the charges of analyst %q: %w", analyst, err)
@@ -352,53 +357,30 @@ func (a *Accountant) TeamStatus(name string) (st Status, ok bool) {
 // ε and δ separately (up to Tolerance), with an error wrapping
 // ErrUnknownAnalyst if analyst has no limit, and with one wrapping
 // ErrInvalidCost if c is negative or not finite.
-func (a *Accountant) Reserve(analyst string, c Cost) (*Reservation, error) {
-	return a.ReserveFor(analyst, nil, c)
+func (a *Accountant) Reserve(ctx context.Context, analyst string, c Cost) (*Reservation, error) {
+	return a.ReserveFor(ctx, analyst, nil, c)
 }
 
 // ReserveFor is Reserve for a query that reads the given protected
 // tables: every scope the query falls in — the analyst, the analyst's
 // teams and the tables with a budget of their own — must have room, and
-// the charge is recorded with the tables.
-func (a *Accountant) ReserveFor(analyst string, tables []string, c Cost) (*Reservation, error) {
+// the charge is recorded with the tables. On a shared ledger
+// (SharedStore) the decision is taken on the ledger's totals under its
+// locks, so accountants in several processes never spend the same budget;
+// ctx bounds that round trip.
+func (a *Accountant) ReserveFor(ctx context.Context, analyst string, tables []string, c Cost) (*Reservation, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	tables = slices.Compact(slices.Sorted(slices.Values(tables)))
+	if shared, ok := a.store.(sharedStore); ok {
+		return a.reserveShared(ctx, shared, analyst, tables, c)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	acct := a.accounts[analyst]
-	if acct == nil || !acct.hasLimit {
-		return nil, fmt.Errorf("%w %q", ErrUnknownAnalyst, analyst)
-	}
-	now := a.clockLocked()
-	if !acct.fits(c, now) {
-		ex := &ExhaustedError{Analyst: analyst, Spent: acct.effectiveSpent(now), Reserved: acct.reserved, Limit: acct.limit, Requested: c}
-		if !acct.window.IsZero() {
-			ex.Window = acct.window.String()
-			if acct.hasLifetime && fits(ex.Spent.Add(acct.reserved).Add(c), acct.limit) {
-				ex.Window, ex.Spent, ex.Limit = "lifetime", acct.spent, acct.lifetime
-			}
-		}
-		return nil, ex
-	}
-	// Every team of the analyst must have room too.
-	for _, name := range a.teamsOf[analyst] {
-		t := a.teams[name]
-		spent, reserved := a.teamUseLocked(t)
-		if !fits(spent.Add(reserved).Add(c), t.limit) {
-			return nil, &ExhaustedError{Analyst: analyst, Team: name, Spent: spent, Reserved: reserved, Limit: t.limit, Requested: c}
-		}
-	}
-	// And every table read that has a budget of its own.
-	tables = slices.Compact(slices.Sorted(slices.Values(tables)))
-	var held []*account
-	for _, table := range tables {
-		if t := a.tables[table]; t != nil && t.hasLimit {
-			if !fits(t.spent.Add(t.reserved).Add(c), t.limit) {
-				return nil, &ExhaustedError{Analyst: analyst, Table: table, Spent: t.spent, Reserved: t.reserved, Limit: t.limit, Requested: c}
-			}
-			held = append(held, t)
-		}
+	acct, held, err := a.checkLocked(analyst, tables, c, a.clockLocked())
+	if err != nil {
+		return nil, err
 	}
 	for _, t := range append(held, acct) {
 		t.reserved = t.reserved.Add(c)
@@ -408,8 +390,49 @@ func (a *Accountant) ReserveFor(analyst string, tables []string, c Cost) (*Reser
 	return &Reservation{a: a, acct: acct, tables: tables, tableAccts: held, analyst: analyst, cost: c}, nil
 }
 
+// checkLocked decides whether c fits in every scope of a query of
+// analyst reading tables (sorted, unique) at time now, and returns the
+// analyst's account and those of the tables with a budget of their own.
+// a.mu must be held.
+func (a *Accountant) checkLocked(analyst string, tables []string, c Cost, now time.Time) (*account, []*account, error) {
+	acct := a.accounts[analyst]
+	if acct == nil || !acct.hasLimit {
+		return nil, nil, fmt.Errorf("%w %q", ErrUnknownAnalyst, analyst)
+	}
+	if !acct.fits(c, now) {
+		ex := &ExhaustedError{Analyst: analyst, Spent: acct.effectiveSpent(now), Reserved: acct.reserved, Limit: acct.limit, Requested: c}
+		if !acct.window.IsZero() {
+			ex.Window = acct.window.String()
+			if acct.hasLifetime && fits(ex.Spent.Add(acct.reserved).Add(c), acct.limit) {
+				ex.Window, ex.Spent, ex.Limit = "lifetime", acct.spent, acct.lifetime
+			}
+		}
+		return nil, nil, ex
+	}
+	// Every team of the analyst must have room too.
+	for _, name := range a.teamsOf[analyst] {
+		t := a.teams[name]
+		spent, reserved := a.teamUseLocked(t)
+		if !fits(spent.Add(reserved).Add(c), t.limit) {
+			return nil, nil, &ExhaustedError{Analyst: analyst, Team: name, Spent: spent, Reserved: reserved, Limit: t.limit, Requested: c}
+		}
+	}
+	// And every table read that has a budget of its own.
+	var held []*account
+	for _, table := range tables {
+		if t := a.tables[table]; t != nil && t.hasLimit {
+			if !fits(t.spent.Add(t.reserved).Add(c), t.limit) {
+				return nil, nil, &ExhaustedError{Analyst: analyst, Table: table, Spent: t.spent, Reserved: t.reserved, Limit: t.limit, Requested: c}
+			}
+			held = append(held, t)
+		}
+	}
+	return acct, held, nil
+}
+
 // Status returns a snapshot of analyst's budget; ok is false if the analyst
-// has no limit.
+// has no limit. On a shared ledger it is as of the last decision or
+// Refresh.
 func (a *Accountant) Status(analyst string) (st Status, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -504,6 +527,8 @@ type Reservation struct {
 	// accounts of those with a budget of their own.
 	tables     []string
 	tableAccts []*account
+	// hold is the reservation's id on a shared ledger (0: local).
+	hold int64
 
 	// Guarded by a.mu.
 	state  resState
@@ -560,16 +585,29 @@ func (r *Reservation) Commit(ctx context.Context, query string) (Charge, error) 
 	r.state = resCommitting
 	a.mu.Unlock()
 
-	a.mu.Lock()
-	at := a.clockLocked()
-	a.mu.Unlock()
-	ch, err := a.store.Append(ctx, Charge{Analyst: r.analyst, Cost: r.cost, Query: query, Tables: r.tables, At: at})
+	var ch Charge
+	var err error
+	if r.hold != 0 {
+		// The shared ledger times the charge by its own clock.
+		ch, err = a.store.(sharedStore).settle(ctx, r.hold, Charge{Analyst: r.analyst, Cost: r.cost, Query: query, Tables: r.tables})
+	} else {
+		a.mu.Lock()
+		at := a.clockLocked()
+		a.mu.Unlock()
+		ch, err = a.store.Append(ctx, Charge{Analyst: r.analyst, Cost: r.cost, Query: query, Tables: r.tables, At: at})
+	}
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {
 		r.state = resFailed
 		return Charge{}, fmt.Errorf("budget: recording charge of analyst %q: %w", r.analyst, err)
+	}
+	if r.hold != 0 {
+		// A shared ledger's totals reach the accounts with the next
+		// decision or Refresh, which would count this charge again.
+		r.state, r.charge = resCommitted, ch
+		return ch, nil
 	}
 	// Every table read is charged, with a budget of its own or not, so
 	// that a budget given later starts from what was spent.
@@ -608,7 +646,11 @@ func (r *Reservation) Release() {
 	if r.state != resHeld {
 		return
 	}
-	r.unholdLocked()
+	if r.hold != 0 {
+		r.a.store.(sharedStore).drop(r.hold)
+	} else {
+		r.unholdLocked()
+	}
 	r.state = resReleased
 }
 

@@ -22,14 +22,14 @@ func TestLimitsRespectedExactly(t *testing.T) {
 			t.Fatalf("Commit %d: %v", i, err)
 		}
 	}
-	_, err := a.Reserve("alice", Cost{Epsilon: 0.1})
+	_, err := a.Reserve(context.Background(), "alice", Cost{Epsilon: 0.1})
 	var ex *ExhaustedError
 	if !errors.As(err, &ex) {
 		t.Fatalf("101st Reserve: got %v, want *ExhaustedError", err)
 	}
 	// Even a much smaller request must fail: the tolerance is relative to
 	// the limit (1e-8 here), not a free allowance per query.
-	if _, err := a.Reserve("alice", Cost{Epsilon: 1e-6}); !errors.As(err, &ex) {
+	if _, err := a.Reserve(context.Background(), "alice", Cost{Epsilon: 1e-6}); !errors.As(err, &ex) {
 		t.Fatalf("Reserve(1e-6) at full spend: got %v, want *ExhaustedError", err)
 	}
 	st := mustStatus(t, a, "alice")
@@ -51,7 +51,7 @@ func TestLimitsEpsilonAndDeltaSeparately(t *testing.T) {
 	}
 	// ε has room (10 of 100) but δ is exhausted.
 	var ex *ExhaustedError
-	if _, err := a.Reserve("bob", Cost{Epsilon: 1, Delta: 1e-6}); !errors.As(err, &ex) {
+	if _, err := a.Reserve(context.Background(), "bob", Cost{Epsilon: 1, Delta: 1e-6}); !errors.As(err, &ex) {
 		t.Fatalf("δ-exhausted Reserve: got %v, want *ExhaustedError", err)
 	}
 	// Pure-ε queries still fit.
@@ -59,13 +59,13 @@ func TestLimitsEpsilonAndDeltaSeparately(t *testing.T) {
 	if _, err := r.Commit(ctx, "q"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Reserve("bob", Cost{Epsilon: 0.5}); !errors.As(err, &ex) {
+	if _, err := a.Reserve(context.Background(), "bob", Cost{Epsilon: 0.5}); !errors.As(err, &ex) {
 		t.Fatalf("ε-exhausted Reserve: got %v, want *ExhaustedError", err)
 	}
 
 	// Pure-ε analyst (δ limit 0) cannot spend any δ.
 	a.SetLimit("carol", Cost{Epsilon: 1})
-	if _, err := a.Reserve("carol", Cost{Epsilon: 0.1, Delta: 1e-12}); !errors.As(err, &ex) {
+	if _, err := a.Reserve(context.Background(), "carol", Cost{Epsilon: 0.1, Delta: 1e-12}); !errors.As(err, &ex) {
 		t.Fatalf("δ > 0 with δ limit 0: got %v, want *ExhaustedError", err)
 	}
 }
@@ -81,7 +81,7 @@ func TestReservationAccounting(t *testing.T) {
 	}
 	r2 := mustReserve(t, a, "alice", Cost{Epsilon: 7})
 	// Reserved budget counts against the limit.
-	_, err := a.Reserve("alice", Cost{Epsilon: 0.001})
+	_, err := a.Reserve(context.Background(), "alice", Cost{Epsilon: 0.001})
 	var ex *ExhaustedError
 	if !errors.As(err, &ex) {
 		t.Fatalf("Reserve with everything reserved: got %v, want *ExhaustedError", err)
@@ -195,7 +195,7 @@ func TestExhaustedErrorText(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := a.Reserve("bob", Cost{Epsilon: 0.5})
+	_, err := a.Reserve(context.Background(), "bob", Cost{Epsilon: 0.5})
 	want := `privacy budget exhausted for analyst "bob": spent ε=9.9 of 10, this query costs ε=0.5`
 	if err == nil || err.Error() != want {
 		t.Fatalf("error = %v\nwant    %s", err, want)
@@ -205,7 +205,7 @@ func TestExhaustedErrorText(t *testing.T) {
 	a.SetLimit("dora", Cost{Epsilon: 2, Delta: 1e-5})
 	r := mustReserve(t, a, "dora", Cost{Epsilon: 1, Delta: 1e-6})
 	defer r.Release()
-	_, err = a.Reserve("dora", Cost{Epsilon: 1.5, Delta: 1e-6})
+	_, err = a.Reserve(context.Background(), "dora", Cost{Epsilon: 1.5, Delta: 1e-6})
 	var ex *ExhaustedError
 	if !errors.As(err, &ex) {
 		t.Fatalf("got %v, want *ExhaustedError", err)
@@ -223,7 +223,7 @@ func TestExhaustedErrorText(t *testing.T) {
 
 func TestUnknownAnalystAndInvalidCost(t *testing.T) {
 	a := newTestAccountant(t, newMemStore(), map[string]Cost{"alice": {Epsilon: 1}})
-	if _, err := a.Reserve("mallory", Cost{Epsilon: 0.1}); !errors.Is(err, ErrUnknownAnalyst) {
+	if _, err := a.Reserve(context.Background(), "mallory", Cost{Epsilon: 0.1}); !errors.Is(err, ErrUnknownAnalyst) {
 		t.Fatalf("unknown analyst: got %v", err)
 	}
 	if _, ok := a.Status("mallory"); ok {
@@ -233,7 +233,7 @@ func TestUnknownAnalystAndInvalidCost(t *testing.T) {
 		{Epsilon: -0.1}, {Epsilon: 0.1, Delta: -1e-9}, {Epsilon: math.NaN()},
 		{Epsilon: math.Inf(1)}, {Epsilon: 0.1, Delta: math.NaN()},
 	} {
-		if _, err := a.Reserve("alice", c); !errors.Is(err, ErrInvalidCost) {
+		if _, err := a.Reserve(context.Background(), "alice", c); !errors.Is(err, ErrInvalidCost) {
 			t.Errorf("Reserve(%v): got %v, want ErrInvalidCost", c, err)
 		}
 	}
@@ -246,7 +246,7 @@ func TestUnknownAnalystAndInvalidCost(t *testing.T) {
 	// An invalid limit set at runtime means nothing can be spent.
 	a.SetLimit("alice", Cost{Epsilon: math.NaN()})
 	var ex *ExhaustedError
-	if _, err := a.Reserve("alice", Cost{Epsilon: 0.1}); !errors.As(err, &ex) {
+	if _, err := a.Reserve(context.Background(), "alice", Cost{Epsilon: 0.1}); !errors.As(err, &ex) {
 		t.Errorf("Reserve after NaN limit: got %v, want *ExhaustedError", err)
 	}
 }
@@ -267,12 +267,12 @@ func TestLimitsChangeAndLoadedSpending(t *testing.T) {
 	if !approxCost(st.Spent, Cost{3, 1e-6}) || !approxCost(st.Remaining, Cost{1, 9e-6}) {
 		t.Fatalf("loaded status: %+v", st)
 	}
-	if _, err := a.Reserve("eve", Cost{Epsilon: 1}); !errors.Is(err, ErrUnknownAnalyst) {
+	if _, err := a.Reserve(context.Background(), "eve", Cost{Epsilon: 1}); !errors.Is(err, ErrUnknownAnalyst) {
 		t.Fatalf("eve before SetLimit: %v", err)
 	}
 	a.SetLimit("eve", Cost{Epsilon: 5.5})
 	var ex *ExhaustedError
-	if _, err := a.Reserve("eve", Cost{Epsilon: 1}); !errors.As(err, &ex) || !approx(ex.Spent.Epsilon, 5) {
+	if _, err := a.Reserve(context.Background(), "eve", Cost{Epsilon: 1}); !errors.As(err, &ex) || !approx(ex.Spent.Epsilon, 5) {
 		t.Fatalf("eve after SetLimit: %v (earlier spending must be kept)", err)
 	}
 	r := mustReserve(t, a, "eve", Cost{Epsilon: 0.5})
@@ -282,7 +282,7 @@ func TestLimitsChangeAndLoadedSpending(t *testing.T) {
 	if st := mustStatus(t, a, "alice"); st.Remaining.Epsilon != 0 {
 		t.Fatalf("lowered limit: %+v", st)
 	}
-	if _, err := a.Reserve("alice", Cost{Epsilon: 0.1}); !errors.As(err, &ex) {
+	if _, err := a.Reserve(context.Background(), "alice", Cost{Epsilon: 0.1}); !errors.As(err, &ex) {
 		t.Fatalf("Reserve over lowered limit: %v", err)
 	}
 
@@ -291,7 +291,7 @@ func TestLimitsChangeAndLoadedSpending(t *testing.T) {
 	if err := a.SetLimits(map[string]Cost{"alice": {Epsilon: 10}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Reserve("eve", Cost{}); !errors.Is(err, ErrUnknownAnalyst) {
+	if _, err := a.Reserve(context.Background(), "eve", Cost{}); !errors.Is(err, ErrUnknownAnalyst) {
 		t.Fatalf("eve after removal: %v", err)
 	}
 	if _, err := r.Commit(ctx, "q"); err != nil {
@@ -325,7 +325,7 @@ func TestStoreFailureKeepsBudgetReserved(t *testing.T) {
 		t.Fatalf("after failed Commit + Release: %+v", st)
 	}
 	var ex *ExhaustedError
-	if _, err := a.Reserve("alice", Cost{Epsilon: 0.5}); !errors.As(err, &ex) {
+	if _, err := a.Reserve(context.Background(), "alice", Cost{Epsilon: 0.5}); !errors.As(err, &ex) {
 		t.Fatalf("budget held by a failed commit was spendable: %v", err)
 	}
 

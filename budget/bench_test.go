@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -15,7 +16,7 @@ func benchmarkCommit(b *testing.B, parallelism int) {
 	b.ResetTimer()
 	start := time.Now()
 	commit := func() {
-		r, err := a.Reserve("alice", Cost{Epsilon: 0.1, Delta: 1e-9})
+		r, err := a.Reserve(context.Background(), "alice", Cost{Epsilon: 0.1, Delta: 1e-9})
 		if err != nil {
 			b.Error(err)
 			return

@@ -30,7 +30,7 @@ func TestAdvancedComposition(t *testing.T) {
 		}
 	}
 	var ex *ExhaustedError
-	if _, err := a.Reserve("ana", charge); !errors.As(err, &ex) {
+	if _, err := a.Reserve(context.Background(), "ana", charge); !errors.As(err, &ex) {
 		t.Fatalf("the 269th charge: %v", err)
 	}
 	st := mustStatus(t, a, "ana")
@@ -43,7 +43,7 @@ func TestAdvancedComposition(t *testing.T) {
 	if err := b.SetComposition("ana", comp); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Reserve("ana", charge); !errors.As(err, &ex) {
+	if _, err := b.Reserve(context.Background(), "ana", charge); !errors.As(err, &ex) {
 		t.Errorf("after a restart the 269th charge: %v", err)
 	}
 	if st := mustStatus(t, b, "ana"); !approx(st.Spent.Epsilon, want) {
@@ -55,7 +55,7 @@ func TestAdvancedComposition(t *testing.T) {
 			t.Fatalf("bob's charge %d: %v", i+1, err)
 		}
 	}
-	if _, err := a.Reserve("bob", charge); !errors.As(err, &ex) {
+	if _, err := a.Reserve(context.Background(), "bob", charge); !errors.As(err, &ex) {
 		t.Errorf("bob's 101st charge: %v", err)
 	}
 	if err := a.SetComposition("ana", Composition{DeltaPrime: 1}); err == nil {
@@ -80,7 +80,7 @@ func TestZCDPComposition(t *testing.T) {
 		}
 	}
 	var ex *ExhaustedError
-	if _, err := a.Reserve("ana", charge); !errors.As(err, &ex) {
+	if _, err := a.Reserve(context.Background(), "ana", charge); !errors.As(err, &ex) {
 		t.Fatalf("the 309th charge: %v", err)
 	}
 	rho := 308 * 0.05 * 0.05 / 2

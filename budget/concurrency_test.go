@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -35,7 +36,7 @@ func TestConcurrentLastBudget(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				r, err := a.Reserve(analyst, cost)
+				r, err := a.Reserve(context.Background(), analyst, cost)
 				var ex *ExhaustedError
 				switch {
 				case errors.As(err, &ex):
@@ -104,7 +105,7 @@ func TestConcurrentChurn(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, 1))
 			for {
-				r, err := a.Reserve("alice", Cost{Epsilon: 0.05})
+				r, err := a.Reserve(context.Background(), "alice", Cost{Epsilon: 0.05})
 				var ex *ExhaustedError
 				if errors.As(err, &ex) {
 					if ex.Reserved.IsZero() {

@@ -4,6 +4,7 @@ package budget
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -52,7 +53,7 @@ func TestCrashChild(t *testing.T) {
 			analyst := fmt.Sprint("analyst", g%4)
 			for i := 0; time.Now().Before(deadline); i++ {
 				cost := Cost{Epsilon: 0.25 * float64(1+i%3), Delta: 1e-9}
-				r, err := a.Reserve(analyst, cost)
+				r, err := a.Reserve(context.Background(), analyst, cost)
 				if err != nil {
 					fmt.Fprintln(os.Stderr, "child:", err)
 					os.Exit(2)

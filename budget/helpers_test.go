@@ -134,6 +134,9 @@ func approxCost(a, b Cost) bool { return approx(a.Epsilon, b.Epsilon) && approx(
 
 func mustStatus(t *testing.T, a *Accountant, analyst string) Status {
 	t.Helper()
+	if err := a.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	st, ok := a.Status(analyst)
 	if !ok {
 		t.Fatalf("Status(%q): not found", analyst)
@@ -143,7 +146,7 @@ func mustStatus(t *testing.T, a *Accountant, analyst string) Status {
 
 func mustReserve(t *testing.T, a *Accountant, analyst string, c Cost) *Reservation {
 	t.Helper()
-	r, err := a.Reserve(analyst, c)
+	r, err := a.Reserve(context.Background(), analyst, c)
 	if err != nil {
 		t.Fatalf("Reserve(%q, %v): %v", analyst, c, err)
 	}

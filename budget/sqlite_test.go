@@ -402,7 +402,7 @@ func TestClosedLedgerKeepsBudgetReserved(t *testing.T) {
 	}
 	r.Release()
 	var ex *ExhaustedError
-	if _, err := a.Reserve("alice", Cost{Epsilon: 0.1}); !errors.As(err, &ex) {
+	if _, err := a.Reserve(context.Background(), "alice", Cost{Epsilon: 0.1}); !errors.As(err, &ex) {
 		t.Fatalf("budget of a failed commit was given back: %v", err)
 	}
 }

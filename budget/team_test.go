@@ -23,7 +23,7 @@ func TestTeamBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := mustReserve(t, a, "bob", Cost{Epsilon: 0.4})
-	_, err := a.Reserve("bob", Cost{Epsilon: 0.2})
+	_, err := a.Reserve(context.Background(), "bob", Cost{Epsilon: 0.2})
 	var ex *ExhaustedError
 	if !errors.As(err, &ex) || ex.Team != "growth" || !approxCost(ex.Spent, Cost{Epsilon: 1}) || !approxCost(ex.Reserved, Cost{Epsilon: 0.4}) ||
 		!strings.Contains(err.Error(), `privacy budget exhausted for team "growth" of analyst "bob": spent ε=1 of 1.5`) {
@@ -45,7 +45,7 @@ func TestTeamBudget(t *testing.T) {
 	if st, _ := b.TeamStatus("growth"); !approxCost(st.Spent, Cost{Epsilon: 1.4}) {
 		t.Errorf("after a restart the team spent %v, want 1.4", st.Spent)
 	}
-	if _, err := b.Reserve("bob", Cost{Epsilon: 0.2}); !errors.As(err, &ex) || ex.Team != "growth" {
+	if _, err := b.Reserve(context.Background(), "bob", Cost{Epsilon: 0.2}); !errors.As(err, &ex) || ex.Team != "growth" {
 		t.Errorf("after a restart: %v", err)
 	}
 	// A reload without the team: bob's own budget has room.
@@ -74,10 +74,10 @@ func TestTableBudget(t *testing.T) {
 	if err := a.SetTableLimits(map[string]Cost{"visits": {Epsilon: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.ReserveFor("ana", []string{"visits", "patients", "visits"}, Cost{Epsilon: 0.6}); err != nil {
+	if _, err := a.ReserveFor(context.Background(), "ana", []string{"visits", "patients", "visits"}, Cost{Epsilon: 0.6}); err != nil {
 		t.Fatal(err)
 	} // held: 0.6 of visits' 1
-	_, err := a.ReserveFor("bob", []string{"visits"}, Cost{Epsilon: 0.5})
+	_, err := a.ReserveFor(context.Background(), "bob", []string{"visits"}, Cost{Epsilon: 0.5})
 	var ex *ExhaustedError
 	if !errors.As(err, &ex) || ex.Table != "visits" || !strings.Contains(err.Error(), `privacy budget exhausted for table "visits"`) {
 		t.Fatalf("bob past the table's budget: %v", err)
@@ -103,14 +103,14 @@ func TestTableBudget(t *testing.T) {
 		t.Errorf("after a restart visits spent %v", st.Spent)
 	}
 	mustReserveFor(t, b, "ana", []string{"patients"}, Cost{Epsilon: 0.1}).Release()
-	if _, err := b.ReserveFor("ana", []string{"patients"}, Cost{Epsilon: 0.2}); !errors.As(err, &ex) || ex.Table != "patients" {
+	if _, err := b.ReserveFor(context.Background(), "ana", []string{"patients"}, Cost{Epsilon: 0.2}); !errors.As(err, &ex) || ex.Table != "patients" {
 		t.Errorf("patients past its budget: %v", err)
 	}
 }
 
 func mustReserveFor(t *testing.T, a *Accountant, analyst string, tables []string, c Cost) *Reservation {
 	t.Helper()
-	r, err := a.ReserveFor(analyst, tables, c)
+	r, err := a.ReserveFor(context.Background(), analyst, tables, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestWindowedBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	commit := func(eps float64) error {
-		r, err := a.Reserve("ana", Cost{Epsilon: eps})
+		r, err := a.Reserve(context.Background(), "ana", Cost{Epsilon: eps})
 		if err != nil {
 			return err
 		}

@@ -188,7 +188,7 @@ func (e *Engine) DescribePassthrough(ctx context.Context, q *rewrite.Passthrough
 // noise, charge durably, and only then return the release.
 func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrite.Plan, queryText string) (*sqltypes.Result, error) {
 	cost := budget.Cost{Epsilon: plan.Epsilon, Delta: plan.Delta}
-	reservation, err := e.accountant.ReserveFor(analyst, plan.ReadTables(), cost)
+	reservation, err := e.accountant.ReserveFor(ctx, analyst, plan.ReadTables(), cost)
 	if err != nil {
 		var exhausted *budget.ExhaustedError
 		if errors.As(err, &exhausted) {

@@ -1,0 +1,173 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrLedgerUnavailable wraps the errors of a shared ledger that could not
+// be reached or failed: the query is refused (or its answer withheld)
+// rather than answered uncharged.
+var ErrLedgerUnavailable = errors.New("budget: the shared ledger is unavailable")
+
+// ErrHoldLost is returned by Commit on a shared ledger when the
+// reservation expired before the charge was recorded (the process could
+// not renew it in time): its budget may have gone to other queries, so
+// the answer must not be released.
+var ErrHoldLost = errors.New("budget: the reservation expired before it was charged")
+
+// sharedStore is a ledger several accountants, in several processes, draw
+// on at once (PostgresStore). Reservations live in it as holds, and every
+// decision is taken on its totals under its locks: an accountant's own
+// totals are then only a cache of the ledger's.
+type sharedStore interface {
+	Store
+	// hold takes the locks of req's scopes, reads their totals (every
+	// process's charges and live holds), calls req.decide on them and, if
+	// it accepts, records a hold of req.cost on every scope; it returns
+	// the hold's id.
+	hold(ctx context.Context, req *holdRequest) (int64, error)
+	// settle turns hold into the charge c in one transaction, or fails
+	// with ErrHoldLost if the hold expired; settling a hold again returns
+	// the same charge.
+	settle(ctx context.Context, hold int64, c Charge) (Charge, error)
+	// drop gives a hold back, without waiting (holds expire anyway).
+	drop(hold int64)
+	// view reads the totals of scopes without locking them.
+	view(ctx context.Context, scopes []string, windows map[string]Window) (time.Time, map[string]*scopeTotals, error)
+}
+
+// holdRequest is a reservation asked of a shared ledger.
+type holdRequest struct {
+	// scopes are sorted and unique (analystScope, tableScope).
+	scopes []string
+	// windows are the analyst scopes whose budgets renew: their totals
+	// carry the spending of the current window.
+	windows map[string]Window
+	cost    Cost
+	// decide says whether cost fits, given the ledger's clock and totals.
+	decide func(now time.Time, view map[string]*scopeTotals) error
+}
+
+// scopeTotals are what a scope has spent and holds on a shared ledger.
+type scopeTotals struct {
+	spent, reserved               Cost
+	spentMoments, reservedMoments moments
+	// windowSpent is the spending of the scope's current window (for an
+	// analyst whose budget renews).
+	windowSpent Cost
+}
+
+// Scope names on a shared ledger.
+func analystScope(name string) string { return "analyst:" + name }
+func tableScope(name string) string   { return "table:" + name }
+
+// reserveShared is ReserveFor on a shared ledger: the scopes' totals come
+// from the ledger under its locks, and the same checks as on a local
+// ledger decide.
+func (a *Accountant) reserveShared(ctx context.Context, s sharedStore, analyst string, tables []string, c Cost) (*Reservation, error) {
+	a.mu.Lock()
+	acct := a.accounts[analyst]
+	if acct == nil || !acct.hasLimit {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("%w %q", ErrUnknownAnalyst, analyst)
+	}
+	scopes, windows := a.scopesLocked(analyst, tables)
+	a.mu.Unlock()
+	id, err := s.hold(ctx, &holdRequest{scopes: scopes, windows: windows, cost: c, decide: func(now time.Time, view map[string]*scopeTotals) error {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.installLocked(now, view)
+		_, _, err := a.checkLocked(analyst, tables, c, now)
+		return err
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return &Reservation{a: a, acct: acct, tables: tables, analyst: analyst, cost: c, hold: id}, nil
+}
+
+// scopesLocked lists the ledger scopes a query of analyst reading tables
+// touches — the analyst, the members of the analyst's teams, every table
+// read — and the windows of those that renew. a.mu must be held.
+func (a *Accountant) scopesLocked(analyst string, tables []string) ([]string, map[string]Window) {
+	members := []string{analyst}
+	for _, name := range a.teamsOf[analyst] {
+		members = append(members, a.teams[name].members...)
+	}
+	var scopes []string
+	windows := map[string]Window{}
+	for _, m := range members {
+		scopes = append(scopes, analystScope(m))
+		if acct := a.accounts[m]; acct != nil && !acct.window.IsZero() {
+			windows[analystScope(m)] = acct.window
+		}
+	}
+	for _, t := range tables {
+		scopes = append(scopes, tableScope(t))
+	}
+	return slices.Compact(slices.Sorted(slices.Values(scopes))), windows
+}
+
+// installLocked copies a shared ledger's totals into the accounts they
+// belong to, so that the local checks decide on them. a.mu must be held.
+func (a *Accountant) installLocked(now time.Time, view map[string]*scopeTotals) {
+	if now.After(a.latest) {
+		a.latest = now
+	}
+	for scope, v := range view {
+		var acct *account
+		if name, ok := strings.CutPrefix(scope, "analyst:"); ok {
+			acct = a.accountLocked(name)
+		} else if name, ok := strings.CutPrefix(scope, "table:"); ok {
+			if acct = a.tables[name]; acct == nil {
+				acct = &account{}
+				a.tables[name] = acct
+			}
+		} else {
+			continue
+		}
+		acct.spent, acct.spentMoments = v.spent, v.spentMoments
+		acct.reserved, acct.reservedMoments = v.reserved, v.reservedMoments
+		if !acct.window.IsZero() {
+			acct.recent = []timedCost{{at: acct.window.Start(now), cost: v.windowSpent}}
+		}
+	}
+}
+
+// Refresh reloads every known scope's totals from a shared ledger, so
+// that Status, TeamStatus and TableStatus show what all processes have
+// spent and hold; on a local ledger it does nothing (the accountant is
+// the only writer).
+func (a *Accountant) Refresh(ctx context.Context) error {
+	s, ok := a.store.(sharedStore)
+	if !ok {
+		return nil
+	}
+	a.mu.Lock()
+	var scopes []string
+	windows := map[string]Window{}
+	for name, acct := range a.accounts {
+		scopes = append(scopes, analystScope(name))
+		if !acct.window.IsZero() {
+			windows[analystScope(name)] = acct.window
+		}
+	}
+	for name := range a.tables {
+		scopes = append(scopes, tableScope(name))
+	}
+	a.mu.Unlock()
+	slices.Sort(scopes)
+	now, view, err := s.view(ctx, scopes, windows)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.installLocked(now, view)
+	return nil
+}
