@@ -155,16 +155,18 @@ func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions) (*Postgr
 // advisory lock: concurrent CREATE IF NOT EXISTS can collide), or, read
 // only, checks that they exist.
 func (s *PostgresStore) checkSchema(ctx context.Context) error {
-	if s.readOnly {
-		var n int
-		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name IN ('scopes', 'charges', 'holds')`, strings.Trim(s.schema, `"`)).Scan(&n)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
-		}
-		if n != 3 {
-			return fmt.Errorf("budget: no ledger in schema %s (found %d of its 3 tables)", s.schema, n)
-		}
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name IN ('scopes', 'charges', 'holds')`, strings.Trim(s.schema, `"`)).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
+	}
+	switch {
+	case n == 3:
+		// There already: no DDL, whose locks would wait on (and could
+		// deadlock with) the transactions of running processes.
 		return nil
+	case s.readOnly:
+		return fmt.Errorf("budget: no ledger in schema %s (found %d of its 3 tables)", s.schema, n)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {

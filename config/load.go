@@ -460,7 +460,7 @@ var (
 		"max_message_size", "max_result_rows", "max_result_bytes", "max_connections", "max_connections_per_analyst", "max_handshakes",
 		"login_backoff", "login_backoff_max"}
 	backendKeys   = []string{"kind", "dsn", "catalog_dsn", "path", "max_conns"}
-	ledgerKeys    = []string{"path"}
+	ledgerKeys    = []string{"path", "postgres", "schema", "hold_lease"}
 	cacheKeys     = []string{"size", "ttl"}
 	defaultsKeys  = []string{"epsilon", "delta", "max_epsilon_per_query", "max_groups_per_unit", "max_rows_per_unit", "neighbouring", "mechanism", "min_max_quantiles"}
 	analystKeys   = []string{"name", "password", "budget"}
@@ -531,7 +531,16 @@ func (d *decoder) policy(root *yaml.Node, p *Policy) {
 			})
 		case "ledger":
 			d.mapping(v, path, ledgerKeys, func(key string, v *yaml.Node, path string) {
-				d.str(v, path, &p.Ledger.Path)
+				switch key {
+				case "path":
+					d.str(v, path, &p.Ledger.Path)
+				case "postgres":
+					d.str(v, path, &p.Ledger.Postgres)
+				case "schema":
+					d.str(v, path, &p.Ledger.Schema)
+				case "hold_lease":
+					d.duration(v, path, &p.Ledger.HoldLease)
+				}
 			})
 		case "defaults":
 			d.defaults(v, path, &p.Defaults)

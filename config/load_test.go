@@ -64,6 +64,11 @@ var badCases = []struct {
 	{"backend_sqlite_dsn", `backend_sqlite_dsn.yaml:4:8: backend.dsn: not used with kind sqlite; expected path to name the database file`},
 	{"max_conns_zero", `max_conns_zero.yaml:4:14: backend.max_conns: must be between 1 and 1000, got 0`},
 	{"max_conns_huge", `max_conns_huge.yaml:4:14: backend.max_conns: must be between 1 and 1000, got 100000`},
+	{"ledger_path_and_postgres", `ledger_path_and_postgres.yaml:20:9: ledger.path: a ledger is a file (path) or a shared PostgreSQL database (postgres), not both; remove one`},
+	{"ledger_postgres_not_url", `ledger_postgres_not_url.yaml:20:13: ledger.postgres: expected the URL (scheme postgres or postgresql) of the database the shared ledger lives in, got "host=db dbname=ledger"`},
+	{"ledger_schema_bad", `ledger_schema_bad.yaml:21:11: ledger.schema: expected a lower-case SQL identifier (letters, digits, _), got "My-Ledger"`},
+	{"ledger_lease_short", `ledger_lease_short.yaml:21:15: ledger.hold_lease: must be between 3s and 10m, got 1s`},
+	{"ledger_lease_without_postgres", `ledger_lease_without_postgres.yaml:20:15: ledger.hold_lease: applies only to a shared ledger (ledger.postgres); remove it or add ledger.postgres`},
 	{"ledger_empty_path", `ledger_empty_path.yaml:20:9: ledger.path: must not be empty; expected a file path, or leave the key out for dpproxy-ledger.db next to the policy file`},
 
 	// defaults
@@ -442,6 +447,11 @@ func TestParse(t *testing.T) {
 		{"tls and timeouts", "listen: {tls_cert: certs/server.crt, tls_key: certs/server.key, statement_timeout: 30s, idle_timeout: 10m}", func(t *testing.T, p *Policy) {
 			if p.Listen.StatementTimeout != 30*time.Second || p.Listen.IdleTimeout != 10*time.Minute || !strings.HasSuffix(p.Listen.TLSCert, "certs/server.crt") {
 				t.Errorf("Listen = %+v", p.Listen)
+			}
+		}},
+		{"shared ledger", "ledger: {postgres: \"postgres://ledger@db/ledger\"}", func(t *testing.T, p *Policy) {
+			if !p.Ledger.Shared() || p.Ledger.Schema != DefaultLedgerSchema || p.Ledger.HoldLease != DefaultHoldLease {
+				t.Errorf("Ledger = %+v", p.Ledger)
 			}
 		}},
 		{"null sections take defaults", "listen:\nledger:\ndefaults:\nprotected_tables:\npublic_tables:", func(t *testing.T, p *Policy) {

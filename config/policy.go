@@ -130,7 +130,19 @@ type Ledger struct {
 	// empty). Load resolves a relative path against the policy file's
 	// directory; Parse leaves it relative to the working directory.
 	Path string `yaml:"path"`
+	// Postgres, when set, is the DSN of a PostgreSQL database holding a
+	// ledger several dpproxy instances share (Path is then unused).
+	Postgres string `yaml:"postgres,omitempty"`
+	// Schema is the shared ledger's schema (default DefaultLedgerSchema).
+	Schema string `yaml:"schema,omitempty"`
+	// HoldLease is how long the shared ledger keeps the reservations of
+	// an instance that stopped renewing them (default
+	// DefaultHoldLease; 3 s to 10 min).
+	HoldLease time.Duration `yaml:"hold_lease,omitempty"`
 }
+
+// Shared reports whether the ledger is a shared PostgreSQL one.
+func (l Ledger) Shared() bool { return l.Postgres != "" }
 
 // Neighbouring is the neighbouring-database definition the guarantees use.
 type Neighbouring string

@@ -17,6 +17,8 @@ const (
 	DefaultPostgresListen   = "127.0.0.1:5433"
 	DefaultMaxConns         = 10
 	DefaultLedgerPath       = "dpproxy-ledger.db"
+	DefaultLedgerSchema     = "dpproxy"
+	DefaultHoldLease        = 30 * time.Second
 	DefaultEpsilon          = 0.1
 	DefaultDelta            = 1e-6
 	DefaultMaxGroupsPerUnit = 1
@@ -230,6 +232,31 @@ func (d *decoder) validateBackend(p *Policy, baseDir string) {
 }
 
 func (d *decoder) validateLedger(p *Policy, baseDir string) {
+	l := &p.Ledger
+	if d.has("ledger.postgres") {
+		switch {
+		case d.has("ledger.path"):
+			d.errorf("ledger.path", "a ledger is a file (path) or a shared PostgreSQL database (postgres), not both; remove one")
+		case !strings.HasPrefix(l.Postgres, "postgres://") && !strings.HasPrefix(l.Postgres, "postgresql://"):
+			d.errorf("ledger.postgres", "expected the URL (scheme postgres or postgresql) of the database the shared ledger lives in, got %q", l.Postgres)
+		}
+		if l.Schema == "" {
+			l.Schema = DefaultLedgerSchema
+		} else if !isLowerIdent(l.Schema) {
+			d.errorf("ledger.schema", "expected a lower-case SQL identifier (letters, digits, _), got %q", l.Schema)
+		}
+		if l.HoldLease == 0 {
+			l.HoldLease = DefaultHoldLease
+		} else if l.HoldLease < 3*time.Second || l.HoldLease > 10*time.Minute {
+			d.errorf("ledger.hold_lease", "must be between 3s and 10m, got %v: an instance renews its reservations every third of it, and those of an instance that died are given back after it", l.HoldLease)
+		}
+		return
+	}
+	for _, key := range []string{"schema", "hold_lease"} {
+		if d.has("ledger." + key) {
+			d.errorf("ledger."+key, "applies only to a shared ledger (ledger.postgres); remove it or add ledger.postgres")
+		}
+	}
 	if !d.has("ledger.path") {
 		p.Ledger.Path = DefaultLedgerPath
 	} else if p.Ledger.Path == "" {
@@ -680,4 +707,15 @@ func caseHint(v string, options []string) string {
 		return fmt.Sprintf(" (write it in lower case: %s)", lower)
 	}
 	return ""
+}
+
+// isLowerIdent reports whether s is a lower-case SQL identifier that needs
+// no quoting: a letter or _, then letters, digits or _.
+func isLowerIdent(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || 'a' <= r && r <= 'z' || i > 0 && '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return s != "" && len(s) <= 63
 }

@@ -201,6 +201,9 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 			}
 			return nil, &sqlerr.Error{Code: sqlerr.BudgetExhausted, Message: exhausted.Error(), Hint: hint, Err: err}
 		}
+		if errors.Is(err, budget.ErrLedgerUnavailable) {
+			return nil, ledgerUnavailable(err)
+		}
 		return nil, fmt.Errorf("reserving budget: %w", err)
 	}
 	res, err := answerPlan(ctx, e.backend, plan, e.rand)
@@ -221,10 +224,21 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 	}
 	if _, err := reservation.Commit(ctx, queryText); err != nil {
 		// Fail closed: without a durable charge, no answer leaves.
+		if errors.Is(err, budget.ErrLedgerUnavailable) || errors.Is(err, budget.ErrHoldLost) {
+			return nil, ledgerUnavailable(err)
+		}
 		return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "could not record the privacy charge; the answer was withheld", Err: err}
 	}
 	e.log.Debug("answered", "analyst", analyst, "epsilon", plan.Epsilon, "rows", len(res.Rows))
 	return res, nil
+}
+
+// ledgerUnavailable is the client's error when the shared budget ledger
+// cannot be reached: nothing is answered uncharged.
+func ledgerUnavailable(err error) error {
+	return &sqlerr.Error{Code: sqlerr.LedgerUnavailable,
+		Message: "the privacy budget ledger is unavailable: the query was not answered, because no answer leaves dpproxy uncharged",
+		Hint:    "retry when the ledger database is back; queries on public tables and catalog queries still work", Err: err}
 }
 
 // query runs sql on b held to the policy's result limits

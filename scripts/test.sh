@@ -104,6 +104,8 @@ run_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 --loc
 run_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w \
   -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null
 export DPPROXY_TEST_PG_DSN="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+# The shared-ledger restart test runs a cluster of its own with these.
+export DPPROXY_TEST_PG_BIN="$PG_BIN"
 
 log "starting MariaDB on 127.0.0.1:$MY_PORT"
 # root@localhost without a password (authentication method "normal", not

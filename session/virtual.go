@@ -325,7 +325,7 @@ func (s *Session) answerVirtual(ctx context.Context, q *virtualQuery) (*sqltypes
 	var err error
 	switch q.view {
 	case budgetView:
-		rows, err = s.budgetRows()
+		rows, err = s.budgetRows(ctx)
 	case queriesView:
 		rows, err = s.queryRows(ctx, q)
 	default:
@@ -366,8 +366,14 @@ func (s *Session) answerVirtual(ctx context.Context, q *virtualQuery) (*sqltypes
 }
 
 // budgetRows is dpproxy.budget: the analyst's one row.
-func (s *Session) budgetRows() ([][]any, error) {
-	st, ok := s.engine.Accountant().Status(s.analyst)
+func (s *Session) budgetRows(ctx context.Context) ([][]any, error) {
+	acct := s.engine.Accountant()
+	// On a shared ledger: what every instance has spent and holds.
+	if err := acct.Refresh(ctx); err != nil {
+		return nil, sqlerr.New(sqlerr.InternalError, "the privacy budget ledger could not be read: %v", err).
+			WithHint("the shared ledger is unavailable; try again when it is back")
+	}
+	st, ok := acct.Status(s.analyst)
 	if !ok {
 		return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "analyst %q has no privacy budget", s.analyst).
 			WithHint("ask the policy author to give the analyst a budget")

@@ -41,6 +41,7 @@ const (
 	PrivacyParameterError  Code = "22DP1" // class 22 (data exception): ε/δ out of range
 	UnsafeQuery            Code = "42DP1" // class 42: construct rejected to protect privacy
 	BackendUnavailable     Code = "08001"
+	LedgerUnavailable      Code = "58DP1" // class 58 (system error): the budget ledger cannot be reached
 	InvalidCatalogName     Code = "3D000"
 	TooManyConnections     Code = "53300"
 	InvalidTextRepresent   Code = "22P02"

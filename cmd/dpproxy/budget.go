@@ -8,7 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
 )
 
@@ -28,13 +27,17 @@ func runBudget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	store, err := budget.OpenSQLiteReadOnly(ctx, pol.Ledger.Path)
+	store, err := openLedger(ctx, pol.Ledger, true)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	acct, err := newAccountant(ctx, store, pol)
 	if err != nil {
+		return err
+	}
+	// A shared ledger's totals, every instance's holds included.
+	if err := acct.Refresh(ctx); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -55,17 +58,17 @@ func runBudget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				accountant += fmt.Sprintf(", lifetime ε %g", l.Epsilon)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%g\t%g\t%g\t%g\t%g\t%s\n", a.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta, accountant)
+		fmt.Fprintf(tw, "%s\t%.10g\t%.10g\t%.10g\t%.10g\t%.10g\t%s\n", a.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta, accountant)
 	}
 	// A team's spending is its members' together.
 	for _, t := range pol.Teams {
 		st, _ := acct.TeamStatus(t.Name)
-		fmt.Fprintf(tw, "team %s (%s)\t%g\t%g\t%g\t%g\t%g\tbasic\n", t.Name, strings.Join(t.Analysts, ", "), st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
+		fmt.Fprintf(tw, "team %s (%s)\t%.10g\t%.10g\t%.10g\t%.10g\t%.10g\tbasic\n", t.Name, strings.Join(t.Analysts, ", "), st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
 	}
 	// A table's spending is every analyst's queries that read it.
 	for _, t := range pol.ProtectedTables {
 		if st, ok := acct.TableStatus(t.Name); ok {
-			fmt.Fprintf(tw, "table %s\t%g\t%g\t%g\t%g\t%g\tbasic\n", t.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
+			fmt.Fprintf(tw, "table %s\t%.10g\t%.10g\t%.10g\t%.10g\t%.10g\tbasic\n", t.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
 		}
 	}
 	return tw.Flush()

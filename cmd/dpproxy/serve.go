@@ -68,7 +68,7 @@ type runtime struct {
 	engine  *engine.Engine
 	server  *session.Server
 	backend backend.Backend
-	ledger  *budget.SQLiteStore
+	ledger  budget.Store
 }
 
 func (r *runtime) Close() {
@@ -98,10 +98,10 @@ func open(ctx context.Context, pol *config.Policy) (*runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s backend: %w", pol.Backend.Kind, err)
 	}
-	rt.ledger, err = budget.OpenSQLite(ctx, pol.Ledger.Path)
+	rt.ledger, err = openLedger(ctx, pol.Ledger, false)
 	if err != nil {
 		rt.Close()
-		return nil, fmt.Errorf("opening ledger %s: %w", pol.Ledger.Path, err)
+		return nil, err
 	}
 	acct, err := newAccountant(ctx, rt.ledger, pol)
 	if err != nil {
@@ -232,6 +232,28 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 		}
 	}
 	return serveErr
+}
+
+// openLedger opens the policy's ledger: the embedded SQLite file, or the
+// PostgreSQL database several instances share; readOnly for status
+// commands while proxies run.
+func openLedger(ctx context.Context, l config.Ledger, readOnly bool) (budget.Store, error) {
+	if l.Shared() {
+		s, err := budget.OpenPostgres(ctx, l.Postgres, budget.PostgresOptions{Schema: l.Schema, Lease: l.HoldLease, ReadOnly: readOnly})
+		if err != nil {
+			return nil, fmt.Errorf("opening the shared ledger (schema %s): %w", l.Schema, err)
+		}
+		return s, nil
+	}
+	open := budget.OpenSQLite
+	if readOnly {
+		open = budget.OpenSQLiteReadOnly
+	}
+	s, err := open(ctx, l.Path)
+	if err != nil {
+		return nil, fmt.Errorf("opening ledger %s: %w", l.Path, err)
+	}
+	return s, nil
 }
 
 // newAccountant is the accountant of a policy's analysts, teams and

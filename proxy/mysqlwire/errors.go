@@ -77,6 +77,7 @@ var errorMapping = map[sqlerr.Code]struct {
 	sqlerr.PrivacyParameterError:  {ErrWrongValue, "HY000"},
 	sqlerr.UnsafeQuery:            {ErrSpecificAccessDenied, "42000"},
 	sqlerr.BackendUnavailable:     {2003, "HY000"}, // CR_CONN_HOST_ERROR
+	sqlerr.LedgerUnavailable:      {ErrUnknown, "HY000"},
 	sqlerr.InvalidCatalogName:     {ErrUnknownDB, "42000"},
 	sqlerr.TooManyConnections:     {ErrTooManyConnections, "08004"},
 	sqlerr.InvalidTextRepresent:   {ErrWrongArguments, "HY000"},
