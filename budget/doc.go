@@ -1,5 +1,6 @@
-// Package budget is dpproxy's per-analyst privacy budget accountant and its
-// durable ledger.
+// Package budget is dpproxy's privacy budget accountant and its durable
+// ledgers: an embedded SQLite file, or a PostgreSQL database several
+// dpproxy processes share.
 //
 // # Accounting model
 //
@@ -67,6 +68,21 @@
 // table with readable timestamps:
 //
 //	sqlite3 ledger.db 'SELECT * FROM charge_log ORDER BY id DESC LIMIT 20'
+//
+// OpenPostgres returns the ledger several dpproxy processes share, in a
+// PostgreSQL database: besides the charges it keeps each scope's totals
+// and the holds (reservations) of queries in progress, so that a
+// reservation is decided on what every process has spent and holds, in a
+// transaction that first locks the scopes' rows in one order (no two
+// processes can spend the same budget, and they cannot deadlock). A hold
+// lives for a lease its process renews; a process that dies gives its
+// holds back when the lease ends, and a hold that expired can no longer be
+// charged (Commit fails with ErrHoldLost and the answer is withheld). A
+// writer goroutine per process group-commits reservations, charges and
+// releases; when the database cannot be reached they fail with
+// ErrLedgerUnavailable, so queries are refused rather than answered
+// uncharged. The accountant's own totals are then a cache of the ledger's,
+// which Refresh reloads for status.
 //
 // A ledger file may be used by one SQLiteStore at a time; OpenSQLite takes
 // an advisory lock on "<path>.lock" and fails with ErrLedgerLocked if another

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,6 +107,10 @@ CREATE TABLE IF NOT EXISTS %[1]s.holds (
 	PRIMARY KEY (hold_id, scope)
 );
 CREATE INDEX IF NOT EXISTS holds_by_scope ON %[1]s.holds (scope, expires_at);
+CREATE TABLE IF NOT EXISTS %[1]s.meta (
+	key   text PRIMARY KEY,
+	value text NOT NULL
+);
 `
 
 // OpenPostgres opens (creating its schema if needed) the shared ledger in
@@ -156,17 +161,17 @@ func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions) (*Postgr
 // only, checks that they exist.
 func (s *PostgresStore) checkSchema(ctx context.Context) error {
 	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name IN ('scopes', 'charges', 'holds')`, strings.Trim(s.schema, `"`)).Scan(&n)
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name IN ('scopes', 'charges', 'holds', 'meta')`, strings.Trim(s.schema, `"`)).Scan(&n)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
 	}
 	switch {
-	case n == 3:
+	case n == 4:
 		// There already: no DDL, whose locks would wait on (and could
 		// deadlock with) the transactions of running processes.
 		return nil
 	case s.readOnly:
-		return fmt.Errorf("budget: no ledger in schema %s (found %d of its 3 tables)", s.schema, n)
+		return fmt.Errorf("budget: no ledger in schema %s (found %d of its 4 tables)", s.schema, n)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -260,6 +265,27 @@ func (s *PostgresStore) view(ctx context.Context, scopes []string, windows map[s
 		return time.Time{}, nil, fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
 	}
 	return now, view, nil
+}
+
+// ServerSecret returns the 32-byte secret every instance on the ledger
+// shares (what unknown user names see at login derives from it, so it
+// must not differ between instances), creating it on first use.
+func (s *PostgresStore) ServerSecret(ctx context.Context) ([]byte, error) {
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	var value string
+	err := s.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO `+s.schema+`.meta VALUES ('server_secret', $1) ON CONFLICT DO NOTHING RETURNING value)
+		SELECT value FROM ins UNION ALL SELECT value FROM `+s.schema+`.meta WHERE key = 'server_secret'`, hex.EncodeToString(fresh)).Scan(&value)
+	if err != nil {
+		return nil, fmt.Errorf("%w: server secret: %w", ErrLedgerUnavailable, err)
+	}
+	secret, err := hex.DecodeString(value)
+	if err != nil || len(secret) != 32 {
+		return nil, fmt.Errorf("budget: the ledger's server secret is not 64 hex digits")
+	}
+	return secret, nil
 }
 
 // Spent returns the total cost recorded per analyst.

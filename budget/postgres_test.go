@@ -121,6 +121,12 @@ func TestPostgresLedgerCharges(t *testing.T) {
 	if err := b.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Both processes answer unknown users alike: one server secret.
+	s1, err1 := s.ServerSecret(ctx)
+	s2s, err2 := s2.ServerSecret(ctx)
+	if err1 != nil || err2 != nil || len(s1) != 32 || string(s1) != string(s2s) {
+		t.Errorf("server secrets %x (%v) and %x (%v): want one 32-byte secret", s1, err1, s2s, err2)
+	}
 }
 
 // waitFor polls cond for up to 5 s.

@@ -5,10 +5,11 @@
 //	loadgen load-mysql --dsn USER@tcp(HOST:PORT)/DB --patients N [--visit-rate R]
 //	    create database DB if missing and load the same dataset into it
 //	    (MySQL or MariaDB, demo.LoadMySQLWith)
-//	loadgen run    --dsn DSN --query SQL [--query SQL ...] [--clients C]
+//	loadgen run    --dsn DSN [--dsn DSN ...] --query SQL [--query SQL ...] [--clients C]
 //	               [--duration D] [--count N] [--mode simple|extended]
 //	               [--param-max K] [--ledger FILE] [--driver pgx|mysql] [--pid PID]
-//	    run a query mix with C clients (one connection each) for D or until
+//	    run a query mix with C clients (one connection each, spread over
+//	    the DSNs: several proxies sharing a ledger) for D or until
 //	    each client has run N queries; print one JSON object: queries/s and
 //	    latency percentiles. In a query, {i} is replaced by a number unique
 //	    to each execution (distinct query text) and the parameter ($1 with
@@ -19,7 +20,8 @@
 //	    driver), extended the binary protocol (COM_STMT_PREPARE, EXECUTE and
 //	    CLOSE for each query). With --ledger, the dpproxy ledger is read
 //	    before and after: charges and transactions (group commits) of the
-//	    run. With --pid, the CPU time that process spent per query.
+//	    run; a shared ledger's postgres:// DSN counts the transactions of
+//	    its database. With --pid, the CPU time that process spent per query.
 //	loadgen idle   --dsn DSN --conns N --hold D --pid PID
 //	    open N connections, keep them idle for D and report PID's VmRSS
 //	    before and while they are open.
@@ -277,8 +279,8 @@ func connect(ctx context.Context, dsn, mode string) (*pgx.Conn, error) {
 
 func cmdRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
-	dsn := fs.String("dsn", "", "DSN")
-	var queries multiFlag
+	var dsns, queries multiFlag
+	fs.Var(&dsns, "dsn", "DSN (repeatable: clients are spread over the servers)")
 	fs.Var(&queries, "query", "query (repeatable: a mix, chosen at random)")
 	clients := fs.Int("clients", 1, "concurrent clients")
 	duration := fs.Duration("duration", 10*time.Second, "how long to run")
@@ -286,12 +288,12 @@ func cmdRun(args []string) error {
 	warmup := fs.Int("warmup", 3, "unmeasured queries per client first")
 	mode := fs.String("mode", "simple", "simple or extended protocol")
 	paramMax := fs.Int("param-max", 25, "$1 is a random integer in [1, param-max]")
-	ledger := fs.String("ledger", "", "dpproxy ledger file to read before and after")
+	ledger := fs.String("ledger", "", "dpproxy ledger to read before and after: a file, or a shared ledger's postgres:// DSN")
 	driver := fs.String("driver", "pgx", "pgx (PostgreSQL protocol) or mysql (go-sql-driver, MySQL protocol)")
 	pid := fs.Int("pid", 0, "process (the proxy under test) whose CPU time per query to report")
 	fs.Parse(args)
-	if len(queries) == 0 || *clients < 1 {
-		return errors.New("run: --query and --clients ≥ 1 are required")
+	if len(queries) == 0 || len(dsns) == 0 || *clients < 1 {
+		return errors.New("run: --dsn, --query and --clients ≥ 1 are required")
 	}
 	placeholder := "$1"
 	switch *driver {
@@ -314,7 +316,7 @@ func cmdRun(args []string) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			c, err := connectClient(ctx, *driver, *dsn, *mode)
+			c, err := connectClient(ctx, *driver, dsns[i%len(dsns)], *mode)
 			if err != nil {
 				connErr.Store(err)
 				return
@@ -448,6 +450,9 @@ func ledgerCounts(path string) []int64 {
 	if path == "" {
 		return nil
 	}
+	if strings.HasPrefix(path, "postgres://") {
+		return sharedLedgerCounts(path)
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil
@@ -464,6 +469,31 @@ func ledgerCounts(path string) []int64 {
 		fmt.Fprintln(os.Stderr, "loadgen: ledger:", err)
 		return nil
 	}
+	return []int64{n, tx}
+}
+
+// sharedLedgerCounts returns a shared ledger's number of charges and the
+// transactions committed in its database. PostgreSQL publishes a
+// backend's transaction counts within 10 s of its last transaction
+// (PGSTAT_IDLE_INTERVAL), so this waits that long first: the run is
+// measured before the wait, and the proxies are idle during it.
+func sharedLedgerCounts(dsn string) []int64 {
+	time.Sleep(11 * time.Second)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen: ledger:", err)
+		return nil
+	}
+	defer conn.Close(ctx)
+	var n, tx int64
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM dpproxy.charges),
+		(SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())`).Scan(&n, &tx); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen: ledger:", err)
+		return nil
+	}
+	// This reading's own transaction counts in the next one: one more
+	// per run, out of thousands.
 	return []int64{n, tx}
 }
 

@@ -151,7 +151,7 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 	// across restarts.
 	limits := &netserver.Limits{MaxConns: pol.Listen.MaxConnections, MaxHandshakes: pol.Listen.MaxHandshakes}
 	throttle := &auth.Throttle{Base: pol.Listen.LoginBackoff, Max: pol.Listen.LoginBackoffMax}
-	secret, err := auth.LoadOrCreateSecret(pol.Ledger.Path + ".secret")
+	secret, err := serverSecret(ctx, pol, rt.ledger)
 	if err != nil {
 		return err
 	}
@@ -254,6 +254,16 @@ func openLedger(ctx context.Context, l config.Ledger, readOnly bool) (budget.Sto
 		return nil, fmt.Errorf("opening ledger %s: %w", l.Path, err)
 	}
 	return s, nil
+}
+
+// serverSecret is the secret unknown users' SCRAM salts derive from: in
+// the shared ledger, so that every instance answers alike, or in the file
+// beside the embedded one.
+func serverSecret(ctx context.Context, pol *config.Policy, ledger budget.Store) ([]byte, error) {
+	if shared, ok := ledger.(*budget.PostgresStore); ok {
+		return shared.ServerSecret(ctx)
+	}
+	return auth.LoadOrCreateSecret(pol.Ledger.Path + ".secret")
 }
 
 // newAccountant is the accountant of a policy's analysts, teams and
