@@ -2,6 +2,8 @@ package budget
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -49,3 +51,55 @@ func BenchmarkCommitParallel(b *testing.B) { benchmarkCommit(b, 16) }
 
 // BenchmarkCommitSerial: one committer, one transaction and fsync each.
 func BenchmarkCommitSerial(b *testing.B) { benchmarkCommit(b, 0) }
+
+// benchmarkSharedCommit measures Reserve + Commit on the shared
+// PostgreSQL ledger by 32 committers spread over `processes` stores (each
+// its own connection pool and writer, as separate dpproxy processes
+// would have), all charging one analyst: the worst case, every
+// transaction locking the same rows.
+func benchmarkSharedCommit(b *testing.B, processes int, analysts int) {
+	schema := newPGSchema(b)
+	limits := map[string]Cost{}
+	for i := 0; i < analysts; i++ {
+		limits[fmt.Sprintf("a%d", i)] = Cost{Epsilon: 1e15, Delta: 1}
+	}
+	var stores []*PostgresStore
+	var accts []*Accountant
+	for i := 0; i < processes; i++ {
+		s := openPG(b, schema, 0)
+		stores = append(stores, s)
+		accts = append(accts, newTestAccountant(b, s, limits))
+	}
+	var next atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		i := next.Add(1)
+		a := accts[int(i)%processes]
+		analyst := fmt.Sprintf("a%d", int(i)%analysts)
+		for pb.Next() {
+			r, err := a.ReserveFor(context.Background(), analyst, []string{"visits"}, Cost{Epsilon: 0.1})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := r.Commit(context.Background(), "q"); err != nil {
+				b.Error(err)
+			}
+		}
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	var charges, txs uint64
+	for _, s := range stores {
+		st := s.Stats()
+		charges, txs = charges+st.Charges, txs+st.Transactions
+	}
+	b.ReportMetric(float64(charges)/elapsed.Seconds(), "charges/s")
+	b.ReportMetric(float64(txs)/float64(charges), "tx/charge")
+}
+
+func BenchmarkSharedCommit1Process(b *testing.B)               { benchmarkSharedCommit(b, 1, 1) }
+func BenchmarkSharedCommit3Processes(b *testing.B)             { benchmarkSharedCommit(b, 3, 1) }
+func BenchmarkSharedCommit3ProcessesManyAnalysts(b *testing.B) { benchmarkSharedCommit(b, 3, 32) }

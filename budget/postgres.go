@@ -68,6 +68,11 @@ type PostgresStore struct {
 	liveMu sync.Mutex
 	live   map[int64]struct{} // this process's holds, renewed until settled or dropped
 
+	// The scopes known to have a row, and the charges' id sequence.
+	knownMu   sync.Mutex
+	known     map[string]bool
+	chargeSeq string
+
 	closeOnce sync.Once
 	txs       atomic.Uint64
 	charges   atomic.Uint64
@@ -143,10 +148,15 @@ func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions) (*Postgr
 		ops:      make(chan *ledgerOp, 4*maxBatch),
 		done:     make(chan struct{}),
 		live:     map[int64]struct{}{},
+		known:    map[string]bool{},
 	}
 	if err := s.checkSchema(ctx); err != nil {
 		pool.Close()
 		return nil, err
+	}
+	if err := pool.QueryRow(ctx, `SELECT pg_get_serial_sequence($1, 'id')`, s.schema+".charges").Scan(&s.chargeSeq); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("budget: the ledger's charge ids: %w", err)
 	}
 	if opt.ReadOnly {
 		close(s.done)
@@ -223,7 +233,16 @@ func (s *PostgresStore) submitCharge(ctx context.Context, hold int64, c Charge) 
 	if err := c.Cost.Validate(); err != nil {
 		return Charge{}, err
 	}
+	// PostgreSQL text holds neither NUL nor invalid UTF-8, which a query
+	// may contain: one such text must not fail its batch.
+	c.Query = strings.ToValidUTF8(strings.ReplaceAll(c.Query, "\x00", "\uFFFD"), "\uFFFD")
 	res, err := s.submit(ctx, &ledgerOp{kind: opSettle, holdID: hold, charge: c})
+	if err != nil && hold != 0 {
+		// The answer is withheld: the hold is no longer renewed, so that
+		// it expires and its budget comes back (a retried Commit still
+		// finds a charge recorded in doubt, or a hold not yet reclaimed).
+		s.forget(hold)
+	}
 	return res.charge, err
 }
 
@@ -276,8 +295,10 @@ func (s *PostgresStore) ServerSecret(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	var value string
-	err := s.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO `+s.schema+`.meta VALUES ('server_secret', $1) ON CONFLICT DO NOTHING RETURNING value)
-		SELECT value FROM ins UNION ALL SELECT value FROM `+s.schema+`.meta WHERE key = 'server_secret'`, hex.EncodeToString(fresh)).Scan(&value)
+	// DO UPDATE (to the same value) returns the row another instance
+	// inserted concurrently, where DO NOTHING would return none.
+	err := s.pool.QueryRow(ctx, `INSERT INTO `+s.schema+`.meta AS m VALUES ('server_secret', $1)
+		ON CONFLICT (key) DO UPDATE SET value = m.value RETURNING value`, hex.EncodeToString(fresh)).Scan(&value)
 	if err != nil {
 		return nil, fmt.Errorf("%w: server secret: %w", ErrLedgerUnavailable, err)
 	}
@@ -299,7 +320,10 @@ func (s *PostgresStore) TableSpent(ctx context.Context) (map[string]Cost, error)
 }
 
 func (s *PostgresStore) scopeSpent(ctx context.Context, prefix string) (map[string]Cost, error) {
-	rows, err := s.pool.Query(ctx, `SELECT scope, epsilon, delta FROM `+s.schema+`.scopes WHERE starts_with(scope, $1) AND (epsilon > 0 OR delta > 0)`, prefix)
+	// A row totals its charges and its holds.
+	rows, err := s.pool.Query(ctx, `SELECT s.scope, s.epsilon - coalesce(h.e, 0), s.delta - coalesce(h.d, 0)
+		FROM `+s.schema+`.scopes s LEFT JOIN (SELECT scope, sum(epsilon) AS e, sum(delta) AS d FROM `+s.schema+`.holds GROUP BY scope) h USING (scope)
+		WHERE starts_with(s.scope, $1)`, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
 	}
@@ -310,7 +334,9 @@ func (s *PostgresStore) scopeSpent(ctx context.Context, prefix string) (map[stri
 		if err := rows.Scan(&scope, &c.Epsilon, &c.Delta); err != nil {
 			return nil, err
 		}
-		out[strings.TrimPrefix(scope, prefix)] = c
+		if c = nonNegative(c); !c.IsZero() {
+			out[strings.TrimPrefix(scope, prefix)] = c
+		}
 	}
 	return out, rows.Err()
 }

@@ -201,7 +201,8 @@ func TestPostgresLedgerRace(t *testing.T) {
 	defer conn.Close(ctx)
 	var bad int
 	err = conn.QueryRow(ctx, `SELECT count(*) FROM `+schema+`.scopes s
-		WHERE abs(s.epsilon - coalesce((SELECT sum(epsilon) FROM `+schema+`.charges c WHERE 'analyst:' || c.analyst = s.scope), 0)) > 1e-9
+		WHERE abs(s.epsilon - coalesce((SELECT sum(epsilon) FROM `+schema+`.holds h WHERE h.scope = s.scope), 0)
+			- coalesce((SELECT sum(epsilon) FROM `+schema+`.charges c WHERE 'analyst:' || c.analyst = s.scope), 0)) > 1e-9
 		  AND starts_with(s.scope, 'analyst:')`).Scan(&bad)
 	if err != nil || bad != 0 {
 		t.Errorf("%d scopes whose totals differ from their charges (%v)", bad, err)
@@ -212,48 +213,69 @@ func TestPostgresLedgerRace(t *testing.T) {
 			t.Errorf("%s: %d charges in the ledger, %d committed (%v)", name, len(cs), charged[i].Load(), err)
 		}
 	}
-	st := Status{}
 	if err := accts[1].Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	st, _ = accts[1].TeamStatus("ops")
+	st, _ := accts[1].TeamStatus("ops")
 	if st.Spent.Epsilon > 1.5+1e-9 {
 		t.Errorf("team spent %v", st.Spent)
 	}
 }
 
 // A process that stops renewing its holds (it crashed) gives them back
-// after the lease; a hold that expired cannot be charged afterwards.
+// after the lease; a hold reclaimed by another process's decision, even
+// on one of its scopes only, cannot be charged afterwards, while one that
+// expired but was not reclaimed (nothing was granted against it) can.
 func TestPostgresLedgerHoldExpiry(t *testing.T) {
 	ctx := context.Background()
 	schema := newPGSchema(t)
-	limits := map[string]Cost{"ana": {Epsilon: 1}}
+	limits := map[string]Cost{"ana": {Epsilon: 1}, "bob": {Epsilon: 1}}
 	a := newTestAccountant(t, openPG(t, schema, 0), limits)
-	// A dead process's hold on the whole budget, expiring in 1 s.
-	mustReserve(t, a, "ana", Cost{Epsilon: 0.1}).Release()
-	pgExec(t, `INSERT INTO `+schema+`.holds VALUES (42, 'analyst:ana', 1, 0, 1, 1.718, 'dead', clock_timestamp() + interval '1 second')`)
+	// A process that reserves the whole budget, then dies.
+	dead := openPG(t, schema, 3*time.Second)
+	mustReserve(t, newTestAccountant(t, dead, limits), "ana", Cost{Epsilon: 1})
+	dead.pool.Close()
 	var ex *ExhaustedError
 	if _, err := a.Reserve(ctx, "ana", Cost{Epsilon: 0.1}); !errors.As(err, &ex) {
 		t.Fatalf("reserving under a live hold of everything: %v", err)
 	}
-	time.Sleep(1100 * time.Millisecond)
-	r := mustReserve(t, a, "ana", Cost{Epsilon: 0.1})
-	// This hold now expires under the process's feet (its renewals come
-	// too late): the charge is refused, so the answer would be withheld.
-	pgExec(t, `UPDATE `+schema+`.holds SET expires_at = clock_timestamp() - interval '1 second'`)
+	waitFor(t, func() bool {
+		r, err := a.Reserve(ctx, "ana", Cost{Epsilon: 1})
+		if err == nil {
+			r.Release()
+		}
+		return err == nil
+	})
+	// A hold whose renewals stopped is reclaimed by bob's query on the
+	// same table (its table share only): it cannot be charged.
+	r := mustReserveFor(t, a, "ana", []string{"visits"}, Cost{Epsilon: 0.1})
+	expire := func() {
+		pgExec(t, `UPDATE `+schema+`.holds SET expires_at = clock_timestamp() - interval '1 second'`)
+	}
+	expire()
+	mustReserveFor(t, a, "bob", []string{"visits"}, Cost{Epsilon: 0.1}).Release()
 	if _, err := r.Commit(ctx, "q"); !errors.Is(err, ErrHoldLost) {
-		t.Fatalf("commit of an expired hold: %v, want ErrHoldLost", err)
+		t.Fatalf("commit of a reclaimed hold: %v, want ErrHoldLost", err)
 	}
 	if cs, _ := a.Charges(ctx, "ana", 0); len(cs) != 0 {
-		t.Errorf("an expired hold was charged: %+v", cs)
+		t.Errorf("a reclaimed hold was charged: %+v", cs)
+	}
+	// Expired but not reclaimed: still counted everywhere, so chargeable.
+	r = mustReserveFor(t, a, "ana", []string{"visits"}, Cost{Epsilon: 0.1})
+	expire()
+	if _, err := r.Commit(ctx, "q"); err != nil {
+		t.Errorf("commit of an expired hold nobody reclaimed: %v", err)
 	}
 	// Renewal keeps a live hold past its first lease.
-	s := openPG(t, schema, 600*time.Millisecond)
-	b := newTestAccountant(t, s, limits)
+	b := newTestAccountant(t, openPG(t, schema, 600*time.Millisecond), limits)
 	r = mustReserve(t, b, "ana", Cost{Epsilon: 0.1})
 	time.Sleep(1500 * time.Millisecond)
+	mustReserve(t, a, "ana", Cost{Epsilon: 0.1}).Release() // reclaims what expired
 	if _, err := r.Commit(ctx, "slow query"); err != nil {
 		t.Errorf("commit of a renewed hold after 2.5 leases: %v", err)
+	}
+	if st := mustStatus(t, a, "ana"); !approx(st.Spent.Epsilon, 0.2) || st.Reserved.Epsilon != 0 {
+		t.Errorf("ana spent %v, holds %v; want 0.2 and nothing", st.Spent, st.Reserved)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -43,8 +44,12 @@ type sharedStore interface {
 
 // holdRequest is a reservation asked of a shared ledger.
 type holdRequest struct {
-	// scopes are sorted and unique (analystScope, tableScope).
+	// scopes are locked and read (sorted, unique): the analyst, the
+	// members of the analyst's teams, the tables read.
 	scopes []string
+	// charged are the scopes the hold counts in: the analyst and the
+	// tables read (sorted, unique; chargeScopes of the charge it becomes).
+	charged []string
 	// windows are the analyst scopes whose budgets renew: their totals
 	// carry the spending of the current window.
 	windows map[string]Window
@@ -76,20 +81,38 @@ func (a *Accountant) reserveShared(ctx context.Context, s sharedStore, analyst s
 		a.mu.Unlock()
 		return nil, fmt.Errorf("%w %q", ErrUnknownAnalyst, analyst)
 	}
-	scopes, windows := a.scopesLocked(analyst, tables)
 	a.mu.Unlock()
-	id, err := s.hold(ctx, &holdRequest{scopes: scopes, windows: windows, cost: c, decide: func(now time.Time, view map[string]*scopeTotals) error {
+	charged := chargeScopes(Charge{Analyst: analyst, Tables: tables})
+	// A policy reload between listing the scopes and deciding (a new team
+	// member, a new window) would leave a scope unlocked and unread: the
+	// decision then refuses, and the reservation is asked again.
+	for attempt := 0; ; attempt++ {
 		a.mu.Lock()
-		defer a.mu.Unlock()
-		a.installLocked(now, view)
-		_, _, err := a.checkLocked(analyst, tables, c, now)
-		return err
-	}})
-	if err != nil {
-		return nil, err
+		scopes, windows := a.scopesLocked(analyst, tables)
+		a.mu.Unlock()
+		id, err := s.hold(ctx, &holdRequest{scopes: scopes, charged: charged, windows: windows, cost: c, decide: func(now time.Time, view map[string]*scopeTotals) error {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if cur, w := a.scopesLocked(analyst, tables); !slices.Equal(cur, scopes) || !maps.Equal(w, windows) {
+				return errScopesChanged
+			}
+			a.installLocked(now, view)
+			_, _, err := a.checkLocked(analyst, tables, c, now)
+			return err
+		}})
+		if errors.Is(err, errScopesChanged) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &Reservation{a: a, acct: acct, tables: tables, analyst: analyst, cost: c, hold: id}, nil
 	}
-	return &Reservation{a: a, acct: acct, tables: tables, analyst: analyst, cost: c, hold: id}, nil
 }
+
+// errScopesChanged refuses a shared reservation whose scopes changed (a
+// policy reload) after they were locked.
+var errScopesChanged = errors.New("budget: the budgets a query falls in changed while it was reserved; try again")
 
 // scopesLocked lists the ledger scopes a query of analyst reading tables
 // touches — the analyst, the members of the analyst's teams, every table

@@ -218,19 +218,32 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 		// could otherwise be a free bit about the noisy values) — may
 		// depend on the data, so the charge stands.
 		if _, cerr := reservation.Commit(context.WithoutCancel(ctx), queryText); cerr != nil {
+			// Uncharged, the failure must not reach the client either.
 			e.log.Error("charging a failed query", "analyst", analyst, "err", cerr)
+			return nil, chargeFailed(cerr)
 		}
 		return nil, err
 	}
 	if _, err := reservation.Commit(ctx, queryText); err != nil {
 		// Fail closed: without a durable charge, no answer leaves.
-		if errors.Is(err, budget.ErrLedgerUnavailable) || errors.Is(err, budget.ErrHoldLost) {
-			return nil, ledgerUnavailable(err)
-		}
-		return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "could not record the privacy charge; the answer was withheld", Err: err}
+		return nil, chargeFailed(err)
 	}
 	e.log.Debug("answered", "analyst", analyst, "epsilon", plan.Epsilon, "rows", len(res.Rows))
 	return res, nil
+}
+
+// chargeFailed is the client's error when a charge could not be
+// recorded: the answer (or the query's failure) is withheld.
+func chargeFailed(err error) error {
+	switch {
+	case errors.Is(err, budget.ErrLedgerUnavailable):
+		return ledgerUnavailable(err)
+	case errors.Is(err, budget.ErrHoldLost):
+		return &sqlerr.Error{Code: sqlerr.LedgerUnavailable,
+			Message: "the answer was withheld: this query's budget reservation expired before it could be charged (the shared ledger was unreachable for longer than ledger.hold_lease)",
+			Hint:    "run the query again", Err: err}
+	}
+	return &sqlerr.Error{Code: sqlerr.InternalError, Message: "could not record the privacy charge; the answer was withheld", Err: err}
 }
 
 // ledgerUnavailable is the client's error when the shared budget ledger
