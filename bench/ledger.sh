@@ -7,6 +7,8 @@
 #
 #   bash bench/ledger.sh                  # 48 clients, 8 s runs, 3 runs each
 #   bash bench/ledger.sh --clients 96 --duration 10s --runs 5
+#   bash bench/ledger.sh --only shared-3     # one setup (embedded-1, shared-1, shared-3)
+#   KEEP_LOGS=DIR bash bench/ledger.sh       # keep the proxies' and PostgreSQL's logs
 #
 # Needs PostgreSQL 15's server binaries (/usr/lib/postgresql/15/bin, or
 # PG_BIN); starts a throwaway cluster (fsync on: the ledger's durability
@@ -17,12 +19,14 @@ ROOT=$(pwd)
 CLIENTS=48
 DURATION=8s
 RUNS=3
+SETUPS="embedded-1 shared-1 shared-3"
 while [ $# -gt 0 ]; do
   case "$1" in
     --clients) CLIENTS=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --only) SETUPS=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -37,6 +41,7 @@ WORK=$(mktemp -d /tmp/dpproxy-ledger-bench.XXXXXX)
 chown "$PG_USER" "$WORK" 2>/dev/null || true
 PIDS=()
 cleanup() {
+  if [ -n "${KEEP_LOGS:-}" ]; then mkdir -p "$KEEP_LOGS"; cp "$WORK"/*.log "$KEEP_LOGS"/ 2>/dev/null || true; fi
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   run_pg "$PG_BIN/pg_ctl" -D "$WORK/pg" -m immediate stop >/dev/null 2>&1 || true
@@ -110,37 +115,49 @@ stop_proxies() {
 Q='SELECT COUNT(*) FROM patients WHERE patient_id = {i}'
 OUT=bench/results/ledger.jsonl
 : >"$OUT"
-measure() { # measure NAME LEDGER-FOR-LOADGEN
+measure() { # measure NAME: the runs, then the proxies' ledger counters
   local args=()
   for port in "${PORTS[@]}"; do args+=(--dsn "postgres://bench:bench@127.0.0.1:$port/demo?sslmode=disable"); done
   for r in $(seq 1 "$RUNS"); do
     local res
-    res=$("$WORK/bin/loadgen" run "${args[@]}" --query "$Q" --clients "$CLIENTS" --duration "$DURATION" --ledger "$2")
+    res=$("$WORK/bin/loadgen" run "${args[@]}" --query "$Q" --clients "$CLIENTS" --duration "$DURATION")
     echo "{\"setup\":\"$1\",\"run\":$r,\"result\":$res}" >>"$OUT"
     log "$1 run $r: $res"
   done
+  stop_proxies
+  # Each proxy logs its ledger's charges and transactions when it stops
+  # (all runs and warm-ups together).
+  local charges=0 txs=0
+  for i in $(seq 1 "${#PORTS[@]}"); do
+    local line
+    line=$(grep 'msg="ledger closed"' "$WORK/p$i.log")
+    charges=$(( charges + $(sed -E 's/.*charges=([0-9]+).*/\1/' <<<"$line") ))
+    txs=$(( txs + $(sed -E 's/.*transactions=([0-9]+).*/\1/' <<<"$line") ))
+  done
+  echo "{\"setup\":\"$1\",\"ledger\":{\"charges\":$charges,\"transactions\":$txs}}" >>"$OUT"
+  log "$1: $charges charges in $txs ledger transactions"
 }
 
-log "embedded SQLite ledger, 1 instance"
-start_proxies 1 "  path: $WORK/ledger.db"
-measure embedded-1 "$WORK/ledger.db"
-stop_proxies
 SHARED="  postgres: \"$LEDGER_DSN\""
-log "shared PostgreSQL ledger, 1 instance"
-start_proxies 1 "$SHARED"
-measure shared-1 "$LEDGER_DSN"
-stop_proxies
-log "shared PostgreSQL ledger, 3 instances"
-start_proxies 3 "$SHARED"
-measure shared-3 "$LEDGER_DSN"
-stop_proxies
+for setup in $SETUPS; do
+  case $setup in
+    embedded-1) log "embedded SQLite ledger, 1 instance"; start_proxies 1 "  path: $WORK/ledger.db" ;;
+    shared-1) log "shared PostgreSQL ledger, 1 instance"; start_proxies 1 "$SHARED" ;;
+    shared-3) log "shared PostgreSQL ledger, 3 instances"; start_proxies 3 "$SHARED" ;;
+    *) echo "unknown setup $setup" >&2; exit 2 ;;
+  esac
+  measure "$setup"
+done
 
 python3 - "$OUT" "$CLIENTS" "$DURATION" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-by = {}
+by, ledger = {}, {}
 for r in rows:
-    by.setdefault(r["setup"], []).append(r["result"])
+    if "ledger" in r:
+        ledger[r["setup"]] = r["ledger"]
+    else:
+        by.setdefault(r["setup"], []).append(r["result"])
 print(f"\n{sys.argv[2]} clients, {sys.argv[3]} runs, median (min–max) of {len(next(iter(by.values())))} runs; nproc = ", end="")
 import os; print(os.cpu_count())
 print("\n| ledger, instances | charged queries/s | p50 latency (ms) | ledger transactions per charge | errors |")
@@ -150,7 +167,8 @@ for name in ["embedded-1", "shared-1", "shared-3"]:
     rs = by.get(name, [])
     if not rs: continue
     q = [r["qps"] for r in rs]
-    tpc = [r["ledger_transactions"] / r["ledger_charges"] for r in rs if r.get("ledger_charges")]
+    l = ledger.get(name, {})
+    tpc = [l["transactions"] / l["charges"]] if l.get("charges") else []
     if name == "shared-1": base = statistics.median(q)
     ratio = f" ({statistics.median(q)/base:.2f}× one)" if name == "shared-3" and base else ""
     print(f"| {name} | {statistics.median(q):.0f} ({min(q):.0f}–{max(q):.0f}){ratio} | {statistics.median([r['p50_us'] for r in rs])/1000:.2f} | {statistics.median(tpc) if tpc else float('nan'):.3f} | {sum(r['errors'] for r in rs)} |")

@@ -79,7 +79,10 @@ type PostgresStore struct {
 }
 
 // pgSchema creates the ledger's tables. Scopes are "analyst:<name>" and
-// "table:<name>"; a hold has a row per scope it covers.
+// "table:<name>"; a hold has a row per scope it covers. A scope's row is
+// updated by every reservation on it, and holds come and go: room in
+// their pages for updates in place and prompt vacuuming keep a hot row's
+// versions from piling up.
 const pgSchema = `
 CREATE TABLE IF NOT EXISTS %[1]s.scopes (
 	scope   text PRIMARY KEY,
@@ -88,7 +91,7 @@ CREATE TABLE IF NOT EXISTS %[1]s.scopes (
 	squares double precision NOT NULL DEFAULT 0, -- Σ ε², for advanced composition and zCDP
 	excess  double precision NOT NULL DEFAULT 0, -- Σ ε(e^ε − 1)
 	latest  timestamptz
-);
+) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
 CREATE TABLE IF NOT EXISTS %[1]s.charges (
 	id      bigserial PRIMARY KEY,
 	analyst text NOT NULL,
@@ -110,7 +113,7 @@ CREATE TABLE IF NOT EXISTS %[1]s.holds (
 	instance   text NOT NULL,
 	expires_at timestamptz NOT NULL,
 	PRIMARY KEY (hold_id, scope)
-);
+) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
 CREATE INDEX IF NOT EXISTS holds_by_scope ON %[1]s.holds (scope, expires_at);
 CREATE TABLE IF NOT EXISTS %[1]s.meta (
 	key   text PRIMARY KEY,

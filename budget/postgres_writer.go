@@ -89,10 +89,23 @@ func (s *PostgresStore) writer() {
 	go func() {
 		renew := time.NewTicker(s.lease / 3)
 		defer renew.Stop()
+		vacuum := time.NewTicker(vacuumEvery)
+		defer vacuum.Stop()
+		vacuumed := uint64(0)
 		for {
 			select {
 			case <-renew.C:
 				s.renew()
+			case <-vacuum.C:
+				// Every charge deletes a hold and every reservation
+				// updates its scopes' rows: under load their dead
+				// versions pile up faster than autovacuum (once a
+				// minute) clears them, and every decision wades through
+				// them. A process that charged lately vacuums both.
+				if n := s.charges.Load(); n != vacuumed {
+					vacuumed = n
+					s.vacuum()
+				}
 			case <-stopRenew:
 				return
 			}
@@ -213,4 +226,18 @@ func (s *PostgresStore) renew() {
 		return
 	}
 	s.txs.Add(1)
+}
+
+// vacuumEvery is how often a process that charged vacuums the holds and
+// scopes tables.
+const vacuumEvery = time.Second
+
+// vacuum clears the dead versions of holds and scope rows (skipping a
+// table another process is vacuuming).
+func (s *PostgresStore) vacuum() {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, `VACUUM (SKIP_LOCKED) `+s.schema+`.holds, `+s.schema+`.scopes`); err != nil {
+		slog.Warn("budget: vacuuming the shared ledger", "err", err)
+	}
 }

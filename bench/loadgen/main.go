@@ -20,8 +20,7 @@
 //	    driver), extended the binary protocol (COM_STMT_PREPARE, EXECUTE and
 //	    CLOSE for each query). With --ledger, the dpproxy ledger is read
 //	    before and after: charges and transactions (group commits) of the
-//	    run; a shared ledger's postgres:// DSN counts the transactions of
-//	    its database. With --pid, the CPU time that process spent per query.
+//	    run. With --pid, the CPU time that process spent per query.
 //	loadgen idle   --dsn DSN --conns N --hold D --pid PID
 //	    open N connections, keep them idle for D and report PID's VmRSS
 //	    before and while they are open.
@@ -288,7 +287,7 @@ func cmdRun(args []string) error {
 	warmup := fs.Int("warmup", 3, "unmeasured queries per client first")
 	mode := fs.String("mode", "simple", "simple or extended protocol")
 	paramMax := fs.Int("param-max", 25, "$1 is a random integer in [1, param-max]")
-	ledger := fs.String("ledger", "", "dpproxy ledger to read before and after: a file, or a shared ledger's postgres:// DSN")
+	ledger := fs.String("ledger", "", "dpproxy ledger file to read before and after")
 	driver := fs.String("driver", "pgx", "pgx (PostgreSQL protocol) or mysql (go-sql-driver, MySQL protocol)")
 	pid := fs.Int("pid", 0, "process (the proxy under test) whose CPU time per query to report")
 	fs.Parse(args)
@@ -450,9 +449,6 @@ func ledgerCounts(path string) []int64 {
 	if path == "" {
 		return nil
 	}
-	if strings.HasPrefix(path, "postgres://") {
-		return sharedLedgerCounts(path)
-	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil
@@ -469,31 +465,6 @@ func ledgerCounts(path string) []int64 {
 		fmt.Fprintln(os.Stderr, "loadgen: ledger:", err)
 		return nil
 	}
-	return []int64{n, tx}
-}
-
-// sharedLedgerCounts returns a shared ledger's number of charges and the
-// transactions committed in its database. PostgreSQL publishes a
-// backend's transaction counts within 10 s of its last transaction
-// (PGSTAT_IDLE_INTERVAL), so this waits that long first: the run is
-// measured before the wait, and the proxies are idle during it.
-func sharedLedgerCounts(dsn string) []int64 {
-	time.Sleep(11 * time.Second)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "loadgen: ledger:", err)
-		return nil
-	}
-	defer conn.Close(ctx)
-	var n, tx int64
-	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM dpproxy.charges),
-		(SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())`).Scan(&n, &tx); err != nil {
-		fmt.Fprintln(os.Stderr, "loadgen: ledger:", err)
-		return nil
-	}
-	// This reading's own transaction counts in the next one: one more
-	// per run, out of thousands.
 	return []int64{n, tx}
 }
 
