@@ -115,6 +115,12 @@ CREATE TABLE IF NOT EXISTS %[1]s.holds (
 	PRIMARY KEY (hold_id, scope)
 ) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
 CREATE INDEX IF NOT EXISTS holds_by_scope ON %[1]s.holds (scope, expires_at);
+CREATE TABLE IF NOT EXISTS %[1]s.releases (
+	key        text PRIMARY KEY, -- digest of analyst, cost and canonical statement
+	analyst    text NOT NULL,
+	data       bytea NOT NULL,
+	expires_at timestamptz NOT NULL
+);
 CREATE TABLE IF NOT EXISTS %[1]s.meta (
 	key   text PRIMARY KEY,
 	value text NOT NULL
@@ -174,17 +180,17 @@ func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions) (*Postgr
 // only, checks that they exist.
 func (s *PostgresStore) checkSchema(ctx context.Context) error {
 	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name IN ('scopes', 'charges', 'holds', 'meta')`, strings.Trim(s.schema, `"`)).Scan(&n)
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name IN ('scopes', 'charges', 'holds', 'releases', 'meta')`, strings.Trim(s.schema, `"`)).Scan(&n)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
 	}
 	switch {
-	case n == 4:
+	case n == 5:
 		// There already: no DDL, whose locks would wait on (and could
 		// deadlock with) the transactions of running processes.
 		return nil
 	case s.readOnly:
-		return fmt.Errorf("budget: no ledger in schema %s (found %d of its 4 tables)", s.schema, n)
+		return fmt.Errorf("budget: no ledger in schema %s (found %d of its 5 tables)", s.schema, n)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -310,6 +316,36 @@ func (s *PostgresStore) ServerSecret(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("budget: the ledger's server secret is not 64 hex digits")
 	}
 	return secret, nil
+}
+
+// LoadRelease returns the release stored under key, if it has not
+// expired (the engine's result cache, shared by the instances).
+func (s *PostgresStore) LoadRelease(ctx context.Context, key string) ([]byte, bool, error) {
+	var data []byte
+	err := s.pool.QueryRow(ctx, `SELECT data FROM `+s.schema+`.releases WHERE key = $1 AND expires_at > clock_timestamp()`, key).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
+	}
+	return data, true, nil
+}
+
+// SaveRelease stores a release under key for ttl, unless another
+// instance's release of the same key is stored and live (the first one
+// stays, so that every later asker gets the same answer).
+func (s *PostgresStore) SaveRelease(ctx context.Context, key, analyst string, data []byte, ttl time.Duration) error {
+	if s.readOnly {
+		return errors.New("budget: the ledger was opened read-only")
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO `+s.schema+`.releases AS r VALUES ($1, $2, $3, clock_timestamp() + make_interval(secs => $4))
+		ON CONFLICT (key) DO UPDATE SET analyst = excluded.analyst, data = excluded.data, expires_at = excluded.expires_at
+		WHERE r.expires_at <= clock_timestamp()`, key, analyst, data, ttl.Seconds())
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
+	}
+	return nil
 }
 
 // Spent returns the total cost recorded per analyst.

@@ -237,6 +237,9 @@ const vacuumEvery = time.Second
 func (s *PostgresStore) vacuum() {
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
+	if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.schema+`.releases WHERE expires_at < clock_timestamp()`); err != nil {
+		slog.Warn("budget: clearing expired releases", "err", err)
+	}
 	if _, err := s.pool.Exec(ctx, `VACUUM (SKIP_LOCKED) `+s.schema+`.holds, `+s.schema+`.scopes`); err != nil {
 		slog.Warn("budget: vacuuming the shared ledger", "err", err)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -51,6 +52,11 @@ func keyOf(analyst string, plan *rewrite.Plan, canonical string) cacheKey {
 // safe for concurrent use. A nil *resultCache is a disabled cache.
 type resultCache struct {
 	lru *expirable.LRU[cacheKey, *sqltypes.Result]
+	ttl time.Duration
+	// shared, when set, holds the releases of every instance on a shared
+	// ledger: consulted on a miss here, given every new release.
+	shared SharedReleases
+	log    *slog.Logger
 
 	mu       sync.Mutex
 	inflight map[cacheKey]*flight
@@ -76,6 +82,7 @@ func newResultCache(size int, ttl time.Duration) *resultCache {
 	}
 	return &resultCache{
 		lru:      expirable.NewLRU[cacheKey, *sqltypes.Result](size, nil, ttl),
+		ttl:      ttl,
 		inflight: map[cacheKey]*flight{},
 	}
 }
@@ -130,13 +137,13 @@ func (c *resultCache) do(ctx context.Context, key cacheKey, compute func() (*sql
 		f := &flight{done: make(chan struct{})}
 		c.inflight[key] = f
 		c.mu.Unlock()
-		return c.lead(key, f, compute)
+		return c.lead(ctx, key, f, compute)
 	}
 }
 
 // lead runs compute for key as the one caller doing so, publishes the
 // outcome to the waiting callers and caches a success.
-func (c *resultCache) lead(key cacheKey, f *flight, compute func() (*sqltypes.Result, error)) (res *sqltypes.Result, hit bool, err error) {
+func (c *resultCache) lead(ctx context.Context, key cacheKey, f *flight, compute func() (*sqltypes.Result, error)) (res *sqltypes.Result, hit bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			f.err = &sqlerr.Error{Code: sqlerr.InternalError, Message: "internal error"}
@@ -144,16 +151,61 @@ func (c *resultCache) lead(key cacheKey, f *flight, compute func() (*sqltypes.Re
 			panic(p)
 		}
 	}()
+	if res := c.loadShared(ctx, key); res != nil {
+		f.res = res
+		c.lru.Add(key, res)
+		c.finish(key, f)
+		return cloneResult(res), true, nil
+	}
 	res, err = compute()
 	if err == nil && res != nil {
 		f.res = cloneResult(res)
 		c.lru.Add(key, f.res)
+		c.saveShared(ctx, key, f.res)
 	} else if err == nil {
 		err = &sqlerr.Error{Code: sqlerr.InternalError, Message: "internal error"}
 	}
 	f.err = err
 	c.finish(key, f)
 	return res, false, err
+}
+
+// loadShared returns another instance's release of key, or nil. A
+// shared store that cannot be read only costs the cache hit: the query is
+// then answered (and charged) afresh, which needs the ledger anyway.
+func (c *resultCache) loadShared(ctx context.Context, key cacheKey) *sqltypes.Result {
+	if c.shared == nil {
+		return nil
+	}
+	data, ok, err := c.shared.LoadRelease(ctx, key.sharedKey())
+	if err != nil {
+		c.log.Warn("reading the shared release cache", "err", err)
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	res, err := decodeRelease(data)
+	if err != nil {
+		c.log.Warn("reading the shared release cache", "err", err)
+		return nil
+	}
+	return res
+}
+
+// saveShared gives a new release to the other instances (best effort:
+// without it they would charge the query again, which is safe).
+func (c *resultCache) saveShared(ctx context.Context, key cacheKey, res *sqltypes.Result) {
+	if c.shared == nil {
+		return
+	}
+	data, err := encodeRelease(res)
+	if err == nil {
+		err = c.shared.SaveRelease(context.WithoutCancel(ctx), key.sharedKey(), key.analyst, data, c.ttl)
+	}
+	if err != nil {
+		c.log.Warn("writing the shared release cache", "err", err)
+	}
 }
 
 // finish removes f from the in-flight map and wakes its waiters.

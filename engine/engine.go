@@ -56,6 +56,9 @@ type Options struct {
 	// may pass a seeded source.
 	Rand   *mechanisms.Rand
 	Logger *slog.Logger
+	// SharedReleases, when set (a shared ledger), extends the result cache
+	// across instances.
+	SharedReleases SharedReleases
 }
 
 // New returns an Engine.
@@ -85,6 +88,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	if e.log == nil {
 		e.log = slog.Default()
+	}
+	if e.cache != nil {
+		e.cache.shared, e.cache.log = opts.SharedReleases, e.log
 	}
 	return e, nil
 }

@@ -428,3 +428,43 @@ func TestSharedLedgerRestart(t *testing.T) {
 	n, _ := ledgerCharges(t, dsn, "analyst")
 	t.Logf("%d answers delivered, %d refused while the ledger was down, %d answered after; %d charges", len(delivered), refused.Load(), answeredAfter.Load(), n)
 }
+
+// The result cache spans the instances on a shared ledger: a query
+// repeated on another instance gets the release already paid for, at no
+// cost, so that repeating it across instances cannot average the noise
+// away; a different ε is a different release, charged.
+func TestSharedLedgerReleaseCache(t *testing.T) {
+	ctx := context.Background()
+	dsn := ledgerDatabase(t)
+	policy := sharedLedgerPolicy(t, dsn, "0.5", budgetAnalyst("analyst", "{epsilon: 10}"))
+	a := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	b := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	const q = "SELECT diagnosis, COUNT(*) AS n, AVG(cost) AS mean_cost FROM visits GROUP BY diagnosis ORDER BY diagnosis"
+	read := func(conn *pgx.Conn, sql string) [][]any {
+		rows, err := conn.Query(ctx, sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]any, error) { return r.Values() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	first := read(connectAs(t, a, "analyst"), q)
+	again := read(connectAs(t, b, "analyst"), "select diagnosis, count(*) as n, avg(cost) as mean_cost  from visits group by diagnosis order by diagnosis")
+	if fmt.Sprint(first) != fmt.Sprint(again) {
+		t.Errorf("another instance released the query afresh:\n%v\n%v\n%s", first, again, a.stderr.String())
+	}
+	if n, eps := ledgerCharges(t, dsn, "analyst"); n != 1 || eps != 0.5 {
+		t.Errorf("%d charges (ε = %v) for one query asked on two instances, want 1 (0.5)", n, eps)
+	}
+	conn := connectAs(t, b, "analyst")
+	if _, err := conn.Exec(ctx, "SET dpproxy.epsilon = 0.25"); err != nil {
+		t.Fatal(err)
+	}
+	read(conn, q)
+	if n, _ := ledgerCharges(t, dsn, "analyst"); n != 2 {
+		t.Errorf("%d charges after the query at another ε, want 2", n)
+	}
+}

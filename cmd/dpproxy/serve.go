@@ -113,7 +113,11 @@ func open(ctx context.Context, pol *config.Policy) (*runtime, error) {
 		rt.Close()
 		return nil, err
 	}
-	rt.engine, err = engine.New(engine.Options{Policy: pol, Backend: rt.backend, Dialect: dialect, Accountant: acct})
+	opts := engine.Options{Policy: pol, Backend: rt.backend, Dialect: dialect, Accountant: acct}
+	if shared, ok := rt.ledger.(*budget.PostgresStore); ok {
+		opts.SharedReleases = shared // the result cache, across instances
+	}
+	rt.engine, err = engine.New(opts)
 	if err != nil {
 		rt.Close()
 		return nil, err

@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/gob"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// SharedReleases keeps releases where every dpproxy instance on a shared
+// ledger finds them (budget.PostgresStore), so that a query repeated on
+// another instance gets the release already paid for instead of a fresh
+// noisy one: repeating a query across instances can neither average the
+// noise away nor drain the budget. Entries are opaque bytes under a
+// key that names the analyst, the cost and the canonical statement.
+type SharedReleases interface {
+	LoadRelease(ctx context.Context, key string) ([]byte, bool, error)
+	SaveRelease(ctx context.Context, key, analyst string, data []byte, ttl time.Duration) error
+}
+
+// sharedKey is key's name in a SharedReleases: a digest of every field,
+// so that no two releases share one.
+func (k cacheKey) sharedKey() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %v %v %q %q", k.analyst, k.epsilon, k.delta, k.query, k.variant)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func init() {
+	// Row values travel as interface values: gob must know their types.
+	gob.Register(time.Time{})
+	gob.Register(sqltypes.Decimal(""))
+}
+
+// wireRelease is a release as gob carries it: gob sends no nil pointer,
+// so an interval is a value with a flag.
+type wireRelease struct {
+	Columns   []sqltypes.Column
+	Rows      [][]any
+	Tag       string
+	Intervals [][]wireInterval
+	Notices   []string
+}
+
+type wireInterval struct {
+	Lo, Hi float64
+	Set    bool
+}
+
+// encodeRelease and decodeRelease carry a release to and from a
+// SharedReleases, every value with its Go type (int64 stays int64).
+func encodeRelease(r *sqltypes.Result) ([]byte, error) {
+	w := wireRelease{Columns: r.Columns, Rows: r.Rows, Tag: r.Tag, Notices: r.Notices}
+	for _, row := range r.Intervals {
+		out := make([]wireInterval, len(row))
+		for j, iv := range row {
+			if iv != nil {
+				out[j] = wireInterval{Lo: iv.Lo, Hi: iv.Hi, Set: true}
+			}
+		}
+		w.Intervals = append(w.Intervals, out)
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(w); err != nil {
+		return nil, fmt.Errorf("engine: encoding a release: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func decodeRelease(data []byte) (*sqltypes.Result, error) {
+	var w wireRelease
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&w); err != nil {
+		return nil, fmt.Errorf("engine: decoding a release: %w", err)
+	}
+	r := &sqltypes.Result{Columns: w.Columns, Rows: w.Rows, Tag: w.Tag, Notices: w.Notices}
+	for _, row := range w.Intervals {
+		out := make([]*sqltypes.Interval, len(row))
+		for j, iv := range row {
+			if iv.Set {
+				out[j] = &sqltypes.Interval{Lo: iv.Lo, Hi: iv.Hi}
+			}
+		}
+		r.Intervals = append(r.Intervals, out)
+	}
+	return r, nil
+}
