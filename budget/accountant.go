@@ -86,8 +86,11 @@ type Status struct {
 	// which a zCDP account converts to Spent.
 	Rho float64
 	// WindowStart, for a budget that renews, is when the current window
-	// began (Spent is then the window's).
+	// began (Spent is then the window's), and Window says what it is.
 	WindowStart time.Time
+	Window      string
+	// Accountant is how the charges add up: "basic", "advanced" or "zcdp".
+	Accountant string
 }
 
 // NewAccountant returns an accountant over store with the given limits per
@@ -456,6 +459,10 @@ func (a *Accountant) Status(analyst string) (st Status, ok bool) {
 		}
 	}
 	st.Rho = acct.spentMoments.squares / 2
+	st.Accountant = acct.comp.name()
+	if !acct.window.IsZero() {
+		st.Window, st.Accountant = acct.window.String(), "basic"
+	}
 	return st, true
 }
 

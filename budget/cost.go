@@ -73,6 +73,17 @@ type Composition struct {
 	ZCDP bool
 }
 
+// name is the accountant's name in the policy: basic, advanced or zcdp.
+func (comp Composition) name() string {
+	switch {
+	case comp.DeltaPrime <= 0:
+		return "basic"
+	case comp.ZCDP:
+		return "zcdp"
+	}
+	return "advanced"
+}
+
 // moments are the sums advanced composition needs besides Σ ε and Σ δ.
 type moments struct {
 	squares float64 // Σ ε_i²

@@ -462,7 +462,7 @@ var (
 	backendKeys   = []string{"kind", "dsn", "catalog_dsn", "path", "max_conns"}
 	ledgerKeys    = []string{"path", "postgres", "schema", "hold_lease"}
 	cacheKeys     = []string{"size", "ttl"}
-	defaultsKeys  = []string{"epsilon", "delta", "max_epsilon_per_query", "max_groups_per_unit", "max_rows_per_unit", "neighbouring", "mechanism", "min_max_quantiles"}
+	defaultsKeys  = []string{"epsilon", "delta", "max_epsilon_per_query", "max_groups_per_unit", "max_rows_per_unit", "neighbouring", "mechanism", "min_max_quantiles", "accountant", "delta_prime"}
 	analystKeys   = []string{"name", "password", "budget"}
 	teamKeys      = []string{"name", "analysts", "budget"}
 	passwordKeys  = []string{"scram_sha_256", "mysql_native_password", "caching_sha2_password"}
@@ -594,6 +594,10 @@ func (d *decoder) defaults(n *yaml.Node, path string, df *Defaults) {
 			d.str(v, path, (*string)(&df.Neighbouring))
 		case "mechanism":
 			d.str(v, path, (*string)(&df.Mechanism))
+		case "accountant":
+			d.str(v, path, &df.Accountant)
+		case "delta_prime":
+			d.float(v, path, &df.DeltaPrime)
 		case "min_max_quantiles":
 			if isNull(v) {
 				return

@@ -69,6 +69,8 @@ var badCases = []struct {
 	{"ledger_schema_bad", `ledger_schema_bad.yaml:21:11: ledger.schema: expected a lower-case SQL identifier (letters, digits, _), got "My-Ledger"`},
 	{"ledger_lease_short", `ledger_lease_short.yaml:21:15: ledger.hold_lease: must be between 3s and 10m, got 1s`},
 	{"ledger_lease_without_postgres", `ledger_lease_without_postgres.yaml:20:15: ledger.hold_lease: applies only to a shared ledger (ledger.postgres); remove it or add ledger.postgres`},
+	{"defaults_accountant_unknown", `defaults_accountant_unknown.yaml:22:15: defaults.accountant: unknown accountant "renyi"; expected basic, advanced or zcdp`},
+	{"defaults_delta_prime_missing", `defaults_delta_prime_missing.yaml:22:3: defaults.delta_prime: required with accountant: zcdp`},
 	{"ledger_empty_path", `ledger_empty_path.yaml:20:9: ledger.path: must not be empty; expected a file path, or leave the key out for dpproxy-ledger.db next to the policy file`},
 
 	// defaults
@@ -504,6 +506,25 @@ protected_tables:
 			}
 			tc.check(t, p)
 		})
+	}
+}
+
+// The policy's accountant is every analyst's whose budget names none and
+// does not renew.
+func TestDefaultAccountant(t *testing.T) {
+	policy := "backend: {kind: sqlite, path: clinic.db}\ndefaults: {accountant: zcdp, delta_prime: 1e-7}\nanalysts:\n" +
+		"  - {name: a, password: {caching_sha2_password: " + testSHA2 + "}, budget: {epsilon: 5, delta: 1e-5}}\n" +
+		"  - {name: b, password: {caching_sha2_password: " + testSHA2 + "}, budget: {epsilon: 5, accountant: basic}}\n" +
+		"  - {name: c, password: {caching_sha2_password: " + testSHA2 + "}, budget: {epsilon: 5, window: day}}\n"
+	p, err := Parse([]byte(policy), "inline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := p.Analyst("a")
+	b, _ := p.Analyst("b")
+	c, _ := p.Analyst("c")
+	if a.Budget.Accountant != AccountantZCDP || a.Budget.DeltaPrime != 1e-7 || b.Budget.Accountant != AccountantBasic || c.Budget.Accountant != "" {
+		t.Errorf("accountants %q (δ′ %g), %q, %q; want zcdp inherited, basic kept, none for a renewing budget", a.Budget.Accountant, a.Budget.DeltaPrime, b.Budget.Accountant, c.Budget.Accountant)
 	}
 }
 

@@ -184,6 +184,12 @@ type Defaults struct {
 	// value between the lower bound and the true minimum. In YAML a pair
 	// `min_max_quantiles: [0.01, 0.99]`.
 	MinMaxQuantiles Bounds `yaml:"min_max_quantiles"`
+	// Accountant and DeltaPrime are the accountant of every analyst whose
+	// budget names none and does not renew (see Budget.Accountant); an
+	// analyst whose delta leaves no room for DeltaPrime adds up by basic
+	// composition.
+	Accountant string  `yaml:"accountant,omitempty"`
+	DeltaPrime float64 `yaml:"delta_prime,omitempty"`
 }
 
 // Cache configures the result cache: an analyst who repeats a query (the

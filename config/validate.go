@@ -275,6 +275,7 @@ func resolve(baseDir, path string) string {
 
 func (d *decoder) validateDefaults(p *Policy) {
 	df := &p.Defaults
+	d.checkDefaultAccountant(df)
 	if !d.has("defaults.epsilon") {
 		df.Epsilon = DefaultEpsilon
 	}

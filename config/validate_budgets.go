@@ -29,6 +29,29 @@ func (d *decoder) validateAnalysts(p *Policy) {
 		d.checkDelta(bp+".delta", a.Budget.Delta)
 		d.checkAccountant(bp, &a.Budget)
 		d.checkWindow(bp, &a.Budget)
+		// The policy's accountant, for a budget that names none and does
+		// not renew (a renewing budget adds up by basic composition).
+		if !d.has(bp+".accountant") && a.Budget.Window == "" && p.Defaults.Accountant != "" {
+			a.Budget.Accountant, a.Budget.DeltaPrime = p.Defaults.Accountant, p.Defaults.DeltaPrime
+		}
+	}
+}
+
+// checkDefaultAccountant checks the policy's default accountant and δ′.
+func (d *decoder) checkDefaultAccountant(df *Defaults) {
+	switch df.Accountant {
+	case "", AccountantBasic:
+		if d.has("defaults.delta_prime") {
+			d.errorf("defaults.delta_prime", "only advanced composition and zcdp take a δ′; set defaults.accountant, or leave delta_prime out")
+		}
+	case AccountantAdvanced, AccountantZCDP:
+		if !d.has("defaults.delta_prime") {
+			d.errorf("defaults.delta_prime", "required with accountant: %s; expected the δ′ the conversion to (ε, δ) spends, such as 1e-6", df.Accountant)
+		} else if !(df.DeltaPrime > 0 && df.DeltaPrime < 1) {
+			d.errorf("defaults.delta_prime", "must be greater than 0 and less than 1, got %g", df.DeltaPrime)
+		}
+	default:
+		d.errorf("defaults.accountant", "unknown accountant %q; expected basic, advanced or zcdp", df.Accountant)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpproxy/dpproxy/demo"
 	"github.com/jackc/pgx/v5"
@@ -95,6 +96,11 @@ func TestAdvancedCompositionBudget(t *testing.T) {
 	if !errors.As(err, &pgErr) || pgErr.Code != "53DP1" {
 		t.Fatalf("the 88th query: %v", err)
 	}
+	var accountant string
+	var spent float64
+	if err := conn.QueryRow(ctx, "SELECT accountant, epsilon_spent FROM dpproxy.budget").Scan(&accountant, &spent); err != nil || accountant != "advanced" || spent > 0.5 || spent < 0.49 {
+		t.Errorf("dpproxy.budget: %q spent %v (%v), want advanced and about 0.5", accountant, spent, err)
+	}
 	conn.Close(ctx)
 	p.stop(t)
 	out, err := exec.Command(binary, "budget", "--config", policy).CombinedOutput()
@@ -123,6 +129,13 @@ func TestWindowedBudgetThroughServe(t *testing.T) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "53DP1" || !strings.Contains(pgErr.Message, `analyst "analyst" (this day)`) {
 		t.Fatalf("past the day's budget: %v", err)
+	}
+	var renews string
+	var start time.Time
+	var rho *float64
+	if err := conn.QueryRow(ctx, "SELECT renews, window_start, rho_spent FROM dpproxy.budget").Scan(&renews, &start, &rho); err != nil ||
+		renews != "this day" || !start.Equal(time.Now().UTC().Truncate(24*time.Hour)) || rho != nil {
+		t.Errorf("dpproxy.budget: renews %q since %v, ρ %v (%v); want this day since midnight UTC, no ρ", renews, start, rho, err)
 	}
 	conn.Close(ctx)
 	p.stop(t)

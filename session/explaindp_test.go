@@ -62,6 +62,9 @@ func TestExplainDP(t *testing.T) {
 	if len(notes["summary"]) < 3 || !strings.Contains(strings.Join(notes["summary"], "\n"), "cost: ε = 0.5") {
 		t.Errorf("summary %q", notes["summary"])
 	}
+	if b := notes["budget"]; len(b) != 1 || !strings.HasPrefix(b[0], "your budget (basic composition): ε 0 spent of ") {
+		t.Errorf("budget note %q", b)
+	}
 	// What bounding can drop is stated, with the clamp of AVG's column.
 	if summary := strings.Join(notes["summary"], "\n"); !strings.Contains(summary, "bias: the error bounds cover the noise only; bounding drops what people contribute beyond 2 group(s) and 3 row(s) per group and clamps cost to [10, 20]") {
 		t.Errorf("summary lacks the bias statement: %q", summary)

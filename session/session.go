@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/mechanisms"
 	"github.com/dpproxy/dpproxy/rewrite"
@@ -594,6 +595,9 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 		for _, sql := range plan.BackendQueries() {
 			addExplainNote(res, backendLabel, sql)
 		}
+		if st, ok := s.engine.Accountant().Status(s.analyst); ok {
+			addExplainNote(res, "budget", budgetLine(st, plan.Epsilon))
+		}
 		if s.engine.Cached(s.analyst, plan, p.canonical) {
 			addExplainNote(res, "cache", fmt.Sprintf("this query was answered at ε = %g within the cache's time to live: running it again returns the same answer and costs nothing", plan.Epsilon))
 		}
@@ -633,4 +637,20 @@ func (s *Session) Close() {
 		s.closed = true
 		s.engine.CloseSession(s.analyst)
 	}
+}
+
+// budgetLine is EXPLAIN DP's account of the analyst's budget, in the
+// accountant's terms: what this query would add to it.
+func budgetLine(st budget.Status, epsilon float64) string {
+	line := fmt.Sprintf("your budget (%s composition): ε %.4g spent of %g, %.4g remaining", st.Accountant, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon)
+	if st.Window != "" {
+		line += fmt.Sprintf(" %s (since %s)", st.Window, st.WindowStart.Format("2006-01-02 15:04 UTC"))
+	}
+	switch st.Accountant {
+	case "zcdp":
+		line += fmt.Sprintf("; in zCDP terms ρ = %.4g spent, and this query adds ρ = ε²/2 = %.4g", st.Rho, epsilon*epsilon/2)
+	case "advanced":
+		line += "; advanced composition: many small queries cost less than the sum of their ε"
+	}
+	return line
 }

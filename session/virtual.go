@@ -23,7 +23,9 @@ import (
 //
 //	dpproxy.budget   one row: analyst, epsilon_limit, epsilon_spent,
 //	                 epsilon_remaining, delta_limit, delta_spent,
-//	                 delta_remaining, session_epsilon
+//	                 delta_remaining, session_epsilon, accountant
+//	                 (basic, advanced, zcdp), rho_spent (zcdp's ρ),
+//	                 renews and window_start (a budget that renews)
 //	dpproxy.queries  the analyst's charges, newest first: id, charged_at,
 //	                 epsilon, delta, query
 //
@@ -50,6 +52,10 @@ var (
 		{Name: "delta_spent", Type: sqltypes.Float8},
 		{Name: "delta_remaining", Type: sqltypes.Float8},
 		{Name: "session_epsilon", Type: sqltypes.Float8},
+		{Name: "accountant", Type: sqltypes.Text},
+		{Name: "rho_spent", Type: sqltypes.Float8},
+		{Name: "renews", Type: sqltypes.Text},
+		{Name: "window_start", Type: sqltypes.Timestamptz},
 	}}
 	queriesView = &virtualView{name: "queries", columns: []sqltypes.Column{
 		{Name: "id", Type: sqltypes.Int8},
@@ -378,11 +384,20 @@ func (s *Session) budgetRows(ctx context.Context) ([][]any, error) {
 		return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "analyst %q has no privacy budget", s.analyst).
 			WithHint("ask the policy author to give the analyst a budget")
 	}
+	// ρ in zCDP's terms for a zCDP account; when the budget renews, the
+	// period and when the current one began (what spent counts).
+	var rho, renews, windowStart any
+	if st.Accountant == "zcdp" {
+		rho = st.Rho
+	}
+	if st.Window != "" {
+		renews, windowStart = st.Window, st.WindowStart
+	}
 	return [][]any{{
 		s.analyst,
 		st.Limit.Epsilon, st.Spent.Epsilon, st.Remaining.Epsilon,
 		st.Limit.Delta, st.Spent.Delta, st.Remaining.Delta,
-		s.epsilon,
+		s.epsilon, st.Accountant, rho, renews, windowStart,
 	}}, nil
 }
 

@@ -29,21 +29,24 @@ func TestBudgetView(t *testing.T) {
 	exec(t, s, "SELECT SUM(n) FROM visits")
 
 	res := exec(t, s, "SELECT * FROM dpproxy.budget")
-	wantCols := []string{"analyst", "epsilon_limit", "epsilon_spent", "epsilon_remaining", "delta_limit", "delta_spent", "delta_remaining", "session_epsilon"}
+	wantCols := []string{"analyst", "epsilon_limit", "epsilon_spent", "epsilon_remaining", "delta_limit", "delta_spent", "delta_remaining", "session_epsilon", "accountant", "rho_spent", "renews", "window_start"}
 	if got := columnNames(res); !reflect.DeepEqual(got, wantCols) {
 		t.Fatalf("columns %v, want %v", got, wantCols)
 	}
 	for i, c := range res.Columns {
 		want := sqltypes.Float8
-		if i == 0 {
+		switch c.Name {
+		case "analyst", "accountant", "renews":
 			want = sqltypes.Text
+		case "window_start":
+			want = sqltypes.Timestamptz
 		}
 		if c.Type != want {
-			t.Errorf("column %s has type %v, want %v", c.Name, c.Type, want)
+			t.Errorf("column %d %s has type %v, want %v", i, c.Name, c.Type, want)
 		}
 	}
 	st, _ := acct.Status("ana")
-	want := [][]any{{"ana", 3.0, st.Spent.Epsilon, st.Remaining.Epsilon, 1e-5, st.Spent.Delta, st.Remaining.Delta, 0.25}}
+	want := [][]any{{"ana", 3.0, st.Spent.Epsilon, st.Remaining.Epsilon, 1e-5, st.Spent.Delta, st.Remaining.Delta, 0.25, "basic", nil, nil, nil}}
 	if !reflect.DeepEqual(res.Rows, want) {
 		t.Errorf("rows %v, want %v", res.Rows, want)
 	}
@@ -211,5 +214,41 @@ func TestVirtualViewsWithoutBackend(t *testing.T) {
 	}
 	if res := exec(t, s, "SELECT query FROM dpproxy.queries"); len(res.Rows) != 1 || res.Rows[0][0] != "SELECT COUNT(*) FROM visits" {
 		t.Errorf("queries %v", res.Rows)
+	}
+}
+
+// A zCDP account shows its spending in ρ too: Σ ε²/2 over its charges.
+func TestBudgetViewZCDP(t *testing.T) {
+	_, s, acct, _ := sessionFixture(t, nil)
+	acct.SetLimit("ana", budget.Cost{Epsilon: 3, Delta: 1e-5})
+	if err := acct.SetComposition("ana", budget.Composition{DeltaPrime: 1e-6, ZCDP: true}); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, s, "SET dpproxy.epsilon = 0.25")
+	exec(t, s, "SELECT COUNT(*) FROM visits")
+	exec(t, s, "SELECT SUM(n) FROM visits")
+	res := exec(t, s, "SELECT accountant, rho_spent, renews FROM dpproxy.budget")
+	if want := [][]any{{"zcdp", 2 * 0.25 * 0.25 / 2, nil}}; !reflect.DeepEqual(res.Rows, want) {
+		t.Errorf("rows %v, want %v", res.Rows, want)
+	}
+}
+
+// EXPLAIN DP states the budget in the accountant's terms.
+func TestBudgetLine(t *testing.T) {
+	start := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		st   budget.Status
+		want string
+	}{
+		{budget.Status{Accountant: "basic", Limit: budget.Cost{Epsilon: 3}, Spent: budget.Cost{Epsilon: 1}, Remaining: budget.Cost{Epsilon: 2}},
+			"your budget (basic composition): ε 1 spent of 3, 2 remaining"},
+		{budget.Status{Accountant: "zcdp", Limit: budget.Cost{Epsilon: 3}, Rho: 0.0625, Spent: budget.Cost{Epsilon: 1.2}, Remaining: budget.Cost{Epsilon: 1.8}},
+			"your budget (zcdp composition): ε 1.2 spent of 3, 1.8 remaining; in zCDP terms ρ = 0.0625 spent, and this query adds ρ = ε²/2 = 0.03125"},
+		{budget.Status{Accountant: "basic", Window: "this day", WindowStart: start, Limit: budget.Cost{Epsilon: 1}, Remaining: budget.Cost{Epsilon: 1}},
+			"your budget (basic composition): ε 0 spent of 1, 1 remaining this day (since 2026-11-25 00:00 UTC)"},
+	} {
+		if got := budgetLine(tc.st, 0.25); got != tc.want {
+			t.Errorf("budgetLine:\n got %q\nwant %q", got, tc.want)
+		}
 	}
 }
