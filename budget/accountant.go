@@ -43,12 +43,19 @@ type Accountant struct {
 type Team struct {
 	Limit   Cost
 	Members []string
+	// Window, when set, makes Limit apply to the current period's charges
+	// under an optional Lifetime cap (as SetWindow for an analyst).
+	Window   Window
+	Lifetime *Cost
 }
 
 // team is a Team with its members' accounts, guarded by Accountant.mu.
 type team struct {
-	limit   Cost
-	members []string
+	limit       Cost
+	members     []string
+	window      Window
+	lifetime    Cost
+	hasLifetime bool
 }
 
 // account is one analyst's state, guarded by Accountant.mu. Accounts are
@@ -69,6 +76,13 @@ type account struct {
 	lifetime    Cost
 	hasLifetime bool
 	recent      []timedCost
+	// keepRecent keeps recent for a team that renews, whose windows
+	// add up its members'.
+	keepRecent bool
+	// windowSums, on a shared ledger, are the spending of the current
+	// period of each window the ledger was asked for (recent is then
+	// unused).
+	windowSums map[Window]Cost
 	// held counts reservations whose cost is in reserved: held, being
 	// committed, or failed to commit. When it drops to zero reserved is
 	// reset to exactly zero, so rounding residues cannot build up.
@@ -147,6 +161,11 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 			}
 			if !c.At.Before(horizon) {
 				acct.recent = append(acct.recent, timedCost{c.At, c.Cost})
+				for _, table := range c.Tables { // for tables whose budgets renew
+					if t := a.tables[table]; t != nil {
+						t.recent = append(t.recent, timedCost{c.At, c.Cost})
+					}
+				}
 			}
 		}
 	}
@@ -236,9 +255,6 @@ func (a *Accountant) SetWindow(analyst string, w Window, lifetime *Cost) error {
 	defer a.mu.Unlock()
 	acct := a.accountLocked(analyst)
 	acct.window, acct.hasLifetime = w, lifetime != nil
-	if w.IsZero() {
-		acct.recent = nil
-	}
 	if lifetime != nil {
 		acct.lifetime = *lifetime
 	}
@@ -254,9 +270,16 @@ func (a *Accountant) clockLocked() time.Time {
 	return now
 }
 
-// windowSpent is what the account's charges since start spent; it drops
-// the charges older than any window could reach.
-func (acct *account) windowSpent(start time.Time) Cost {
+// windowSpent is what the account's charges in w's period containing now
+// spent; it drops the charges older than any window could reach.
+func (acct *account) windowSpent(w Window, now time.Time) Cost {
+	if acct.windowSums != nil {
+		if spent, ok := acct.windowSums[w]; ok {
+			return spent
+		}
+		return acct.spent // not read: all of it, to be safe
+	}
+	start := w.Start(now)
 	var spent Cost
 	kept := acct.recent[:0]
 	for _, c := range acct.recent {
@@ -278,14 +301,32 @@ func (a *Accountant) SetTeams(teams map[string]Team) error {
 		if err := t.Limit.Validate(); err != nil {
 			return fmt.Errorf("budget: limit of team %q: %w", name, err)
 		}
+		if err := t.Window.Validate(); err != nil {
+			return fmt.Errorf("budget: window of team %q: %w", name, err)
+		}
+		if t.Lifetime != nil {
+			if err := t.Lifetime.Validate(); err != nil {
+				return fmt.Errorf("budget: lifetime of team %q: %w", name, err)
+			}
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.teams, a.teamsOf = map[string]*team{}, map[string][]string{}
+	for _, acct := range a.accounts {
+		acct.keepRecent = false
+	}
 	for name, t := range teams {
-		a.teams[name] = &team{limit: t.Limit, members: slices.Clone(t.Members)}
+		tm := &team{limit: t.Limit, members: slices.Clone(t.Members), window: t.Window, hasLifetime: t.Lifetime != nil}
+		if t.Lifetime != nil {
+			tm.lifetime = *t.Lifetime
+		}
+		a.teams[name] = tm
 		for _, m := range t.Members {
 			a.teamsOf[m] = append(a.teamsOf[m], name)
+			if !t.Window.IsZero() {
+				a.accountLocked(m).keepRecent = true
+			}
 		}
 	}
 	for _, names := range a.teamsOf {
@@ -328,18 +369,40 @@ func (a *Accountant) TableStatus(table string) (st Status, ok bool) {
 	if acct == nil || !acct.hasLimit {
 		return Status{}, false
 	}
-	return statusOf(acct.limit, acct.spent, acct.reserved), true
+	now := a.clockLocked()
+	st = statusOf(acct.limit, acct.effectiveSpent(now), acct.reserved)
+	st.Accountant = "basic"
+	if !acct.window.IsZero() {
+		st.Window, st.WindowStart = acct.window.String(), acct.window.Start(now)
+	}
+	return st, true
 }
 
-// teamUseLocked is what a team's members have spent and hold. a.mu must
-// be held.
-func (a *Accountant) teamUseLocked(t *team) (spent, reserved Cost) {
+// teamUseLocked is what a team's members have spent — in the team's
+// current window, if it renews — and hold. a.mu must be held.
+func (a *Accountant) teamUseLocked(t *team, now time.Time) (spent, reserved Cost) {
 	for _, m := range t.members {
 		if acct := a.accounts[m]; acct != nil {
-			spent, reserved = spent.Add(acct.spent), reserved.Add(acct.reserved)
+			if t.window.IsZero() {
+				spent = spent.Add(acct.spent)
+			} else {
+				spent = spent.Add(acct.windowSpent(t.window, now))
+			}
+			reserved = reserved.Add(acct.reserved)
 		}
 	}
 	return spent, reserved
+}
+
+// teamLifetimeLocked is what a team's members have spent in all.
+func (a *Accountant) teamLifetimeLocked(t *team) Cost {
+	var spent Cost
+	for _, m := range t.members {
+		if acct := a.accounts[m]; acct != nil {
+			spent = spent.Add(acct.spent)
+		}
+	}
+	return spent
 }
 
 // TeamStatus returns a snapshot of a team's budget; ok is false if there
@@ -351,8 +414,14 @@ func (a *Accountant) TeamStatus(name string) (st Status, ok bool) {
 	if t == nil {
 		return Status{}, false
 	}
-	spent, reserved := a.teamUseLocked(t)
-	return statusOf(t.limit, spent, reserved), true
+	now := a.clockLocked()
+	spent, reserved := a.teamUseLocked(t, now)
+	st = statusOf(t.limit, spent, reserved)
+	st.Accountant = "basic"
+	if !t.window.IsZero() {
+		st.Window, st.WindowStart = t.window.String(), t.window.Start(now)
+	}
+	return st, true
 }
 
 // Reserve sets aside cost c of analyst's budget for a query about to run.
@@ -415,17 +484,31 @@ func (a *Accountant) checkLocked(analyst string, tables []string, c Cost, now ti
 	// Every team of the analyst must have room too.
 	for _, name := range a.teamsOf[analyst] {
 		t := a.teams[name]
-		spent, reserved := a.teamUseLocked(t)
+		spent, reserved := a.teamUseLocked(t, now)
 		if !fits(spent.Add(reserved).Add(c), t.limit) {
-			return nil, nil, &ExhaustedError{Analyst: analyst, Team: name, Spent: spent, Reserved: reserved, Limit: t.limit, Requested: c}
+			ex := &ExhaustedError{Analyst: analyst, Team: name, Spent: spent, Reserved: reserved, Limit: t.limit, Requested: c}
+			if !t.window.IsZero() {
+				ex.Window = t.window.String()
+			}
+			return nil, nil, ex
+		}
+		if lifetime := a.teamLifetimeLocked(t); t.hasLifetime && !fits(lifetime.Add(reserved).Add(c), t.lifetime) {
+			return nil, nil, &ExhaustedError{Analyst: analyst, Team: name, Window: "lifetime", Spent: lifetime, Reserved: reserved, Limit: t.lifetime, Requested: c}
 		}
 	}
 	// And every table read that has a budget of its own.
 	var held []*account
 	for _, table := range tables {
 		if t := a.tables[table]; t != nil && t.hasLimit {
-			if !fits(t.spent.Add(t.reserved).Add(c), t.limit) {
-				return nil, nil, &ExhaustedError{Analyst: analyst, Table: table, Spent: t.spent, Reserved: t.reserved, Limit: t.limit, Requested: c}
+			if !t.fits(c, now) {
+				ex := &ExhaustedError{Analyst: analyst, Table: table, Spent: t.effectiveSpent(now), Reserved: t.reserved, Limit: t.limit, Requested: c}
+				if !t.window.IsZero() {
+					ex.Window = t.window.String()
+					if t.hasLifetime && fits(ex.Spent.Add(t.reserved).Add(c), t.limit) {
+						ex.Window, ex.Spent, ex.Limit = "lifetime", t.spent, t.lifetime
+					}
+				}
+				return nil, nil, ex
 			}
 			held = append(held, t)
 		}
@@ -471,7 +554,7 @@ func (a *Accountant) Status(analyst string) (st Status, ok bool) {
 // lifetime cap.
 func (acct *account) fits(c Cost, now time.Time) bool {
 	if !acct.window.IsZero() {
-		if !fits(acct.windowSpent(acct.window.Start(now)).Add(acct.reserved).Add(c), acct.limit) {
+		if !fits(acct.windowSpent(acct.window, now).Add(acct.reserved).Add(c), acct.limit) {
 			return false
 		}
 		return !acct.hasLifetime || fits(acct.spent.Add(acct.reserved).Add(c), acct.lifetime)
@@ -485,7 +568,7 @@ func (acct *account) fits(c Cost, now time.Time) bool {
 // now: under its composition, or in its current window.
 func (acct *account) effectiveSpent(now time.Time) Cost {
 	if !acct.window.IsZero() {
-		return acct.windowSpent(acct.window.Start(now))
+		return acct.windowSpent(acct.window, now)
 	}
 	return acct.comp.effective(acct.spent, acct.spentMoments, acct.limit)
 }
@@ -625,11 +708,14 @@ func (r *Reservation) Commit(ctx context.Context, query string) (Charge, error) 
 			a.tables[table] = t
 		}
 		t.spent = t.spent.Add(r.cost)
+		if !t.window.IsZero() {
+			t.recent = append(t.recent, timedCost{ch.At, r.cost})
+		}
 	}
 	acct := r.acct
 	acct.spent = acct.spent.Add(r.cost)
 	acct.spentMoments = acct.spentMoments.add(momentsOf(r.cost))
-	if !acct.window.IsZero() { // only windows read them: no growth otherwise
+	if !acct.window.IsZero() || acct.keepRecent { // only windows read them: no growth otherwise
 		acct.recent = append(acct.recent, timedCost{ch.At, r.cost})
 	}
 	if ch.At.After(a.latest) {

@@ -199,11 +199,15 @@ type ExhaustedError struct {
 // budget held by queries in progress when there is any.
 func (e *ExhaustedError) Error() string {
 	var b strings.Builder
+	period := ""
+	if e.Window != "" {
+		period = " (" + e.Window + ")"
+	}
 	switch {
 	case e.Team != "":
-		fmt.Fprintf(&b, "privacy budget exhausted for team %q of analyst %q: ", e.Team, e.Analyst)
+		fmt.Fprintf(&b, "privacy budget exhausted for team %q%s of analyst %q: ", e.Team, period, e.Analyst)
 	case e.Table != "":
-		fmt.Fprintf(&b, "privacy budget exhausted for table %q, which every analyst's queries on it draw on: ", e.Table)
+		fmt.Fprintf(&b, "privacy budget exhausted for table %q%s, which every analyst's queries on it draw on: ", e.Table, period)
 	case e.Window != "":
 		fmt.Fprintf(&b, "privacy budget exhausted for analyst %q (%s): ", e.Analyst, e.Window)
 	default:

@@ -78,6 +78,11 @@ type PostgresStore struct {
 	charges   atomic.Uint64
 }
 
+// pgSchemaVersion is recorded in the meta table once pgSchema has run:
+// a process meeting an older version runs it again (every statement is
+// IF NOT EXISTS), one meeting the current one runs no DDL.
+const pgSchemaVersion = "2"
+
 // pgSchema creates the ledger's tables. Scopes are "analyst:<name>" and
 // "table:<name>"; a hold has a row per scope it covers. A scope's row is
 // updated by every reservation on it, and holds come and go: room in
@@ -103,6 +108,7 @@ CREATE TABLE IF NOT EXISTS %[1]s.charges (
 	hold_id bigint UNIQUE
 );
 CREATE INDEX IF NOT EXISTS charges_by_analyst ON %[1]s.charges (analyst, at);
+CREATE INDEX IF NOT EXISTS charges_by_time ON %[1]s.charges (at); -- windows of tables' budgets
 CREATE TABLE IF NOT EXISTS %[1]s.holds (
 	hold_id    bigint NOT NULL,
 	scope      text NOT NULL,
@@ -179,18 +185,23 @@ func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions) (*Postgr
 // advisory lock: concurrent CREATE IF NOT EXISTS can collide), or, read
 // only, checks that they exist.
 func (s *PostgresStore) checkSchema(ctx context.Context) error {
-	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name IN ('scopes', 'charges', 'holds', 'releases', 'meta')`, strings.Trim(s.schema, `"`)).Scan(&n)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
+	var exists bool
+	var version string
+	err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.schema+".meta").Scan(&exists)
+	if err == nil && exists {
+		err = s.pool.QueryRow(ctx, `SELECT coalesce((SELECT value FROM `+s.schema+`.meta WHERE key = 'schema_version'), '')`).Scan(&version)
 	}
 	switch {
-	case n == 5:
-		// There already: no DDL, whose locks would wait on (and could
+	case err != nil:
+		return fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
+	case version == pgSchemaVersion:
+		// Up to date: no DDL, whose locks would wait on (and could
 		// deadlock with) the transactions of running processes.
 		return nil
+	case s.readOnly && version == "":
+		return fmt.Errorf("budget: no ledger in schema %s", s.schema)
 	case s.readOnly:
-		return fmt.Errorf("budget: no ledger in schema %s (found %d of its 5 tables)", s.schema, n)
+		return nil // an older or newer ledger: readable
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -205,6 +216,9 @@ func (s *PostgresStore) checkSchema(ctx context.Context) error {
 	}
 	if _, err := tx.Exec(ctx, fmt.Sprintf(pgSchema, s.schema)); err != nil {
 		return fmt.Errorf("budget: creating the ledger tables: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO `+s.schema+`.meta VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, pgSchemaVersion); err != nil {
+		return fmt.Errorf("budget: recording the ledger schema's version: %w", err)
 	}
 	return tx.Commit(ctx)
 }
@@ -282,7 +296,7 @@ func (s *PostgresStore) forget(hold int64) {
 
 // view reads the totals of scopes (committed charges, live holds, the
 // current windows' spending) without locking them.
-func (s *PostgresStore) view(ctx context.Context, scopes []string, windows map[string]Window) (time.Time, map[string]*scopeTotals, error) {
+func (s *PostgresStore) view(ctx context.Context, scopes []string, windows []scopeWindow) (time.Time, map[string]*scopeTotals, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
 	if err != nil {
 		return time.Time{}, nil, fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)

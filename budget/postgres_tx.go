@@ -35,15 +35,13 @@ func (s *PostgresStore) runTx(ctx context.Context, ops []*ledgerOp) ([]opResult,
 	var locks []string // scopes of reservations and appends: locked and read
 	var drops, settleIDs []int64
 	holding, durable := false, false
-	windows := map[string]Window{}
+	var windows []scopeWindow
 	for _, op := range ops {
 		switch op.kind {
 		case opHold:
 			holding = true
 			locks = append(locks, op.hold.scopes...)
-			for sc, w := range op.hold.windows {
-				windows[sc] = w
-			}
+			windows = append(windows, op.hold.windows...)
 		case opSettle:
 			durable = true
 			if op.holdID != 0 {
@@ -352,33 +350,39 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// readWindows sets the current window's spending of the analyst scopes
-// whose budgets renew.
-func (s *PostgresStore) readWindows(ctx context.Context, q querier, now time.Time, windows map[string]Window, totals map[string]*scopeTotals) error {
-	var analysts []string
+// readWindows sets the current windows' spending of scopes whose budgets
+// renew: an analyst's charges, or those that read a table.
+func (s *PostgresStore) readWindows(ctx context.Context, q querier, now time.Time, windows []scopeWindow, totals map[string]*scopeTotals) error {
+	var names, kinds []string
 	var since []time.Time
-	for sc, w := range windows {
-		name, _ := strings.CutPrefix(sc, "analyst:")
-		analysts = append(analysts, name)
-		since = append(since, w.Start(now))
+	for _, sw := range windows {
+		kind, name, _ := strings.Cut(sw.scope, ":")
+		names, kinds, since = append(names, name), append(kinds, kind), append(since, sw.w.Start(now))
 	}
-	rows, err := q.Query(ctx, `SELECT w.a, coalesce(sum(c.epsilon), 0), coalesce(sum(c.delta), 0)
-		FROM unnest($1::text[], $2::timestamptz[]) AS w(a, since)
-		LEFT JOIN `+s.schema+`.charges c ON c.analyst = w.a AND c.at >= w.since
-		GROUP BY w.a`, analysts, since)
+	rows, err := q.Query(ctx, `SELECT w.i, coalesce(sum(c.epsilon), 0), coalesce(sum(c.delta), 0)
+		FROM unnest($1::text[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS w(name, kind, since, i)
+		LEFT JOIN `+s.schema+`.charges c ON c.at >= w.since
+			AND ((w.kind = 'analyst' AND c.analyst = w.name) OR (w.kind = 'table' AND c.tables ? w.name))
+		GROUP BY w.i`, names, kinds, since)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var a string
+		var i int
 		var c Cost
-		if err := rows.Scan(&a, &c.Epsilon, &c.Delta); err != nil {
+		if err := rows.Scan(&i, &c.Epsilon, &c.Delta); err != nil {
 			return err
 		}
-		if t := totals[analystScope(a)]; t != nil {
-			t.windowSpent = c
+		sw := windows[i-1]
+		t := totals[sw.scope]
+		if t == nil {
+			continue
 		}
+		if t.windowSpent == nil {
+			t.windowSpent = map[Window]Cost{}
+		}
+		t.windowSpent[sw.w] = c
 	}
 	return rows.Err()
 }
@@ -443,7 +447,7 @@ func (s *PostgresStore) writes(now time.Time, settledHolds []int64, charges []pe
 // readTotals reads scopes' totals in a read-only snapshot, without
 // locking them (for status), and the ledger's clock: spent is a row less
 // its holds, reserved its live holds.
-func (s *PostgresStore) readTotals(ctx context.Context, tx pgx.Tx, scopes []string, windows map[string]Window) (time.Time, map[string]*scopeTotals, error) {
+func (s *PostgresStore) readTotals(ctx context.Context, tx pgx.Tx, scopes []string, windows []scopeWindow) (time.Time, map[string]*scopeTotals, error) {
 	rows, all, live := map[string]*scopeTotals{}, map[string]*scopeTotals{}, map[string]*scopeTotals{}
 	var clock, latest time.Time
 	b := &pgx.Batch{}

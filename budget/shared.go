@@ -39,7 +39,7 @@ type sharedStore interface {
 	// drop gives a hold back, without waiting (holds expire anyway).
 	drop(hold int64)
 	// view reads the totals of scopes without locking them.
-	view(ctx context.Context, scopes []string, windows map[string]Window) (time.Time, map[string]*scopeTotals, error)
+	view(ctx context.Context, scopes []string, windows []scopeWindow) (time.Time, map[string]*scopeTotals, error)
 }
 
 // holdRequest is a reservation asked of a shared ledger.
@@ -50,9 +50,9 @@ type holdRequest struct {
 	// charged are the scopes the hold counts in: the analyst and the
 	// tables read (sorted, unique; chargeScopes of the charge it becomes).
 	charged []string
-	// windows are the analyst scopes whose budgets renew: their totals
-	// carry the spending of the current window.
-	windows map[string]Window
+	// windows are the windows whose spending the decision needs: of the
+	// analyst, of the teams' members, of the tables, whose budgets renew.
+	windows []scopeWindow
 	cost    Cost
 	// decide says whether cost fits, given the ledger's clock and totals.
 	decide func(now time.Time, view map[string]*scopeTotals) error
@@ -62,9 +62,26 @@ type holdRequest struct {
 type scopeTotals struct {
 	spent, reserved               Cost
 	spentMoments, reservedMoments moments
-	// windowSpent is the spending of the scope's current window (for an
-	// analyst whose budget renews).
-	windowSpent Cost
+	// windowSpent is the spending of the scope's current window, per
+	// window asked for.
+	windowSpent map[Window]Cost
+}
+
+// scopeWindow is a window whose current spending a scope's totals carry.
+type scopeWindow struct {
+	scope string
+	w     Window
+}
+
+// compareScopeWindows orders scope windows (for comparing lists).
+func compareScopeWindows(x, y scopeWindow) int {
+	if c := strings.Compare(x.scope, y.scope); c != 0 {
+		return c
+	}
+	if c := strings.Compare(x.w.Period, y.w.Period); c != 0 {
+		return c
+	}
+	return int(x.w.Rolling - y.w.Rolling)
 }
 
 // Scope names on a shared ledger.
@@ -93,7 +110,7 @@ func (a *Accountant) reserveShared(ctx context.Context, s sharedStore, analyst s
 		id, err := s.hold(ctx, &holdRequest{scopes: scopes, charged: charged, windows: windows, cost: c, decide: func(now time.Time, view map[string]*scopeTotals) error {
 			a.mu.Lock()
 			defer a.mu.Unlock()
-			if cur, w := a.scopesLocked(analyst, tables); !slices.Equal(cur, scopes) || !maps.Equal(w, windows) {
+			if cur, w := a.scopesLocked(analyst, tables); !slices.Equal(cur, scopes) || !slices.Equal(w, windows) {
 				return errScopesChanged
 			}
 			a.installLocked(now, view)
@@ -116,24 +133,30 @@ var errScopesChanged = errors.New("budget: the budgets a query falls in changed 
 
 // scopesLocked lists the ledger scopes a query of analyst reading tables
 // touches — the analyst, the members of the analyst's teams, every table
-// read — and the windows of those that renew. a.mu must be held.
-func (a *Accountant) scopesLocked(analyst string, tables []string) ([]string, map[string]Window) {
-	members := []string{analyst}
-	for _, name := range a.teamsOf[analyst] {
-		members = append(members, a.teams[name].members...)
+// read — and the windows whose spending the decision needs. a.mu must be
+// held.
+func (a *Accountant) scopesLocked(analyst string, tables []string) ([]string, []scopeWindow) {
+	scopes := []string{analystScope(analyst)}
+	var windows []scopeWindow
+	if acct := a.accounts[analyst]; acct != nil && !acct.window.IsZero() {
+		windows = append(windows, scopeWindow{analystScope(analyst), acct.window})
 	}
-	var scopes []string
-	windows := map[string]Window{}
-	for _, m := range members {
-		scopes = append(scopes, analystScope(m))
-		if acct := a.accounts[m]; acct != nil && !acct.window.IsZero() {
-			windows[analystScope(m)] = acct.window
+	for _, name := range a.teamsOf[analyst] {
+		t := a.teams[name]
+		for _, m := range t.members {
+			scopes = append(scopes, analystScope(m))
+			if !t.window.IsZero() {
+				windows = append(windows, scopeWindow{analystScope(m), t.window})
+			}
 		}
 	}
-	for _, t := range tables {
-		scopes = append(scopes, tableScope(t))
+	for _, table := range tables {
+		scopes = append(scopes, tableScope(table))
+		if t := a.tables[table]; t != nil && t.hasLimit && !t.window.IsZero() {
+			windows = append(windows, scopeWindow{tableScope(table), t.window})
+		}
 	}
-	return slices.Compact(slices.Sorted(slices.Values(scopes))), windows
+	return slices.Compact(slices.Sorted(slices.Values(scopes))), slices.CompactFunc(slices.SortedFunc(slices.Values(windows), compareScopeWindows), func(x, y scopeWindow) bool { return x == y })
 }
 
 // installLocked copies a shared ledger's totals into the accounts they
@@ -156,8 +179,9 @@ func (a *Accountant) installLocked(now time.Time, view map[string]*scopeTotals) 
 		}
 		acct.spent, acct.spentMoments = v.spent, v.spentMoments
 		acct.reserved, acct.reservedMoments = v.reserved, v.reservedMoments
-		if !acct.window.IsZero() {
-			acct.recent = []timedCost{{at: acct.window.Start(now), cost: v.windowSpent}}
+		acct.windowSums = maps.Clone(v.windowSpent)
+		if acct.windowSums == nil {
+			acct.windowSums = map[Window]Cost{}
 		}
 	}
 }
@@ -173,15 +197,25 @@ func (a *Accountant) Refresh(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	var scopes []string
-	windows := map[string]Window{}
+	var windows []scopeWindow
 	for name, acct := range a.accounts {
 		scopes = append(scopes, analystScope(name))
 		if !acct.window.IsZero() {
-			windows[analystScope(name)] = acct.window
+			windows = append(windows, scopeWindow{analystScope(name), acct.window})
 		}
 	}
-	for name := range a.tables {
+	for _, t := range a.teams {
+		for _, m := range t.members {
+			if !t.window.IsZero() {
+				windows = append(windows, scopeWindow{analystScope(m), t.window})
+			}
+		}
+	}
+	for name, t := range a.tables {
 		scopes = append(scopes, tableScope(name))
+		if !t.window.IsZero() {
+			windows = append(windows, scopeWindow{tableScope(name), t.window})
+		}
 	}
 	a.mu.Unlock()
 	slices.Sort(scopes)

@@ -68,3 +68,29 @@ type timedCost struct {
 	at   time.Time
 	cost Cost
 }
+
+// SetTableWindow makes a protected table's own budget renew with w,
+// under an optional lifetime cap (nil: none), at start or on a policy
+// reload; a zero w makes it a lifetime budget again.
+func (a *Accountant) SetTableWindow(table string, w Window, lifetime *Cost) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	if lifetime != nil {
+		if err := lifetime.Validate(); err != nil {
+			return fmt.Errorf("budget: lifetime of table %q: %w", table, err)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.tables[table]
+	if t == nil {
+		t = &account{}
+		a.tables[table] = t
+	}
+	t.window, t.hasLifetime = w, lifetime != nil
+	if lifetime != nil {
+		t.lifetime = *lifetime
+	}
+	return nil
+}

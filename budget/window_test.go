@@ -95,3 +95,132 @@ func TestWindowStart(t *testing.T) {
 		t.Errorf("a Sunday's week starts %v", got)
 	}
 }
+
+// A team's and a table's budget may renew too: a team's window adds up
+// its members' charges of the period, a table's the charges that read it,
+// each under an optional lifetime cap.
+func TestTeamAndTableWindows(t *testing.T) {
+	ctx := context.Background()
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-3 * 24 * time.Hour)
+	clock := day.Add(10 * time.Hour)
+	a := newTestAccountant(t, newMemStore(), map[string]Cost{"bea": {Epsilon: 10}, "cy": {Epsilon: 10}, "dan": {Epsilon: 10}})
+	a.now = func() time.Time { return clock }
+	if err := a.SetTeams(map[string]Team{"ops": {Limit: Cost{Epsilon: 1}, Members: []string{"bea", "cy"}, Window: Window{Period: "day"}, Lifetime: &Cost{Epsilon: 1.5}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetTableLimits(map[string]Cost{"visits": {Epsilon: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetTableWindow("visits", Window{Period: "day"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(who string, tables []string, eps float64) error {
+		r, err := a.ReserveFor(ctx, who, tables, Cost{Epsilon: eps})
+		if err != nil {
+			return err
+		}
+		_, err = r.Commit(ctx, "q")
+		return err
+	}
+	var ex *ExhaustedError
+	if err := commit("bea", nil, 0.6); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit("cy", nil, 0.5); !errors.As(err, &ex) || ex.Team != "ops" || ex.Window != "this day" {
+		t.Fatalf("cy past the team's day: %v", err)
+	}
+	if err := commit("dan", []string{"visits"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit("dan", []string{"visits"}, 0.1); !errors.As(err, &ex) || ex.Table != "visits" || ex.Window != "this day" {
+		t.Fatalf("past the table's day: %v", err)
+	}
+	clock = day.Add(34 * time.Hour) // the next day renews both
+	if err := commit("cy", []string{"visits"}, 0.5); err != nil {
+		t.Fatalf("the next day: %v", err)
+	}
+	if st, _ := a.TeamStatus("ops"); !approx(st.Spent.Epsilon, 0.5) || st.Window != "this day" || !st.WindowStart.Equal(day.Add(24*time.Hour)) {
+		t.Errorf("team status %+v", st)
+	}
+	if st, _ := a.TableStatus("visits"); !approx(st.Spent.Epsilon, 0.5) || st.Window != "this day" {
+		t.Errorf("table status %+v", st)
+	}
+	// The team's lifetime cap (1.5) leaves 0.4 of the day's 0.5.
+	if err := commit("bea", nil, 0.45); !errors.As(err, &ex) || ex.Team != "ops" || ex.Window != "lifetime" {
+		t.Errorf("past the team's lifetime cap: %v", err)
+	}
+	// After a restart the windows' spending comes from the ledger.
+	b := newTestAccountant(t, a.store, map[string]Cost{"bea": {Epsilon: 10}, "cy": {Epsilon: 10}})
+	b.now = func() time.Time { return clock }
+	if err := b.SetTeams(map[string]Team{"ops": {Limit: Cost{Epsilon: 1}, Members: []string{"bea", "cy"}, Window: Window{Period: "day"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetTableLimits(map[string]Cost{"visits": {Epsilon: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetTableWindow("visits", Window{Period: "day"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	team, _ := b.TeamStatus("ops")
+	table, _ := b.TableStatus("visits")
+	if !approx(team.Spent.Epsilon, 0.5) || !approx(table.Spent.Epsilon, 0.5) {
+		t.Errorf("after a restart the day's team spending is %v and table's %v, want 0.5 and 0.5", team.Spent, table.Spent)
+	}
+}
+
+// On the shared ledger, teams' and tables' windows are computed from the
+// ledger's charges by its clock (here a rolling window of two seconds).
+func TestSharedTeamAndTableWindows(t *testing.T) {
+	ctx := context.Background()
+	schema := newPGSchema(t)
+	limits := map[string]Cost{"bea": {Epsilon: 10}, "cy": {Epsilon: 10}}
+	w := Window{Rolling: 2 * time.Second}
+	var accts []*Accountant
+	for i := 0; i < 2; i++ {
+		a := newTestAccountant(t, openPG(t, schema, 0), limits)
+		if err := a.SetTeams(map[string]Team{"ops": {Limit: Cost{Epsilon: 1}, Members: []string{"bea", "cy"}, Window: w}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.SetTableLimits(map[string]Cost{"visits": {Epsilon: 1.5}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.SetTableWindow("visits", w, nil); err != nil {
+			t.Fatal(err)
+		}
+		accts = append(accts, a)
+	}
+	commit := func(a *Accountant, who string, tables []string, eps float64) error {
+		r, err := a.ReserveFor(ctx, who, tables, Cost{Epsilon: eps})
+		if err != nil {
+			return err
+		}
+		_, err = r.Commit(ctx, "q")
+		return err
+	}
+	var ex *ExhaustedError
+	if err := commit(accts[0], "bea", []string{"visits"}, 0.8); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(accts[1], "cy", nil, 0.3); !errors.As(err, &ex) || ex.Team != "ops" {
+		t.Fatalf("cy, on another process, past the team's window: %v", err)
+	}
+	if err := commit(accts[1], "cy", []string{"visits"}, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2100 * time.Millisecond) // the window has passed
+	if err := commit(accts[1], "cy", []string{"visits"}, 1); err != nil {
+		t.Fatalf("after the window: %v", err)
+	}
+	if err := commit(accts[0], "bea", []string{"visits"}, 0.6); !errors.As(err, &ex) || ex.Team != "ops" && ex.Table != "visits" {
+		t.Errorf("past the renewed windows: %v", err)
+	}
+	if err := accts[0].Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := accts[0].TeamStatus("ops"); !approx(st.Spent.Epsilon, 1) {
+		t.Errorf("team's window spent %v, want 1", st.Spent)
+	}
+	if st, _ := accts[0].TableStatus("visits"); !approx(st.Spent.Epsilon, 1) {
+		t.Errorf("table's window spent %v, want 1", st.Spent)
+	}
+}

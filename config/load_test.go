@@ -99,6 +99,8 @@ var badCases = []struct {
 	{"min_max_quantiles_single", `min_max_quantiles_single.yaml:7:22: defaults.min_max_quantiles: expected [lo, hi], a list of two numbers; got a list of 1`},
 	{"accountant_delta_prime_too_big", `accountant_delta_prime_too_big.yaml:12:20: analysts[0].budget.delta_prime: must be greater than 0 and at most the budget's delta (1e-06), got 1e-05`},
 	{"accountant_unknown", `accountant_unknown.yaml:10:19: analysts[0].budget.accountant: unknown accountant "renyi"; expected basic, advanced or zcdp`},
+	{"team_window_bad", `team_window_bad.yaml:18:34: teams[0].budget.window: expected day, week, month or a rolling duration such as 7d or 36h; got "fortnight"`},
+	{"team_lifetime_no_window", `team_lifetime_no_window.yaml:18:36: teams[0].budget.lifetime: a lifetime cap needs a window`},
 	{"accountant_on_team", `accountant_on_team.yaml:18:38: teams[0].budget.accountant: only an analyst's budget takes an accountant`},
 	{"window_unknown", `window_unknown.yaml:10:15: analysts[0].budget.window: expected day, week, month or a rolling duration such as 7d or 36h; got "fortnight"`},
 	{"lifetime_without_window", `lifetime_without_window.yaml:10:17: analysts[0].budget.lifetime: a lifetime cap needs a window`},

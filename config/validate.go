@@ -527,6 +527,7 @@ func (d *decoder) validateTables(p *Policy) {
 			d.checkEpsilon(bp+".epsilon", t.Budget.Epsilon)
 			d.checkDelta(bp+".delta", t.Budget.Delta)
 			d.basicOnly(bp)
+			d.checkWindow(bp, t.Budget)
 		}
 	}
 	// A key list read from a table must come from a public one.

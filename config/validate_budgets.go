@@ -104,6 +104,7 @@ func (d *decoder) validateTeams(p *Policy) {
 			d.checkEpsilon(bp+".epsilon", t.Budget.Epsilon)
 			d.checkDelta(bp+".delta", t.Budget.Delta)
 			d.basicOnly(bp)
+			d.checkWindow(bp, &t.Budget)
 		}
 	}
 }
@@ -123,7 +124,8 @@ func isAnalyst(p *Policy, name string) bool {
 	return ok
 }
 
-// checkWindow checks an analyst budget's window and lifetime cap.
+// checkWindow checks a budget's window and lifetime cap (an analyst's, a
+// team's or a table's).
 func (d *decoder) checkWindow(path string, b *Budget) {
 	wp := path + ".window"
 	switch _, rolling := RollingWindow(b.Window); {
@@ -145,7 +147,7 @@ func (d *decoder) checkWindow(path string, b *Budget) {
 	}
 	if lp := path + ".lifetime"; b.Lifetime != nil && d.ok(lp) {
 		if !d.has(lp + ".epsilon") {
-			d.errorf(lp+".epsilon", "required; expected the analyst's epsilon over all windows, a finite number greater than 0")
+			d.errorf(lp+".epsilon", "required; expected the epsilon over all windows, a finite number greater than 0")
 		} else {
 			d.checkEpsilon(lp+".epsilon", b.Lifetime.Epsilon)
 		}

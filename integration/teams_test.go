@@ -179,3 +179,31 @@ func connectAs(t *testing.T, p *proxyProcess, user string) *pgx.Conn {
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
 }
+
+// A team's and a table's budget may renew per period too: past the day's
+// team budget a member is refused naming the team and the day, and
+// dpproxy budget shows both renewals.
+func TestTeamAndTableWindowsThroughServe(t *testing.T) {
+	ctx := context.Background()
+	tables := strings.Replace(tablesYAML, "  - name: visits\n    privacy_unit: patient_id\n", "  - name: visits\n    privacy_unit: patient_id\n    budget: {epsilon: 5, window: week}\n", 1)
+	p, policy := serveDemo(t, "  epsilon: 0.1\n", budgetAnalyst("analyst", "{epsilon: 10}")+
+		budgetAnalyst("colleague", "{epsilon: 10}")+
+		"teams:\n  - {name: research, analysts: [analyst, colleague], budget: {epsilon: 0.25, window: day, lifetime: {epsilon: 3}}}\n"+tables)
+	ana, col := connectAs(t, p, "analyst"), connectAs(t, p, "colleague")
+	var n int64
+	for i := 0; i < 2; i++ {
+		if err := ana.QueryRow(ctx, "SELECT COUNT(*) FROM visits WHERE cost > "+strconv.Itoa(i)).Scan(&n); err != nil {
+			t.Fatalf("query %d: %v", i+1, err)
+		}
+	}
+	err := col.QueryRow(ctx, "SELECT COUNT(*) FROM patients").Scan(&n)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "53DP1" || !strings.Contains(pgErr.Message, `team "research" (this day) of analyst "colleague"`) {
+		t.Fatalf("the colleague past the team's day: %v", err)
+	}
+	p.stop(t)
+	out, err := exec.Command(binary, "budget", "--config", policy).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "renews: day since ") || !strings.Contains(string(out), "lifetime ε 3") || !strings.Contains(string(out), "renews: week since ") {
+		t.Errorf("dpproxy budget: %v\n%s", err, out)
+	}
+}

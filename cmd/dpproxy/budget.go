@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
 )
 
@@ -52,24 +53,31 @@ func runBudget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		case config.AccountantZCDP:
 			accountant = fmt.Sprintf("zcdp (ρ = %.4g, δ′ = %g)", st.Rho, a.Budget.DeltaPrime)
 		}
-		if w := a.Budget.Window; w != "" { // spent and remaining are the window's
-			accountant += fmt.Sprintf(", renews: %s since %s", w, st.WindowStart.Format("2006-01-02 15:04"))
-			if l := a.Budget.Lifetime; l != nil {
-				accountant += fmt.Sprintf(", lifetime ε %g", l.Epsilon)
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%.10g\t%.10g\t%.10g\t%.10g\t%.10g\t%s\n", a.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta, accountant)
+		fmt.Fprintf(tw, "%s\t%.10g\t%.10g\t%.10g\t%.10g\t%.10g\t%s\n", a.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta, renewal(accountant, st, a.Budget))
 	}
 	// A team's spending is its members' together.
 	for _, t := range pol.Teams {
 		st, _ := acct.TeamStatus(t.Name)
-		fmt.Fprintf(tw, "team %s (%s)\t%.10g\t%.10g\t%.10g\t%.10g\t%.10g\tbasic\n", t.Name, strings.Join(t.Analysts, ", "), st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
+		fmt.Fprintf(tw, "team %s (%s)\t%.10g\t%.10g\t%.10g\t%.10g\t%.10g\t%s\n", t.Name, strings.Join(t.Analysts, ", "), st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta, renewal("basic", st, t.Budget))
 	}
 	// A table's spending is every analyst's queries that read it.
 	for _, t := range pol.ProtectedTables {
 		if st, ok := acct.TableStatus(t.Name); ok {
-			fmt.Fprintf(tw, "table %s\t%.10g\t%.10g\t%.10g\t%.10g\t%.10g\tbasic\n", t.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta)
+			fmt.Fprintf(tw, "table %s\t%.10g\t%.10g\t%.10g\t%.10g\t%.10g\t%s\n", t.Name, st.Spent.Epsilon, st.Limit.Epsilon, st.Remaining.Epsilon, st.Spent.Delta, st.Limit.Delta, renewal("basic", st, *t.Budget))
 		}
 	}
 	return tw.Flush()
+}
+
+// renewal adds to an accountant's description when a budget renews
+// (spent and remaining are then the window's) and its lifetime cap.
+func renewal(accountant string, st budget.Status, b config.Budget) string {
+	if b.Window == "" {
+		return accountant
+	}
+	accountant += fmt.Sprintf(", renews: %s since %s", b.Window, st.WindowStart.Format("2006-01-02 15:04"))
+	if l := b.Lifetime; l != nil {
+		accountant += fmt.Sprintf(", lifetime ε %g", l.Epsilon)
+	}
+	return accountant
 }

@@ -287,15 +287,7 @@ func newAccountant(ctx context.Context, ledger budget.Store, pol *config.Policy)
 		return nil, err
 	}
 	for _, a := range pol.Analysts {
-		if b := a.Budget; b.Window != "" {
-			w := budget.Window{Period: b.Window}
-			if d, rolling := config.RollingWindow(b.Window); rolling {
-				w = budget.Window{Rolling: d}
-			}
-			var lifetime *budget.Cost
-			if b.Lifetime != nil {
-				lifetime = &budget.Cost{Epsilon: b.Lifetime.Epsilon, Delta: b.Lifetime.Delta}
-			}
+		if w, lifetime := windowOf(a.Budget); !w.IsZero() {
 			if err := acct.SetWindow(a.Name, w, lifetime); err != nil {
 				return nil, err
 			}
@@ -309,7 +301,8 @@ func newAccountant(ctx context.Context, ledger budget.Store, pol *config.Policy)
 	}
 	teams := make(map[string]budget.Team, len(pol.Teams))
 	for _, t := range pol.Teams {
-		teams[t.Name] = budget.Team{Limit: budget.Cost{Epsilon: t.Budget.Epsilon, Delta: t.Budget.Delta}, Members: t.Analysts}
+		w, lifetime := windowOf(t.Budget)
+		teams[t.Name] = budget.Team{Limit: budget.Cost{Epsilon: t.Budget.Epsilon, Delta: t.Budget.Delta}, Members: t.Analysts, Window: w, Lifetime: lifetime}
 	}
 	if err := acct.SetTeams(teams); err != nil {
 		return nil, err
@@ -323,5 +316,31 @@ func newAccountant(ctx context.Context, ledger budget.Store, pol *config.Policy)
 	if err := acct.SetTableLimits(tables); err != nil {
 		return nil, err
 	}
+	for _, t := range pol.ProtectedTables {
+		if t.Budget != nil {
+			if w, lifetime := windowOf(*t.Budget); !w.IsZero() {
+				if err := acct.SetTableWindow(t.Name, w, lifetime); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	return acct, nil
+}
+
+// windowOf is how a policy budget renews (none: the zero Window) and its
+// lifetime cap.
+func windowOf(b config.Budget) (budget.Window, *budget.Cost) {
+	if b.Window == "" {
+		return budget.Window{}, nil
+	}
+	w := budget.Window{Period: b.Window}
+	if d, rolling := config.RollingWindow(b.Window); rolling {
+		w = budget.Window{Rolling: d}
+	}
+	var lifetime *budget.Cost
+	if b.Lifetime != nil {
+		lifetime = &budget.Cost{Epsilon: b.Lifetime.Epsilon, Delta: b.Lifetime.Delta}
+	}
+	return w, lifetime
 }
