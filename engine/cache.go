@@ -38,12 +38,18 @@ type cacheKey struct {
 	// statement: with the bias report, with excess measurements, answered
 	// by R2T.
 	variant string
+	// plan is the bounding the policy gives the statement (its backend
+	// SQL, bounds, mechanism): instances running different versions of a
+	// policy do not share releases.
+	plan string
 }
 
 // keyOf is the cache key of analyst's plan of a canonical statement.
 func keyOf(analyst string, plan *rewrite.Plan, canonical string) cacheKey {
 	return cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical,
-		variant: fmt.Sprintf("bias=%t excess=%t r2t=%t", plan.Bias != nil, plan.HasExcess(), plan.R2T != nil)}
+		variant: fmt.Sprintf("bias=%t excess=%t r2t=%t", plan.Bias != nil, plan.HasExcess(), plan.R2T != nil),
+		plan: fmt.Sprintf("%s|%q|%s|%s|%d|%d|%d|%t", plan.BackendSQL, plan.SideQueries, plan.Mechanism, plan.Neighbouring,
+			plan.MaxGroupsPerUnit, plan.MaxRowsPerUnit, plan.MaxTotalRowsPerUnit, plan.Selection != nil)}
 }
 
 // resultCache is a size- and age-bounded LRU of releases plus the queries

@@ -27,7 +27,7 @@ type SharedReleases interface {
 // so that no two releases share one.
 func (k cacheKey) sharedKey() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q %v %v %q %q", k.analyst, k.epsilon, k.delta, k.query, k.variant)
+	fmt.Fprintf(h, "%q %v %v %q %q %q", k.analyst, k.epsilon, k.delta, k.query, k.variant, k.plan)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
@@ -33,5 +34,31 @@ func TestReleaseCodecRoundTrip(t *testing.T) {
 	}
 	if _, err := decodeRelease([]byte("not gob")); err == nil {
 		t.Error("decoding garbage succeeded")
+	}
+}
+
+// Shared releases are keyed by everything that makes the answer: the
+// analyst, the cost, the statement, and the bounding the policy gives it
+// (instances on different policy versions do not share).
+func TestSharedKey(t *testing.T) {
+	base := &rewrite.Plan{Epsilon: 0.5, BackendSQL: "SELECT ... LEAST(cost, 100)", MaxGroupsPerUnit: 1, MaxRowsPerUnit: 1}
+	key := func(analyst string, p *rewrite.Plan, q string) string { return keyOf(analyst, p, q).sharedKey() }
+	k := key("ana", base, "SELECT SUM(cost) FROM visits")
+	if k != key("ana", base, "SELECT SUM(cost) FROM visits") {
+		t.Error("the same release has two keys")
+	}
+	other := *base
+	other.BackendSQL = "SELECT ... LEAST(cost, 200)"
+	cheaper := *base
+	cheaper.Epsilon = 0.25
+	for name, k2 := range map[string]string{
+		"another analyst":   key("bob", base, "SELECT SUM(cost) FROM visits"),
+		"another statement": key("ana", base, "SELECT SUM(cost) FROM visits WHERE cost > 1"),
+		"other bounds":      key("ana", &other, "SELECT SUM(cost) FROM visits"),
+		"another ε":         key("ana", &cheaper, "SELECT SUM(cost) FROM visits"),
+	} {
+		if k2 == k {
+			t.Errorf("%s shares the key", name)
+		}
 	}
 }
