@@ -260,6 +260,24 @@ func (e *Engine) Answer(ctx context.Context, analyst string, plan *rewrite.Plan,
 	return res, err
 }
 
+// Released returns the release the cache holds for analyst's plan of a
+// canonical statement — this instance's, or another's on a shared ledger
+// — without computing or charging anything; ok is false if there is none.
+func (e *Engine) Released(ctx context.Context, analyst string, plan *rewrite.Plan, canonical string) (*sqltypes.Result, bool) {
+	if e.cache == nil || canonical == "" {
+		return nil, false
+	}
+	key := keyOf(analyst, plan, canonical)
+	if res, ok := e.cache.get(key); ok {
+		return res, true
+	}
+	if res := e.cache.loadShared(ctx, key); res != nil {
+		e.cache.lru.Add(key, res)
+		return cloneResult(res), true
+	}
+	return nil, false
+}
+
 // Cached reports whether Answer would answer the plan from the cache now,
 // at no cost (EXPLAIN DP says so).
 func (e *Engine) Cached(analyst string, plan *rewrite.Plan, canonical string) bool {

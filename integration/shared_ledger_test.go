@@ -432,7 +432,8 @@ func TestSharedLedgerRestart(t *testing.T) {
 // The result cache spans the instances on a shared ledger: a query
 // repeated on another instance gets the release already paid for, at no
 // cost, so that repeating it across instances cannot average the noise
-// away; a different ε is a different release, charged.
+// away, and so does one that only picks some of its keys; a different ε
+// is a different release, charged.
 func TestSharedLedgerReleaseCache(t *testing.T) {
 	ctx := context.Background()
 	dsn := ledgerDatabase(t)
@@ -458,6 +459,20 @@ func TestSharedLedgerReleaseCache(t *testing.T) {
 	}
 	if n, eps := ledgerCharges(t, dsn, "analyst"); n != 1 || eps != 0.5 {
 		t.Errorf("%d charges (ε = %v) for one query asked on two instances, want 1 (0.5)", n, eps)
+	}
+	// A dashboard's filter on the keys: rows of the same release, free.
+	picked := read(connectAs(t, b, "analyst"), "SELECT diagnosis, COUNT(*) AS n, AVG(cost) AS mean_cost FROM visits WHERE diagnosis IN ('I10', 'J06') GROUP BY diagnosis ORDER BY diagnosis")
+	var want [][]any
+	for _, row := range first {
+		if row[0] == "I10" || row[0] == "J06" {
+			want = append(want, row)
+		}
+	}
+	if len(want) != 2 || fmt.Sprint(picked) != fmt.Sprint(want) {
+		t.Errorf("filtered on the keys:\n%v\nwant\n%v", picked, want)
+	}
+	if n, _ := ledgerCharges(t, dsn, "analyst"); n != 1 {
+		t.Errorf("%d charges after a query picking keys of a release, want 1", n)
 	}
 	conn := connectAs(t, b, "analyst")
 	if _, err := conn.Exec(ctx, "SET dpproxy.epsilon = 0.25"); err != nil {

@@ -270,6 +270,9 @@ type prepared struct {
 	// canonical is the statement's canonical text (rewrite.Canonical),
 	// the result cache's key for a DP plan; "" when not available.
 	canonical string
+	// derived, when set, is the earlier release the query can be answered
+	// from at no cost, if the cache holds it (derived.go).
+	derived *derivation
 	// notice goes with the answer (the ε dpproxy.target_error chose).
 	notice string
 }
@@ -339,10 +342,12 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 		// (analysis of a DP query reads the tree, never changes it).
 		// Without a canonical text the query is not cached.
 		if c, err := rewrite.Canonical(stmt); err == nil {
-			p.canonical = c
+			suffix := ""
 			if s.reportBias {
-				p.canonical += " -- with the bias report" // another release
+				suffix = " -- with the bias report" // another release
 			}
+			p.canonical = c + suffix
+			p.derived = s.deriveFrom(stmt, casts, suffix)
 		} else {
 			s.engine.Logger().Debug("query not cacheable", "err", err)
 		}
@@ -378,11 +383,20 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 	case p.query.Empty != nil:
 		return emptyResult(p.query.Empty), nil
 	}
-	res, err := s.engine.Answer(ctx, s.analyst, p.query.Plan, p.canonical, normalizeQueryText(sql))
-	if err != nil {
-		return nil, err
+	plan := p.query.Plan
+	res, derived := (*sqltypes.Result)(nil), false
+	if p.derived != nil {
+		if res, derived = s.answerDerived(ctx, p.derived); derived {
+			plan = p.derived.plan
+		}
 	}
-	res = withIntervals(res, p.query.Plan, s.intervals)
+	if !derived {
+		var err error
+		if res, err = s.engine.Answer(ctx, s.analyst, plan, p.canonical, normalizeQueryText(sql)); err != nil {
+			return nil, err
+		}
+	}
+	res = withIntervals(res, plan, s.intervals)
 	if p.notice != "" {
 		copied := *res
 		copied.Notices = append([]string{p.notice}, res.Notices...)
@@ -597,6 +611,9 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 		}
 		if st, ok := s.engine.Accountant().Status(s.analyst); ok {
 			addExplainNote(res, "budget", budgetLine(st, plan.Epsilon))
+		}
+		if d := p.derived; d != nil && s.engine.Cached(s.analyst, d.plan, d.canonical) {
+			addExplainNote(res, "cache", fmt.Sprintf("this query only picks keys of your earlier release of %s: it would be answered from that release's rows at no cost, with its error bounds", d.canonical))
 		}
 		if s.engine.Cached(s.analyst, plan, p.canonical) {
 			addExplainNote(res, "cache", fmt.Sprintf("this query was answered at ε = %g within the cache's time to live: running it again returns the same answer and costs nothing", plan.Epsilon))
