@@ -20,7 +20,7 @@ func TestSplitKeyFilter(t *testing.T) {
 		{"SELECT kind, clinic, SUM(cost) FROM visits WHERE (clinic IN (1, 2) AND kind IN ('a', 'b')) GROUP BY kind, clinic", "", []KeyCondition{{1, []any{int64(1), int64(2)}}, {0, []any{"a", "b"}}}},
 		// Not only picking released keys: nothing splits.
 		{"SELECT kind, COUNT(*) FROM visits WHERE kind = 'a' GROUP BY kind LIMIT 3", "-", nil},
-		{"SELECT COUNT(*) FROM visits WHERE kind = 'a' GROUP BY kind", "-", nil},          // key not selected
+		{"SELECT COUNT(*) FROM visits WHERE kind = 'a' GROUP BY kind", "-", nil},            // key not selected
 		{"SELECT kind AS k, COUNT(*) FROM visits WHERE kind = 'a' GROUP BY kind", "-", nil}, // renamed
 		{"SELECT kind, COUNT(*) FROM visits WHERE kind <> 'a' GROUP BY kind", "-", nil},
 		{"SELECT kind, COUNT(*) FROM visits WHERE kind = 'a' OR kind = 'b' GROUP BY kind", "-", nil},
