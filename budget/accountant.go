@@ -54,9 +54,9 @@ type account struct {
 	lifetime    Cost
 	hasLifetime bool
 	recent      []timedCost
-	// keepRecent keeps recent for a team that renews, whose windows
-	// add up its members'.
-	keepRecent bool
+	// pruneAt is the length of recent at which remember drops what no
+	// window can reach.
+	pruneAt int
 	// windowSums, on a shared ledger, are the spending of the current
 	// period of each window the ledger was asked for (recent is then
 	// unused).
@@ -122,8 +122,13 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 	}
 	// Advanced composition needs every charge's ε, not only the totals (a
 	// shared ledger keeps their sums and hands them over at each decision).
+	// Windows need the charges' times: those any window can still reach,
+	// which ends no earlier than the latest charge (the clock never goes
+	// back before it), so the horizon is taken from it, not from a clock
+	// that may be wrong.
 	_, shared := store.(sharedStore)
-	for analyst, acct := range a.accounts {
+	byAnalyst := map[string][]Charge{}
+	for analyst := range a.accounts {
 		if shared {
 			break
 		}
@@ -131,15 +136,22 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 		if err != nil {
 			return nil, fmt.Errorf("budget: loading the charges of analyst %q: %w", analyst, err)
 		}
-		horizon := time.Now().Add(-MaxWindow)
+		byAnalyst[analyst] = charges
 		for _, c := range charges {
-			acct.spentMoments = acct.spentMoments.add(momentsOf(c.Cost))
 			if c.At.After(a.latest) {
 				a.latest = c.At
 			}
+		}
+	}
+	horizon := a.latest.Add(-MaxWindow)
+	for analyst, charges := range byAnalyst {
+		acct := a.accounts[analyst]
+		for i := len(charges) - 1; i >= 0; i-- { // oldest first
+			c := charges[i]
+			acct.spentMoments = acct.spentMoments.add(momentsOf(c.Cost))
 			if !c.At.Before(horizon) {
 				acct.recent = append(acct.recent, timedCost{c.At, c.Cost})
-				for _, table := range c.Tables { // for tables whose budgets renew
+				for _, table := range c.Tables {
 					if t := a.tables[table]; t != nil {
 						t.recent = append(t.recent, timedCost{c.At, c.Cost})
 					}
@@ -239,17 +251,38 @@ func (a *Accountant) SetWindow(analyst string, w Window, lifetime *Cost) error {
 	return nil
 }
 
-// clockLocked is the current time, never before the latest charge.
+// clockLocked is the current time, never before a time read earlier.
 func (a *Accountant) clockLocked() time.Time {
-	now := a.now()
-	if now.Before(a.latest) {
-		return a.latest
+	// Every time read is a floor for the next: a clock set back (even
+	// while a query runs, or after jumping ahead) cannot reopen a period.
+	if now := a.now(); now.After(a.latest) {
+		a.latest = now
 	}
-	return now
+	return a.latest
+}
+
+// remember keeps a charge's time and cost for windows — every account's,
+// so that a window set later (a policy reload, a new team) counts what
+// was spent before it — dropping those no window can reach any more
+// (older than MaxWindow before latest) as the list grows.
+func (acct *account) remember(c timedCost, latest time.Time) {
+	acct.recent = append(acct.recent, c)
+	if len(acct.recent) < acct.pruneAt {
+		return
+	}
+	horizon := latest.Add(-MaxWindow)
+	kept := acct.recent[:0]
+	for _, r := range acct.recent {
+		if !r.at.Before(horizon) {
+			kept = append(kept, r)
+		}
+	}
+	acct.recent = kept
+	acct.pruneAt = 2*len(kept) + 64
 }
 
 // windowSpent is what the account's charges in w's period containing now
-// spent; it drops the charges older than any window could reach.
+// spent.
 func (acct *account) windowSpent(w Window, now time.Time) Cost {
 	if acct.windowSums != nil {
 		if spent, ok := acct.windowSums[w]; ok {
@@ -259,16 +292,11 @@ func (acct *account) windowSpent(w Window, now time.Time) Cost {
 	}
 	start := w.Start(now)
 	var spent Cost
-	kept := acct.recent[:0]
 	for _, c := range acct.recent {
-		if c.at.After(start.Add(-MaxWindow)) {
-			kept = append(kept, c)
-		}
 		if !c.at.Before(start) {
 			spent = spent.Add(c.cost)
 		}
 	}
-	acct.recent = kept
 	return spent
 }
 
@@ -311,6 +339,9 @@ func (a *Accountant) TableStatus(table string) (st Status, ok bool) {
 	st.Accountant = "basic"
 	if !acct.window.IsZero() {
 		st.Window, st.WindowStart = acct.window.String(), acct.window.Start(now)
+	}
+	if acct.hasLifetime {
+		st.Remaining = minRemaining(st.Remaining, acct.lifetime, acct.spent.Add(acct.reserved))
 	}
 	return st, true
 }
@@ -427,9 +458,7 @@ func (a *Accountant) Status(analyst string) (st Status, ok bool) {
 	} else {
 		st.WindowStart = acct.window.Start(now)
 		if acct.hasLifetime { // what the lifetime cap leaves, if less
-			used := acct.spent.Add(acct.reserved)
-			st.Remaining.Epsilon = math.Min(st.Remaining.Epsilon, remaining(acct.lifetime.Epsilon, used.Epsilon))
-			st.Remaining.Delta = math.Min(st.Remaining.Delta, remaining(acct.lifetime.Delta, used.Delta))
+			st.Remaining = minRemaining(st.Remaining, acct.lifetime, acct.spent.Add(acct.reserved))
 		}
 	}
 	st.Rho = acct.spentMoments.squares / 2
@@ -462,6 +491,11 @@ func (acct *account) effectiveSpent(now time.Time) Cost {
 		return acct.windowSpent(acct.window, now)
 	}
 	return acct.comp.effective(acct.spent, acct.spentMoments, acct.limit)
+}
+
+// minRemaining is r, or what a lifetime cap leaves after used if less.
+func minRemaining(r, lifetime, used Cost) Cost {
+	return Cost{Epsilon: math.Min(r.Epsilon, remaining(lifetime.Epsilon, used.Epsilon)), Delta: math.Min(r.Delta, remaining(lifetime.Delta, used.Delta))}
 }
 
 // statusOf is the status of a budget of limit with spent and reserved.
@@ -592,16 +626,12 @@ func (r *Reservation) Commit(ctx context.Context, query string) (Charge, error) 
 			a.tables[table] = t
 		}
 		t.spent = t.spent.Add(r.cost)
-		if !t.window.IsZero() {
-			t.recent = append(t.recent, timedCost{ch.At, r.cost})
-		}
+		t.remember(timedCost{ch.At, r.cost}, a.latest)
 	}
 	acct := r.acct
 	acct.spent = acct.spent.Add(r.cost)
 	acct.spentMoments = acct.spentMoments.add(momentsOf(r.cost))
-	if !acct.window.IsZero() || acct.keepRecent { // only windows read them: no growth otherwise
-		acct.recent = append(acct.recent, timedCost{ch.At, r.cost})
-	}
+	acct.remember(timedCost{ch.At, r.cost}, a.latest)
 	if ch.At.After(a.latest) {
 		a.latest = ch.At
 	}

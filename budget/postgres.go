@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,7 +82,7 @@ type PostgresStore struct {
 // pgSchemaVersion is recorded in the meta table once pgSchema has run:
 // a process meeting an older version runs it again (every statement is
 // IF NOT EXISTS), one meeting the current one runs no DDL.
-const pgSchemaVersion = "2"
+const pgSchemaVersion = 3
 
 // pgSchema creates the ledger's tables. Scopes are "analyst:<name>" and
 // "table:<name>"; a hold has a row per scope it covers. A scope's row is
@@ -118,9 +119,11 @@ CREATE TABLE IF NOT EXISTS %[1]s.holds (
 	excess     double precision NOT NULL,
 	instance   text NOT NULL,
 	expires_at timestamptz NOT NULL,
+	granted_at timestamptz, -- the ledger's time of the decision: its charge is never dated earlier
 	PRIMARY KEY (hold_id, scope)
 ) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
 CREATE INDEX IF NOT EXISTS holds_by_scope ON %[1]s.holds (scope, expires_at);
+ALTER TABLE %[1]s.holds ADD COLUMN IF NOT EXISTS granted_at timestamptz;
 CREATE TABLE IF NOT EXISTS %[1]s.releases (
 	key        text PRIMARY KEY, -- digest of analyst, cost and canonical statement
 	analyst    text NOT NULL,
@@ -186,22 +189,26 @@ func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions) (*Postgr
 // only, checks that they exist.
 func (s *PostgresStore) checkSchema(ctx context.Context) error {
 	var exists bool
-	var version string
-	err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.schema+".meta").Scan(&exists)
+	version := 0
+	err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.schema+".charges").Scan(&exists)
 	if err == nil && exists {
-		err = s.pool.QueryRow(ctx, `SELECT coalesce((SELECT value FROM `+s.schema+`.meta WHERE key = 'schema_version'), '')`).Scan(&version)
+		err = s.pool.QueryRow(ctx, `SELECT coalesce((SELECT value::int FROM `+s.schema+`.meta WHERE key = 'schema_version'), 0)
+			WHERE to_regclass($1) IS NOT NULL`, s.schema+".meta").Scan(&version)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
 	}
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
-	case version == pgSchemaVersion:
-		// Up to date: no DDL, whose locks would wait on (and could
-		// deadlock with) the transactions of running processes.
+	case version >= pgSchemaVersion:
+		// Up to date (or newer): no DDL, whose locks would wait on (and
+		// could deadlock with) the transactions of running processes.
 		return nil
-	case s.readOnly && version == "":
+	case s.readOnly && !exists:
 		return fmt.Errorf("budget: no ledger in schema %s", s.schema)
 	case s.readOnly:
-		return nil // an older or newer ledger: readable
+		return nil // an older ledger: readable
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -217,7 +224,7 @@ func (s *PostgresStore) checkSchema(ctx context.Context) error {
 	if _, err := tx.Exec(ctx, fmt.Sprintf(pgSchema, s.schema)); err != nil {
 		return fmt.Errorf("budget: creating the ledger tables: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO `+s.schema+`.meta VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, pgSchemaVersion); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO `+s.schema+`.meta VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, strconv.Itoa(pgSchemaVersion)); err != nil {
 		return fmt.Errorf("budget: recording the ledger schema's version: %w", err)
 	}
 	return tx.Commit(ctx)

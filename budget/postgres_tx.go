@@ -82,6 +82,7 @@ func (s *PostgresStore) runTx(ctx context.Context, ops []*ledgerOp) ([]opResult,
 	held := map[string]*scopeTotals{}      // holds remaining, per scope
 	settled := map[int64]Charge{}          // holds charged by an earlier attempt
 	holdRows := map[int64]int{}            // rows of the holds to settle, locked
+	granted := map[int64]time.Time{}       // when they were granted
 	var ids []int64                        // charge ids, one per settle op
 	var clock, latest time.Time
 	b := &pgx.Batch{}
@@ -124,13 +125,17 @@ func (s *PostgresStore) runTx(ctx context.Context, ops []*ledgerOp) ([]opResult,
 			}
 			return r.Err()
 		})
-		b.Queue(`SELECT hold_id FROM `+s.schema+`.holds WHERE hold_id = ANY($1) ORDER BY hold_id, scope FOR UPDATE`, settleIDs).Query(func(r pgx.Rows) error {
+		b.Queue(`SELECT hold_id, granted_at FROM `+s.schema+`.holds WHERE hold_id = ANY($1) ORDER BY hold_id, scope FOR UPDATE`, settleIDs).Query(func(r pgx.Rows) error {
 			for r.Next() {
 				var hold int64
-				if err := r.Scan(&hold); err != nil {
+				var at *time.Time
+				if err := r.Scan(&hold, &at); err != nil {
 					return err
 				}
 				holdRows[hold]++
+				if at != nil && at.After(granted[hold]) {
+					granted[hold] = *at
+				}
 			}
 			return r.Err()
 		})
@@ -210,7 +215,13 @@ func (s *PostgresStore) runTx(ctx context.Context, ops []*ledgerOp) ([]opResult,
 				continue
 			}
 			settledHolds = append(settledHolds, op.holdID)
+			// Never dated before the decision: a ledger clock set back
+			// while the query ran cannot move the charge into a spent
+			// window.
 			c.At = now
+			if g := granted[op.holdID].UTC(); g.After(c.At) {
+				c.At = g
+			}
 		} else {
 			c.At = now // the ledger's clock, not the caller's
 			for _, sc := range chargeScopes(c) {
@@ -351,19 +362,41 @@ type querier interface {
 }
 
 // readWindows sets the current windows' spending of scopes whose budgets
-// renew: an analyst's charges, or those that read a table.
+// renew: an analyst's charges (through the (analyst, at) index), or those
+// that read a table (every charge of the period, scanned by time).
 func (s *PostgresStore) readWindows(ctx context.Context, q querier, now time.Time, windows []scopeWindow, totals map[string]*scopeTotals) error {
-	var names, kinds []string
-	var since []time.Time
-	for _, sw := range windows {
-		kind, name, _ := strings.Cut(sw.scope, ":")
-		names, kinds, since = append(names, name), append(kinds, kind), append(since, sw.w.Start(now))
+	queries := map[string]string{
+		"analyst": `SELECT w.i, coalesce(sum(c.epsilon), 0), coalesce(sum(c.delta), 0)
+			FROM unnest($1::text[], $2::timestamptz[], $3::int[]) AS w(name, since, i)
+			LEFT JOIN ` + s.schema + `.charges c ON c.analyst = w.name AND c.at >= w.since
+			GROUP BY w.i`,
+		"table": `SELECT w.i, coalesce(sum(c.epsilon), 0), coalesce(sum(c.delta), 0)
+			FROM unnest($1::text[], $2::timestamptz[], $3::int[]) AS w(name, since, i)
+			LEFT JOIN ` + s.schema + `.charges c ON c.at >= w.since AND c.tables ? w.name
+			GROUP BY w.i`,
 	}
-	rows, err := q.Query(ctx, `SELECT w.i, coalesce(sum(c.epsilon), 0), coalesce(sum(c.delta), 0)
-		FROM unnest($1::text[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS w(name, kind, since, i)
-		LEFT JOIN `+s.schema+`.charges c ON c.at >= w.since
-			AND ((w.kind = 'analyst' AND c.analyst = w.name) OR (w.kind = 'table' AND c.tables ? w.name))
-		GROUP BY w.i`, names, kinds, since)
+	for kind, sql := range queries {
+		var names []string
+		var since []time.Time
+		var index []int32
+		for i, sw := range windows {
+			if k, name, _ := strings.Cut(sw.scope, ":"); k == kind {
+				names, since, index = append(names, name), append(since, sw.w.Start(now)), append(index, int32(i))
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		if err := s.readWindowSums(ctx, q, sql, windows, totals, names, since, index); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readWindowSums runs one of readWindows' queries.
+func (s *PostgresStore) readWindowSums(ctx context.Context, q querier, sql string, windows []scopeWindow, totals map[string]*scopeTotals, args ...any) error {
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return err
 	}
@@ -374,7 +407,7 @@ func (s *PostgresStore) readWindows(ctx context.Context, q querier, now time.Tim
 		if err := rows.Scan(&i, &c.Epsilon, &c.Delta); err != nil {
 			return err
 		}
-		sw := windows[i-1]
+		sw := windows[i]
 		t := totals[sw.scope]
 		if t == nil {
 			continue
@@ -436,10 +469,10 @@ func (s *PostgresStore) writes(now time.Time, settledHolds []int64, charges []pe
 			hid, scs, e, d = append(hid, h.id), append(scs, h.scope), append(e, h.cost.Epsilon), append(d, h.cost.Delta)
 			sq, ex = append(sq, m.squares), append(ex, m.excess)
 		}
-		b.Queue(`INSERT INTO `+s.schema+`.holds (hold_id, scope, epsilon, delta, squares, excess, instance, expires_at)
-			SELECT h, sc, e, d, sq, ex, $7, clock_timestamp() + make_interval(secs => $8)
+		b.Queue(`INSERT INTO `+s.schema+`.holds (hold_id, scope, epsilon, delta, squares, excess, instance, expires_at, granted_at)
+			SELECT h, sc, e, d, sq, ex, $7, clock_timestamp() + make_interval(secs => $8), $9
 			FROM unnest($1::bigint[], $2::text[], $3::float8[], $4::float8[], $5::float8[], $6::float8[]) AS u(h, sc, e, d, sq, ex)`,
-			hid, scs, e, d, sq, ex, s.instance, s.lease.Seconds())
+			hid, scs, e, d, sq, ex, s.instance, s.lease.Seconds(), now)
 	}
 	return b, nil
 }

@@ -49,9 +49,6 @@ func (a *Accountant) SetTeams(teams map[string]Team) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.teams, a.teamsOf = map[string]*team{}, map[string][]string{}
-	for _, acct := range a.accounts {
-		acct.keepRecent = false
-	}
 	for name, t := range teams {
 		tm := &team{limit: t.Limit, members: slices.Clone(t.Members), window: t.Window, hasLifetime: t.Lifetime != nil}
 		if t.Lifetime != nil {
@@ -60,9 +57,7 @@ func (a *Accountant) SetTeams(teams map[string]Team) error {
 		a.teams[name] = tm
 		for _, m := range t.Members {
 			a.teamsOf[m] = append(a.teamsOf[m], name)
-			if !t.Window.IsZero() {
-				a.accountLocked(m).keepRecent = true
-			}
+			a.accountLocked(m)
 		}
 	}
 	for _, names := range a.teamsOf {
@@ -113,6 +108,9 @@ func (a *Accountant) TeamStatus(name string) (st Status, ok bool) {
 	st.Accountant = "basic"
 	if !t.window.IsZero() {
 		st.Window, st.WindowStart = t.window.String(), t.window.Start(now)
+	}
+	if t.hasLifetime { // what the lifetime cap leaves, if less
+		st.Remaining = minRemaining(st.Remaining, t.lifetime, a.teamLifetimeLocked(t).Add(reserved))
 	}
 	return st, true
 }

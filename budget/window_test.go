@@ -224,3 +224,97 @@ func TestSharedTeamAndTableWindows(t *testing.T) {
 		t.Errorf("table's window spent %v, want 1", st.Spent)
 	}
 }
+
+// Regressions from a review: clock changes and windows set late.
+func TestWindowsAgainstClockChanges(t *testing.T) {
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	newDaily := func() (*Accountant, *time.Time) {
+		clock := day.Add(10 * time.Hour)
+		a := newTestAccountant(t, newMemStore(), map[string]Cost{"ana": {Epsilon: 1}})
+		a.now = func() time.Time { return clock }
+		if err := a.SetWindow("ana", Window{Period: "day"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		return a, &clock
+	}
+	commit := func(a *Accountant, eps float64) error {
+		r, err := a.Reserve(context.Background(), "ana", Cost{Epsilon: eps})
+		if err != nil {
+			return err
+		}
+		_, err = r.Commit(context.Background(), "q")
+		return err
+	}
+	// A clock that jumps more than a month ahead and comes back: time
+	// seen is never taken back, so the budget renewed early (as time
+	// passing would) but the spent day never reopens: what is charged now
+	// is dated in the later day.
+	a, clock := newDaily()
+	if err := commit(a, 1); err != nil {
+		t.Fatal(err)
+	}
+	*clock = day.Add(40 * 24 * time.Hour)
+	a.Status("ana")
+	*clock = day.Add(11 * time.Hour)
+	if st, _ := a.Status("ana"); !st.WindowStart.Equal(day.Add(40 * 24 * time.Hour)) {
+		t.Errorf("after the clock came back the window starts %v, want the day it jumped to", st.WindowStart)
+	}
+	r, err := a.Reserve(context.Background(), "ana", Cost{Epsilon: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := r.Commit(context.Background(), "q"); err != nil || ch.At.Before(day.Add(40*24*time.Hour)) {
+		t.Errorf("charged at %v (%v): in the spent day", ch.At, err)
+	}
+	// A query decided after midnight and charged after the clock was set
+	// back before it: charged in the new day, not the spent one.
+	a, clock = newDaily()
+	if err := commit(a, 1); err != nil {
+		t.Fatal(err)
+	}
+	*clock = day.Add(25 * time.Hour)
+	r, err = a.Reserve(context.Background(), "ana", Cost{Epsilon: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	*clock = day.Add(23 * time.Hour)
+	ch, err := r.Commit(context.Background(), "q2")
+	if err != nil || ch.At.Before(day.Add(24*time.Hour)) {
+		t.Errorf("charge decided in the next day dated %v (%v), in the spent one", ch.At, err)
+	}
+}
+
+// A team made (or a table's window set) after charges were made counts
+// them: every account keeps its recent charges.
+func TestWindowsSetLateCountEarlierCharges(t *testing.T) {
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	clock := day.Add(10 * time.Hour)
+	a := newTestAccountant(t, newMemStore(), map[string]Cost{"bea": {Epsilon: 10}, "cy": {Epsilon: 10}})
+	a.now = func() time.Time { return clock }
+	commit := func(who string, tables []string, eps float64) error {
+		r, err := a.ReserveFor(context.Background(), who, tables, Cost{Epsilon: eps})
+		if err != nil {
+			return err
+		}
+		_, err = r.Commit(context.Background(), "q")
+		return err
+	}
+	if err := commit("bea", []string{"visits"}, 0.9); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetTeams(map[string]Team{"ops": {Limit: Cost{Epsilon: 1}, Members: []string{"bea", "cy"}, Window: Window{Period: "day"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit("cy", nil, 0.5); err == nil {
+		t.Error("a team made after bea's 0.9 let cy spend 0.5 of its day's 1")
+	}
+	if err := a.SetTableLimits(map[string]Cost{"visits": {Epsilon: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetTableWindow("visits", Window{Period: "day"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := a.TableStatus("visits"); !approx(st.Spent.Epsilon, 0.9) {
+		t.Errorf("a table window set after a charge shows %v spent today, want 0.9", st.Spent)
+	}
+}

@@ -530,6 +530,18 @@ func TestDefaultAccountant(t *testing.T) {
 	}
 }
 
+// A rolling window of too many days is refused, not wrapped around.
+func TestRollingWindowOverflow(t *testing.T) {
+	for _, w := range []string{"202163959358895d", "400d", "0d", "-3d"} {
+		if d, ok := RollingWindow(w); ok {
+			t.Errorf("RollingWindow(%q) = %v, want refused", w, d)
+		}
+	}
+	if d, ok := RollingWindow("31d"); !ok || d != 31*24*time.Hour {
+		t.Errorf("RollingWindow(31d) = %v, %v", d, ok)
+	}
+}
+
 func TestLoadResolvesOnlyFilePaths(t *testing.T) {
 	for _, path := range []string{":memory:", "file:clinic.db?mode=ro"} {
 		src := strings.Replace(miniPolicy, "path: clinic.db", fmt.Sprintf("path: %q", path), 1)

@@ -278,7 +278,10 @@ type Budget struct {
 func RollingWindow(s string) (d time.Duration, ok bool) {
 	if days, found := strings.CutSuffix(s, "d"); found {
 		n, err := strconv.Atoi(days)
-		return time.Duration(n) * 24 * time.Hour, err == nil && n > 0
+		if err != nil || n <= 0 || n > 366 { // no overflow when multiplied
+			return 0, false
+		}
+		return time.Duration(n) * 24 * time.Hour, true
 	}
 	d, err := time.ParseDuration(s)
 	return d, err == nil && d > 0

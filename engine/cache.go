@@ -199,6 +199,10 @@ func (c *resultCache) loadShared(ctx context.Context, key cacheKey) *sqltypes.Re
 	return res
 }
 
+// sharedSaveTimeout bounds how long an answer waits for its release to
+// be stored for the other instances.
+const sharedSaveTimeout = 2 * time.Second
+
 // saveShared gives a new release to the other instances (best effort:
 // without it they would charge the query again, which is safe).
 func (c *resultCache) saveShared(ctx context.Context, key cacheKey, res *sqltypes.Result) {
@@ -207,7 +211,10 @@ func (c *resultCache) saveShared(ctx context.Context, key cacheKey, res *sqltype
 	}
 	data, err := encodeRelease(res)
 	if err == nil {
-		err = c.shared.SaveRelease(context.WithoutCancel(ctx), key.sharedKey(), key.analyst, data, c.ttl)
+		// The answer is paid for and waits: a slow ledger delays it little.
+		saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedSaveTimeout)
+		err = c.shared.SaveRelease(saveCtx, key.sharedKey(), key.analyst, data, c.ttl)
+		cancel()
 	}
 	if err != nil {
 		c.log.Warn("writing the shared release cache", "err", err)

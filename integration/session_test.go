@@ -41,7 +41,7 @@ SELECT epsilon_spent FROM dpproxy.budget;
 	if len(rows) < 8 {
 		t.Fatalf("psql output %q\nstderr:\n%s", out, r.stderr)
 	}
-	if rows[0] != "analyst|50|0|50|0.0001|0|0.0001|0.5" {
+	if rows[0] != "analyst|50|0|50|0.0001|0|0.0001|0.5|basic|||" {
 		t.Errorf("dpproxy.budget at the start: %q", rows[0])
 	}
 	if rows[1] != "0.25" {
