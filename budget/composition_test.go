@@ -88,3 +88,35 @@ func TestZCDPComposition(t *testing.T) {
 		t.Errorf("spent %v", st.Spent)
 	}
 }
+
+// The accountants against the published bounds, evaluated by hand for
+// 100 charges of ε = 0.1 with δ′ = 1e-5:
+//
+//   - advanced composition (Dwork and Roth 2014, Theorem 3.20):
+//     √(2k ln(1/δ′))·ε + k·ε(e^ε − 1) = 4.79853 + 1.05171 = 5.85024;
+//   - zCDP (Bun and Steinke 2016, Propositions 1.4 and 1.3): each charge
+//     is ε²/2 = 0.005-zCDP, ρ = 0.5, and ρ + 2√(ρ ln(1/δ′)) = 5.29853;
+//
+// both far below basic composition's 10, with δ = δ′.
+func TestCompositionPublishedBounds(t *testing.T) {
+	var used Cost
+	var m moments
+	for i := 0; i < 100; i++ {
+		used = used.Add(Cost{Epsilon: 0.1})
+		m = m.add(momentsOf(Cost{Epsilon: 0.1}))
+	}
+	limit := Cost{Epsilon: 10, Delta: 1e-4}
+	for _, tc := range []struct {
+		comp Composition
+		want float64
+	}{
+		{Composition{DeltaPrime: 1e-5}, 5.850235},
+		{Composition{DeltaPrime: 1e-5, ZCDP: true}, 5.298526},
+		{Composition{}, 10},
+	} {
+		got := tc.comp.effective(used, m, limit)
+		if math.Abs(got.Epsilon-tc.want) > 1e-6 || got.Delta != tc.comp.DeltaPrime {
+			t.Errorf("%+v: (ε, δ) = %v, want (%v, %v)", tc.comp, got, tc.want, tc.comp.DeltaPrime)
+		}
+	}
+}

@@ -29,9 +29,12 @@
 // draws on. Charges record the tables they read, so tables' spending, like
 // analysts', comes from the ledger after a restart.
 //
-// An analyst's budget may renew (Window, SetWindow): its limit then
-// applies to the charges of the current day, week, month or rolling
-// period, computed from the charges' times, under an optional lifetime cap.
+// An analyst's, a team's or a table's budget may renew (Window,
+// SetWindow, Team.Window, SetTableWindow): its limit then applies to the
+// charges of the current day, week, month or rolling period, computed from
+// the charges' times, under an optional lifetime cap. The accountant's
+// clock never goes back before a time it has read, so a clock set back
+// cannot reopen a period or date a charge into a spent one.
 //
 // # Reserve, then commit or release
 //
