@@ -284,13 +284,3 @@ func (e *Engine) Released(ctx context.Context, analyst string, plan *rewrite.Pla
 	}
 	return nil, false
 }
-
-// Cached reports whether Answer would answer the plan from the cache now,
-// at no cost (EXPLAIN DP says so).
-func (e *Engine) Cached(analyst string, plan *rewrite.Plan, canonical string) bool {
-	if e.cache == nil || canonical == "" {
-		return false
-	}
-	_, ok := e.cache.lru.Peek(keyOf(analyst, plan, canonical))
-	return ok
-}

@@ -453,6 +453,10 @@ func TestSharedLedgerReleaseCache(t *testing.T) {
 		return out
 	}
 	first := read(connectAs(t, a, "analyst"), q)
+	// EXPLAIN DP on the other instance knows the release is free there.
+	if plan := read(connectAs(t, b, "analyst"), "EXPLAIN DP "+q); !strings.Contains(fmt.Sprint(plan), "costs nothing") {
+		t.Errorf("EXPLAIN DP on another instance does not see the release:\n%v", plan)
+	}
 	again := read(connectAs(t, b, "analyst"), "select diagnosis, count(*) as n, avg(cost) as mean_cost  from visits group by diagnosis order by diagnosis")
 	if fmt.Sprint(first) != fmt.Sprint(again) {
 		t.Errorf("another instance released the query afresh:\n%v\n%v\n%s", first, again, a.stderr.String())

@@ -553,7 +553,7 @@ func (s *Session) parseEpsilon(text string) (float64, error) {
 // whose second is one line of text, the other columns NULL. Nothing runs
 // on the backend and nothing is charged. A query that would be refused is
 // refused with the same error.
-func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) (*sqltypes.Result, error) {
+func (s *Session) explainDP(ctx context.Context, cmd *sessionCommand, sql string) (*sqltypes.Result, error) {
 	stmt, parsed, err := s.parseOne(cmd.query)
 	if err != nil {
 		// Positions are counted from the start of the whole text.
@@ -612,10 +612,12 @@ func (s *Session) explainDP(_ context.Context, cmd *sessionCommand, sql string) 
 		if st, ok := s.engine.Accountant().Status(s.analyst); ok {
 			addExplainNote(res, "budget", budgetLine(st, plan.Epsilon))
 		}
-		if d := p.derived; d != nil && s.engine.Cached(s.analyst, d.plan, d.canonical) {
+		// Released also finds another instance's release on a shared
+		// ledger (reading it costs nothing).
+		if d := p.derived; d != nil && released(ctx, s, d.plan, d.canonical) {
 			addExplainNote(res, "cache", fmt.Sprintf("this query only picks keys of your earlier release of %s: it would be answered from that release's rows at no cost, with its error bounds", d.canonical))
 		}
-		if s.engine.Cached(s.analyst, plan, p.canonical) {
+		if released(ctx, s, plan, p.canonical) {
 			addExplainNote(res, "cache", fmt.Sprintf("this query was answered at ε = %g within the cache's time to live: running it again returns the same answer and costs nothing", plan.Epsilon))
 		}
 	}
@@ -670,4 +672,11 @@ func budgetLine(st budget.Status, epsilon float64) string {
 		line += "; advanced composition: many small queries cost less than the sum of their ε"
 	}
 	return line
+}
+
+// released reports whether the analyst's release of plan is cached (here
+// or, on a shared ledger, by another instance).
+func released(ctx context.Context, s *Session, plan *rewrite.Plan, canonical string) bool {
+	_, ok := s.engine.Released(ctx, s.analyst, plan, canonical)
+	return ok
 }
