@@ -430,7 +430,8 @@ func (s *PostgresStore) Charges(ctx context.Context, analyst string, limit int) 
 }
 
 // Close stops the writer after the queued operations, gives this
-// process's remaining holds back and closes the connections.
+// process's remaining holds back (they are reclaimed by the next
+// decision on their scopes) and closes the connections.
 func (s *PostgresStore) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -448,8 +449,10 @@ func (s *PostgresStore) Close() error {
 		}
 		s.liveMu.Unlock()
 		if len(ids) > 0 {
+			// Marked expired, not deleted: the next decision on their
+			// scopes reclaims them, taking their cost out of the totals.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, _ = s.pool.Exec(ctx, `DELETE FROM `+s.schema+`.holds WHERE hold_id = ANY($1)`, ids)
+			_, _ = s.pool.Exec(ctx, `UPDATE `+s.schema+`.holds SET expires_at = '-infinity' WHERE hold_id = ANY($1)`, ids)
 			cancel()
 		}
 		s.pool.Close()

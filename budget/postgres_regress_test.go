@@ -197,3 +197,28 @@ func TestSharedReloadDuringReservation(t *testing.T) {
 		t.Errorf("team ops (limit 1, dan spent 0.9) asked 0.5 during a reload: %v", err)
 	}
 }
+
+// A process that closes with a reservation held gives it back whole: the
+// next process can spend it, and the totals still match the charges.
+func TestSharedCloseGivesHoldsBack(t *testing.T) {
+	ctx := context.Background()
+	schema := newPGSchema(t)
+	limits := map[string]Cost{"ana": {Epsilon: 1}}
+	first, err := OpenPostgres(ctx, pgLedgerDSN(t), PostgresOptions{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustReserve(t, newTestAccountant(t, first, limits), "ana", Cost{Epsilon: 0.6})
+	first.Close()
+	a := newTestAccountant(t, openPG(t, schema, 0), limits)
+	r, err := a.Reserve(ctx, "ana", Cost{Epsilon: 0.6})
+	if err != nil {
+		t.Fatalf("the closed process's hold was not given back: %v", err)
+	}
+	if _, err := r.Commit(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustStatus(t, a, "ana"); !approx(st.Spent.Epsilon, 0.6) || st.Reserved.Epsilon != 0 {
+		t.Errorf("spent %v, holds %v; want 0.6 and nothing", st.Spent, st.Reserved)
+	}
+}
