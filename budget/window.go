@@ -18,8 +18,11 @@ type Window struct {
 	Rolling time.Duration
 }
 
-// MaxWindow bounds a rolling window: charges older than it are not kept
-// in memory.
+// MaxWindow bounds a rolling window. The accountant keeps the time and
+// cost of every charge of the last MaxWindow (before the latest time it
+// has seen) in memory, for every analyst and table, so that any window —
+// also one set by a later policy — can be computed: about 32 bytes per
+// charge and scope.
 const MaxWindow = 31 * 24 * time.Hour
 
 // IsZero reports whether w is no window (the budget does not renew).
