@@ -240,9 +240,6 @@ func randomID() int64 {
 	return int64(binary.BigEndian.Uint64(b[:])>>1) | 1
 }
 
-// Instance names this process's holds in the ledger (host/pid/random).
-func (s *PostgresStore) Instance() string { return s.instance }
-
 // Stats counts the charges this store committed and the transactions its
 // writer ran (reservations, charges, releases and renewals together).
 func (s *PostgresStore) Stats() StoreStats {

@@ -195,30 +195,19 @@ func (a *Accountant) Refresh(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
+	// Every scope a query of any analyst reading any table could touch.
 	a.mu.Lock()
+	tables := slices.Sorted(maps.Keys(a.tables))
 	var scopes []string
 	var windows []scopeWindow
-	for name, acct := range a.accounts {
-		scopes = append(scopes, analystScope(name))
-		if !acct.window.IsZero() {
-			windows = append(windows, scopeWindow{analystScope(name), acct.window})
-		}
-	}
-	for _, t := range a.teams {
-		for _, m := range t.members {
-			if !t.window.IsZero() {
-				windows = append(windows, scopeWindow{analystScope(m), t.window})
-			}
-		}
-	}
-	for name, t := range a.tables {
-		scopes = append(scopes, tableScope(name))
-		if !t.window.IsZero() {
-			windows = append(windows, scopeWindow{tableScope(name), t.window})
-		}
+	for name := range a.accounts {
+		sc, w := a.scopesLocked(name, tables)
+		scopes, windows = append(scopes, sc...), append(windows, w...)
 	}
 	a.mu.Unlock()
-	slices.Sort(scopes)
+	scopes = slices.Compact(slices.Sorted(slices.Values(scopes)))
+	slices.SortFunc(windows, compareScopeWindows)
+	windows = slices.Compact(windows)
 	now, view, err := s.view(ctx, scopes, windows)
 	if err != nil {
 		return err

@@ -84,13 +84,6 @@ type StoreStats struct {
 	Transactions uint64
 }
 
-// Request states, for an Append whose context ends while it waits.
-const (
-	reqPending   int32 = iota // queued, not yet taken by the writer
-	reqTaken                  // in a transaction: the outcome will be reported
-	reqAbandoned              // the caller gave up before the writer took it
-)
-
 type appendReq struct {
 	c     Charge
 	state atomic.Int32

@@ -8,7 +8,8 @@ import (
 // Charge is one entry of the ledger: an answer released to an analyst and
 // what it cost.
 type Charge struct {
-	// ID is assigned by the store; IDs increase in commit order.
+	// ID is assigned by the store: unique, and increasing in commit order
+	// on the embedded ledger (on a shared one, per process).
 	ID      int64
 	Analyst string
 	Cost    Cost
@@ -42,3 +43,11 @@ type Store interface {
 	// Close flushes pending appends and releases the store.
 	Close() error
 }
+
+// Request states of the stores' writer queues, for an operation whose
+// context ends while it waits.
+const (
+	reqPending   int32 = iota // queued, not yet taken by the writer
+	reqTaken                  // in a transaction: the outcome will be reported
+	reqAbandoned              // the caller gave up before the writer took it
+)
