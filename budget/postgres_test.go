@@ -274,7 +274,15 @@ func TestPostgresLedgerHoldExpiry(t *testing.T) {
 	if _, err := r.Commit(ctx, "slow query"); err != nil {
 		t.Errorf("commit of a renewed hold after 2.5 leases: %v", err)
 	}
-	if st := mustStatus(t, a, "ana"); !approx(st.Spent.Epsilon, 0.2) || st.Reserved.Epsilon != 0 {
+	// The release above is queued (it goes with the next transaction):
+	// wait for it before reading what ana holds.
+	var st Status
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st = mustStatus(t, a, "ana"); st.Reserved.Epsilon == 0 {
+			break
+		}
+	}
+	if !approx(st.Spent.Epsilon, 0.2) || st.Reserved.Epsilon != 0 {
 		t.Errorf("ana spent %v, holds %v; want 0.2 and nothing", st.Spent, st.Reserved)
 	}
 }
