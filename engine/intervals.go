@@ -10,7 +10,30 @@ import (
 // IntervalConfidence is the confidence of released intervals.
 const IntervalConfidence = 0.95
 
-// aggregateInterval is a 95 % confidence interval for an aggregate's
+// columnInterval is the 95 % confidence interval of an output column for
+// one group: an aggregate's own, or an expression's (rewrite.Derived.
+// Interval) from its m aggregates' intervals, each at 1 − 5 %/m. Keys
+// and quantiles have none (nil).
+func columnInterval(plan *rewrite.Plan, o rewrite.OutputColumn, keys []any, noisy []float64, mechs []noiser) *sqltypes.Interval {
+	const miss = 1 - IntervalConfidence
+	switch {
+	case o.Source.Aggregate >= 0:
+		return aggregateInterval(plan.Measurements, plan.Aggregates[o.Source.Aggregate], noisy, mechs, miss)
+	case o.Source.Derived != nil:
+		ids := o.Source.Derived.Aggregates()
+		if len(ids) == 0 {
+			return nil
+		}
+		aggs := make([]*sqltypes.Interval, len(plan.Aggregates))
+		for _, i := range ids {
+			aggs[i] = aggregateInterval(plan.Measurements, plan.Aggregates[i], noisy, mechs, miss/float64(len(ids)))
+		}
+		return o.Source.Derived.Interval(keys, aggs)
+	}
+	return nil
+}
+
+// aggregateInterval is a confidence interval for an aggregate's
 // value, computed from its released noisy measurements and their
 // mechanisms alone (post-processing). Each measurement's value lies
 // within its noise's error bound of the noisy value; when the plan
@@ -23,7 +46,7 @@ const IntervalConfidence = 0.95
 // ranges. A value whose measurements carry no noise has the point
 // interval. Quantiles and expressions have none (nil): a quantile's error
 // is a rank, which explain states.
-func aggregateInterval(ms []rewrite.Measurement, a rewrite.Aggregate, noisy []float64, mechs []noiser) *sqltypes.Interval {
+func aggregateInterval(ms []rewrite.Measurement, a rewrite.Aggregate, noisy []float64, mechs []noiser, miss float64) *sqltypes.Interval {
 	terms, excess := 0, false
 	for _, mi := range a.Measurements {
 		terms++
@@ -36,7 +59,7 @@ func aggregateInterval(ms []rewrite.Measurement, a rewrite.Aggregate, noisy []fl
 		if mechs[mi] == nil {
 			return 0
 		}
-		return mechs[mi].ErrorBound(1 - (1-IntervalConfidence)/float64(terms))
+		return mechs[mi].ErrorBound(1 - miss/float64(terms))
 	}
 	// span is the range of measurement mi's value around v, its released
 	// value: the noise's bound, widened by the excess.

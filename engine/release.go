@@ -102,9 +102,7 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 		n := len(plan.Output)
 		row := make([]any, 2*n)
 		for i, o := range plan.Output {
-			if o.Source.Aggregate >= 0 {
-				row[n+i] = aggregateInterval(plan.Measurements, plan.Aggregates[o.Source.Aggregate], noisy, mechs)
-			}
+			row[n+i] = columnInterval(plan, o, g.keys, noisy, mechs)
 			switch {
 			case o.Source.Group >= 0:
 				row[i] = g.keys[o.Source.Group]

@@ -21,12 +21,18 @@ import (
 // columns after each aggregate.
 
 // intervalColumns lists, for a plan's columns, whether each gets interval
-// columns: aggregates do (expressions, keys and quantiles do not).
+// columns: aggregates do, and arithmetic over them (ratios, shares,
+// differences); keys, quantiles and other expressions do not.
 func intervalColumns(plan *rewrite.Plan) []bool {
 	cols := plan.Columns()
 	out := make([]bool, len(cols))
 	for i, c := range cols {
-		out[i] = c.Source.Aggregate >= 0 && plan.Aggregates[c.Source.Aggregate].Func != rewrite.QuantileAgg
+		switch {
+		case c.Source.Aggregate >= 0:
+			out[i] = plan.Aggregates[c.Source.Aggregate].Func != rewrite.QuantileAgg
+		case c.Source.Derived != nil:
+			out[i] = c.Type != sqltypes.Text && c.Source.Derived.HasInterval()
+		}
 	}
 	return out
 }
