@@ -44,9 +44,9 @@ func TestDerivedInterval(t *testing.T) {
 		{expr: "CAST(COUNT(*) / 3 AS INTEGER)", lo: 30, hi: 37},
 		{expr: "SQRT(COUNT(*))", lo: 9.486832980505138, hi: 10.488088481701515},
 		{expr: "COUNT(*) DIV 7", lo: 12, hi: 15},
-		{expr: "COUNT(*) / SUM(x)", none: true},   // the denominator's interval holds 0
-		{expr: "SQRT(SUM(x))", none: true},        // not defined on all of it
-		{expr: "COUNT(*) % 7", none: true},        // not monotone
+		{expr: "COUNT(*) / SUM(x)", none: true}, // the denominator's interval holds 0
+		{expr: "SQRT(SUM(x))", none: true},      // not defined on all of it
+		{expr: "COUNT(*) % 7", none: true},      // not monotone
 		{expr: "ROUND(COUNT(*), SUM(x))", none: true},
 		{expr: "CASE WHEN COUNT(*) > 100 THEN 1 ELSE 0 END", none: true},
 		{expr: "COALESCE(SUM(x), 0)", none: true},
