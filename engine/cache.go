@@ -238,9 +238,9 @@ func cloneResult(r *sqltypes.Result) *sqltypes.Result {
 	}
 	ivs := make([][]*sqltypes.Interval, len(r.Intervals))
 	for i, row := range r.Intervals {
-		ivs[i] = slices.Clone(row) // the intervals themselves are never changed
+		ivs[i] = slices.Clone(row) // the intervals and noise descriptions themselves are never changed
 	}
-	return &sqltypes.Result{Columns: slices.Clone(r.Columns), Rows: rows, Tag: r.Tag, Intervals: ivs, Notices: slices.Clone(r.Notices)}
+	return &sqltypes.Result{Columns: slices.Clone(r.Columns), Rows: rows, Tag: r.Tag, Intervals: ivs, Notices: slices.Clone(r.Notices), Noise: slices.Clone(r.Noise)}
 }
 
 // Answer releases a DP plan for the analyst: the budgeted release. It

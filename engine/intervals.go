@@ -76,13 +76,21 @@ func aggregateInterval(ms []rewrite.Measurement, a rewrite.Aggregate, noisy []fl
 		}
 		return lo, hi
 	}
+	// A count's or sum's interval carries its noisy excess, for sums of
+	// rows (SumOverRows).
+	excessOf := func(mi int) float64 {
+		if x := ms[mi].Excess - 1; x >= 0 {
+			return noisy[x]
+		}
+		return 0
+	}
 	switch a.Func {
 	case rewrite.CountStar, rewrite.CountCol, rewrite.CountDistinctUnit, rewrite.CountDistinctValues:
 		lo, hi := span(a.Measurements[0], math.Max(0, math.Round(noisy[a.Measurements[0]])))
 		if excess {
 			lo, hi = math.Floor(lo), math.Ceil(hi) // a count's interval, widened to whole numbers
 		}
-		return &sqltypes.Interval{Lo: math.Max(0, lo), Hi: hi}
+		return &sqltypes.Interval{Lo: math.Max(0, lo), Hi: hi, Excess: excessOf(a.Measurements[0])}
 	case rewrite.Sum:
 		lo, hi := span(a.Measurements[0], noisy[a.Measurements[0]])
 		if !excess {
@@ -95,7 +103,7 @@ func aggregateInterval(ms []rewrite.Measurement, a rewrite.Aggregate, noisy []fl
 				hi = math.Min(0, hi)
 			}
 		}
-		return &sqltypes.Interval{Lo: lo, Hi: hi}
+		return &sqltypes.Interval{Lo: lo, Hi: hi, Excess: excessOf(a.Measurements[0])}
 	case rewrite.Avg:
 		nlo, nhi := span(a.Measurements[0], noisy[a.Measurements[0]])
 		slo, shi := span(a.Measurements[1], noisy[a.Measurements[1]])

@@ -70,7 +70,7 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Re
 		return nil, err
 	}
 	hists := groupHistograms(plan, data)
-	res := &sqltypes.Result{}
+	res := &sqltypes.Result{Noise: columnNoise(plan, mechs)}
 	for _, o := range plan.Output {
 		res.Columns = append(res.Columns, sqltypes.Column{Name: o.Name, Type: o.Type})
 	}

@@ -45,11 +45,17 @@ type wireRelease struct {
 	Tag       string
 	Intervals [][]wireInterval
 	Notices   []string
+	Noise     []wireNoise
+}
+
+type wireNoise struct {
+	sqltypes.Noise
+	Set bool
 }
 
 type wireInterval struct {
-	Lo, Hi float64
-	Set    bool
+	sqltypes.Interval
+	Set bool
 }
 
 // encodeRelease and decodeRelease carry a release to and from a
@@ -60,10 +66,17 @@ func encodeRelease(r *sqltypes.Result) ([]byte, error) {
 		out := make([]wireInterval, len(row))
 		for j, iv := range row {
 			if iv != nil {
-				out[j] = wireInterval{Lo: iv.Lo, Hi: iv.Hi, Set: true}
+				out[j] = wireInterval{Interval: *iv, Set: true}
 			}
 		}
 		w.Intervals = append(w.Intervals, out)
+	}
+	for _, n := range r.Noise {
+		if n == nil {
+			w.Noise = append(w.Noise, wireNoise{})
+		} else {
+			w.Noise = append(w.Noise, wireNoise{Noise: *n, Set: true})
+		}
 	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(w); err != nil {
@@ -82,10 +95,17 @@ func decodeRelease(data []byte) (*sqltypes.Result, error) {
 		out := make([]*sqltypes.Interval, len(row))
 		for j, iv := range row {
 			if iv.Set {
-				out[j] = &sqltypes.Interval{Lo: iv.Lo, Hi: iv.Hi}
+				out[j] = &iv.Interval
 			}
 		}
 		r.Intervals = append(r.Intervals, out)
+	}
+	for _, n := range w.Noise {
+		if n.Set {
+			r.Noise = append(r.Noise, &n.Noise)
+		} else {
+			r.Noise = append(r.Noise, nil)
+		}
 	}
 	return r, nil
 }

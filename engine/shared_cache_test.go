@@ -10,15 +10,21 @@ import (
 )
 
 // A release survives the trip through a shared store with every value's
-// type, NULLs and missing intervals included.
+// type, NULLs and missing intervals included, and its columns' noise (for
+// sums over its keys).
 func TestReleaseCodecRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 25, 10, 0, 0, 123, time.UTC)
 	in := &sqltypes.Result{
 		Columns:   []sqltypes.Column{{Name: "a", Type: sqltypes.Int8}, {Name: "b", Type: sqltypes.Float8}, {Name: "c", Type: sqltypes.Text}},
 		Rows:      [][]any{{int64(3), 2.5, "x"}, {nil, true, at}, {sqltypes.Decimal("1.20"), nil, ""}},
 		Tag:       "SELECT 3",
-		Intervals: [][]*sqltypes.Interval{{{Lo: 1, Hi: 5}, nil, nil}, {nil, {Lo: -1, Hi: 0.5}, nil}, nil},
+		Intervals: [][]*sqltypes.Interval{{{Lo: 1, Hi: 5, Excess: 2.5}, nil, nil}, {nil, {Lo: -1, Hi: 0.5}, nil}, nil},
 		Notices:   []string{"noise: Laplace"},
+		Noise: []*sqltypes.Noise{
+			{Mechanism: sqltypes.NoiseMechanism{Epsilon: 0.4, Sensitivity: 3}, Sign: 1, Count: true, Excess: &sqltypes.NoiseMechanism{Epsilon: 0.05, Sensitivity: 3}},
+			{Mechanism: sqltypes.NoiseMechanism{Gaussian: true, Epsilon: 0.4, Delta: 1e-6, Sensitivity: 30, L2: 12}, Rounding: 0.5, Sign: -1},
+			nil,
+		},
 	}
 	data, err := encodeRelease(in)
 	if err != nil {

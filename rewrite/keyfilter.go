@@ -1,9 +1,11 @@
 package rewrite
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 )
 
@@ -152,3 +154,208 @@ func literal(e ast.ExprNode) (any, bool) {
 	}
 	return nil, false
 }
+
+// A query without GROUP BY whose WHERE picks keys —
+//
+//	SELECT COUNT(*), SUM(cost) FROM visits WHERE diagnosis IN ('J06', 'A09')
+//
+// — sums the rows of those keys in the release of the same aggregates
+// grouped by the key (the dashboard's bar chart behind its KPI tile):
+// KeySumBases lists the statements whose release would answer it.
+
+// KeySumBase is a grouped statement a query without GROUP BY can be
+// summed from: Stmt groups by the key columns and selects them, then the
+// query's aggregates; Conds index Stmt's output columns; Aggregates is
+// the output column of Stmt's first aggregate.
+type KeySumBase struct {
+	Stmt       *ast.SelectStmt
+	Conds      []KeyCondition
+	Aggregates int
+}
+
+// maxKeySumBases bounds the statements tried for one query (each is
+// analyzed when the query is prepared).
+const maxKeySumBases = 12
+
+// KeySumBases lists the statements a SELECT without GROUP BY, HAVING,
+// ORDER BY, LIMIT or DISTINCT, whose select list only computes
+// aggregates, could be summed from: grouped by all its key conditions'
+// columns (keys selected first or last, ordered by them or not), or by
+// one of them (the others staying in its WHERE; key first), and the
+// distinct aggregates of its select list in the order written (two also
+// swapped). sel is not changed; the statements share its
+// nodes and must only be read.
+func KeySumBases(sel *ast.SelectStmt) []KeySumBase {
+	if sel == nil || sel.Where == nil || sel.GroupBy != nil || sel.Having != nil || sel.OrderBy != nil || sel.Limit != nil ||
+		sel.Distinct || sel.Fields == nil || sel.From == nil || sel.WindowSpecs != nil {
+		return nil
+	}
+	aggs := selectedAggregates(sel.Fields.Fields)
+	if len(aggs) == 0 {
+		return nil
+	}
+	// The aggregates as fields: the query's own (with their aliases)
+	// when it selects only distinct aggregates, else bare; two are also
+	// tried the other way round (a ratio's two sides, released in
+	// either order).
+	fields := make([]*ast.SelectField, len(aggs))
+	plain := len(sel.Fields.Fields) == len(aggs)
+	for i, a := range aggs {
+		fields[i] = &ast.SelectField{Expr: a}
+		if plain {
+			if f := sel.Fields.Fields[i]; f.Expr != a {
+				plain = false
+			}
+		}
+	}
+	if plain {
+		fields = sel.Fields.Fields
+	}
+	orders := [][]*ast.SelectField{fields}
+	if len(fields) == 2 {
+		orders = append(orders, []*ast.SelectField{fields[1], fields[0]})
+	}
+	all := conjuncts(sel.Where)
+	var keys []keyCond
+	seen := map[string]bool{}
+	for i, e := range all {
+		col, values := keyCondition(e)
+		if col == nil || seen[columnKey(col)] {
+			continue
+		}
+		seen[columnKey(col)] = true
+		keys = append(keys, keyCond{col, values, i})
+	}
+	if len(keys) == 0 || len(keys) > 3 {
+		return nil
+	}
+	choices := [][]keyCond{keys}
+	if len(keys) > 1 {
+		for _, k := range keys {
+			choices = append(choices, []keyCond{k})
+		}
+	}
+	var out []KeySumBase
+	for ci, chosen := range choices {
+		taken := map[int]bool{}
+		for _, k := range chosen {
+			taken[k.index] = true
+		}
+		var rest ast.ExprNode
+		for i, e := range all {
+			if taken[i] {
+				continue
+			}
+			if rest == nil {
+				rest = e
+			} else {
+				rest = &ast.BinaryOperationExpr{Op: opcode.LogicAnd, L: rest, R: e}
+			}
+		}
+		// Every variant for all the keys; keys first for one of them.
+		variants := []struct{ keysFirst, ordered bool }{{true, false}, {true, true}, {false, false}, {false, true}}
+		if ci > 0 {
+			variants = variants[:2]
+		}
+		for _, order := range orders {
+			for _, v := range variants {
+				out = append(out, keySumBase(sel, rest, chosen, order, v.keysFirst, v.ordered))
+				if len(out) == maxKeySumBases {
+					return out
+				}
+			}
+		}
+	}
+	return out
+}
+
+// keyCond is a key condition of a query without GROUP BY.
+type keyCond struct {
+	col    *ast.ColumnNameExpr
+	values []any
+	index  int // among the WHERE's conjuncts
+}
+
+// keySumBase builds one grouped statement from sel: rest as its WHERE,
+// grouped by the chosen keys, selecting them and the aggregates' fields.
+func keySumBase(sel *ast.SelectStmt, rest ast.ExprNode, chosen []keyCond, aggFields []*ast.SelectField, keysFirst, ordered bool) KeySumBase {
+	base := *sel
+	base.Where = rest
+	base.GroupBy = &ast.GroupByClause{}
+	var keyFields []*ast.SelectField
+	var conds []KeyCondition
+	for i, k := range chosen {
+		keyFields = append(keyFields, &ast.SelectField{Expr: &ast.ColumnNameExpr{Name: k.col.Name}})
+		base.GroupBy.Items = append(base.GroupBy.Items, &ast.ByItem{Expr: &ast.ColumnNameExpr{Name: k.col.Name}, NullOrder: true})
+		at := i
+		if !keysFirst {
+			at = len(aggFields) + i
+		}
+		conds = append(conds, KeyCondition{Output: at, Values: k.values})
+	}
+	if ordered {
+		base.OrderBy = &ast.OrderByClause{}
+		for _, k := range chosen {
+			base.OrderBy.Items = append(base.OrderBy.Items, &ast.ByItem{Expr: &ast.ColumnNameExpr{Name: k.col.Name}, NullOrder: true})
+		}
+	}
+	first := 0
+	if keysFirst {
+		first = len(chosen)
+		base.Fields = &ast.FieldList{Fields: append(keyFields, aggFields...)}
+	} else {
+		base.Fields = &ast.FieldList{Fields: append(slices.Clone(aggFields), keyFields...)}
+	}
+	return KeySumBase{Stmt: &base, Conds: conds, Aggregates: first}
+}
+
+// selectedAggregates lists the distinct aggregate calls of a select list
+// (by their text) in the order written; nil when a field is a wildcard,
+// or reads a column outside an aggregate (which a query without GROUP BY
+// cannot sum).
+func selectedAggregates(fields []*ast.SelectField) []*ast.AggregateFuncExpr {
+	var out []*ast.AggregateFuncExpr
+	seen := map[string]bool{}
+	for _, f := range fields {
+		if f.WildCard != nil || f.Expr == nil {
+			return nil
+		}
+		c := &aggregateCollector{}
+		f.Expr.Accept(c)
+		if c.bare {
+			return nil
+		}
+		for _, a := range c.aggs {
+			var sb strings.Builder
+			if err := a.Restore(format.NewRestoreCtx(canonicalFlags, &sb)); err != nil {
+				return nil
+			}
+			if !seen[sb.String()] {
+				seen[sb.String()] = true
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// aggregateCollector gathers the aggregate calls of an expression and
+// notes a column read outside one.
+type aggregateCollector struct {
+	aggs []*ast.AggregateFuncExpr
+	bare bool
+}
+
+func (c *aggregateCollector) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.AggregateFuncExpr:
+		c.aggs = append(c.aggs, x)
+		return n, true
+	case *ast.ColumnNameExpr, *ast.SubqueryExpr, *ast.WindowFuncExpr:
+		c.bare = true
+		return n, true
+	}
+	return n, false
+}
+
+func (c *aggregateCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -70,4 +71,102 @@ func restoreExpr(t *testing.T, e ast.ExprNode) string {
 		t.Fatal(err)
 	}
 	return sb.String()
+}
+
+// The statements a query without GROUP BY can be summed from read as the
+// grouped queries an analyst would write (same canonical text).
+func TestKeySumBases(t *testing.T) {
+	canonical := func(sql string) string {
+		t.Helper()
+		stmts, err := Parse(sql, PostgresFrontEnd)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		c, err := Canonical(stmts[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		sql   string
+		bases []string // "grouped query, aggregates' first column, conds"
+	}{
+		{"SELECT COUNT(*), SUM(cost) FROM visits WHERE kind IN ('a', 'b') AND cost > 3", []string{
+			"SELECT kind, COUNT(*), SUM(cost) FROM visits WHERE cost > 3 GROUP BY kind|1|[{0 [a b]}]",
+			"SELECT kind, COUNT(*), SUM(cost) FROM visits WHERE cost > 3 GROUP BY kind ORDER BY kind|1|[{0 [a b]}]",
+			"SELECT COUNT(*), SUM(cost), kind FROM visits WHERE cost > 3 GROUP BY kind|0|[{2 [a b]}]",
+			"SELECT COUNT(*), SUM(cost), kind FROM visits WHERE cost > 3 GROUP BY kind ORDER BY kind|0|[{2 [a b]}]",
+			// the two aggregates swapped
+			"SELECT kind, SUM(cost), COUNT(*) FROM visits WHERE cost > 3 GROUP BY kind|1|[{0 [a b]}]",
+			"SELECT kind, SUM(cost), COUNT(*) FROM visits WHERE cost > 3 GROUP BY kind ORDER BY kind|1|[{0 [a b]}]",
+			"SELECT SUM(cost), COUNT(*), kind FROM visits WHERE cost > 3 GROUP BY kind|0|[{2 [a b]}]",
+			"SELECT SUM(cost), COUNT(*), kind FROM visits WHERE cost > 3 GROUP BY kind ORDER BY kind|0|[{2 [a b]}]",
+		}},
+		// Aliases are kept when the query selects only aggregates.
+		{"SELECT COUNT(*) AS n FROM visits WHERE kind = 'a'", []string{
+			"SELECT kind, COUNT(*) AS n FROM visits GROUP BY kind|1|[{0 [a]}]",
+			"SELECT kind, COUNT(*) AS n FROM visits GROUP BY kind ORDER BY kind|1|[{0 [a]}]",
+			"SELECT COUNT(*) AS n, kind FROM visits GROUP BY kind|0|[{1 [a]}]",
+			"SELECT COUNT(*) AS n, kind FROM visits GROUP BY kind ORDER BY kind|0|[{1 [a]}]",
+		}},
+		{"SELECT SUM(cost) / COUNT(*), COUNT(*) FROM visits v WHERE v.kind = 'a'", []string{
+			"SELECT v.kind, SUM(cost), COUNT(*) FROM visits v GROUP BY v.kind|1|[{0 [a]}]",
+			"SELECT v.kind, SUM(cost), COUNT(*) FROM visits v GROUP BY v.kind ORDER BY v.kind|1|[{0 [a]}]",
+			"SELECT SUM(cost), COUNT(*), v.kind FROM visits v GROUP BY v.kind|0|[{2 [a]}]",
+			"SELECT SUM(cost), COUNT(*), v.kind FROM visits v GROUP BY v.kind ORDER BY v.kind|0|[{2 [a]}]",
+			"SELECT v.kind, COUNT(*), SUM(cost) FROM visits v GROUP BY v.kind|1|[{0 [a]}]",
+			"SELECT v.kind, COUNT(*), SUM(cost) FROM visits v GROUP BY v.kind ORDER BY v.kind|1|[{0 [a]}]",
+			"SELECT COUNT(*), SUM(cost), v.kind FROM visits v GROUP BY v.kind|0|[{2 [a]}]",
+			"SELECT COUNT(*), SUM(cost), v.kind FROM visits v GROUP BY v.kind ORDER BY v.kind|0|[{2 [a]}]",
+		}},
+		{"SELECT COUNT(*) FROM visits WHERE kind = 'a' AND clinic IN (1, 2)", []string{
+			"SELECT kind, clinic, COUNT(*) FROM visits GROUP BY kind, clinic|2|[{0 [a]} {1 [1 2]}]",
+			"SELECT kind, clinic, COUNT(*) FROM visits GROUP BY kind, clinic ORDER BY kind, clinic|2|[{0 [a]} {1 [1 2]}]",
+			"SELECT COUNT(*), kind, clinic FROM visits GROUP BY kind, clinic|0|[{1 [a]} {2 [1 2]}]",
+			"SELECT COUNT(*), kind, clinic FROM visits GROUP BY kind, clinic ORDER BY kind, clinic|0|[{1 [a]} {2 [1 2]}]",
+			"SELECT kind, COUNT(*) FROM visits WHERE clinic IN (1, 2) GROUP BY kind|1|[{0 [a]}]",
+			"SELECT kind, COUNT(*) FROM visits WHERE clinic IN (1, 2) GROUP BY kind ORDER BY kind|1|[{0 [a]}]",
+			"SELECT clinic, COUNT(*) FROM visits WHERE kind = 'a' GROUP BY clinic|1|[{0 [1 2]}]",
+			"SELECT clinic, COUNT(*) FROM visits WHERE kind = 'a' GROUP BY clinic ORDER BY clinic|1|[{0 [1 2]}]",
+		}},
+		// Nothing to sum from.
+		{"SELECT COUNT(*) FROM visits WHERE cost > 3", nil},
+		{"SELECT COUNT(*) FROM visits", nil},
+		{"SELECT kind, COUNT(*) FROM visits WHERE kind = 'a' GROUP BY kind", nil},
+		{"SELECT COUNT(*) FROM visits WHERE kind = 'a' LIMIT 1", nil},
+		{"SELECT COUNT(*) FROM visits WHERE kind = 'a' ORDER BY 1", nil},
+		{"SELECT cost, COUNT(*) FROM visits WHERE kind = 'a'", nil},
+		{"SELECT COUNT(*) + cost FROM visits WHERE kind = 'a'", nil},
+		{"SELECT 1 FROM visits WHERE kind = 'a'", nil},
+		{"SELECT * FROM visits WHERE kind = 'a'", nil},
+		{"SELECT COUNT(*) FROM visits WHERE kind <> 'a'", nil},
+	} {
+		stmts, err := Parse(tc.sql, PostgresFrontEnd)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.sql, err)
+		}
+		sel := stmts[0].(*ast.SelectStmt)
+		before, _ := Canonical(sel)
+		bases := KeySumBases(sel)
+		if after, _ := Canonical(sel); after != before {
+			t.Errorf("%s: the statement changed to %s", tc.sql, after)
+		}
+		var got []string
+		for _, b := range bases {
+			c, err := Canonical(b.Stmt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%s|%d|%v", c, b.Aggregates, b.Conds))
+		}
+		var want []string
+		for _, w := range tc.bases {
+			parts := strings.SplitN(w, "|", 2)
+			want = append(want, canonical(parts[0])+"|"+parts[1])
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %q\nwant %q", tc.sql, got, want)
+		}
+	}
 }

@@ -1,9 +1,13 @@
 package session
 
 import (
+	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // A query that only narrows an earlier GROUP BY to some of its keys is
@@ -53,5 +57,57 @@ func TestAnswerFromEarlierRelease(t *testing.T) {
 	res := exec(t, s, "SELECT kind, COUNT(*) AS n, SUM(cost) FROM visits WHERE kind = 'b' GROUP BY kind ORDER BY kind")
 	if after := spent(); after-before < 0.3-1e-9 || len(res.Notices) > 0 && strings.HasPrefix(res.Notices[0], "answered at no cost") {
 		t.Errorf("at another ε: spent %v more, notices %q", after-before, res.Notices)
+	}
+}
+
+// A KPI that sums keys of an earlier GROUP BY — the tile over a bar chart
+// with a filter widget — is answered from that release at no cost: the
+// sums of its rows, a ratio of those sums, with intervals; a key the
+// release lacks, or a release not in the cache, gets a charged answer.
+func TestSumOverKeysFromEarlierRelease(t *testing.T) {
+	_, s, acct, _ := sessionFixture(t, nil)
+	spent := func() float64 { st, _ := acct.Status("ana"); return st.Spent.Epsilon }
+	exec(t, s, "SET dpproxy.intervals = 'columns'")
+	base := exec(t, s, "SELECT kind, COUNT(*), SUM(cost) FROM visits GROUP BY kind ORDER BY kind")
+	if len(base.Rows) != 3 {
+		t.Fatalf("base release %v: want the 3 public keys", base.Rows)
+	}
+	// columns: kind, count, count_lo95, count_hi95, sum, sum_lo95, sum_hi95
+	count := func(i int) int64 { return base.Rows[i][1].(int64) }
+	sum := func(i int) float64 { return sqltypes.Float(base.Rows[i][4]) }
+	before := spent()
+	res := exec(t, s, "SELECT COUNT(*), SUM(cost) FROM visits WHERE kind IN ('a', 'b')")
+	if len(res.Rows) != 1 || res.Rows[0][0] != count(0)+count(1) || math.Abs(sqltypes.Float(res.Rows[0][3])-(sum(0)+sum(1))) > 1e-6 {
+		t.Errorf("sums %v, want %d and %v", res.Rows, count(0)+count(1), sum(0)+sum(1))
+	}
+	if len(res.Notices) == 0 || !strings.Contains(res.Notices[0], "the sums of its rows for the 2 keys asked") {
+		t.Errorf("notices %q", res.Notices)
+	}
+	// The sum's interval is wider than either row's, and holds the sum.
+	lo, hi := sqltypes.Float(res.Rows[0][1]), sqltypes.Float(res.Rows[0][2])
+	rowWidth := sqltypes.Float(base.Rows[0][3]) - sqltypes.Float(base.Rows[0][2])
+	if !(lo <= float64(count(0)+count(1)) && float64(count(0)+count(1)) <= hi) || hi-lo <= rowWidth {
+		t.Errorf("the sum's interval [%v, %v] (a row's is %v wide)", lo, hi, rowWidth)
+	}
+	ratio := exec(t, s, "SELECT SUM(cost) / COUNT(*) FROM visits WHERE kind IN ('a', 'b')")
+	if want := (sum(0) + sum(1)) / float64(count(0)+count(1)); math.Abs(sqltypes.Float(ratio.Rows[0][0])-want) > 1e-9 {
+		t.Errorf("ratio %v, want %v", ratio.Rows, want)
+	}
+	// The ratio has an interval when its denominator's excludes 0 (this
+	// small table's excess intervals are wide).
+	if hasInterval := ratio.Rows[0][1] != nil; hasInterval != (lo > 0) {
+		t.Errorf("ratio %v: the count's interval [%v, %v]", ratio.Rows, lo, hi)
+	}
+	if after := spent(); after != before {
+		t.Errorf("sums over keys spent ε %v", after-before)
+	}
+	explained := exec(t, s, "EXPLAIN DP SELECT COUNT(*), SUM(cost) FROM visits WHERE kind = 'b'")
+	if !strings.Contains(fmt.Sprint(explained.Rows), "this query sums keys of your earlier release") {
+		t.Errorf("EXPLAIN DP does not say the query is summed from the earlier release: %v", explained.Rows)
+	}
+	// A key the release does not hold: charged, answered from the data.
+	res = exec(t, s, "SELECT COUNT(*) FROM visits WHERE kind IN ('a', 'zz')")
+	if after := spent(); after-before < 0.1 || len(res.Notices) > 0 && strings.HasPrefix(res.Notices[0], "answered at no cost") {
+		t.Errorf("a key not released: spent %v more, notices %q", after-before, res.Notices)
 	}
 }

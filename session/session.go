@@ -270,9 +270,9 @@ type prepared struct {
 	// canonical is the statement's canonical text (rewrite.Canonical),
 	// the result cache's key for a DP plan; "" when not available.
 	canonical string
-	// derived, when set, is the earlier release the query can be answered
-	// from at no cost, if the cache holds it (derived.go).
-	derived *derivation
+	// derived are the earlier releases the query can be answered from at
+	// no cost, if the cache holds one (derived.go).
+	derived []*derivation
 	// notice goes with the answer (the ε dpproxy.target_error chose).
 	notice string
 }
@@ -347,7 +347,7 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 				suffix = " -- with the bias report" // another release
 			}
 			p.canonical = c + suffix
-			p.derived = s.deriveFrom(stmt, casts, suffix)
+			p.derived = s.deriveFrom(stmt, q.Plan, casts, suffix)
 		} else {
 			s.engine.Logger().Debug("query not cacheable", "err", err)
 		}
@@ -384,11 +384,9 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 		return emptyResult(p.query.Empty), nil
 	}
 	plan := p.query.Plan
-	res, derived := (*sqltypes.Result)(nil), false
-	if p.derived != nil {
-		if res, derived = s.answerDerived(ctx, p.derived); derived {
-			plan = p.derived.plan
-		}
+	res, from, derived := s.answerDerived(ctx, p.derived)
+	if derived && from.sums == nil {
+		plan = from.plan // the base's rows, in its columns
 	}
 	if !derived {
 		var err error
@@ -614,8 +612,16 @@ func (s *Session) explainDP(ctx context.Context, cmd *sessionCommand, sql string
 		}
 		// Released also finds another instance's release on a shared
 		// ledger (reading it costs nothing).
-		if d := p.derived; d != nil && released(ctx, s, d.plan, d.canonical) {
-			addExplainNote(res, "cache", fmt.Sprintf("this query only picks keys of your earlier release of %s: it would be answered from that release's rows at no cost, with its error bounds", d.canonical))
+		for _, d := range p.derived {
+			if !released(ctx, s, d.plan, d.canonical) {
+				continue
+			}
+			if d.sums != nil {
+				addExplainNote(res, "cache", fmt.Sprintf("this query sums keys of your earlier release of %s: if that release has every key asked, it is answered from the sums of their rows at no cost, with the error of the sums stated", d.canonical))
+			} else {
+				addExplainNote(res, "cache", fmt.Sprintf("this query only picks keys of your earlier release of %s: it would be answered from that release's rows at no cost, with its error bounds", d.canonical))
+			}
+			break
 		}
 		if released(ctx, s, plan, p.canonical) {
 			addExplainNote(res, "cache", fmt.Sprintf("this query was answered at ε = %g within the cache's time to live: running it again returns the same answer and costs nothing", plan.Epsilon))

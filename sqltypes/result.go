@@ -22,7 +22,45 @@ type Result struct {
 	// Notices are messages sent with the result: a PostgreSQL NOTICE each,
 	// MySQL warnings.
 	Notices []string
+	// Noise, when set, describes for each column (nil where it does not
+	// apply) the noise its values carry, so that the error of a sum of
+	// several of them can be stated later (answers derived from a
+	// release).
+	Noise []*Noise
 }
 
-// Interval is a closed interval [Lo, Hi].
-type Interval struct{ Lo, Hi float64 }
+// Noise describes a column each of whose values is one noisy
+// measurement: the bounded true value plus independent noise of one
+// calibrated Mechanism, then rounded to the nearest whole number when
+// Rounding is 0.5 (an integer column released from a measurement that is
+// not whole) and clamped to Sign (+1: the true value is never negative
+// and the released one is clamped at 0; −1 the opposite; 0 neither),
+// which never moves it away from the true value.
+type Noise struct {
+	Mechanism NoiseMechanism
+	Rounding  float64
+	Sign      int
+	// Excess, when set, is the mechanism of the column's excess
+	// measurement: what contribution bounding removed from the values,
+	// which the column's intervals cover. Each row's noisy excess is its
+	// Interval's Excess; Count says the excess only ever adds (bounding
+	// drops rows from a count).
+	Excess *NoiseMechanism
+	Count  bool
+}
+
+// NoiseMechanism is a calibrated additive mechanism: Gaussian at (Epsilon,
+// Delta) over L2 sensitivity L2, or Laplace at Epsilon over L1 sensitivity
+// Sensitivity.
+type NoiseMechanism struct {
+	Gaussian        bool
+	Epsilon, Delta  float64
+	Sensitivity, L2 float64
+}
+
+// Interval is a closed interval [Lo, Hi]. Excess, for a column whose
+// Noise has an Excess mechanism, is the row's noisy excess measurement.
+type Interval struct {
+	Lo, Hi float64
+	Excess float64
+}
