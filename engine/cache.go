@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
@@ -252,19 +253,34 @@ func cloneResult(r *sqltypes.Result) *sqltypes.Result {
 // canonical text (rewrite.Canonical), the cache's key; an empty one (the
 // statement could not be re-emitted) bypasses the cache. queryText is what
 // the analyst's query log records with the charge. The cache is consulted
-// before anything is reserved; the returned Result is the caller's own.
-func (e *Engine) Answer(ctx context.Context, analyst string, plan *rewrite.Plan, canonical, queryText string) (*sqltypes.Result, error) {
+// before anything is reserved; the returned Result is the caller's own,
+// with the Outcome (also when an error is returned after a charge).
+func (e *Engine) Answer(ctx context.Context, analyst string, plan *rewrite.Plan, canonical, queryText string) (*sqltypes.Result, Outcome, error) {
+	var out Outcome
+	charged := func() (*sqltypes.Result, error) {
+		res, cost, err := e.chargedAnswer(ctx, analyst, plan, queryText)
+		out.Charged = cost
+		return res, err
+	}
 	if canonical == "" {
-		return e.chargedAnswer(ctx, analyst, plan, queryText)
+		res, err := charged()
+		return res, out, err
 	}
 	key := keyOf(analyst, plan, canonical)
-	res, hit, err := e.cache.do(ctx, key, func() (*sqltypes.Result, error) {
-		return e.chargedAnswer(ctx, analyst, plan, queryText)
-	})
+	res, hit, err := e.cache.do(ctx, key, charged)
 	if hit {
 		e.log.Debug("answered from the cache at no cost", "analyst", analyst, "epsilon", plan.Epsilon)
 	}
-	return res, err
+	out.CacheHit = hit
+	return res, out, err
+}
+
+// Outcome is what answering a plan did: the charge recorded (zero for a
+// cache hit, or a query refused or refunded before it reached the data)
+// and whether the answer came from the cache.
+type Outcome struct {
+	Charged  budget.Cost
+	CacheHit bool
 }
 
 // Released returns the release the cache holds for analyst's plan of a

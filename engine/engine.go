@@ -192,7 +192,7 @@ func (e *Engine) DescribePassthrough(ctx context.Context, q *rewrite.Passthrough
 
 // chargedAnswer runs a DP plan: reserve budget, run the bounded query, add
 // noise, charge durably, and only then return the release.
-func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrite.Plan, queryText string) (*sqltypes.Result, error) {
+func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrite.Plan, queryText string) (*sqltypes.Result, budget.Cost, error) {
 	cost := budget.Cost{Epsilon: plan.Epsilon, Delta: plan.Delta}
 	reservation, err := e.accountant.ReserveFor(ctx, analyst, plan.ReadTables(), cost)
 	if err != nil {
@@ -205,19 +205,19 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 			case exhausted.Table != "":
 				hint = fmt.Sprintf("table %s's own budget is spent: no analyst's queries that read it can be answered; queries on other tables still can", exhausted.Table)
 			}
-			return nil, &sqlerr.Error{Code: sqlerr.BudgetExhausted, Message: exhausted.Error(), Hint: hint, Err: err}
+			return nil, budget.Cost{}, &sqlerr.Error{Code: sqlerr.BudgetExhausted, Message: exhausted.Error(), Hint: hint, Err: err}
 		}
 		if errors.Is(err, budget.ErrLedgerUnavailable) {
-			return nil, ledgerUnavailable(err)
+			return nil, budget.Cost{}, ledgerUnavailable(err)
 		}
-		return nil, fmt.Errorf("reserving budget: %w", err)
+		return nil, budget.Cost{}, fmt.Errorf("reserving budget: %w", err)
 	}
 	res, err := answerPlan(ctx, e.backend, plan, e.rand)
 	if err != nil {
 		if errors.Is(err, errBeforeData) {
 			// The query never reached the data: nothing depends on it.
 			reservation.Release()
-			return nil, err
+			return nil, budget.Cost{}, err
 		}
 		// A failure after the query reached the data — in the backend or
 		// in the release (found in review: an error in post-processing
@@ -226,16 +226,16 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 		if _, cerr := reservation.Commit(context.WithoutCancel(ctx), queryText); cerr != nil {
 			// Uncharged, the failure must not reach the client either.
 			e.log.Error("charging a failed query", "analyst", analyst, "err", cerr)
-			return nil, chargeFailed(cerr)
+			return nil, budget.Cost{}, chargeFailed(cerr)
 		}
-		return nil, err
+		return nil, cost, err
 	}
 	if _, err := reservation.Commit(ctx, queryText); err != nil {
 		// Fail closed: without a durable charge, no answer leaves.
-		return nil, chargeFailed(err)
+		return nil, budget.Cost{}, chargeFailed(err)
 	}
 	e.log.Debug("answered", "analyst", analyst, "epsilon", plan.Epsilon, "rows", len(res.Rows))
-	return res, nil
+	return res, cost, nil
 }
 
 // chargeFailed is the client's error when a charge could not be

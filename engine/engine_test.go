@@ -189,7 +189,8 @@ func (a *asker) ask(ctx context.Context, sql string) (*sqltypes.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.e.Answer(ctx, a.analyst, q.Plan, canonical, strings.Join(strings.Fields(sql), " "))
+	res, _, err := a.e.Answer(ctx, a.analyst, q.Plan, canonical, strings.Join(strings.Fields(sql), " "))
+	return res, err
 }
 
 // A backend that cannot be reached gives the reservation back; nothing

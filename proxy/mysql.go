@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dpproxy/dpproxy/proxy/mysqlwire"
+	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/session"
 )
@@ -29,7 +30,7 @@ func (m MySQLSessions) MySQLVerifiers(user string) (native, sha2 []byte, ok bool
 
 // Open implements mysqlwire.Sessions. A database the engine does not serve
 // is refused (1049 Unknown database).
-func (m MySQLSessions) Open(_ context.Context, user, database string) (mysqlwire.Session, error) {
+func (m MySQLSessions) Open(ctx context.Context, user, database string) (mysqlwire.Session, error) {
 	s, err := session.New(m.Server, user, rewrite.MySQLFrontEnd)
 	if err != nil {
 		return nil, err
@@ -40,5 +41,6 @@ func (m MySQLSessions) Open(_ context.Context, user, database string) (mysqlwire
 			return nil, err
 		}
 	}
+	s.SetClient(netserver.RemoteAddr(ctx))
 	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/proxy/pgwire"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/session"
@@ -23,11 +24,12 @@ func (p PostgresSessions) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) 
 }
 
 // Open implements pgwire.Sessions.
-func (p PostgresSessions) Open(_ context.Context, user, database string, params map[string]string) (pgwire.Session, error) {
+func (p PostgresSessions) Open(ctx context.Context, user, database string, params map[string]string) (pgwire.Session, error) {
 	s, err := session.New(p.Server, user, rewrite.PostgresFrontEnd)
 	if err != nil {
 		return nil, err
 	}
 	s.SetStartupParameters(database, params)
+	s.SetClient(netserver.RemoteAddr(ctx))
 	return s, nil
 }

@@ -126,6 +126,7 @@ func mixedCatalogError(table string) error {
 // queryCatalog answers a catalog query; stmt is its parse (required for
 // the MySQL front end, unused for PostgreSQL, whose text is translated).
 func (s *Session) queryCatalog(ctx context.Context, sql string, stmt ast.StmtNode, args []any) (*sqltypes.Result, error) {
+	s.note.kind = KindCatalog
 	var res *sqltypes.Result
 	var err error
 	if s.frontEnd == rewrite.MySQLFrontEnd {
@@ -191,6 +192,7 @@ func (s *Session) catalogStatement(ctx context.Context, sql string, stmt ast.Stm
 	if route, err := s.route(stmt); route == notCatalog {
 		return nil, false, nil
 	} else if err != nil {
+		s.note.kind = KindCatalog
 		return nil, true, err
 	}
 	if parsed != nil && len(parsed.Params) > 0 {

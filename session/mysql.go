@@ -572,6 +572,7 @@ func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*sqltypes.Res
 		if x.Table == nil && x.Tp != ast.ShowTableStatus {
 			return nil, false, nil
 		}
+		s.note.kind = KindCatalog
 		res, ok, err := s.server.catalog.ShowMySQL(ctx, x, s.catalogSession())
 		if err != nil {
 			return nil, true, catalogError(err)

@@ -195,6 +195,16 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 // Values are bound into a fresh syntax tree of the statement as constants,
 // never spliced into SQL text. The result has exactly p.Columns.
 func (s *Session) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, params []any) (*sqltypes.Result, error) {
+	var res *sqltypes.Result
+	err := s.observed(logText(p.SQL, params), func() (int, error) {
+		var err error
+		res, err = s.executePrepared(ctx, p, params)
+		return rowCount(res), err
+	})
+	return res, err
+}
+
+func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, params []any) (*sqltypes.Result, error) {
 	if p.Empty {
 		return nil, nil
 	}
@@ -230,6 +240,7 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, par
 		return conform(res, p.Columns), nil
 	}
 	if h.passthrough != "" {
+		s.note.kind = KindPublic
 		args := make([]any, len(h.markerParams))
 		for i, n := range h.markerParams {
 			if err := checkParam(params[n-1], n); err != nil {

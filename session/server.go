@@ -18,7 +18,14 @@ import (
 type Server struct {
 	engine  *engine.Engine
 	catalog *catalog.Catalog
+	// observe, when set, is told of every statement (Observe).
+	observe func(Statement)
 }
+
+// Observe has f told of every statement every session of the server runs,
+// when it ends, in the session's goroutine (f must be quick and safe for
+// concurrent use). Call it before sessions open.
+func (s *Server) Observe(f func(Statement)) { s.observe = f }
 
 // NewServer checks the keys of the policy's privacy unit paths, reads the
 // policy's key lists that come from public tables and

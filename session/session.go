@@ -70,6 +70,11 @@ type Session struct {
 	pendingParse *pendingParse
 	// closed is set by Close, which gives back the analyst's connection.
 	closed bool
+	// client is the client's address; observing is set while a statement
+	// runs under observed, note gathers its record (observe.go).
+	client    string
+	observing bool
+	note      statementNote
 }
 
 // sessionIDs numbers sessions.
@@ -112,6 +117,16 @@ func (s *Session) Epsilon() float64 { return s.epsilon }
 // an *sqlerr.Error; other errors mean an internal failure and must not be
 // shown to the client in detail.
 func (s *Session) Execute(ctx context.Context, sql string) ([]*sqltypes.Result, error) {
+	var results []*sqltypes.Result
+	err := s.observed(sql, func() (int, error) {
+		var err error
+		results, err = s.execute(ctx, sql)
+		return rowCount(results...), err
+	})
+	return results, err
+}
+
+func (s *Session) execute(ctx context.Context, sql string) ([]*sqltypes.Result, error) {
 	cmd, err := matchSessionCommand(sql)
 	if err != nil {
 		return nil, err
@@ -127,6 +142,7 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 	// database) skips parsing. Session statements are never memoized, so
 	// this may come before them.
 	if pt, ok := s.engine.Passthroughs().Get(s.passthroughKey(sql)); ok {
+		s.note.kind = KindPublic
 		res, err := s.engine.Passthrough(ctx, pt)
 		if err != nil {
 			return nil, err
@@ -328,6 +344,7 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 	p := &prepared{}
 	q, err := rewrite.Analyze(stmt, s.engine.Policy(), s.analyzeOptions(s.epsilon, casts))
 	if err != nil {
+		s.note.kind = KindDP // a query on the data, refused
 		return nil, err
 	}
 	if q.Plan != nil && s.targetError > 0 {
@@ -379,20 +396,31 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 	case p.catalog != nil:
 		return s.queryCatalog(ctx, sql, p.catalog, nil)
 	case p.query.Passthrough != nil:
+		s.note.kind = KindPublic
 		return s.engine.Passthrough(ctx, p.query.Passthrough)
 	case p.query.Empty != nil:
+		s.note.kind = KindDP
 		return emptyResult(p.query.Empty), nil
 	}
 	plan := p.query.Plan
+	s.note.kind = KindCached
 	res, from, derived := s.answerDerived(ctx, p.derived)
 	if derived && from.sums == nil {
 		plan = from.plan // the base's rows, in its columns
 	}
 	if !derived {
+		var out engine.Outcome
 		var err error
-		if res, err = s.engine.Answer(ctx, s.analyst, plan, p.canonical, normalizeQueryText(sql)); err != nil {
+		res, out, err = s.engine.Answer(ctx, s.analyst, plan, p.canonical, normalizeQueryText(sql))
+		s.note.charged, s.note.cacheHit = out.Charged, out.CacheHit
+		if !out.CacheHit {
+			s.note.kind = KindDP
+		}
+		if err != nil {
 			return nil, err
 		}
+	} else {
+		s.note.cacheHit = true
 	}
 	res = withIntervals(res, plan, s.intervals)
 	if p.notice != "" {
