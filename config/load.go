@@ -455,7 +455,7 @@ func (d *decoder) bool(n *yaml.Node, path string, dst *bool) {
 }
 
 var (
-	topKeys    = []string{"listen", "backend", "ledger", "defaults", "cache", "analysts", "teams", "protected_tables", "public_tables"}
+	topKeys    = []string{"listen", "backend", "ledger", "defaults", "cache", "admin", "audit", "analysts", "teams", "protected_tables", "public_tables"}
 	listenKeys = []string{"postgres", "mysql", "tls", "tls_cert", "tls_key", "statement_timeout", "idle_timeout", "write_timeout",
 		"max_message_size", "max_result_rows", "max_result_bytes", "max_connections", "max_connections_per_analyst", "max_handshakes",
 		"login_backoff", "login_backoff_max"}
@@ -544,6 +544,10 @@ func (d *decoder) policy(root *yaml.Node, p *Policy) {
 			})
 		case "defaults":
 			d.defaults(v, path, &p.Defaults)
+		case "admin":
+			d.admin(v, path, &p.Admin)
+		case "audit":
+			d.audit(v, path, &p.Audit)
 		case "cache":
 			d.mapping(v, path, cacheKeys, func(key string, v *yaml.Node, path string) {
 				switch key {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -34,11 +35,11 @@ var badCases = []struct {
 	want string
 }{
 	// Structure and YAML.
-	{"unknown_top_key", `unknown_top_key.yaml:19:1: ledgr: unknown key "ledgr" (did you mean "ledger"?); valid keys here are listen, backend, ledger, defaults, cache, analysts, teams, protected_tables, public_tables`},
+	{"unknown_top_key", `unknown_top_key.yaml:19:1: ledgr: unknown key "ledgr" (did you mean "ledger"?); valid keys here are listen, backend, ledger, defaults, cache, admin, audit, analysts, teams, protected_tables, public_tables`},
 	{"unknown_nested_key", `unknown_nested_key.yaml:2:3: defaults.epsilom: unknown key "epsilom" (did you mean "epsilon"?); valid keys here are epsilon, delta, max_epsilon_per_query,`},
 	{"unknown_column_key", `unknown_column_key.yaml:16:9: protected_tables[0].columns[0].groupby: unknown key "groupby" (did you mean "group_by"?); valid keys here are name, type, bounds, group_by, keys`},
 	{"duplicate_key", `duplicate_key.yaml:3:3: defaults.epsilon: key "epsilon" is repeated (first set at line 2)`},
-	{"not_a_mapping", `not_a_mapping.yaml:1:1: expected a mapping with keys listen, backend, ledger, defaults, cache, analysts, teams, protected_tables, public_tables; got a list`},
+	{"not_a_mapping", `not_a_mapping.yaml:1:1: expected a mapping with keys listen, backend, ledger, defaults, cache, admin, audit, analysts, teams, protected_tables, public_tables; got a list`},
 	{"listen_scalar", `listen_scalar.yaml:1:9: listen: expected a mapping with keys postgres, mysql, tls, tls_cert, tls_key, statement_timeout, idle_timeout, write_timeout, max_message_size, max_result_rows, max_result_bytes, max_connections, max_connections_per_analyst, max_handshakes, login_backoff, login_backoff_max; got the number 5433`},
 	{"not_a_number", `not_a_number.yaml:2:12: defaults.epsilon: expected a number; got the string "lots"`},
 	{"not_whole_number", `not_whole_number.yaml:2:22: defaults.max_rows_per_unit: expected a whole number; got the number 2.5`},
@@ -71,6 +72,13 @@ var badCases = []struct {
 	{"ledger_lease_without_postgres", `ledger_lease_without_postgres.yaml:20:15: ledger.hold_lease: applies only to a shared ledger (ledger.postgres); remove it or add ledger.postgres`},
 	{"defaults_accountant_unknown", `defaults_accountant_unknown.yaml:22:15: defaults.accountant: unknown accountant "renyi"; expected basic, advanced or zcdp`},
 	{"defaults_delta_prime_missing", `defaults_delta_prime_missing.yaml:22:3: defaults.delta_prime: required with accountant: zcdp`},
+	{"admin_listen_no_port", `admin_listen_no_port.yaml:19:11: admin.listen: "127.0.0.1" is not a host:port address; expected e.g. "127.0.0.1:9187"`},
+	{"admin_no_user", `admin_no_user.yaml:19:3: admin: admin.user is required: every admin request logs in (HTTP basic authentication)`},
+	{"admin_plaintext_password", `admin_plaintext_password.yaml:21:13: admin.password: looks like a plaintext password; the policy stores verifiers, never passwords: run` + " `dpproxy passwd` " + `and paste its scram_sha_256 line`},
+	{"admin_mysql_verifier", `admin_mysql_verifier.yaml:22:28: admin.password.mysql_native_password: the admin listener logs in over HTTP with a scram_sha_256 verifier only; remove this key`},
+	{"audit_no_path", `audit_no_path.yaml:19:3: audit: audit.path is required: the file the audit log is written to; leave audit out to turn it off`},
+	{"audit_fsync_unknown", `audit_fsync_unknown.yaml:20:10: audit.fsync: unknown fsync policy "sometimes"; expected never or always`},
+	{"audit_size_zero", `audit_size_zero.yaml:20:16: audit.max_size_mb: must be a whole number from 1 to 1048576, got 0`},
 	{"ledger_empty_path", `ledger_empty_path.yaml:20:9: ledger.path: must not be empty; expected a file path, or leave the key out for dpproxy-ledger.db next to the policy file`},
 
 	// defaults
@@ -799,5 +807,39 @@ protected_tables:
 		if got := hops(&p.ProtectedTables[i]); got != want {
 			t.Errorf("%s: hops %q, want %q", p.ProtectedTables[i].Name, got, want)
 		}
+	}
+}
+
+// The admin listener and the audit log parse with their defaults; a
+// relative audit path is resolved against the policy's directory.
+func TestAdminAndAudit(t *testing.T) {
+	dir := t.TempDir()
+	base, err := os.ReadFile("testdata/bad/ledger_lease_short.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := strings.Join(strings.Split(string(base), "\n")[:17], "\n") + `
+admin:
+  listen: 127.0.0.1:9187
+  user: ops
+  password:
+    scram_sha_256: "SCRAM-SHA-256$4096:AAECAwQFBgcICQoLDA0ODw==$yERwYmHlx0VrpoYfOn54hMTjBUKWnmK42IDjnWgQWkk=:RQZr9F8QCYmmp35tAVzp0VB/kDwY283N+s24jDDliG4="
+audit:
+  path: logs/audit.jsonl
+`
+	path := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Admin.Password.SCRAM(); p.Admin.Listen != "127.0.0.1:9187" || p.Admin.User != "ops" || !ok {
+		t.Errorf("admin %+v", p.Admin)
+	}
+	want := Audit{Path: filepath.Join(dir, "logs/audit.jsonl"), MaxSizeMB: DefaultAuditMaxSizeMB, MaxFiles: DefaultAuditMaxFiles, Fsync: AuditFsyncNever}
+	if p.Audit != want {
+		t.Errorf("audit %+v, want %+v", p.Audit, want)
 	}
 }

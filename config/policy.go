@@ -26,6 +26,8 @@ type Policy struct {
 	Ledger   Ledger   `yaml:"ledger"`
 	Defaults Defaults `yaml:"defaults"`
 	Cache    Cache    `yaml:"cache"`
+	Admin    Admin    `yaml:"admin,omitempty"`
+	Audit    Audit    `yaml:"audit,omitempty"`
 
 	// Analysts have unique, non-empty names.
 	Analysts []Analyst `yaml:"analysts"`

@@ -95,6 +95,7 @@ func (d *decoder) validate(p *Policy, baseDir string) {
 	d.validateLedger(p, baseDir)
 	d.validateDefaults(p)
 	d.validateCache(p)
+	d.validateOperations(p, baseDir)
 	d.validateAnalysts(p)
 	d.validateTeams(p)
 	d.validateTables(p)
