@@ -113,3 +113,29 @@ func rowCount(results ...*sqltypes.Result) int {
 	}
 	return n
 }
+
+// Outcomes of a statement (Statement.Outcome).
+const (
+	OutcomeAnswered        = "answered"
+	OutcomeBudgetExhausted = "budget_exhausted"
+	OutcomeRefused         = "refused"
+	OutcomeFailed          = "failed"
+)
+
+// Outcome is how the statement ended: answered; refused for exhausted
+// budget; refused for another reason the client can act on (its SQL, its
+// rights, a limit, a timeout); or failed (dpproxy, the backend or the
+// ledger could not answer: SQLSTATE classes XX, 58 and 08).
+func (st Statement) Outcome() string {
+	switch {
+	case st.SQLState == "":
+		return OutcomeAnswered
+	case st.SQLState == sqlerr.BudgetExhausted:
+		return OutcomeBudgetExhausted
+	}
+	switch st.SQLState.Class() {
+	case "XX", "58", "08":
+		return OutcomeFailed
+	}
+	return OutcomeRefused
+}

@@ -14,6 +14,14 @@ import (
 // Code is a five-character SQLSTATE.
 type Code string
 
+// Class is the code's first two characters, its SQLSTATE class.
+func (c Code) Class() string {
+	if len(c) < 2 {
+		return string(c)
+	}
+	return string(c[:2])
+}
+
 // The SQLSTATEs dpproxy uses. Values follow PostgreSQL's errcodes table.
 const (
 	SuccessfulCompletion   Code = "00000"
