@@ -55,7 +55,10 @@ func columnNoise(plan *rewrite.Plan, mechs []noiser) []*sqltypes.Noise {
 		case a.Bounds.Hi <= 0:
 			n.Sign = -1
 		}
-		if integerType(o.Type) && !m.Integer {
+		// Released rounded as typedNumber rounds (an integer type, or
+		// numeric over an integer column) from a measurement not whole.
+		rounded := integerType(o.Type) || o.Type == sqltypes.Numeric && a.Column != nil && a.Column.Type.Integer()
+		if rounded && !m.Integer {
 			n.Rounding = 0.5
 		}
 		if out == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/dpproxy/dpproxy/config"
@@ -142,4 +143,30 @@ func spread(xs []float64) float64 {
 		s += (x - m) * (x - m)
 	}
 	return math.Sqrt(s / float64(len(xs)-1))
+}
+
+// Found in review: a SUM over a bigint column is released as a whole
+// numeric, rounded from a measurement that is not whole; its noise
+// description carries the rounding.
+func TestColumnNoiseRounding(t *testing.T) {
+	pol, err := config.Parse([]byte(strings.Replace(biasPolicy, "{name: x, type: numeric, bounds: [0, 100]}", "{name: x, type: bigint, bounds: [0, 100]}", 1)), "bigint.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := planWithOptions(t, pol, "SELECT kg, COUNT(*), SUM(x) FROM t GROUP BY kg", rewrite.Options{})
+	mechs := make([]noiser, len(p.Measurements))
+	for i, m := range p.Measurements {
+		if mechs[i], err = measurementMechanism(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noise := columnNoise(p, mechs)
+	sum := p.Measurements[p.Aggregates[1].Measurements[0]]
+	if v := typedNumber(12.4, p.Output[2].Type, true); v != sqltypes.Decimal("12") || sum.Integer || noise[2].Rounding != 0.5 {
+		t.Errorf("SUM(bigint) released as %#v from a measurement whole=%v, rounding %v; want 0.5", v, sum.Integer, noise[2].Rounding)
+	}
+	count := p.Measurements[p.Aggregates[0].Measurements[0]]
+	if (noise[1].Rounding == 0.5) == count.Integer || noise[0] != nil {
+		t.Errorf("COUNT rounding %v from a measurement whole=%v, key column %v", noise[1].Rounding, count.Integer, noise[0])
+	}
 }

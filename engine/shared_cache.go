@@ -53,9 +53,11 @@ type wireNoise struct {
 	Set bool
 }
 
+// Its fields stay flat, as the first version had them: an instance of
+// that version reads Lo and Hi of a newer one's entries.
 type wireInterval struct {
-	sqltypes.Interval
-	Set bool
+	Lo, Hi, Excess float64
+	Set            bool
 }
 
 // encodeRelease and decodeRelease carry a release to and from a
@@ -66,7 +68,7 @@ func encodeRelease(r *sqltypes.Result) ([]byte, error) {
 		out := make([]wireInterval, len(row))
 		for j, iv := range row {
 			if iv != nil {
-				out[j] = wireInterval{Interval: *iv, Set: true}
+				out[j] = wireInterval{Lo: iv.Lo, Hi: iv.Hi, Excess: iv.Excess, Set: true}
 			}
 		}
 		w.Intervals = append(w.Intervals, out)
@@ -95,7 +97,7 @@ func decodeRelease(data []byte) (*sqltypes.Result, error) {
 		out := make([]*sqltypes.Interval, len(row))
 		for j, iv := range row {
 			if iv.Set {
-				out[j] = &iv.Interval
+				out[j] = &sqltypes.Interval{Lo: iv.Lo, Hi: iv.Hi, Excess: iv.Excess}
 			}
 		}
 		r.Intervals = append(r.Intervals, out)

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/gob"
 	"reflect"
 	"testing"
 	"time"
@@ -66,5 +68,45 @@ func TestSharedKey(t *testing.T) {
 		if k2 == k {
 			t.Errorf("%s shares the key", name)
 		}
+	}
+}
+
+// Found in review: an instance of the first shared-cache version (flat
+// Lo, Hi, Set intervals) reads a newer entry's intervals, and the newer
+// reads its entries.
+func TestReleaseCodecCompatibility(t *testing.T) {
+	type oldInterval struct {
+		Lo, Hi float64
+		Set    bool
+	}
+	type oldRelease struct {
+		Columns   []sqltypes.Column
+		Rows      [][]any
+		Tag       string
+		Intervals [][]oldInterval
+		Notices   []string
+	}
+	cols, rows := []sqltypes.Column{{Name: "count", Type: sqltypes.Int8}}, [][]any{{int64(40)}}
+	data, err := encodeRelease(&sqltypes.Result{Columns: cols, Rows: rows, Intervals: [][]*sqltypes.Interval{{{Lo: 31, Hi: 49, Excess: 2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old oldRelease
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&old); err != nil {
+		t.Fatal(err)
+	}
+	if iv := old.Intervals[0][0]; iv != (oldInterval{Lo: 31, Hi: 49, Set: true}) {
+		t.Errorf("the first version reads a new entry's interval as %+v", iv)
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(oldRelease{Columns: cols, Rows: rows, Intervals: [][]oldInterval{{{Lo: 31, Hi: 49, Set: true}}}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := decodeRelease(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iv := r.Intervals[0][0]; iv == nil || *iv != (sqltypes.Interval{Lo: 31, Hi: 49}) {
+		t.Errorf("a first-version entry's interval reads as %+v", iv)
 	}
 }

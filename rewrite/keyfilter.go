@@ -87,15 +87,21 @@ func columnKey(c *ast.ColumnNameExpr) string {
 	return strings.ToLower(c.Name.Schema.O + "." + c.Name.Table.O + "." + c.Name.Name.O)
 }
 
-// conjuncts splits e at its top-level ANDs (and parentheses).
+// conjuncts splits e at its top-level ANDs (through parentheses around
+// them); every other conjunct is kept as written, parentheses included,
+// so that an AND of them reads as it did (found in review: an OR lost its
+// parentheses).
 func conjuncts(e ast.ExprNode) []ast.ExprNode {
-	switch x := e.(type) {
-	case *ast.ParenthesesExpr:
-		return conjuncts(x.Expr)
-	case *ast.BinaryOperationExpr:
-		if x.Op == opcode.LogicAnd {
-			return append(conjuncts(x.L), conjuncts(x.R)...)
+	inner := e
+	for {
+		p, isParen := inner.(*ast.ParenthesesExpr)
+		if !isParen {
+			break
 		}
+		inner = p.Expr
+	}
+	if x, isOp := inner.(*ast.BinaryOperationExpr); isOp && x.Op == opcode.LogicAnd {
+		return append(conjuncts(x.L), conjuncts(x.R)...)
 	}
 	return []ast.ExprNode{e}
 }
@@ -104,6 +110,8 @@ func conjuncts(e ast.ExprNode) []ast.ExprNode {
 // (literals)`; col is nil for anything else.
 func keyCondition(e ast.ExprNode) (*ast.ColumnNameExpr, []any) {
 	switch x := e.(type) {
+	case *ast.ParenthesesExpr:
+		return keyCondition(x.Expr)
 	case *ast.BinaryOperationExpr:
 		if x.Op != opcode.EQ {
 			return nil, nil

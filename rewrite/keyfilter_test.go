@@ -31,6 +31,7 @@ func TestSplitKeyFilter(t *testing.T) {
 		{"SELECT COUNT(*) FROM visits WHERE kind = 'a'", "-", nil},                   // no GROUP BY
 		{"SELECT *, COUNT(*) FROM visits WHERE kind = 'a' GROUP BY kind", "-", nil},
 		{"SELECT v.kind, COUNT(*) FROM visits v WHERE V.KIND = 'a' GROUP BY v.kind", "", []KeyCondition{{0, []any{"a"}}}},
+		{"SELECT kind, COUNT(*) FROM visits WHERE (cost < 1 OR cost > 9) AND kind = 'a' GROUP BY kind", "(\"cost\"<1 OR \"cost\">9)", []KeyCondition{{0, []any{"a"}}}},
 		{"SELECT c.city, COUNT(*) FROM visits v JOIN clinics c ON v.clinic = c.id WHERE v.city = 'a' GROUP BY c.city", "-", nil}, // another table's column
 		{"SELECT city, COUNT(*) FROM visits v JOIN clinics c ON v.clinic = c.id WHERE c.city = 'a' GROUP BY city", "-", nil},     // written two ways
 	} {
@@ -129,6 +130,13 @@ func TestKeySumBases(t *testing.T) {
 			"SELECT kind, COUNT(*) FROM visits WHERE clinic IN (1, 2) GROUP BY kind ORDER BY kind|1|[{0 [a]}]",
 			"SELECT clinic, COUNT(*) FROM visits WHERE kind = 'a' GROUP BY clinic|1|[{0 [1 2]}]",
 			"SELECT clinic, COUNT(*) FROM visits WHERE kind = 'a' GROUP BY clinic ORDER BY clinic|1|[{0 [1 2]}]",
+		}},
+		// Found in review: an OR among the conditions keeps its parentheses.
+		{"SELECT COUNT(*) FROM visits WHERE (clinic = 1 OR clinic = 2) AND (kind = 'a')", []string{
+			"SELECT kind, COUNT(*) FROM visits WHERE (clinic = 1 OR clinic = 2) GROUP BY kind|1|[{0 [a]}]",
+			"SELECT kind, COUNT(*) FROM visits WHERE (clinic = 1 OR clinic = 2) GROUP BY kind ORDER BY kind|1|[{0 [a]}]",
+			"SELECT COUNT(*), kind FROM visits WHERE (clinic = 1 OR clinic = 2) GROUP BY kind|0|[{1 [a]}]",
+			"SELECT COUNT(*), kind FROM visits WHERE (clinic = 1 OR clinic = 2) GROUP BY kind ORDER BY kind|0|[{1 [a]}]",
 		}},
 		// Nothing to sum from.
 		{"SELECT COUNT(*) FROM visits WHERE cost > 3", nil},

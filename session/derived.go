@@ -82,18 +82,23 @@ func (s *Session) derivation(base ast.StmtNode, casts rewrite.CastLookup, suffix
 
 // sumColumns maps each aggregate of the query's plan to the base's output
 // column of the same aggregate (function, column and bounds), among the
-// columns from first on; nil when one has none.
+// columns from first on; nil when one has none, or several (two
+// conditional aggregates, both on the column "CASE", cannot be told
+// apart this way: found in review).
 func sumColumns(query, base *rewrite.Plan, first int) []int {
 	out := make([]int, len(query.Aggregates))
 	for i, a := range query.Aggregates {
 		out[i] = -1
-		for j := first; j < len(base.Output) && out[i] < 0; j++ {
+		for j := first; j < len(base.Output); j++ {
 			bi := base.Output[j].Source.Aggregate
 			if bi < 0 {
 				continue
 			}
 			b := base.Aggregates[bi]
 			if b.Func == a.Func && b.Bounds == a.Bounds && sameColumn(a.Column, b.Column) {
+				if out[i] >= 0 {
+					return nil
+				}
 				out[i] = j
 			}
 		}

@@ -111,3 +111,30 @@ func TestSumOverKeysFromEarlierRelease(t *testing.T) {
 		t.Errorf("a key not released: spent %v more, notices %q", after-before, res.Notices)
 	}
 }
+
+// Found in review: two conditional aggregates on one column ("CASE") with
+// the same bounds cannot be told apart by function, column and bounds;
+// such a KPI is charged, never answered from the wrong column.
+func TestSumOverKeysRefusesAmbiguousAggregates(t *testing.T) {
+	_, s, acct, _ := sessionFixture(t, nil)
+	spent := func() float64 { st, _ := acct.Status("ana"); return st.Spent.Epsilon }
+	exec(t, s, "SELECT kind, SUM(CASE WHEN n > 1 THEN cost ELSE 0 END), SUM(CASE WHEN n <= 1 THEN cost ELSE 0 END) FROM visits GROUP BY kind")
+	before := spent()
+	res := exec(t, s, "SELECT SUM(CASE WHEN n > 1 THEN cost ELSE 0 END), SUM(CASE WHEN n <= 1 THEN cost ELSE 0 END) FROM visits WHERE kind IN ('a', 'b')")
+	if spent() == before || len(res.Notices) > 0 && strings.HasPrefix(res.Notices[0], "answered at no cost") {
+		t.Errorf("ambiguous aggregates answered from the earlier release: %v %q", res.Rows, res.Notices)
+	}
+}
+
+// Found in review: a query whose own release is cached gets it again, not
+// a sum from a grouped release made since.
+func TestOwnReleaseBeforeSumOverKeys(t *testing.T) {
+	_, s, _, _ := sessionFixture(t, nil)
+	const kpi = "SELECT COUNT(*), SUM(cost) FROM visits WHERE kind IN ('a', 'b')"
+	first := exec(t, s, kpi)
+	exec(t, s, "SELECT kind, COUNT(*), SUM(cost) FROM visits GROUP BY kind")
+	again := exec(t, s, kpi)
+	if !reflect.DeepEqual(first.Rows, again.Rows) {
+		t.Errorf("asked again: %v, first %v (notices %q)", again.Rows, first.Rows, again.Notices)
+	}
+}
