@@ -143,3 +143,20 @@ func TestMySQLScrambles(t *testing.T) {
 		t.Error("caching_sha2_password: wrong password accepted")
 	}
 }
+
+// A SCRAM verifier checks a password sent in the clear (HTTP basic
+// authentication): the right one passes, any other fails.
+func TestSCRAMVerify(t *testing.T) {
+	v, err := NewSCRAMVerifier("correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Verify("correct horse") {
+		t.Error("the password does not verify")
+	}
+	for _, wrong := range []string{"", "correct horse ", "Correct horse", "battery"} {
+		if v.Verify(wrong) {
+			t.Errorf("%q verifies", wrong)
+		}
+	}
+}

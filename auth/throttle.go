@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,16 @@ type Throttle struct {
 
 	mu      sync.Mutex
 	entries map[string]*throttleEntry
+	// failures counts every failed login (Failures).
+	failures atomic.Int64
+}
+
+// Failures is the number of failed logins recorded (0 for nil).
+func (t *Throttle) Failures() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.failures.Load()
 }
 
 type throttleEntry struct {
@@ -122,7 +133,11 @@ var ErrThrottled = errors.New("auth: too many failed logins; locked out")
 // Failed records a failed login of name from addr and returns how long
 // both are now locked out.
 func (t *Throttle) Failed(name, addr string) time.Duration {
-	if t == nil || t.Base <= 0 {
+	if t == nil {
+		return 0
+	}
+	t.failures.Add(1)
+	if t.Base <= 0 {
 		return 0
 	}
 	now := time.Now()

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -48,6 +49,14 @@ func scramVerifierFromSalt(password string, salt []byte, iterations int) (SCRAMV
 		StoredKey:  stored[:],
 		ServerKey:  hmacSHA256(salted, []byte("Server Key")),
 	}, nil
+}
+
+// Verify reports whether password is the verifier's (for logins that
+// send the password itself, as HTTP basic authentication does): its
+// StoredKey is derived again and compared in constant time.
+func (v SCRAMVerifier) Verify(password string) bool {
+	w, err := scramVerifierFromSalt(password, v.Salt, v.Iterations)
+	return err == nil && subtle.ConstantTimeCompare(w.StoredKey, v.StoredKey) == 1
 }
 
 // String renders the verifier in PostgreSQL's stored form.

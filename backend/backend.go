@@ -2,7 +2,9 @@ package backend
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -17,8 +19,24 @@ type Backend interface {
 	// (ErrNoSuchTable when there is no such table); schema "" is the
 	// connection's default.
 	DescribeTable(ctx context.Context, schema, name string) (*TableInfo, error)
+	// Stats reports the connection pool's use.
+	Stats() PoolStats
 	// Close releases the connection pool.
 	Close() error
+}
+
+// PoolStats is a connection pool's use: at most Max connections, Open of
+// them now (InUse running a statement, Idle waiting); Waits statements
+// found none free and waited Waited in all.
+type PoolStats struct {
+	Max, Open, InUse, Idle int
+	Waits                  int64
+	Waited                 time.Duration
+}
+
+// sqlPoolStats reads a database/sql pool's use.
+func sqlPoolStats(s sql.DBStats) PoolStats {
+	return PoolStats{Max: s.MaxOpenConnections, Open: s.OpenConnections, InUse: s.InUse, Idle: s.Idle, Waits: s.WaitCount, Waited: s.WaitDuration}
 }
 
 // Column is a result column as the backend reports it.

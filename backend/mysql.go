@@ -402,3 +402,6 @@ func mysqlText(v any) any {
 	}
 	return textForm(sqltypes.Text, v)
 }
+
+// Stats implements Backend.
+func (m *MySQL) Stats() PoolStats { return sqlPoolStats(m.db.Stats()) }

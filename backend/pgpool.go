@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,11 @@ type pgPool struct {
 	mu     sync.Mutex
 	idle   []*pgPoolConn // most recently released last
 	closed bool
+
+	// waits counts acquires that found every connection in use, and
+	// waited the total time they waited.
+	waits  atomic.Int64
+	waited atomic.Int64 // nanoseconds
 }
 
 // pgPoolConn is a pooled connection.
@@ -59,8 +65,16 @@ func newPgPool(cfg *pgx.ConnConfig, maxConns int, afterConnect func(context.Cont
 func (p *pgPool) acquire(ctx context.Context) (*pgPoolConn, error) {
 	select {
 	case p.tokens <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for a free connection: %w", ctx.Err())
+	default:
+		start := time.Now()
+		p.waits.Add(1)
+		select {
+		case p.tokens <- struct{}{}:
+			p.waited.Add(int64(time.Since(start)))
+		case <-ctx.Done():
+			p.waited.Add(int64(time.Since(start)))
+			return nil, fmt.Errorf("wait for a free connection: %w", ctx.Err())
+		}
 	}
 	pc, err := p.get(ctx)
 	if err != nil {
@@ -147,6 +161,15 @@ func (p *pgPool) close() {
 	for _, pc := range idle {
 		closePgConn(pc.conn)
 	}
+}
+
+// stats reports the pool's use.
+func (p *pgPool) stats() PoolStats {
+	p.mu.Lock()
+	idle := len(p.idle)
+	p.mu.Unlock()
+	inUse := len(p.tokens)
+	return PoolStats{Max: cap(p.tokens), Open: inUse + idle, InUse: inUse, Idle: idle, Waits: p.waits.Load(), Waited: time.Duration(p.waited.Load())}
 }
 
 // idleCount is the number of idle connections (for tests).

@@ -349,3 +349,6 @@ func postgresDecoder(oid uint32, m *pgtype.Map) (sqltypes.Type, pgDecoder) {
 	}
 	return sqltypes.Text, func(raw []byte) (any, error) { return string(raw), nil }
 }
+
+// Stats implements Backend.
+func (p *Postgres) Stats() PoolStats { return p.pool.stats() }

@@ -396,3 +396,6 @@ func coerceSQLite(t sqltypes.Type, v any) (any, bool) {
 	}
 	return nil, false
 }
+
+// Stats implements Backend.
+func (s *SQLite) Stats() PoolStats { return sqlPoolStats(s.db.Stats()) }

@@ -74,9 +74,11 @@ func (s *Session) observed(text string, run func() (rows int, err error)) error 
 		return err
 	}
 	s.observing = true
+	s.server.active.Add(1)
 	start := time.Now()
 	s.note = statementNote{kind: KindSession}
 	rows, err := run()
+	s.server.active.Add(-1)
 	s.observing = false
 	st := Statement{
 		Time: start, Analyst: s.analyst, Client: s.client, Protocol: protocolName(s.frontEnd), Text: text,

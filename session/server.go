@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/config"
@@ -18,9 +19,15 @@ import (
 type Server struct {
 	engine  *engine.Engine
 	catalog *catalog.Catalog
-	// observe, when set, is told of every statement (Observe).
+	// observe, when set, is told of every statement (Observe); active
+	// counts the statements running under it.
 	observe func(Statement)
+	active  atomic.Int64
 }
+
+// Active is the number of statements running now (counted while an
+// observer is set).
+func (s *Server) Active() int { return int(s.active.Load()) }
 
 // Observe has f told of every statement every session of the server runs,
 // when it ends, in the session's goroutine (f must be quick and safe for

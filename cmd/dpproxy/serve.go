@@ -164,6 +164,11 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 	if err != nil {
 		return err
 	}
+	ops, err := startOperations(pol, rt, limits, throttle)
+	if err != nil {
+		return err
+	}
+	defer ops.close()
 	var fronts []frontEnd
 	defer func() {
 		for _, f := range fronts {

@@ -38,6 +38,17 @@ func (l *Limits) admit() bool {
 	return true
 }
 
+// Counts reports the connections open now, and how many of them are
+// still in their handshake (not logged in).
+func (l *Limits) Counts() (conns, handshakes int) {
+	if l == nil {
+		return 0, 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conns, l.handshakes
+}
+
 // loggedIn moves an admitted connection out of its handshake.
 func (l *Limits) loggedIn() {
 	if l == nil {
