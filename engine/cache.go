@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/budget"
+	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
