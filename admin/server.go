@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,8 +29,20 @@ type Options struct {
 	// Ready checks what answering needs (the backend, the ledger); a
 	// non-nil error makes /readyz answer 503 with its message.
 	Ready func(context.Context) error
+	// Reload reads the policy file again and puts it in force (POST
+	// /reload); nil answers 404.
+	Reload func(context.Context) ReloadResult
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+}
+
+// ReloadResult is what a policy reload did: whether the new policy is in
+// force, the errors that kept it out (file:line each), and the sections
+// that changed but take effect only after a restart.
+type ReloadResult struct {
+	Applied       bool     `json:"applied"`
+	Errors        []string `json:"errors,omitempty"`
+	RestartNeeded []string `json:"restart_needed,omitempty"`
 }
 
 // readyTimeout bounds a readiness check.
@@ -59,6 +72,9 @@ func New(opts Options) *Server {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", s.ready)
+	if opts.Reload != nil {
+		mux.HandleFunc("POST /reload", s.reload)
+	}
 	s.http = &http.Server{
 		Handler:           s.authenticated(mux),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -92,6 +108,17 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	fmt.Fprintln(w, "ready")
+}
+
+// reload answers the reload's result as JSON: 200 when the new policy is
+// in force, 422 when it was rejected (the old one stays).
+func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
+	res := s.opts.Reload(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	if !res.Applied {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+	}
+	json.NewEncoder(w).Encode(res)
 }
 
 // authenticated lets through requests that log in as the admin user.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/backend"
@@ -23,7 +24,8 @@ import (
 // and the sessions' memos. One Engine serves every front end and every
 // connection; it is safe for concurrent use.
 type Engine struct {
-	policy     *config.Policy
+	// policy is the policy in force (SetPolicy replaces it on reload).
+	policy     atomic.Pointer[config.Policy]
 	backend    backend.Backend
 	dialect    rewrite.Dialect
 	accountant *budget.Accountant
@@ -67,7 +69,6 @@ func New(opts Options) (*Engine, error) {
 		return nil, errors.New("engine: policy, backend, dialect and accountant are required")
 	}
 	e := &Engine{
-		policy:     opts.Policy,
 		backend:    opts.Backend,
 		dialect:    opts.Dialect,
 		accountant: opts.Accountant,
@@ -76,6 +77,7 @@ func New(opts Options) (*Engine, error) {
 		cache:      newResultCache(opts.Policy.Cache.Size, opts.Policy.Cache.TTL),
 		sessions:   map[string]int{},
 	}
+	e.policy.Store(opts.Policy)
 	var err error
 	if e.passthroughs, err = lru.New[string, *rewrite.Passthrough](passthroughMemoSize); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -98,8 +100,19 @@ func New(opts Options) (*Engine, error) {
 // Backend returns the database the engine answers from.
 func (e *Engine) Backend() backend.Backend { return e.backend }
 
-// Policy returns the policy the engine enforces.
-func (e *Engine) Policy() *config.Policy { return e.policy }
+// Policy returns the policy the engine enforces now (SetPolicy may
+// replace it between two calls).
+func (e *Engine) Policy() *config.Policy { return e.policy.Load() }
+
+// SetPolicy puts pol in force for the statements that start from now on
+// (a policy reload): the sessions' memos, analyses made under the old
+// one, are dropped. The backend, the result cache and the accountant's
+// configuration are not changed here.
+func (e *Engine) SetPolicy(pol *config.Policy) {
+	e.policy.Store(pol)
+	e.passthroughs.Purge()
+	e.prepared.Purge()
+}
 
 // Dialect returns the SQL dialect of the backend: the analysis of a
 // statement and the backend SQL it emits are for this dialect.
@@ -114,7 +127,7 @@ func (e *Engine) Logger() *slog.Logger { return e.log }
 
 // SCRAMVerifier returns an analyst's SCRAM-SHA-256 verifier.
 func (e *Engine) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
-	a, ok := e.policy.Analyst(user)
+	a, ok := e.Policy().Analyst(user)
 	if !ok {
 		return auth.SCRAMVerifier{}, false
 	}
@@ -125,7 +138,7 @@ func (e *Engine) SCRAMVerifier(user string) (auth.SCRAMVerifier, bool) {
 // listen.max_connections_per_analyst (0: no limit). Sessions of both
 // front ends count; each one opened is given back with CloseSession.
 func (e *Engine) OpenSession(analyst string) error {
-	limit := e.policy.Listen.MaxConnectionsPerAnalyst
+	limit := e.Policy().Listen.MaxConnectionsPerAnalyst
 	e.sessionsMu.Lock()
 	defer e.sessionsMu.Unlock()
 	if limit > 0 && e.sessions[analyst] >= limit {
@@ -265,7 +278,7 @@ func ledgerUnavailable(err error) error {
 // may be shown as they are (public tables): on protected data
 // whether a cap is reached is an exact statistic.
 func (e *Engine) query(ctx context.Context, b backend.Backend, sql string, args ...any) (*backend.Rows, error) {
-	l := e.policy.Listen
+	l := e.Policy().Listen
 	return b.Query(backend.WithResultLimit(ctx, backend.ResultLimit{Rows: l.MaxResultRows, Bytes: l.MaxResultBytes}), sql, args...)
 }
 

@@ -130,9 +130,9 @@ func (s *Session) queryCatalog(ctx context.Context, sql string, stmt ast.StmtNod
 	var res *sqltypes.Result
 	var err error
 	if s.frontEnd == rewrite.MySQLFrontEnd {
-		res, err = s.server.catalog.QueryMySQL(ctx, stmt, args, s.catalogSession())
+		res, err = s.server.catalog.Load().QueryMySQL(ctx, stmt, args, s.catalogSession())
 	} else {
-		res, err = s.server.catalog.QueryPostgres(ctx, sql, args, s.catalogSession())
+		res, err = s.server.catalog.Load().QueryPostgres(ctx, sql, args, s.catalogSession())
 	}
 	if err != nil {
 		return nil, catalogError(err)
@@ -169,7 +169,7 @@ func catalogError(err error) error {
 // every parameter NULL (the catalog holds no data, so this costs nothing
 // and reveals nothing).
 func (s *Session) describeCatalog(ctx context.Context, sql string) (params []sqltypes.Type, cols []sqltypes.Column, err error) {
-	_, n, err := s.server.catalog.TranslatePostgres(sql, s.catalogSession())
+	_, n, err := s.server.catalog.Load().TranslatePostgres(sql, s.catalogSession())
 	if err != nil {
 		return nil, nil, catalogError(err)
 	}

@@ -573,7 +573,7 @@ func (s *Session) mysqlShow(ctx context.Context, x *ast.ShowStmt) (*sqltypes.Res
 			return nil, false, nil
 		}
 		s.note.kind = KindCatalog
-		res, ok, err := s.server.catalog.ShowMySQL(ctx, x, s.catalogSession())
+		res, ok, err := s.server.catalog.Load().ShowMySQL(ctx, x, s.catalogSession())
 		if err != nil {
 			return nil, true, catalogError(err)
 		}

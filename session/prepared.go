@@ -205,6 +205,9 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, par
 }
 
 func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, params []any) (*sqltypes.Result, error) {
+	if err := s.stillInPolicy(); err != nil {
+		return nil, err
+	}
 	if p.Empty {
 		return nil, nil
 	}

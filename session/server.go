@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/config"
@@ -17,8 +18,10 @@ import (
 // Server is what every session of one dpproxy shares: the engine and the
 // virtual catalog built from the policy.
 type Server struct {
-	engine  *engine.Engine
-	catalog *catalog.Catalog
+	engine *engine.Engine
+	// catalog is the virtual catalog of the policy in force (Reload
+	// replaces it).
+	catalog atomic.Pointer[catalog.Catalog]
 	// observe, when set, is told of every statement (Observe); active
 	// counts the statements running under it.
 	observe func(Statement)
@@ -41,34 +44,73 @@ func (s *Server) Observe(f func(Statement)) { s.observe = f }
 // backend declares them, read once — and returns the server sessions are
 // opened on.
 func NewServer(ctx context.Context, e *engine.Engine) (*Server, error) {
-	if err := loadKeyLists(ctx, e.Policy(), e.Backend(), e.Dialect()); err != nil {
-		return nil, err
-	}
-	if err := checkUnitKeys(ctx, e.Policy(), e.Backend()); err != nil {
-		return nil, err
-	}
-	if err := describePublicTables(ctx, e.Policy(), e.Backend()); err != nil {
-		return nil, err
-	}
-	if err := loadPublicKeyLists(ctx, e.Policy(), e.Backend(), e.Dialect()); err != nil {
-		return nil, err
-	}
-	schema, err := CatalogSchema(ctx, e.Policy(), e.Backend())
+	cat, err := prepareCatalog(ctx, e.Policy(), e)
 	if err != nil {
 		return nil, err
 	}
-	cat, err := catalog.New(ctx, schema)
+	srv := &Server{engine: e}
+	srv.catalog.Store(cat)
+	return srv, nil
+}
+
+// prepareCatalog completes pol from the backend (key lists, the columns
+// of public tables), checks its unit paths' keys, and builds its virtual
+// catalog.
+func prepareCatalog(ctx context.Context, pol *config.Policy, e *engine.Engine) (*catalog.Catalog, error) {
+	if err := loadKeyLists(ctx, pol, e.Backend(), e.Dialect()); err != nil {
+		return nil, err
+	}
+	if err := checkUnitKeys(ctx, pol, e.Backend()); err != nil {
+		return nil, err
+	}
+	if err := describePublicTables(ctx, pol, e.Backend()); err != nil {
+		return nil, err
+	}
+	if err := loadPublicKeyLists(ctx, pol, e.Backend(), e.Dialect()); err != nil {
+		return nil, err
+	}
+	schema, err := CatalogSchema(ctx, pol, e.Backend())
 	if err != nil {
 		return nil, err
 	}
-	return &Server{engine: e, catalog: cat}, nil
+	return catalog.New(ctx, schema)
+}
+
+// Reload puts pol in force for the statements that start from now on,
+// without closing any session: pol is completed and checked against the
+// backend and its catalog built as NewServer does; then apply (the
+// caller's part, such as the accountant's budgets) runs; then the engine
+// and the catalog switch to pol. An error from any step before the switch
+// leaves everything as it was. The old catalog is closed once statements
+// that may still read it have ended (graceAfterReload).
+func (srv *Server) Reload(ctx context.Context, pol *config.Policy, apply func() error) error {
+	cat, err := prepareCatalog(ctx, pol, srv.engine)
+	if err != nil {
+		return err
+	}
+	if apply != nil {
+		if err := apply(); err != nil {
+			cat.Close()
+			return err
+		}
+	}
+	srv.engine.SetPolicy(pol)
+	old := srv.catalog.Swap(cat)
+	time.AfterFunc(graceAfterReload(pol), func() { old.Close() })
+	return nil
+}
+
+// graceAfterReload is how long a replaced catalog stays open: longer than
+// any statement may run.
+func graceAfterReload(pol *config.Policy) time.Duration {
+	return pol.Listen.StatementTimeout + 10*time.Second
 }
 
 // Engine returns the server's engine.
 func (srv *Server) Engine() *engine.Engine { return srv.engine }
 
 // Close releases the catalog.
-func (srv *Server) Close() error { return srv.catalog.Close() }
+func (srv *Server) Close() error { return srv.catalog.Load().Close() }
 
 // CatalogSchema is the policy's view of the database: protected tables with
 // their exposed columns only, public tables with all their columns and

@@ -107,6 +107,15 @@ func New(srv *Server, analyst string, fe rewrite.FrontEnd) (*Session, error) {
 	}, nil
 }
 
+// stillInPolicy refuses the statements of an analyst a policy reload
+// removed (the connection stays open; it can run nothing).
+func (s *Session) stillInPolicy() error {
+	if _, ok := s.engine.Policy().Analyst(s.analyst); !ok {
+		return sqlerr.New(sqlerr.InvalidAuthorization, "analyst %q is no longer in the policy (it was reloaded): this connection can run no statement; reconnect as an analyst the policy names", s.analyst)
+	}
+	return nil
+}
+
 // Analyst returns the session's analyst.
 func (s *Session) Analyst() string { return s.analyst }
 
@@ -127,6 +136,9 @@ func (s *Session) Execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 }
 
 func (s *Session) execute(ctx context.Context, sql string) ([]*sqltypes.Result, error) {
+	if err := s.stillInPolicy(); err != nil {
+		return nil, err
+	}
 	cmd, err := matchSessionCommand(sql)
 	if err != nil {
 		return nil, err

@@ -195,7 +195,8 @@ func serverFor(tb testing.TB, e *engine.Engine) *Server {
 		}
 		cat, _ = catalogs.LoadOrStore(key, built)
 	}
-	srv := &Server{engine: e, catalog: cat.(*catalog.Catalog)}
+	srv := &Server{engine: e}
+	srv.catalog.Store(cat.(*catalog.Catalog))
 	servers.Store(e, srv)
 	tb.Cleanup(func() { servers.Delete(e) })
 	return srv

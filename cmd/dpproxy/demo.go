@@ -67,7 +67,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := demo.GenerateSQLite(ctx, pol.Backend.Path); err != nil {
 		return fmt.Errorf("preparing demo data: %w", err)
 	}
-	return serve(ctx, pol, func(addrs map[string]net.Addr) {
+	return serve(ctx, pol, nil, func(addrs map[string]net.Addr) {
 		connect := ""
 		if a, ok := addrs["postgres"]; ok {
 			connect += fmt.Sprintf("Connect with psql:\n  psql \"postgres://analyst:analyst@127.0.0.1:%d/demo\"\n", a.(*net.TCPAddr).Port)

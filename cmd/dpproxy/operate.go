@@ -26,7 +26,7 @@ type operations struct {
 
 // startOperations opens the audit log and the admin listener the policy
 // asks for and has every statement of rt's sessions reach them.
-func startOperations(pol *config.Policy, rt *runtime, limits *netserver.Limits, throttle *auth.Throttle) (*operations, error) {
+func startOperations(pol *config.Policy, rt *runtime, limits *netserver.Limits, throttle *auth.Throttle, reload func(context.Context) admin.ReloadResult) (*operations, error) {
 	ops := &operations{}
 	var observers []func(session.Statement)
 	if pol.Audit.Path != "" {
@@ -60,7 +60,8 @@ func startOperations(pol *config.Policy, rt *runtime, limits *netserver.Limits, 
 		ops.adminLn = ln
 		ops.admin = admin.New(admin.Options{
 			User: pol.Admin.User, Verifier: verifier, Throttle: throttle, Metrics: metrics,
-			Ready: func(ctx context.Context) error { return ready(ctx, rt) },
+			Ready:  func(ctx context.Context) error { return ready(ctx, rt) },
+			Reload: reload,
 		})
 		go func() {
 			if err := ops.admin.Serve(ln); err != nil {

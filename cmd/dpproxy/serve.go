@@ -9,6 +9,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dpproxy/dpproxy/auth"
@@ -47,7 +51,21 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if *mysqlAddr != "" {
 		pol.Listen.MySQL = *mysqlAddr
 	}
-	return serve(ctx, pol, nil)
+	// A reload reads the file again, with the same overrides.
+	load := func() (*config.Policy, error) {
+		p, err := config.Load(*configPath)
+		if err != nil {
+			return nil, err
+		}
+		if *pgAddr != "" {
+			p.Listen.Postgres = *pgAddr
+		}
+		if *mysqlAddr != "" {
+			p.Listen.MySQL = *mysqlAddr
+		}
+		return p, nil
+	}
+	return serve(ctx, pol, load, nil)
 }
 
 // dialectFor returns the SQL dialect of a backend kind.
@@ -140,10 +158,11 @@ type frontEnd struct {
 	shutdown func(context.Context) error
 }
 
-// serve runs the proxy until ctx is cancelled. ready, when set, is called
-// once clients can connect, with the listening address of each protocol
-// ("postgres", "mysql").
-func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]net.Addr)) error {
+// serve runs the proxy until ctx is cancelled. load, when set, reads the
+// policy file again for a reload (SIGHUP, or the admin listener's POST
+// /reload). ready, when set, is called once clients can connect, with the
+// listening address of each protocol ("postgres", "mysql").
+func serve(ctx context.Context, pol *config.Policy, load func() (*config.Policy, error), ready func(addrs map[string]net.Addr)) error {
 	rt, err := open(ctx, pol)
 	if err != nil {
 		return err
@@ -164,11 +183,27 @@ func serve(ctx context.Context, pol *config.Policy, ready func(addrs map[string]
 	if err != nil {
 		return err
 	}
-	ops, err := startOperations(pol, rt, limits, throttle)
+	reloads := &reloader{load: load, rt: rt}
+	ops, err := startOperations(pol, rt, limits, throttle, reloads.reload)
 	if err != nil {
 		return err
 	}
 	defer ops.close()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				if res := reloads.reload(ctx); !res.Applied && load == nil {
+					slog.Warn("SIGHUP ignored", "reason", strings.Join(res.Errors, "; "))
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	var fronts []frontEnd
 	defer func() {
 		for _, f := range fronts {
@@ -283,25 +318,43 @@ func serverSecret(ctx context.Context, pol *config.Policy, ledger budget.Store) 
 // newAccountant is the accountant of a policy's analysts, teams and
 // tables with budgets of their own over a ledger.
 func newAccountant(ctx context.Context, ledger budget.Store, pol *config.Policy) (*budget.Accountant, error) {
+	acct, err := budget.NewAccountant(ctx, ledger, analystLimits(pol))
+	if err != nil {
+		return nil, err
+	}
+	if err := configureAccountant(acct, pol); err != nil {
+		return nil, err
+	}
+	return acct, nil
+}
+
+func analystLimits(pol *config.Policy) map[string]budget.Cost {
 	limits := make(map[string]budget.Cost, len(pol.Analysts))
 	for _, a := range pol.Analysts {
 		limits[a.Name] = budget.Cost{Epsilon: a.Budget.Epsilon, Delta: a.Budget.Delta}
 	}
-	acct, err := budget.NewAccountant(ctx, ledger, limits)
-	if err != nil {
-		return nil, err
+	return limits
+}
+
+// configureAccountant gives acct the budgets of pol, replacing any it had
+// (at start, or on a policy reload): every analyst's limit, window and
+// composition, the teams, and the tables' own budgets and windows. The
+// ledger's charges are kept.
+func configureAccountant(acct *budget.Accountant, pol *config.Policy) error {
+	if err := acct.SetLimits(analystLimits(pol)); err != nil {
+		return err
 	}
 	for _, a := range pol.Analysts {
-		if w, lifetime := windowOf(a.Budget); !w.IsZero() {
-			if err := acct.SetWindow(a.Name, w, lifetime); err != nil {
-				return nil, err
-			}
+		w, lifetime := windowOf(a.Budget)
+		if err := acct.SetWindow(a.Name, w, lifetime); err != nil {
+			return err
 		}
+		var comp budget.Composition
 		if a.Budget.Accountant == config.AccountantAdvanced || a.Budget.Accountant == config.AccountantZCDP {
-			comp := budget.Composition{DeltaPrime: a.Budget.DeltaPrime, ZCDP: a.Budget.Accountant == config.AccountantZCDP}
-			if err := acct.SetComposition(a.Name, comp); err != nil {
-				return nil, err
-			}
+			comp = budget.Composition{DeltaPrime: a.Budget.DeltaPrime, ZCDP: a.Budget.Accountant == config.AccountantZCDP}
+		}
+		if err := acct.SetComposition(a.Name, comp); err != nil {
+			return err
 		}
 	}
 	teams := make(map[string]budget.Team, len(pol.Teams))
@@ -310,7 +363,7 @@ func newAccountant(ctx context.Context, ledger budget.Store, pol *config.Policy)
 		teams[t.Name] = budget.Team{Limit: budget.Cost{Epsilon: t.Budget.Epsilon, Delta: t.Budget.Delta}, Members: t.Analysts, Window: w, Lifetime: lifetime}
 	}
 	if err := acct.SetTeams(teams); err != nil {
-		return nil, err
+		return err
 	}
 	tables := map[string]budget.Cost{}
 	for _, t := range pol.ProtectedTables {
@@ -319,18 +372,20 @@ func newAccountant(ctx context.Context, ledger budget.Store, pol *config.Policy)
 		}
 	}
 	if err := acct.SetTableLimits(tables); err != nil {
-		return nil, err
+		return err
 	}
+	// A table without a budget of its own has no limit, whatever window
+	// an earlier policy gave it.
 	for _, t := range pol.ProtectedTables {
-		if t.Budget != nil {
-			if w, lifetime := windowOf(*t.Budget); !w.IsZero() {
-				if err := acct.SetTableWindow(t.Name, w, lifetime); err != nil {
-					return nil, err
-				}
-			}
+		if t.Budget == nil {
+			continue
+		}
+		w, lifetime := windowOf(*t.Budget)
+		if err := acct.SetTableWindow(t.Name, w, lifetime); err != nil {
+			return err
 		}
 	}
-	return acct, nil
+	return nil
 }
 
 // windowOf is how a policy budget renews (none: the zero Window) and its
