@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -17,14 +19,29 @@ func runBudget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("budget", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "policy file (YAML)")
-	if err := fs.Parse(args); err != nil {
+	demoBudget := fs.Bool("demo", false, "the demo's budget (dpproxy demo)")
+	dataDir := fs.String("data-dir", defaultDataDir(), "with --demo: the demo's data directory")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var pol *config.Policy
+	var err error
+	switch {
+	case *demoBudget && *configPath != "":
+		fmt.Fprintln(stderr, "dpproxy budget: --config and --demo exclude each other")
+		return errUsage
+	case *demoBudget:
+		if pol, err = demoPolicyIn(*dataDir); err == nil {
+			if _, serr := os.Stat(pol.Ledger.Path); errors.Is(serr, os.ErrNotExist) {
+				return fmt.Errorf("no demo ledger in %s: the demo has not run there yet (start it with `dpproxy demo --data-dir %s`), so nothing is spent", *dataDir, *dataDir)
+			}
+		}
+	case *configPath != "":
+		pol, err = config.Load(*configPath)
+	default:
+		fmt.Fprintln(stderr, "dpproxy budget: --config FILE (or --demo) is required")
 		return errUsage
 	}
-	if *configPath == "" {
-		fmt.Fprintln(stderr, "dpproxy budget: --config FILE is required")
-		return errUsage
-	}
-	pol, err := config.Load(*configPath)
 	if err != nil {
 		return err
 	}

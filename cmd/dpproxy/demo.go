@@ -44,8 +44,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	pgAddr := fs.String("pg-addr", "127.0.0.1:5433", "PostgreSQL listen address")
 	mysqlAddr := fs.String("mysql-addr", "127.0.0.1:3307", "MySQL listen address (\"\" turns the MySQL front end off)")
 	resetBudget := fs.Bool("reset-budget", false, "delete the demo ledger first, restoring the analyst's full budget")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
 		return fmt.Errorf("creating data directory: %w", err)

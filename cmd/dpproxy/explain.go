@@ -21,8 +21,8 @@ func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "policy file (YAML); the built-in demo policy when empty")
 	epsilon := fs.Float64("epsilon", 0, "ε of the query (default: the policy's defaults.epsilon)")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, `usage: dpproxy explain [--config FILE] [--epsilon E] "SQL"`)

@@ -2,19 +2,22 @@
 //
 //	dpproxy demo     [--data-dir DIR] [--pg-addr ADDR] [--reset-budget]
 //	dpproxy serve    --config FILE
-//	dpproxy explain  --config FILE "SQL"
+//	dpproxy explain  [--config FILE] "SQL"
 //	dpproxy passwd   [--password-stdin]
-//	dpproxy budget   --config FILE
+//	dpproxy budget   --config FILE | --demo [--data-dir DIR]
+//	dpproxy version
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 )
@@ -26,12 +29,15 @@ Usage:
                   run on a built-in demo dataset (embedded SQLite)
   dpproxy serve   --config FILE
                   run against the backend named in the policy file
-  dpproxy explain --config FILE "SQL"
+  dpproxy explain [--config FILE] "SQL"
                   show the backend SQL, sensitivities and noise of a query, without spending budget
+                  (the demo's policy without --config)
   dpproxy passwd  [--password-stdin]
                   print the password verifiers to paste into a policy file
-  dpproxy budget  --config FILE
+  dpproxy budget  --config FILE | --demo [--data-dir DIR]
                   show every analyst's spent and remaining budget
+  dpproxy version
+                  print dpproxy's version, commit and Go version
 
 Run "dpproxy COMMAND -h" for a command's flags.
 `
@@ -48,6 +54,9 @@ func main() {
 		}
 	}
 	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, errHelp) {
+			return // a command's -h: its flags were printed
+		}
 		if !errors.Is(err, errUsage) {
 			fmt.Fprintln(os.Stderr, "dpproxy:", err)
 		}
@@ -56,7 +65,23 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage")
+var (
+	errUsage = errors.New("usage")
+	// errHelp is a command's -h: its usage is printed and dpproxy exits 0.
+	errHelp = errors.New("help")
+)
+
+// parseFlags parses a command's flags: errHelp for -h (after printing
+// them), errUsage for a bad flag (after saying why).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return errHelp
+	case err != nil:
+		return errUsage
+	}
+	return nil
+}
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -75,6 +100,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runPasswd(args[1:], stdin, stdout, stderr)
 	case "budget":
 		return runBudget(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, versionLine())
+		return nil
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -88,4 +116,35 @@ func logLevel() slog.Level {
 		return slog.LevelDebug
 	}
 	return slog.LevelInfo
+}
+
+// versionLine is dpproxy's version as the build recorded it: the module
+// version (or "devel"), the commit and its time, and the Go version.
+func versionLine() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dpproxy (no build information)"
+	}
+	version := info.Main.Version
+	if version == "" || version == "(devel)" {
+		version = "devel"
+	}
+	line := "dpproxy " + version
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	if rev := settings["vcs.revision"]; rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		line += " commit " + rev
+		if settings["vcs.modified"] == "true" {
+			line += " (modified)"
+		}
+		if at := settings["vcs.time"]; at != "" {
+			line += " " + at
+		}
+	}
+	return line + " " + info.GoVersion
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
 )
 
@@ -105,5 +107,51 @@ func TestUnknownCommand(t *testing.T) {
 	_, stderr, err := runCmd(t, "", "frobnicate")
 	if !errors.Is(err, errUsage) || !strings.Contains(stderr, `unknown command "frobnicate"`) {
 		t.Errorf("got %v, %q", err, stderr)
+	}
+}
+
+// `dpproxy version` names dpproxy and its Go version; a command's -h
+// prints its flags and is not an error (exit 0); a bad flag is.
+func TestVersionAndHelp(t *testing.T) {
+	out, _, err := runCmd(t, "", "version")
+	if err != nil || !strings.HasPrefix(out, "dpproxy ") || !strings.Contains(out, "go1.") {
+		t.Errorf("version: %q %v", out, err)
+	}
+	for _, cmd := range []string{"serve", "demo", "explain", "budget", "passwd"} {
+		_, stderr, err := runCmd(t, "", cmd, "-h")
+		if !errors.Is(err, errHelp) || !strings.Contains(stderr, "-") {
+			t.Errorf("%s -h: %v, printed %q", cmd, err, stderr)
+		}
+		if _, _, err := runCmd(t, "", cmd, "--no-such-flag"); !errors.Is(err, errUsage) {
+			t.Errorf("%s --no-such-flag: %v, want a usage error", cmd, err)
+		}
+	}
+}
+
+// `dpproxy budget --demo` reads the demo's ledger; without one it says
+// the demo has not run there.
+func TestBudgetOfTheDemo(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := runCmd(t, "", "budget", "--demo", "--data-dir", dir); err == nil || !strings.Contains(err.Error(), "the demo has not run there yet") {
+		t.Errorf("no ledger yet: %v", err)
+	}
+	pol, err := demoPolicyIn(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := budget.OpenSQLite(context.Background(), pol.Ledger.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Append(context.Background(), budget.Charge{Analyst: "analyst", Cost: budget.Cost{Epsilon: 1.5}, Query: "SELECT COUNT(*) FROM patients"}); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	out, _, err := runCmd(t, "", "budget", "--demo", "--data-dir", dir)
+	if err != nil || !regexp.MustCompile(`(?m)^analyst\s+1\.5\s+50\s+48\.5\s`).MatchString(out) {
+		t.Errorf("budget --demo: %v\n%s", err, out)
+	}
+	if _, _, err := runCmd(t, "", "budget", "--demo", "--config", "x.yaml"); !errors.Is(err, errUsage) {
+		t.Errorf("--demo with --config: %v", err)
 	}
 }

@@ -18,8 +18,8 @@ func runPasswd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("passwd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Bool("password-stdin", true, "read the password from standard input (the default; kept for scripts)")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	fmt.Fprint(stderr, "password: ")
 	line, err := bufio.NewReader(stdin).ReadString('\n')

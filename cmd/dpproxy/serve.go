@@ -34,8 +34,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	configPath := fs.String("config", "", "policy file (YAML)")
 	pgAddr := fs.String("pg-addr", "", "PostgreSQL listen address (overrides listen.postgres)")
 	mysqlAddr := fs.String("mysql-addr", "", "MySQL listen address (overrides listen.mysql)")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *configPath == "" {
 		fmt.Fprintln(stderr, "dpproxy serve: --config FILE is required")
