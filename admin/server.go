@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/budget"
+	"github.com/dpproxy/dpproxy/config"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -29,6 +31,11 @@ type Options struct {
 	// Ready checks what answering needs (the backend, the ledger); a
 	// non-nil error makes /readyz answer 503 with its message.
 	Ready func(context.Context) error
+	// Policy, Accountant and Recent feed the budget page (GET /); it is
+	// not served without Policy and Accountant.
+	Policy     func() *config.Policy
+	Accountant *budget.Accountant
+	Recent     *Recent
 	// Reload reads the policy file again and puts it in force (POST
 	// /reload); nil answers 404.
 	Reload func(context.Context) ReloadResult
@@ -74,6 +81,9 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET /readyz", s.ready)
 	if opts.Reload != nil {
 		mux.HandleFunc("POST /reload", s.reload)
+	}
+	if opts.Policy != nil && opts.Accountant != nil {
+		mux.HandleFunc("GET /{$}", s.page)
 	}
 	s.http = &http.Server{
 		Handler:           s.authenticated(mux),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/budget"
+	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/session"
 	"github.com/dpproxy/dpproxy/sqlerr"
 )
@@ -110,5 +111,89 @@ func TestObserveCounts(t *testing.T) {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+}
+
+// The budget page lists every budget with its spending, draws the
+// charges over time, and shows recent statements and refusals with their
+// text escaped (a statement is the client's text: it must not become
+// markup); it loads nothing from elsewhere.
+func TestBudgetPage(t *testing.T) {
+	ctx := context.Background()
+	pol, err := config.Parse([]byte(`
+backend: {kind: sqlite, path: unused.db}
+analysts:
+  - name: ana
+    password: {scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="}
+    budget: {epsilon: 4}
+  - name: bob
+    password: {scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="}
+    budget: {epsilon: 2, window: day}
+teams:
+  - {name: research, analysts: [ana, bob], budget: {epsilon: 5}}
+protected_tables:
+  - name: t
+    privacy_unit: uid
+    budget: {epsilon: 3}
+    columns: [{name: uid, type: int}]
+`), "page.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := budget.OpenSQLite(ctx, t.TempDir()+"/ledger.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	acct, err := budget.NewAccountant(ctx, store, map[string]budget.Cost{"ana": {Epsilon: 4}, "bob": {Epsilon: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct.SetTeams(map[string]budget.Team{"research": {Limit: budget.Cost{Epsilon: 5}, Members: []string{"ana", "bob"}}})
+	acct.SetTableLimits(map[string]budget.Cost{"t": {Epsilon: 3}})
+	if err := acct.SetWindow("bob", budget.Window{Period: "day"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		analyst string
+		eps     float64
+	}{{"ana", 0.5}, {"ana", 1}, {"bob", 0.25}} {
+		r, err := acct.ReserveFor(ctx, c.analyst, []string{"t"}, budget.Cost{Epsilon: c.eps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Commit(ctx, "SELECT COUNT(*) FROM t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, _ := auth.NewSCRAMVerifier("pw")
+	recent := NewRecent(10)
+	recent.Observe(session.Statement{Time: time.Now(), Analyst: "ana", Protocol: "postgres", Kind: session.KindDP, Text: "SELECT COUNT(*) FROM t", Charged: budget.Cost{Epsilon: 0.5}, Rows: 1})
+	recent.Observe(session.Statement{Time: time.Now(), Analyst: "bob", Protocol: "mysql", Kind: session.KindDP, Text: "SELECT '<script>alert(1)</script>' FROM t", SQLState: sqlerr.InsufficientPrivilege, Error: "raw rows are never returned"})
+	s := New(Options{User: "ops", Verifier: v, Metrics: NewMetrics(Sources{}), Policy: func() *config.Policy { return pol }, Accountant: acct, Recent: recent})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	status, body := fetch(t, ts.URL+"/", "ops", "pw")
+	if status != http.StatusOK {
+		t.Fatalf("GET /: %d %s", status, body)
+	}
+	for _, want := range []string{
+		`data-scope="analyst" data-name="ana"`, `<td class="num">1.5</td><td class="num">4</td><td class="num">2.5</td>`,
+		`data-scope="analyst" data-name="bob"`, `<td>this day</td>`,
+		`data-scope="team" data-name="research"`, `<td class="num">1.75</td><td class="num">5</td>`,
+		`data-scope="table" data-name="t"`,
+		`<svg`, `ε charged over time`,
+		`class="refusal"`, `raw rows are never returned`, `&lt;script&gt;alert(1)&lt;/script&gt;`,
+		`class="statement"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+	if strings.Contains(body, "<script>") || strings.Contains(body, "src=\"http") || strings.Contains(body, "href=\"http") {
+		t.Error("the page has a script or an external asset")
+	}
+	if status, _ := fetch(t, ts.URL+"/", "", ""); status != http.StatusUnauthorized {
+		t.Errorf("the page without login: %d", status)
 	}
 }

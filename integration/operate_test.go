@@ -2,16 +2,20 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"image/png"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpproxy/dpproxy/auditlog"
 	"github.com/dpproxy/dpproxy/auth"
@@ -223,5 +227,79 @@ SELECT AVG(age) FROM patients;
 	}
 	if psqlLines[2].Rows != 25 || psqlLines[0].Rows != 1 {
 		t.Errorf("rows in the audit log: %d and %d", psqlLines[2].Rows, psqlLines[0].Rows)
+	}
+}
+
+// chromium runs headless Chromium with args; the test skips without it.
+func chromium(t *testing.T, args ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not installed (scripts/test.sh installs it)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--user-data-dir=" + t.TempDir(), "--no-first-run", "--disable-extensions"}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, errOut.String())
+	}
+	return out.String()
+}
+
+// The budget page in a real browser (headless Chromium): its DOM has the
+// analyst's budget row with the spending the session left, the chart and
+// the statements; its screenshot is a drawn page, not a blank one.
+func TestBudgetPageInChromium(t *testing.T) {
+	p, adminURL, _ := operatedProxy(t)
+	psql(t, p, "analyst", "analyst", "SELECT COUNT(*) FROM patients;\nSELECT AVG(age) FROM patients;\nSELECT * FROM patients;\n")
+	pageURL := strings.Replace(adminURL, "http://", "http://ops:opspw@", 1) + "/"
+	dom := chromium(t, "--dump-dom", pageURL)
+	for _, want := range []string{
+		`<h1>dpproxy budgets</h1>`,
+		`data-scope="analyst" data-name="analyst"`,
+		`<td class="num">0.2</td><td class="num">10</td><td class="num">9.8</td>`,
+		`<svg`, `class="refusal"`, `class="statement"`, `SELECT AVG(age) FROM patients;`,
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the page Chromium rendered lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("DOM:\n%s", dom)
+	}
+	shot := filepath.Join(t.TempDir(), "page.png")
+	if dir := os.Getenv("DPPROXY_KEEP_SCREENSHOT"); dir != "" {
+		shot = filepath.Join(dir, "budget-page.png")
+	}
+	chromium(t, "--screenshot="+shot, "--window-size=1200,1400", "--hide-scrollbars", pageURL)
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != 1400 {
+		t.Errorf("screenshot %v, want 1200×1400", b)
+	}
+	// Drawn: many distinct colours (text, the bar, the chart's lines),
+	// and the chart's blue line among them.
+	colours, blue := map[[3]uint32]bool{}, false
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y += 2 {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x += 2 {
+			r, g, b, _ := img.At(x, y).RGBA()
+			colours[[3]uint32{r >> 8, g >> 8, b >> 8}] = true
+			if r>>8 < 60 && g>>8 > 90 && g>>8 < 150 && b>>8 > 150 {
+				blue = true
+			}
+		}
+	}
+	if len(colours) < 20 || !blue {
+		t.Errorf("the screenshot has %d colours (blue line drawn: %v): a blank or unstyled page", len(colours), blue)
 	}
 }

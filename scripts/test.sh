@@ -59,6 +59,13 @@ if ! /usr/bin/python3 -c 'import sqlalchemy, psycopg2, pymysql' 2>/dev/null; the
   apt_install python3-sqlalchemy python3-psycopg2 python3-pymysql || log "Python packages not installed: the ORM tests will skip"
 fi
 
+# Headless Chromium renders the admin listener's budget page (about two
+# minutes to install the first time).
+if ! command -v chromium >/dev/null; then
+  log "installing chromium"
+  apt_install chromium || log "chromium not installed: the budget page test will skip"
+fi
+
 # PostgreSQL refuses to run as root: run the cluster as an unprivileged user.
 PG_USER=$(id -un)
 if [ "$(id -u)" = 0 ]; then

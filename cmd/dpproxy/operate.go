@@ -51,7 +51,8 @@ func startOperations(pol *config.Policy, rt *runtime, limits *netserver.Limits, 
 			src.AuditErrors = ops.audit.Errors
 		}
 		metrics := admin.NewMetrics(src)
-		observers = append(observers, metrics.Observe)
+		recent := admin.NewRecent(50)
+		observers = append(observers, metrics.Observe, recent.Observe)
 		ln, err := net.Listen("tcp", pol.Admin.Listen)
 		if err != nil {
 			ops.close()
@@ -62,6 +63,7 @@ func startOperations(pol *config.Policy, rt *runtime, limits *netserver.Limits, 
 			User: pol.Admin.User, Verifier: verifier, Throttle: throttle, Metrics: metrics,
 			Ready:  func(ctx context.Context) error { return ready(ctx, rt) },
 			Reload: reload,
+			Policy: rt.engine.Policy, Accountant: rt.engine.Accountant(), Recent: recent,
 		})
 		go func() {
 			if err := ops.admin.Serve(ln); err != nil {
