@@ -5,6 +5,8 @@
 //	dpproxy explain  [--config FILE] "SQL"
 //	dpproxy passwd   [--password-stdin]
 //	dpproxy budget   --config FILE | --demo [--data-dir DIR]
+//	dpproxy init     --dsn URL | --sqlite FILE [--public t1,t2] [--out FILE]
+//	dpproxy check    --config FILE
 //	dpproxy version
 package main
 
@@ -36,6 +38,11 @@ Usage:
                   print the password verifiers to paste into a policy file
   dpproxy budget  --config FILE | --demo [--data-dir DIR]
                   show every analyst's spent and remaining budget
+  dpproxy init    --dsn URL | --sqlite FILE [--public t1,t2] [--out FILE]
+                  draft a policy from a live schema
+  dpproxy check   --config FILE
+                  check a policy against its database: tables, columns, types,
+                  a read-only backend role, what bounds and limits cut
   dpproxy version
                   print dpproxy's version, commit and Go version
 
@@ -56,6 +63,9 @@ func main() {
 	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, errHelp) {
 			return // a command's -h: its flags were printed
+		}
+		if errors.Is(err, errCheckFailed) {
+			os.Exit(1) // the report says why
 		}
 		if !errors.Is(err, errUsage) {
 			fmt.Fprintln(os.Stderr, "dpproxy:", err)
@@ -100,6 +110,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runPasswd(args[1:], stdin, stdout, stderr)
 	case "budget":
 		return runBudget(ctx, args[1:], stdout, stderr)
+	case "init":
+		return runInit(ctx, args[1:], stdout, stderr)
+	case "check":
+		return runCheck(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, versionLine())
 		return nil
