@@ -295,8 +295,8 @@ func run(runs int, out string, patients int, policyPath string, workers int) err
 		}
 		ss = append(ss, s)
 	}
-	title := fmt.Sprintf("MEAN RELATIVE ERROR VS EPSILON (%d PATIENTS, %d RUNS EACH)", patients, runs)
-	if err := drawChart(filepath.Join(out, "accuracy.png"), title, "EPSILON (LOG SCALE)", "MEAN RELATIVE ERROR (LOG SCALE)", chartEps, ss); err != nil {
+	title := fmt.Sprintf("Mean relative error vs ε (%d patients, %d runs each)", patients, runs)
+	if err := drawChart(filepath.Join(out, "accuracy.png"), title, "ε (log scale)", "mean relative error (log scale)", chartEps, ss); err != nil {
 		return err
 	}
 
