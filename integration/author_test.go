@@ -96,6 +96,26 @@ func authorCheck(t *testing.T, c authorCase) {
 	if code != 1 || !strings.Contains(out, "error   visits.colour: no such column in visits") || !strings.Contains(out, "error   patients.sex: the policy says int, the database has") {
 		t.Errorf("check of a missing column and a wrong type: exit %d\n%s", code, out)
 	}
+	// The example policy of this backend checks clean once its dsn is
+	// this database's reader.
+	example, err := os.ReadFile(filepath.Join("..", "examples", map[string]string{"postgres": "postgres", "mysql": "mariadb"}[c.kind], "policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(example), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "  dsn: ") {
+			lines[i] = "  dsn: " + strconv.Quote(c.readerDSN)
+		}
+	}
+	examplePath := filepath.Join(dir, "example.yaml")
+	if err := os.WriteFile(examplePath, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = dpproxyCmd(t, "check", "--config", examplePath)
+	if code != 0 || !strings.Contains(out, "0 error(s)") {
+		t.Errorf("check of examples/ for %s: exit %d\n%s", c.kind, code, out)
+	}
 	clipping := strings.Replace(tablesYAML, "{name: income, type: int, bounds: [0, 200000]}", fmt.Sprintf("{name: income, type: int, bounds: [0, %d]}", c.p60), 1)
 	out, _, code = dpproxyCmd(t, "check", "--config", write(c.readerDSN, clipping))
 	want := fmt.Sprintf("warning patients.income: bounds [0, %d] clip %.1f%% of its 10000 values", c.p60, 100*c.above)
