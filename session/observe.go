@@ -75,11 +75,13 @@ func (s *Session) observed(text string, run func() (rows int, err error)) error 
 	}
 	s.observing = true
 	s.server.active.Add(1)
+	defer func() { // also when run panics (the connection then ends)
+		s.server.active.Add(-1)
+		s.observing = false
+	}()
 	start := time.Now()
 	s.note = statementNote{kind: KindSession}
 	rows, err := run()
-	s.server.active.Add(-1)
-	s.observing = false
 	st := Statement{
 		Time: start, Analyst: s.analyst, Client: s.client, Protocol: protocolName(s.frontEnd), Text: text,
 		Kind: s.note.kind, Charged: s.note.charged, Rows: rows, CacheHit: s.note.cacheHit, Duration: time.Since(start),
