@@ -197,3 +197,38 @@ protected_tables:
 		t.Errorf("the page without login: %d", status)
 	}
 }
+
+// Found in review: a reload posted by another site's page (a browser
+// holding the admin login) is refused; a script's (no Origin) and the
+// listener's own origin are not.
+func TestReloadOrigin(t *testing.T) {
+	v, _ := auth.NewSCRAMVerifier("pw")
+	reloads := 0
+	s := New(Options{User: "ops", Verifier: v, Metrics: NewMetrics(Sources{}), Reload: func(context.Context) ReloadResult {
+		reloads++
+		return ReloadResult{Applied: true}
+	}})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	for _, c := range []struct {
+		origin string
+		status int
+	}{{"", http.StatusOK}, {ts.URL, http.StatusOK}, {"http://evil.example", http.StatusForbidden}} {
+		req, _ := http.NewRequest("POST", ts.URL+"/reload", nil)
+		req.SetBasicAuth("ops", "pw")
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("Origin %q: %d, want %d", c.origin, resp.StatusCode, c.status)
+		}
+	}
+	if reloads != 2 {
+		t.Errorf("%d reloads, want 2", reloads)
+	}
+}

@@ -99,6 +99,15 @@ func TestDraft(t *testing.T) {
 	if !strings.Contains(draft, "CHECK") {
 		t.Error("the draft marks nothing for the author to check")
 	}
+	// Found in review: with a schema, public tables are written with it
+	// (unqualified, they named the default schema's table).
+	qualified, err := Draft(context.Background(), be, DraftOptions{Kind: config.BackendSQLite, Path: path, Schema: "main", Public: []string{"shops"}, Analyst: "ana", Verifiers: verifiers(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pol, err := config.Parse([]byte(qualified), "qualified.yaml"); err != nil || pol.PublicTables[0].Schema != "main" || pol.ProtectedTables[0].Schema != "main" {
+		t.Errorf("a draft of schema main: %v\n%s", err, qualified)
+	}
 	if _, err := Draft(context.Background(), be, DraftOptions{Kind: config.BackendSQLite, Path: path, Public: []string{"nope"}, Analyst: "ana", Verifiers: verifiers(t)}); err == nil {
 		t.Error("--public naming no table was accepted")
 	}

@@ -88,8 +88,12 @@ func Check(ctx context.Context, pol *config.Policy, be backend.Backend) (*Report
 			return nil, fmt.Errorf("describing %s: %w", t.Name, err)
 		}
 		columnsOK := true
+		// The database's spelling of each column, for the data queries
+		// (found in review: the policy's may differ in case).
+		names := map[string]string{}
 		for _, c := range t.Columns {
 			got, ok := findColumn(info, c.Name)
+			names[c.Name] = got.Name
 			switch {
 			case !ok:
 				r.add(Error, t.Name+"."+c.Name, "no such column in %s (its columns: %s)", t.Name, columnNames(info))
@@ -105,10 +109,11 @@ func Check(ctx context.Context, pol *config.Policy, be backend.Backend) (*Report
 		if !columnsOK {
 			continue // the data queries below would fail
 		}
-		if err := checkBounds(ctx, be, q, t, r); err != nil {
+		dbq := func(policyName string) string { return q(names[policyName]) }
+		if err := checkBounds(ctx, be, q, dbq, t, r); err != nil {
 			return nil, err
 		}
-		if err := checkLimits(ctx, pol, be, q, t, r); err != nil {
+		if err := checkLimits(ctx, pol, be, q, dbq, t, r); err != nil {
 			return nil, err
 		}
 	}
@@ -153,12 +158,12 @@ func checkKeySource(ctx context.Context, be backend.Backend, subject string, src
 
 // checkBounds reports, for each column with bounds, the share of its
 // values outside them (which SUM and AVG clamp).
-func checkBounds(ctx context.Context, be backend.Backend, q quoter, t *config.ProtectedTable, r *Report) error {
+func checkBounds(ctx context.Context, be backend.Backend, q, column quoter, t *config.ProtectedTable, r *Report) error {
 	for _, c := range t.Columns {
 		if c.Bounds == nil {
 			continue
 		}
-		col := q(c.Name)
+		col := column(c.Name)
 		sql := fmt.Sprintf("SELECT COUNT(%[1]s), SUM(CASE WHEN %[1]s < %[2]v OR %[1]s > %[3]v THEN 1 ELSE 0 END), MIN(%[1]s), MAX(%[1]s) FROM %[4]s",
 			col, c.Bounds.Lo, c.Bounds.Hi, q.table(t.Schema, t.Name))
 		rows, err := be.Query(ctx, sql)
@@ -205,13 +210,13 @@ func personColumn(pol *config.Policy, t *config.ProtectedTable) string {
 // in a query without GROUP BY (people with more rows, and the rows
 // dropped), and max_groups_per_unit for each GROUP BY column (people in
 // more groups).
-func checkLimits(ctx context.Context, pol *config.Policy, be backend.Backend, q quoter, t *config.ProtectedTable, r *Report) error {
+func checkLimits(ctx context.Context, pol *config.Policy, be backend.Backend, q, column quoter, t *config.ProtectedTable, r *Report) error {
 	unit := personColumn(pol, t)
 	if unit == "" {
 		r.add(Info, t.Name, "a person is not one column of this table: per-person limits not measured")
 		return nil
 	}
-	table, u := q.table(t.Schema, t.Name), q(unit)
+	table, u := q.table(t.Schema, t.Name), column(unit)
 	if t.AutoRows() {
 		r.add(Info, t.Name, "max_rows_per_unit: auto — each query chooses it from the data")
 	} else {
@@ -239,7 +244,7 @@ func checkLimits(ctx context.Context, pol *config.Policy, be backend.Backend, q 
 		}
 		l := t.MaxGroupsPerUnit
 		sql := fmt.Sprintf("SELECT COUNT(*), SUM(CASE WHEN k > %[1]d THEN 1 ELSE 0 END), MAX(k) FROM (SELECT %[2]s, COUNT(DISTINCT %[3]s) AS k FROM %[4]s WHERE %[2]s IS NOT NULL GROUP BY %[2]s) AS per_person",
-			l, u, q(c.Name), table)
+			l, u, column(c.Name), table)
 		rows, err := be.Query(ctx, sql)
 		if err != nil {
 			return fmt.Errorf("counting groups per person in %s: %w", t.Name, err)

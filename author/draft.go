@@ -96,7 +96,11 @@ func Draft(ctx context.Context, be backend.Backend, opts DraftOptions) (string, 
 	if len(public) > 0 {
 		b.WriteString("\npublic_tables:\n")
 		for _, name := range public {
-			fmt.Fprintf(&b, "  - %s\n", strconv.Quote(name))
+			if opts.Schema != "" { // found in review: unqualified, it named the default schema's table
+				fmt.Fprintf(&b, "  - {schema: %s, name: %s}\n", strconv.Quote(opts.Schema), strconv.Quote(name))
+			} else {
+				fmt.Fprintf(&b, "  - %s\n", strconv.Quote(name))
+			}
 		}
 	}
 	return b.String(), nil
@@ -123,7 +127,7 @@ func draftTable(b *strings.Builder, schema, name string, infos map[string]*backe
 	for _, c := range info.Columns {
 		t, ok := policyType(c.Type)
 		if !ok {
-			fmt.Fprintf(b, "      # %s (%s): a type the policy cannot describe, left out\n", c.Name, c.Type)
+			fmt.Fprintf(b, "      # %s (%s): a type the policy cannot describe, left out\n", strconv.Quote(c.Name), c.Type)
 			continue
 		}
 		hint := ""

@@ -68,6 +68,9 @@ type EmptyResult struct {
 // AST (never the client's text, so what runs is what was checked).
 type Passthrough struct {
 	SQL string
+	// Policy is the policy it was checked against: a memo must not reuse
+	// it under another (a reload may have made its tables protected).
+	Policy *config.Policy
 }
 
 // supportedAggregates is quoted in errors so analysts know what is allowed.
@@ -176,7 +179,7 @@ func passthrough(n ast.Node, pol *config.Policy, opts Options) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Query{Passthrough: &Passthrough{SQL: sql}}, nil
+	return &Query{Passthrough: &Passthrough{SQL: sql, Policy: pol}}, nil
 }
 
 // analyzer plans one SELECT over a protected table.

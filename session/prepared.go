@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
@@ -28,8 +29,12 @@ type handle struct {
 	// passthrough, for a query on public tables, is its backend SQL with
 	// the parameters left as markers ($n for PostgreSQL, ? otherwise), in
 	// marker order: executions bind them in the database, without parsing
-	// the statement again.
-	passthrough string
+	// the statement again — while the policy it was checked against,
+	// passthroughPolicy, is in force; after a reload the statement is
+	// checked again (found in review: a table made protected stayed
+	// readable through statements prepared before).
+	passthrough       string
+	passthroughPolicy *config.Policy
 }
 
 // Prepare checks and describes a statement a client prepared (PostgreSQL
@@ -43,7 +48,7 @@ type handle struct {
 // error executing it would give.
 func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error) {
 	key := s.prepareKey(sql, paramTypes)
-	if p, ok := s.engine.PreparedStatements().Get(key); ok {
+	if p, ok := s.engine.PreparedStatements().Get(key); ok && handleOf(p).passthroughPolicy == s.engine.Policy() {
 		return p, nil
 	}
 	p, err := s.prepareNew(ctx, sql, paramTypes)
@@ -184,7 +189,7 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 		}
 		q, err := rewrite.Analyze(fresh, s.engine.Policy(), s.analyzeOptions(s.epsilon, castLookup(freshParsed)))
 		if err == nil && q.Passthrough != nil {
-			h.passthrough = q.Passthrough.SQL
+			h.passthrough, h.passthroughPolicy = q.Passthrough.SQL, q.Passthrough.Policy
 		}
 	}
 	return p, nil
@@ -242,7 +247,7 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 		}
 		return conform(res, p.Columns), nil
 	}
-	if h.passthrough != "" {
+	if h.passthrough != "" && h.passthroughPolicy == s.engine.Policy() {
 		s.note.kind = KindPublic
 		args := make([]any, len(h.markerParams))
 		for i, n := range h.markerParams {
