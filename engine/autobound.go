@@ -36,6 +36,9 @@ func answerPlan(ctx context.Context, be backend.Backend, plan *rewrite.Plan, r *
 	if plan.R2T != nil {
 		return answerR2T(ctx, be, plan, r)
 	}
+	if plan.RR != nil {
+		return answerRR(ctx, be, plan, r)
+	}
 	var notice string
 	if plan.Auto != nil {
 		rebound, msg, err := chooseRowBound(ctx, be, plan, r)

@@ -48,7 +48,7 @@ type cacheKey struct {
 // keyOf is the cache key of analyst's plan of a canonical statement.
 func keyOf(analyst string, plan *rewrite.Plan, canonical string) cacheKey {
 	return cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical,
-		variant: fmt.Sprintf("bias=%t excess=%t r2t=%t", plan.Bias != nil, plan.HasExcess(), plan.R2T != nil),
+		variant: fmt.Sprintf("bias=%t excess=%t r2t=%t rr=%t", plan.Bias != nil, plan.HasExcess(), plan.R2T != nil, plan.RR != nil),
 		plan: fmt.Sprintf("%s|%q|%s|%s|%d|%d|%d|%t", plan.BackendSQL, plan.SideQueries, plan.Mechanism, plan.Neighbouring,
 			plan.MaxGroupsPerUnit, plan.MaxRowsPerUnit, plan.MaxTotalRowsPerUnit, plan.Selection != nil)}
 }

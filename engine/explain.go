@@ -28,6 +28,10 @@ func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
 		{Name: "noise_scale", Type: sqltypes.Float8},
 		{Name: "error_bound_95", Type: sqltypes.Float8},
 	}}
+	if plan.RR != nil {
+		explainRR(plan, res)
+		return res, nil
+	}
 	seen := map[string]bool{}
 	for _, a := range plan.Aggregates {
 		label := a.Func.String()
@@ -109,6 +113,13 @@ func Explain(plan *rewrite.Plan) (*sqltypes.Result, error) {
 // the guarantee for groups of people.
 func ExplainSummary(plan *rewrite.Plan) string {
 	var sb strings.Builder
+	if rr := plan.RR; rr != nil {
+		fmt.Fprintf(&sb, "table %s, privacy unit %s, neighbouring %s\n", plan.Table.Name, plan.Table.PrivacyUnit, plan.Neighbouring)
+		fmt.Fprintf(&sb, "randomized response: at most %d record(s) per person, chosen at random; each column's value randomized at ε = %.4g per record; dummy records at ε = %.4g hide how many records there are (δ = %g)\n",
+			rr.RowsPerUnit, rr.ColumnEpsilon, rr.CountEpsilon, plan.Delta)
+		fmt.Fprintf(&sb, "cost: ε = %g, δ = %g for the whole release (the ε a person's records and presence are protected with)\n", plan.Epsilon, plan.Delta)
+		return sb.String()
+	}
 	unit := plan.Table.PrivacyUnit
 	switch path := plan.Table.UnitPath; {
 	case len(plan.UnitJoins) > 0:

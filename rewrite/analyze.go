@@ -80,6 +80,9 @@ const supportedAggregates = "COUNT(*), COUNT(column), SUM(column), AVG(column)"
 func Analyze(stmt ast.StmtNode, pol *config.Policy, opts Options) (*Query, error) {
 	switch s := stmt.(type) {
 	case *ast.SelectStmt:
+		if isRR(s) {
+			return analyzeRR(s, pol, opts)
+		}
 		q, err := analyzeSelect(s, pol, opts)
 		if err == nil && q.Plan != nil && q.Plan.Auto != nil {
 			// Rebinding replans the same statement at the chosen Linf with

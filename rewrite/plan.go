@@ -277,6 +277,9 @@ type Plan struct {
 	// R2T, when set, answers the plan by R2T (r2t.go): its one query and
 	// mechanism replace the bounding query and the measurements.
 	R2T *R2TRelease
+	// RR, when set, makes the plan a randomized-response release of
+	// records (rr.go): no measurement, BackendSQL reads the records.
+	RR *RRRelease
 }
 
 // ReadTables lists the protected tables the plan reads, by name: its

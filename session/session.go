@@ -70,6 +70,9 @@ type Session struct {
 	pendingParse *pendingParse
 	// closed is set by Close, which gives back the analyst's connection.
 	closed bool
+	// lastRR is the session's last randomized-response release, for
+	// dpproxy.rr_counts.
+	lastRR *rrRelease
 	// client is the client's address; observing is set while a statement
 	// runs under observed, note gathers its record (observe.go).
 	client    string
@@ -442,6 +445,9 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 	} else {
 		s.note.cacheHit = true
 	}
+	if plan.RR != nil {
+		s.lastRR = &rrRelease{plan: plan, result: res}
+	}
 	res = withIntervals(res, plan, s.intervals)
 	if p.notice != "" {
 		copied := *res
@@ -648,8 +654,8 @@ func (s *Session) explainDP(ctx context.Context, cmd *sessionCommand, sql string
 			addExplainNote(res, "summary", p.notice)
 		}
 		// The relational plan, operator by operator, with what each
-		// does to one person's contribution.
-		for _, op := range plan.Relational() {
+		// does to one person's contribution (an RR release has none).
+		for _, op := range relationalOf(plan) {
 			addExplainNote(res, "plan: "+string(op.Kind), op.What+" — "+op.Effect)
 		}
 		for _, sql := range plan.BackendQueries() {
@@ -726,6 +732,21 @@ func budgetLine(st budget.Status, epsilon float64) string {
 		line += "; advanced composition: many small queries cost less than the sum of their ε"
 	}
 	return line
+}
+
+// rrRelease is a randomized-response release and its plan.
+type rrRelease struct {
+	plan   *rewrite.Plan
+	result *sqltypes.Result
+}
+
+// relationalOf is plan's relational operators (none for a
+// randomized-response release, which aggregates nothing).
+func relationalOf(plan *rewrite.Plan) []rewrite.Operator {
+	if plan.RR != nil {
+		return nil
+	}
+	return plan.Relational()
 }
 
 // released reports whether the analyst's release of plan is cached (here

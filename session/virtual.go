@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
@@ -28,6 +29,11 @@ import (
 //	                 renews and window_start (a budget that renews)
 //	dpproxy.queries  the analyst's charges, newest first: id, charged_at,
 //	                 epsilon, delta, query
+//	dpproxy.rr_counts  the debiased counts of the session's last
+//	                 randomized-response release (engine.RREstimates):
+//	                 column_name, value, released, estimate,
+//	                 estimate_lo95, estimate_hi95 — post-processing of
+//	                 the release, free
 //
 // Supported: SELECT * or a list of the view's columns (each optionally
 // AS alias), ORDER BY columns or positions [ASC|DESC], LIMIT n. Anything
@@ -64,7 +70,15 @@ var (
 		{Name: "delta", Type: sqltypes.Float8},
 		{Name: "query", Type: sqltypes.Text},
 	}}
-	virtualViews = []*virtualView{budgetView, queriesView}
+	rrCountsView = &virtualView{name: "rr_counts", columns: []sqltypes.Column{
+		{Name: "column_name", Type: sqltypes.Text},
+		{Name: "value", Type: sqltypes.Text},
+		{Name: "released", Type: sqltypes.Int8},
+		{Name: "estimate", Type: sqltypes.Float8},
+		{Name: "estimate_lo95", Type: sqltypes.Float8},
+		{Name: "estimate_hi95", Type: sqltypes.Float8},
+	}}
+	virtualViews = []*virtualView{budgetView, queriesView, rrCountsView}
 )
 
 // qualified is the view's name as written in queries.
@@ -334,6 +348,8 @@ func (s *Session) answerVirtual(ctx context.Context, q *virtualQuery) (*sqltypes
 		rows, err = s.budgetRows(ctx)
 	case queriesView:
 		rows, err = s.queryRows(ctx, q)
+	case rrCountsView:
+		rows, err = s.rrCountRows()
 	default:
 		err = fmt.Errorf("session: unknown view %s", q.view.qualified())
 	}
@@ -444,4 +460,21 @@ func compareViewValues(a, b any) int {
 		return x.Compare(b.(time.Time))
 	}
 	return 0
+}
+
+// rrCountRows debiases the session's last randomized-response release
+// (none yet: no rows).
+func (s *Session) rrCountRows() ([][]any, error) {
+	if s.lastRR == nil {
+		return nil, nil
+	}
+	estimates, err := engine.RREstimates(s.lastRR.plan, s.lastRR.result)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([][]any, len(estimates))
+	for i, e := range estimates {
+		rows[i] = []any{e.Column, fmt.Sprint(e.Value), e.Released, e.Estimate, e.Lo, e.Hi}
+	}
+	return rows, nil
 }

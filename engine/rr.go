@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/dpproxy/dpproxy/backend"
+	"github.com/dpproxy/dpproxy/mechanisms"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// Randomized-response releases (rewrite/rr.go): each record read is
+// randomized column by column with k-ary RR, dummy records (each column
+// uniform over its domain) are added in a number the record count cannot
+// be read from, and the rows are shuffled.
+
+// rrDomain is one column's public domain: its values in output form and
+// the index of each value's canonical key.
+type rrDomain struct {
+	values []any
+	index  map[string]int
+}
+
+func rrDomains(plan *rewrite.Plan) ([]rrDomain, error) {
+	out := make([]rrDomain, len(plan.RR.Columns))
+	for i, c := range plan.RR.Columns {
+		d := rrDomain{index: map[string]int{}}
+		for _, k := range c.Domain {
+			v, err := typedKey(k, c.Column.Type)
+			if err != nil {
+				return nil, fmt.Errorf("key %q of %s: %w", k, c.Column.Name, err)
+			}
+			d.index[canonicalKey(v, c.Column.Type)] = len(d.values)
+			d.values = append(d.values, v)
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// rrShift is the dummies' shift T: the number of dummies is max(0, T + Z)
+// with Z two-sided geometric at λ = ε_count/L, and T − L + 1 ≥ ln(1/δ)/λ
+// makes P(T + Z < L) ≤ δ — the chance that a person's L records are not
+// covered by dummies they could have been.
+func rrShift(rr *rewrite.RRRelease) (shift int64, lambda float64) {
+	lambda = rr.CountEpsilon / float64(rr.CountSensitivity)
+	return int64(rr.CountSensitivity) - 1 + int64(math.Ceil(math.Log(1/rr.CountDelta)/lambda)), lambda
+}
+
+// answerRR reads the records and releases them randomized.
+func answerRR(ctx context.Context, be backend.Backend, plan *rewrite.Plan, r *mechanisms.Rand) (*sqltypes.Result, error) {
+	domains, err := rrDomains(plan)
+	if err != nil {
+		return nil, &sqlerr.Error{Code: sqlerr.InternalError, Message: "the policy's keys do not parse; nothing was released", Err: err}
+	}
+	rows, err := be.Query(ctx, plan.BackendSQL)
+	if err != nil {
+		if beforeData(err) {
+			return nil, fmt.Errorf("%w: %w", errBeforeData, backendError(err))
+		}
+		return nil, backendError(err)
+	}
+	return releaseRR(plan, domains, rows.Values, r)
+}
+
+// releaseRR randomizes records (each a row of the columns' values), adds
+// the dummies and shuffles.
+func releaseRR(plan *rewrite.Plan, domains []rrDomain, records [][]any, r *mechanisms.Rand) (*sqltypes.Result, error) {
+	rr := plan.RR
+	failed := func(err error) error {
+		return &sqlerr.Error{Code: sqlerr.InternalError, Message: "noise generation failed; no answer was released", Err: err}
+	}
+	shift, lambda := rrShift(rr)
+	z, err := r.TwoSidedGeometric(lambda)
+	if err != nil {
+		return nil, failed(err)
+	}
+	dummies := max(0, shift+z)
+	out := make([][]any, 0, int64(len(records))+dummies)
+	for _, rec := range records {
+		row := make([]any, len(domains))
+		for j, d := range domains {
+			k := len(d.values)
+			truth, known := d.index[canonicalKey(rec[j], rr.Columns[j].Column.Type)]
+			var idx int
+			if !known {
+				// NULL or outside the domain: reported as a dummy's value.
+				u, err := r.Uint64n(uint64(k))
+				if err != nil {
+					return nil, failed(err)
+				}
+				idx = int(u)
+			} else if idx, err = randomizedResponse(r, truth, k, rr.ColumnEpsilon); err != nil {
+				return nil, failed(err)
+			}
+			row[j] = d.values[idx]
+		}
+		out = append(out, row)
+	}
+	for i := int64(0); i < dummies; i++ {
+		row := make([]any, len(domains))
+		for j, d := range domains {
+			u, err := r.Uint64n(uint64(len(d.values)))
+			if err != nil {
+				return nil, failed(err)
+			}
+			row[j] = d.values[u]
+		}
+		out = append(out, row)
+	}
+	// Fisher–Yates: neither the backend's order nor the dummies' place
+	// tells a record from a dummy.
+	for i := len(out) - 1; i > 0; i-- {
+		j, err := r.Uint64n(uint64(i + 1))
+		if err != nil {
+			return nil, failed(err)
+		}
+		out[i], out[j] = out[j], out[i]
+	}
+	res := &sqltypes.Result{Rows: out, Tag: fmt.Sprintf("SELECT %d", len(out))}
+	for _, o := range plan.Output {
+		res.Columns = append(res.Columns, sqltypes.Column{Name: o.Name, Type: o.Type})
+	}
+	var keeps []string
+	for j, d := range domains {
+		keeps = append(keeps, fmt.Sprintf("%s %.4g", plan.Output[j].Name, rewrite.KeepProbability(rr.ColumnEpsilon, len(d.values))))
+	}
+	res.Notices = []string{fmt.Sprintf("randomized response: each value is kept with probability (%s), else replaced by another of its column's values at random; dummy records hide how many there are; SELECT * FROM dpproxy.rr_counts debiases this release's counts", strings.Join(keeps, ", "))}
+	return res, nil
+}
+
+// explainRR describes an RR release: per column, its domain size, keep
+// probability and the estimator; then the dummies.
+func explainRR(plan *rewrite.Plan, res *sqltypes.Result) {
+	rr := plan.RR
+	for _, c := range rr.Columns {
+		k := len(c.Domain)
+		p, q := rewrite.KeepProbability(rr.ColumnEpsilon, k), rewrite.FlipProbability(rr.ColumnEpsilon, k)
+		res.Rows = append(res.Rows, []any{"rr(" + c.Column.Name + ")",
+			fmt.Sprintf("%d values; kept with p = %.4g, each other value with q = %.4g; count of v estimated by (c_v − N·q − μ·(1/k − q))/(p − q), N rows released, μ the dummies' mean (dpproxy.rr_counts)", k, p, q),
+			"k-ary randomized response", float64(rr.RowsPerUnit), rr.ColumnEpsilon, nil, nil})
+	}
+	shift, lambda := rrShift(rr)
+	mean, _ := rrDummyMoments(rr)
+	res.Rows = append(res.Rows, []any{"dummy records", fmt.Sprintf("max(0, %d + Z) records, each column uniform over its values; mean %.1f", shift, mean),
+		"two-sided geometric", float64(rr.CountSensitivity), rr.CountEpsilon, 1 / lambda, nil})
+}
+
+// randomizedResponse is k-ary RR of the value at index truth: kept with
+// probability e^ε/(e^ε + k − 1), else one of the k − 1 others uniformly.
+func randomizedResponse(r *mechanisms.Rand, truth, k int, eps float64) (int, error) {
+	kept, err := r.Bernoulli(rewrite.KeepProbability(eps, k))
+	if err != nil || kept {
+		return truth, err
+	}
+	u, err := r.Uint64n(uint64(k - 1))
+	if err != nil {
+		return 0, err
+	}
+	if int(u) >= truth {
+		u++
+	}
+	return int(u), nil
+}
+
+// RREstimate is the debiased count of one value of one column of an RR
+// release, with a 95 % interval (normal approximation).
+type RREstimate struct {
+	Column   string
+	Value    any
+	Released int64
+	Estimate float64
+	Lo, Hi   float64
+}
+
+// RREstimates debiases the counts of each column's values in an RR
+// release's rows: with N rows released, keep probability p and flip
+// probability q (to each other value), and μ the dummies' mean number,
+// n̂_v = (c_v − N·q − μ·(1/k − q)) / (p − q), which is unbiased: given D
+// dummies, E[c_v] = n_v·(p − q) + N·q + D·(1/k − q).
+func RREstimates(plan *rewrite.Plan, res *sqltypes.Result) ([]RREstimate, error) {
+	if plan.RR == nil {
+		return nil, fmt.Errorf("engine: not a randomized-response release")
+	}
+	domains, err := rrDomains(plan)
+	if err != nil {
+		return nil, err
+	}
+	rr := plan.RR
+	mean, variance := rrDummyMoments(rr)
+	n := float64(len(res.Rows))
+	var out []RREstimate
+	for j, d := range domains {
+		k := len(d.values)
+		p, q := rewrite.KeepProbability(rr.ColumnEpsilon, k), rewrite.FlipProbability(rr.ColumnEpsilon, k)
+		counts := make([]int64, k)
+		for _, row := range res.Rows {
+			if i, ok := d.index[canonicalKey(row[j], rr.Columns[j].Column.Type)]; ok {
+				counts[i]++
+			}
+		}
+		records := math.Max(0, n-mean)
+		for i, v := range d.values {
+			c := float64(counts[i])
+			est := (c - n*q - mean*(1/float64(k)-q)) / (p - q)
+			// Var(c_v) for n_v records of v among the others, D dummies;
+			// and the dummies' spread through μ.
+			nv := math.Min(records, math.Max(0, est))
+			vc := nv*p*(1-p) + (records-nv)*q*(1-q) + mean*(1/float64(k))*(1-1/float64(k)) + variance*math.Pow(1/float64(k)-q, 2)
+			half := 1.96 * math.Sqrt(vc) / (p - q)
+			out = append(out, RREstimate{Column: plan.Output[j].Name, Value: v, Released: counts[i], Estimate: est, Lo: est - half, Hi: est + half})
+		}
+	}
+	return out, nil
+}
+
+// rrDummyMoments is the mean and variance of the number of dummies,
+// max(0, T + Z), summed over Z's support (its tail beyond is negligible:
+// q^m past m terms).
+func rrDummyMoments(rr *rewrite.RRRelease) (mean, variance float64) {
+	shift, lambda := rrShift(rr)
+	q := math.Exp(-lambda)
+	norm := (1 - q) / (1 + q)
+	var m1, m2 float64
+	span := int64(math.Ceil(60/lambda)) + 1 // q^span < e^-60
+	for z := -span; z <= span; z++ {
+		d := float64(max(0, shift+z))
+		w := norm * math.Pow(q, math.Abs(float64(z)))
+		m1 += w * d
+		m2 += w * d * d
+	}
+	return m1, m2 - m1*m1
+}

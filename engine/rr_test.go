@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/internal/dpaudit"
+	"github.com/dpproxy/dpproxy/mechanisms"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+const rrPolicy = `
+backend: {kind: sqlite, path: unused.db}
+defaults: {epsilon: 1, delta: 1e-5, neighbouring: %s}
+analysts:
+  - name: ana
+    password:
+      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
+    budget: {epsilon: 1000}
+protected_tables:
+  - name: t
+    privacy_unit: uid
+    columns:
+      - {name: uid, type: int}
+      - {name: c, type: text, group_by: true, keys: [a, b, c, d]}
+      - {name: f, type: bool}
+`
+
+func rrPlan(t *testing.T, nb config.Neighbouring, query string) *rewrite.Plan {
+	t.Helper()
+	pol, err := config.Parse([]byte(fmt.Sprintf(rrPolicy, nb)), "rr.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := planWithOptions(t, pol, query, rewrite.Options{})
+	if p.RR == nil {
+		t.Fatalf("%s is not an RR release", query)
+	}
+	return p
+}
+
+// k-ary RR keeps the true value with probability e^ε/(e^ε + k − 1) and
+// reports each other value with 1/(e^ε + k − 1): a χ² test of 200,000
+// draws against those rates (3 degrees of freedom, 0.1 % level).
+func TestRandomizedResponseRates(t *testing.T) {
+	r := mechanisms.Seeded(3)
+	const n, k, truth, eps = 200000, 4, 2, 1.0
+	counts := make([]int, k)
+	for i := 0; i < n; i++ {
+		v, err := randomizedResponse(r, truth, k, eps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[v]++
+	}
+	p, q := rewrite.KeepProbability(eps, k), rewrite.FlipProbability(eps, k)
+	if math.Abs(p+float64(k-1)*q-1) > 1e-12 {
+		t.Fatalf("p + (k−1)q = %v", p+float64(k-1)*q)
+	}
+	chi2 := 0.0
+	for v, c := range counts {
+		want := q * n
+		if v == truth {
+			want = p * n
+		}
+		chi2 += (float64(c) - want) * (float64(c) - want) / want
+	}
+	if chi2 > 16.27 {
+		t.Errorf("χ² = %.1f over counts %v (p = %.4f, q = %.4f): the rates are not the mechanism's", chi2, counts, p, q)
+	}
+	t.Logf("χ² = %.2f, counts %v, expected keep %.0f", chi2, counts, p*n)
+}
+
+// records is n records with values vs cycled, and the release's domains.
+func rrRelease(t *testing.T, plan *rewrite.Plan, values []string, r *mechanisms.Rand) *sqltypes.Result {
+	t.Helper()
+	domains, err := rrDomains(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := make([][]any, len(values))
+	for i, v := range values {
+		records[i] = []any{v}
+	}
+	res, err := releaseRR(plan, domains, records, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Black-box ε: releases on neighbouring databases — one person's value
+// changed (replace), one person present or absent (add/remove) — and
+// events on what is released (each value's count, the number of rows);
+// the Clopper–Pearson lower bound on ε they support stays under the
+// plan's ε. Without the dummy records the row count alone would tell the
+// absent person (ε = ∞).
+func TestRRPrivacyAudit(t *testing.T) {
+	others := make([]string, 30)
+	for i := range others {
+		others[i] = []string{"a", "b", "c", "d"}[i%4]
+	}
+	for _, c := range []struct {
+		name      string
+		nb        config.Neighbouring
+		d, dPrime []string
+	}{
+		{"value changed", config.Replace, append([]string{"a"}, others...), append([]string{"b"}, others...)},
+		{"person absent", config.AddRemove, append([]string{"a"}, others...), others},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plan := rrPlan(t, c.nb, "SELECT dpproxy.rr(c) FROM t")
+			r := mechanisms.Seeded(11)
+			shift, _ := rrShift(plan.RR)
+			center := int(shift) + len(others)
+			// The row count near the records' own number (what dummies
+			// hide) and around its center with them.
+			names := []string{"rows≥" + strconv.Itoa(len(c.d))}
+			for j := center - 20; j <= center+20; j += 4 {
+				names = append(names, "rows≥"+strconv.Itoa(j))
+			}
+			for _, v := range []string{"a", "b"} {
+				for j := -8; j <= 8; j += 2 {
+					names = append(names, v+"≥"+strconv.Itoa(j))
+				}
+			}
+			tally := dpaudit.NewTally(names...)
+			const runs = 20000
+			occurred := make([]bool, len(names))
+			for i := 0; i < runs; i++ {
+				for side, values := range [][]string{c.d, c.dPrime} {
+					res := rrRelease(t, plan, values, r)
+					counts := map[string]int{}
+					for _, row := range res.Rows {
+						counts[row[0].(string)]++
+					}
+					n := len(res.Rows)
+					for j, name := range names {
+						var threshold int
+						switch {
+						case name[:4] == "rows":
+							threshold, _ = strconv.Atoi(name[len("rows≥"):])
+							occurred[j] = n >= threshold
+						default:
+							// a value's count relative to a quarter of the rows
+							threshold, _ = strconv.Atoi(name[len("a≥"):])
+							occurred[j] = counts[name[:1]]-n/4 >= threshold
+						}
+					}
+					tally.Add(side == 1, occurred)
+				}
+			}
+			bound := tally.EpsilonLowerBound(plan.Delta, 0.05)
+			if bound.Epsilon > plan.Epsilon {
+				t.Errorf("the releases support %s, above the plan's ε = %g", bound, plan.Epsilon)
+			}
+			t.Logf("%s (plan ε = %g)", bound, plan.Epsilon)
+		})
+	}
+}
+
+// The debiased counts are unbiased over repeated releases, and their 95 %
+// intervals cover the truth at least 93 % of the time (two columns, 400
+// records, ε = 1).
+func TestRREstimatesUnbiased(t *testing.T) {
+	plan := rrPlan(t, config.AddRemove, "SELECT dpproxy.rr(c) AS c, dpproxy.rr(f) AS f FROM t")
+	domains, err := rrDomains(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := map[string]float64{"c=a": 200, "c=b": 120, "c=c": 80, "c=d": 0, "f=true": 100, "f=false": 300}
+	var records [][]any
+	for i := 0; i < 400; i++ {
+		c := "a"
+		switch {
+		case i >= 200 && i < 320:
+			c = "b"
+		case i >= 320:
+			c = "c"
+		}
+		records = append(records, []any{c, i%4 == 0})
+	}
+	r := mechanisms.Seeded(5)
+	const runs = 400
+	sums, sq := map[string]float64{}, map[string]float64{}
+	covered := map[string]int{}
+	for i := 0; i < runs; i++ {
+		res, err := releaseRR(plan, domains, records, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		est, err := RREstimates(plan, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range est {
+			key := fmt.Sprintf("%s=%v", e.Column, e.Value)
+			sums[key] += e.Estimate
+			sq[key] += e.Estimate * e.Estimate
+			if truth[key] >= e.Lo && truth[key] <= e.Hi {
+				covered[key]++
+			}
+		}
+	}
+	for key, want := range truth {
+		mean := sums[key] / runs
+		sd := math.Sqrt(sq[key]/runs - mean*mean)
+		se := sd / math.Sqrt(runs)
+		if math.Abs(mean-want) > 4*se {
+			t.Errorf("%s: mean estimate %.1f over %d releases, truth %.0f (standard error %.1f): biased", key, mean, runs, want, se)
+		}
+		if c := float64(covered[key]) / runs; c < 0.93 {
+			t.Errorf("%s: 95 %% intervals cover the truth in %.3f of releases", key, c)
+		}
+		t.Logf("%s: mean %.1f (truth %.0f, se %.1f), sd %.1f, coverage %.3f", key, mean, want, se, sd, float64(covered[key])/runs)
+	}
+}
