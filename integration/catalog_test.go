@@ -110,7 +110,7 @@ func TestPsqlMetaCommands(t *testing.T) {
 		{`\d clinics`, []string{"clinic_id|", `"clinics_pkey" PRIMARY KEY, btree (clinic_id)`}},
 		{`\df`, nil},
 		{`\du`, []string{"analyst|"}},
-		{`\dv dpproxy.*`, []string{"dpproxy|budget|view|analyst", "dpproxy|queries|view|analyst"}},
+		{`\dv dpproxy.*`, []string{"dpproxy|budget|view|analyst", "dpproxy|queries|view|analyst", "dpproxy|rr_counts|view|analyst"}},
 		{`\conninfo`, []string{`You are connected to database "demo" as user "analyst"`}},
 	} {
 		r := psql(t, p, "analyst", "analyst", "\\pset tuples_only off\n"+c.cmd+"\n")

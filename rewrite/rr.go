@@ -190,4 +190,3 @@ func KeepProbability(eps float64, k int) float64 {
 // FlipProbability is k-ary RR's chance of reporting one given other
 // value.
 func FlipProbability(eps float64, k int) float64 { return 1 / (math.Exp(eps) + float64(k) - 1) }
-

@@ -102,7 +102,7 @@ func TestMySQLInformationSchema(t *testing.T) {
 		"SELECT COUNT(*) FROM information_schema.ROUTINES":                                                                                         "[[0]]",
 		"SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'unused' UNION SELECT 'x' ORDER BY 1":                               "[[notes] [visits] [x]]",
 		"SELECT UPPER(TABLE_NAME) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1":                                       "[[NOTES] [VISITS]]",
-		"SELECT TABLE_SCHEMA, COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA <> 'information_schema' GROUP BY TABLE_SCHEMA ORDER BY 1": "[[dpproxy 2] [unused 2]]",
+		"SELECT TABLE_SCHEMA, COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA <> 'information_schema' GROUP BY TABLE_SCHEMA ORDER BY 1": "[[dpproxy 3] [unused 2]]",
 		"SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_NAME IN (SELECT 'visits')":                                                   "[[visits]]",
 		"SELECT IF(TABLE_TYPE = 'BASE TABLE', 'TABLE', TABLE_TYPE) FROM information_schema.TABLES WHERE TABLE_NAME = 'notes'":                      "[[TABLE]]",
 	} {

@@ -91,7 +91,7 @@ func TestPassthroughMemoAcrossReloads(t *testing.T) {
 	ctx := context.Background()
 	public := e.Policy()
 	var n atomic.Int64
-	for round := 0; round < 60; round++ {
+	for round := 0; round < 40; round++ {
 		pub := *public
 		if err := s.server.Reload(ctx, &pub, nil); err != nil {
 			t.Fatal(err)
