@@ -7,6 +7,7 @@
 //	dpproxy budget   --config FILE | --demo [--data-dir DIR]
 //	dpproxy init     --dsn URL | --sqlite FILE [--public t1,t2] [--out FILE]
 //	dpproxy check    --config FILE
+//	dpproxy audit    closeness --config FILE --table T | --csv FILE --quasi a,b --sensitive s --n N --epsilon E [--distance emd|variational|kl]
 //	dpproxy version
 package main
 
@@ -43,6 +44,10 @@ Usage:
   dpproxy check   --config FILE
                   check a policy against its database: tables, columns, types,
                   a read-only backend role, what bounds and limits cut
+  dpproxy audit   closeness --config FILE --table T | --csv FILE
+                  --quasi a,b --sensitive s --n N --epsilon E [--distance emd|variational|kl]
+                  check a table for (n, ε)-closeness: every class of records sharing
+                  quasi-identifier values is within ε of a superset of N records
   dpproxy version
                   print dpproxy's version, commit and Go version
 
@@ -64,7 +69,7 @@ func main() {
 		if errors.Is(err, errHelp) {
 			return // a command's -h: its flags were printed
 		}
-		if errors.Is(err, errCheckFailed) {
+		if errors.Is(err, errCheckFailed) || errors.Is(err, errAuditFailed) {
 			os.Exit(1) // the report says why
 		}
 		if !errors.Is(err, errUsage) {
@@ -114,6 +119,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runInit(ctx, args[1:], stdout, stderr)
 	case "check":
 		return runCheck(ctx, args[1:], stdout, stderr)
+	case "audit":
+		return runAudit(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, versionLine())
 		return nil
