@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -19,7 +21,7 @@ import (
 // as they were. A valid one is in force for the next statement of an open
 // session; an analyst it removes can run nothing more.
 func TestServerReload(t *testing.T) {
-	e, s, _, _ := sessionFixture(t, nil)
+	e, s := reloadFixture(t)
 	srv := s.server
 	before, cat := e.Policy(), srv.catalog.Load()
 	bad := *before
@@ -61,7 +63,7 @@ func notesProtected(pol *config.Policy) *config.Policy {
 // Found in review: a statement prepared while a table was public kept
 // reading it raw after a reload made it protected. It is checked again.
 func TestPreparedPassthroughAfterReload(t *testing.T) {
-	e, s, _, _ := sessionFixture(t, nil)
+	e, s := reloadFixture(t)
 	ctx := context.Background()
 	p, err := s.Prepare(ctx, "SELECT body FROM notes WHERE body <> $1", []sqltypes.Type{sqltypes.Text})
 	if err != nil {
@@ -87,7 +89,7 @@ func TestPreparedPassthroughAfterReload(t *testing.T) {
 // used under the new policy. Statements race reloads here; after each
 // reload that protects notes, every text the memo holds is refused.
 func TestPassthroughMemoAcrossReloads(t *testing.T) {
-	e, s, _, _ := sessionFixture(t, nil)
+	e, s := reloadFixture(t)
 	ctx := context.Background()
 	public := e.Policy()
 	var n atomic.Int64
@@ -111,14 +113,14 @@ func TestPassthroughMemoAcrossReloads(t *testing.T) {
 			}
 		}()
 		for i := 0; i < 20; i++ { // let a few statements run
-			newSession(t, e, "bob").Close()
+			newSessionOn(t, s.server, "bob").Close()
 		}
 		if err := s.server.Reload(ctx, notesProtected(public), nil); err != nil {
 			t.Fatal(err)
 		}
 		close(stop)
 		wg.Wait()
-		bob := newSession(t, e, "bob")
+		bob := newSessionOn(t, s.server, "bob")
 		for _, key := range e.Passthroughs().Keys() {
 			sql := key[strings.LastIndexByte(key, 0)+1:]
 			if res, err := bob.Execute(ctx, sql); err == nil {
@@ -127,4 +129,27 @@ func TestPassthroughMemoAcrossReloads(t *testing.T) {
 		}
 		bob.Close()
 	}
+}
+
+// reloadFixture is the session fixture on a server of its own: a reload
+// closes the catalog it replaces, which the tests' shared servers must
+// keep (found in CI: a later test's catalog closed under it).
+func reloadFixture(t *testing.T) (*engine.Engine, *Session) {
+	t.Helper()
+	e, _, _, _ := sessionFixture(t, nil)
+	srv, err := NewServer(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return e, newSessionOn(t, srv, "ana")
+}
+
+func newSessionOn(t *testing.T, srv *Server, analyst string) *Session {
+	t.Helper()
+	s, err := New(srv, analyst, rewrite.PostgresFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
