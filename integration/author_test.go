@@ -116,6 +116,7 @@ func authorCheck(t *testing.T, c authorCase) {
 	if code != 0 || !strings.Contains(out, "0 error(s)") {
 		t.Errorf("check of examples/ for %s: exit %d\n%s", c.kind, code, out)
 	}
+	serveExample(t, examplePath)
 	// Spelled in another case than the database's (found in review: the
 	// data queries used the policy's spelling and failed on PostgreSQL).
 	clipping := strings.Replace(tablesYAML, "{name: income, type: int, bounds: [0, 200000]}", fmt.Sprintf("{name: Income, type: int, bounds: [0, %d]}", c.p60), 1)
@@ -212,4 +213,34 @@ func TestPolicyAuthorMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	authorCheck(t, c)
+}
+
+// serveExample runs the walk-through's last steps on an example policy:
+// serve it (free ports), then a first query as alice (password
+// "change-me") with psql, and the admin listener's budget page as ops.
+func serveExample(t *testing.T, path string) {
+	t.Helper()
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(text), "listen: 127.0.0.1:9187", "listen: 127.0.0.1:0", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, "serve", "--config", path, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
+	r := psql(t, p, "alice", "change-me", "SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis ORDER BY 2 DESC LIMIT 3;\nSELECT epsilon_spent FROM dpproxy.budget;\n")
+	out := lines(r.stdout)
+	if r.err != nil || len(out) != 4 || out[3] != "0.25" {
+		t.Errorf("the example's first query: %v %q\n%s", r.err, out, r.stderr)
+	}
+	m := adminListening.FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("the example's admin listener did not start:\n%s", p.stderr.String())
+	}
+	if status, body := get(t, "http://"+m[1]+"/", "change-me"); status != 200 || !strings.Contains(body, `data-name="alice"`) {
+		t.Errorf("the example's budget page: %d", status)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "audit", "dpproxy-audit.jsonl")); err != nil {
+		t.Errorf("the example's audit log: %v", err)
+	}
 }
