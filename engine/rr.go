@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/backend"
+	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/mechanisms"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
@@ -31,15 +33,70 @@ func rrDomains(plan *rewrite.Plan) ([]rrDomain, error) {
 		d := rrDomain{index: map[string]int{}}
 		for _, k := range c.Domain {
 			v, err := typedKey(k, c.Column.Type)
+			if c.Width != 0 {
+				v, err = binValue(k, plan.Output[i].Type)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("key %q of %s: %w", k, c.Column.Name, err)
 			}
-			d.index[canonicalKey(v, c.Column.Type)] = len(d.values)
+			key := canonicalKey(v, c.Column.Type)
+			if c.Width != 0 {
+				key = canonicalKey(v, config.TypeFloat)
+			}
+			d.index[key] = len(d.values)
 			d.values = append(d.values, v)
 		}
 		out[i] = d
 	}
 	return out, nil
+}
+
+// binValue is a bin's start in the output type (whole for an integer
+// column binned by a whole width).
+func binValue(start string, typ sqltypes.Type) (any, error) {
+	f, err := strconv.ParseFloat(start, 64)
+	if err != nil {
+		return nil, err
+	}
+	if integerType(typ) {
+		return int64(f), nil
+	}
+	return f, nil
+}
+
+// rrKey is the canonical key of a value of an RR column: for a binned
+// column, the start of the bin of the value clamped to the bounds; ""
+// (no value of the domain) for NULL or a value that is not a number.
+func rrKey(c rewrite.RRColumn, typ sqltypes.Type, v any) string {
+	if c.Width == 0 {
+		return canonicalKey(v, c.Column.Type)
+	}
+	x, ok := rrNumber(v)
+	if !ok {
+		return ""
+	}
+	x = math.Min(c.Column.Bounds.Hi, math.Max(c.Column.Bounds.Lo, x))
+	b, err := binValue(strconv.FormatFloat(math.Floor(x/c.Width)*c.Width, 'f', -1, 64), typ)
+	if err != nil {
+		return ""
+	}
+	return canonicalKey(b, config.TypeFloat)
+}
+
+func rrNumber(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, !math.IsNaN(x)
+	case sqltypes.Decimal:
+		f, err := strconv.ParseFloat(string(x), 64)
+		return f, err == nil
+	case string:
+		f, err := strconv.ParseFloat(x, 64)
+		return f, err == nil
+	}
+	return 0, false
 }
 
 // rrShift is the dummies' shift T: the number of dummies is max(0, T + Z)
@@ -85,7 +142,7 @@ func releaseRR(plan *rewrite.Plan, domains []rrDomain, records [][]any, r *mecha
 		row := make([]any, len(domains))
 		for j, d := range domains {
 			k := len(d.values)
-			truth, known := d.index[canonicalKey(rec[j], rr.Columns[j].Column.Type)]
+			truth, known := d.index[rrKey(rr.Columns[j], plan.Output[j].Type, rec[j])]
 			var idx int
 			if !known {
 				// NULL or outside the domain: reported as a dummy's value.
@@ -199,7 +256,7 @@ func RREstimates(plan *rewrite.Plan, res *sqltypes.Result) ([]RREstimate, error)
 		p, q := rewrite.KeepProbability(rr.ColumnEpsilon, k), rewrite.FlipProbability(rr.ColumnEpsilon, k)
 		counts := make([]int64, k)
 		for _, row := range res.Rows {
-			if i, ok := d.index[canonicalKey(row[j], rr.Columns[j].Column.Type)]; ok {
+			if i, ok := d.index[rrKey(rr.Columns[j], plan.Output[j].Type, row[j])]; ok {
 				counts[i]++
 			}
 		}

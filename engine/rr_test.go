@@ -28,6 +28,7 @@ protected_tables:
       - {name: uid, type: int}
       - {name: c, type: text, group_by: true, keys: [a, b, c, d]}
       - {name: f, type: bool}
+      - {name: age, type: int, bounds: [0, 100]}
 `
 
 func rrPlan(t *testing.T, nb config.Neighbouring, query string) *rewrite.Plan {
@@ -217,5 +218,37 @@ func TestRREstimatesUnbiased(t *testing.T) {
 			t.Errorf("%s: 95 %% intervals cover the truth in %.3f of releases", key, c)
 		}
 		t.Logf("%s: mean %.1f (truth %.0f, se %.1f), sd %.1f, coverage %.3f", key, mean, want, se, sd, float64(covered[key])/runs)
+	}
+}
+
+// A binned numeric column reports the bin of each value clamped to the
+// bounds; at a large ε (keep probability ≈ 1) the records' own bins come
+// out, and a NULL is a random bin.
+func TestRRBins(t *testing.T) {
+	plan := rrPlan(t, config.AddRemove, "SELECT dpproxy.rr(age, 25) FROM t")
+	plan.RR.ColumnEpsilon = 60 // e^60: always kept
+	domains, err := rrDomains(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := [][]any{{int64(5)}, {int64(30)}, {int64(150)}, {int64(-4)}, {sqltypes.Decimal("99.5")}}
+	res, err := releaseRR(plan, domains, records, mechanisms.Seeded(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[any]int{}
+	for _, row := range res.Rows {
+		counts[row[0]]++
+	}
+	// Each record's bin at least once (dummies add uniform bins).
+	for _, want := range []int64{0, 25, 100, 0, 75} {
+		if counts[want] == 0 {
+			t.Errorf("bin %d missing from %v", want, counts)
+		}
+	}
+	for v := range counts {
+		if _, ok := v.(int64); !ok {
+			t.Errorf("bin %v of type %T, want int64", v, v)
+		}
 	}
 }

@@ -3,10 +3,12 @@ package rewrite
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/sqlerr"
+	"github.com/dpproxy/dpproxy/sqltypes"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
@@ -16,6 +18,7 @@ import (
 // one of the k − 1 others, uniformly.
 //
 //	SELECT dpproxy.rr(diagnosis), dpproxy.rr(sex) FROM visits
+//	SELECT dpproxy.rr(age, 10) FROM patients   -- bins of 10 within age's bounds
 //
 // Each person gives at most max_rows_per_unit records (1 when auto),
 // chosen at random by the backend. The records alone would tell how many
@@ -46,11 +49,19 @@ type RRRelease struct {
 }
 
 // RRColumn is one released column: its public domain (the policy's
-// keys, or false/true) and the column's type.
+// keys, or false/true, or the bins of Width that cover a numeric
+// column's bounds) and the column's type.
 type RRColumn struct {
 	Column *config.Column
 	Domain []string
+	// Width, when not 0, bins the column: a value is clamped to the
+	// column's bounds and reported as the start of its bin,
+	// floor(x/Width)·Width; Domain lists the bins' starts.
+	Width float64
 }
+
+// maxRRBins bounds a binned column's domain.
+const maxRRBins = 1000
 
 // isRR reports whether a select list is made of dpproxy.rr calls (any
 // one makes it an RR release; analyzeRR refuses a mix).
@@ -110,8 +121,8 @@ func analyzeRR(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Query, e
 		if f.WildCard != nil || !ok || call.Schema.L != "dpproxy" || call.FnName.L != "rr" {
 			return nil, rrError("every column of a randomized-response release is dpproxy.rr(column)")
 		}
-		if len(call.Args) != 1 {
-			return nil, rrError("dpproxy.rr takes one column")
+		if len(call.Args) != 1 && len(call.Args) != 2 {
+			return nil, rrError("dpproxy.rr takes one column, and for a numeric column with bounds a bin width: dpproxy.rr(age, 10)")
 		}
 		ref, ok := call.Args[0].(*ast.ColumnNameExpr)
 		if !ok {
@@ -128,21 +139,32 @@ func analyzeRR(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Query, e
 		if c.Type == config.TypeBool {
 			domain = []string{"false", "true"}
 		}
+		width := 0.0
+		if len(call.Args) == 2 {
+			var err error
+			if width, domain, err = rrBins(t, c, call.Args[1]); err != nil {
+				return nil, err
+			}
+		}
 		if len(domain) < 2 {
-			return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "%s.%s has no public domain: randomized response releases only columns whose values the policy lists (keys or keys_from) or booleans", t.Name, c.Name).
-				WithHint("declare the column's keys in the policy")
+			return nil, sqlerr.New(sqlerr.InsufficientPrivilege, "%s.%s has no public domain: randomized response releases only columns whose values the policy lists (keys or keys_from), booleans, and bins of a numeric column's bounds (dpproxy.rr(col, width))", t.Name, c.Name).
+				WithHint("declare the column's keys in the policy, or give a bin width")
 		}
 		for _, prev := range rr.Columns {
 			if prev.Column == c {
 				return nil, rrError("%s is released twice: each column once", c.Name)
 			}
 		}
-		rr.Columns = append(rr.Columns, RRColumn{Column: c, Domain: domain})
+		rr.Columns = append(rr.Columns, RRColumn{Column: c, Domain: domain, Width: width})
 		name := f.AsName.O
 		if name == "" {
 			name = c.Name
 		}
-		p.Output = append(p.Output, OutputColumn{Name: name, Type: c.Type.SQLType(), Source: OutputSource{Group: -1, Aggregate: -1}})
+		typ := c.Type.SQLType()
+		if width != 0 && !(c.Type.Integer() && width == math.Trunc(width)) {
+			typ = sqltypes.Float8 // a fractional bin start
+		}
+		p.Output = append(p.Output, OutputColumn{Name: name, Type: typ, Source: OutputSource{Group: -1, Aggregate: -1}})
 		cols = append(cols, opts.Dialect.QuoteIdent(c.Name))
 	}
 	if !(p.Delta > 0) {
@@ -171,6 +193,43 @@ func analyzeRR(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Query, e
 	}
 	p.RR = rr
 	return &Query{Plan: p}, nil
+}
+
+// rrBins is the domain of dpproxy.rr(col, width): the starts of the bins
+// of a positive width that meet the column's bounds.
+func rrBins(t *config.ProtectedTable, c *config.Column, arg ast.ExprNode) (float64, []string, error) {
+	v, ok := arg.(ast.ValueExpr)
+	width := 0.0
+	if ok {
+		switch x := v.GetValue().(type) {
+		case int64:
+			width = float64(x)
+		case uint64:
+			width = float64(x)
+		case float64:
+			width = x
+		default:
+			if f, err := strconv.ParseFloat(fmt.Sprint(x), 64); err == nil {
+				width = f
+			}
+		}
+	}
+	if !(width > 0) || math.IsInf(width, 0) {
+		return 0, nil, rrError("dpproxy.rr(%s, width): the width is a positive number", c.Name)
+	}
+	if c.Bounds == nil || !c.Type.Numeric() {
+		return 0, nil, sqlerr.New(sqlerr.InsufficientPrivilege, "%s.%s has no bounds: bins of a numeric column are public only within the policy's bounds", t.Name, c.Name).
+			WithHint("declare the column's bounds in the policy")
+	}
+	first, last := math.Floor(c.Bounds.Lo/width), math.Floor(c.Bounds.Hi/width)
+	if last-first+1 > maxRRBins {
+		return 0, nil, rrError("dpproxy.rr(%s, %g) makes %.0f bins of [%g, %g]; at most %d", c.Name, width, last-first+1, c.Bounds.Lo, c.Bounds.Hi, maxRRBins)
+	}
+	var domain []string
+	for k := first; k <= last; k++ {
+		domain = append(domain, strconv.FormatFloat(k*width, 'f', -1, 64))
+	}
+	return width, domain, nil
 }
 
 func quotedTable(d Dialect, schema, name string) string {

@@ -61,6 +61,14 @@ func TestRRPlan(t *testing.T) {
 	if p.BackendSQL != want {
 		t.Errorf("backend SQL\n got %s\nwant %s", p.BackendSQL, want)
 	}
+	// Bins of a numeric column's bounds.
+	b := planFor(t, pol, "SELECT dpproxy.rr(age, 25) FROM people")
+	if d := b.RR.Columns[0].Domain; b.RR.Columns[0].Width != 25 || strings.Join(d, ",") != "0,25,50,75,100" || b.Output[0].Type.String() != "integer" {
+		t.Errorf("bins of age: width %v, domain %v, type %v", b.RR.Columns[0].Width, d, b.Output[0].Type)
+	}
+	if b := planFor(t, pol, "SELECT dpproxy.rr(age, 2.5) FROM people"); b.Output[0].Type.String() != "double precision" || len(b.RR.Columns[0].Domain) != 41 {
+		t.Errorf("fractional bins: type %v, %d bins", b.Output[0].Type, len(b.RR.Columns[0].Domain))
+	}
 	// A table whose unit is a foreign key to the person's row: records
 	// are bounded per that key.
 	if p := planFor(t, pol, "SELECT dpproxy.rr(kind) FROM visits"); !strings.Contains(p.BackendSQL, `PARTITION BY "uid"`) {
@@ -85,7 +93,11 @@ func TestRRRefusals(t *testing.T) {
 		{"SELECT dpproxy.rr(sex), age FROM people", "every column of a randomized-response release is dpproxy.rr(column)"},
 		{"SELECT dpproxy.rr(sex), dpproxy.rr(sex) FROM people", "sex is released twice"},
 		{"SELECT dpproxy.rr(upper(sex)) FROM people", "dpproxy.rr takes a column, not an expression"},
-		{"SELECT dpproxy.rr(sex, smoker) FROM people", "dpproxy.rr takes one column"},
+		{"SELECT dpproxy.rr(sex, smoker, age) FROM people", "dpproxy.rr takes one column"},
+		{"SELECT dpproxy.rr(age, 0) FROM people", "the width is a positive number"},
+		{"SELECT dpproxy.rr(age, 'x') FROM people", "the width is a positive number"},
+		{"SELECT dpproxy.rr(age, 0.01) FROM people", "at most 1000"},
+		{"SELECT dpproxy.rr(sex, 2) FROM people", "people.sex has no bounds"},
 		{"SELECT dpproxy.rr(p.sex) FROM people p JOIN visits v ON p.uid = v.uid", "reads one table"},
 		{"SELECT dpproxy.rr(name) FROM clinics", "clinics is public"},
 		{"SELECT dpproxy.rr(tag) FROM notes", "reach a person through another table's key"},
