@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,9 +49,23 @@ type cacheKey struct {
 // keyOf is the cache key of analyst's plan of a canonical statement.
 func keyOf(analyst string, plan *rewrite.Plan, canonical string) cacheKey {
 	return cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical,
-		variant: fmt.Sprintf("bias=%t excess=%t r2t=%t rr=%t", plan.Bias != nil, plan.HasExcess(), plan.R2T != nil, plan.RR != nil),
+		variant: fmt.Sprintf("bias=%t excess=%t r2t=%t rr=%s", plan.Bias != nil, plan.HasExcess(), plan.R2T != nil, rrVariant(plan)),
 		plan: fmt.Sprintf("%s|%q|%s|%s|%d|%d|%d|%t", plan.BackendSQL, plan.SideQueries, plan.Mechanism, plan.Neighbouring,
 			plan.MaxGroupsPerUnit, plan.MaxRowsPerUnit, plan.MaxTotalRowsPerUnit, plan.Selection != nil)}
+}
+
+// rrVariant is what makes a randomized-response release besides its SQL:
+// each column's domain and bins ("" for other plans; found in review: a
+// reload changing a key list must not return the old release).
+func rrVariant(plan *rewrite.Plan) string {
+	if plan.RR == nil {
+		return ""
+	}
+	var sb strings.Builder
+	for _, c := range plan.RR.Columns {
+		fmt.Fprintf(&sb, "%q/%g;", c.Domain, c.Width)
+	}
+	return sb.String()
 }
 
 // resultCache is a size- and age-bounded LRU of releases plus the queries

@@ -424,14 +424,42 @@ func canonicalKey(v any, t config.ColumnType) string {
 	case []byte:
 		return canonicalKey(string(x), t)
 	case string:
-		if t.Numeric() {
-			if _, ok := new(big.Rat).SetString(x); ok {
-				return "n" + decimalKey(x)
+		// A backend may return a column as text when one of its values
+		// does not fit the declared type (SQLite's dynamic types, a date
+		// PostgreSQL or MariaDB cannot represent): each value is then read
+		// by the declared type on its own, so that one person's odd value
+		// cannot change how everyone else's are keyed (found in review).
+		switch {
+		case t.Numeric():
+			if _, ok := new(big.Rat).SetString(strings.TrimSpace(x)); ok {
+				return "n" + decimalKey(strings.TrimSpace(x))
+			}
+		case t == config.TypeBool:
+			if b, ok := textBool(x); ok {
+				return "b" + strconv.FormatBool(b)
+			}
+		case t == config.TypeDate || t == config.TypeTimestamp:
+			for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02"} {
+				if at, err := time.Parse(layout, strings.TrimSpace(x)); err == nil {
+					return canonicalKey(at, t)
+				}
 			}
 		}
 		return "s" + x
 	}
 	return "?" + fmt.Sprint(v)
+}
+
+// textBool reads a boolean's text forms (PostgreSQL's t/f, SQLite's and
+// MySQL's 1/0, true/false, yes/no, on/off).
+func textBool(s string) (bool, bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "t", "true", "1", "y", "yes", "on":
+		return true, true
+	case "f", "false", "0", "n", "no", "off":
+		return false, true
+	}
+	return false, false
 }
 
 // decimalKey normalizes a decimal number's text exactly (no rounding

@@ -43,6 +43,9 @@ func rrDomains(plan *rewrite.Plan) ([]rrDomain, error) {
 			if c.Width != 0 {
 				key = canonicalKey(v, config.TypeFloat)
 			}
+			if _, dup := d.index[key]; dup {
+				continue // one value written two ways ("1", "01"): once
+			}
 			d.index[key] = len(d.values)
 			d.values = append(d.values, v)
 		}
@@ -99,15 +102,6 @@ func rrNumber(v any) (float64, bool) {
 	return 0, false
 }
 
-// rrShift is the dummies' shift T: the number of dummies is max(0, T + Z)
-// with Z two-sided geometric at λ = ε_count/L, and T − L + 1 ≥ ln(1/δ)/λ
-// makes P(T + Z < L) ≤ δ — the chance that a person's L records are not
-// covered by dummies they could have been.
-func rrShift(rr *rewrite.RRRelease) (shift int64, lambda float64) {
-	lambda = rr.CountEpsilon / float64(rr.CountSensitivity)
-	return int64(rr.CountSensitivity) - 1 + int64(math.Ceil(math.Log(1/rr.CountDelta)/lambda)), lambda
-}
-
 // answerRR reads the records and releases them randomized.
 func answerRR(ctx context.Context, be backend.Backend, plan *rewrite.Plan, r *mechanisms.Rand) (*sqltypes.Result, error) {
 	domains, err := rrDomains(plan)
@@ -131,7 +125,7 @@ func releaseRR(plan *rewrite.Plan, domains []rrDomain, records [][]any, r *mecha
 	failed := func(err error) error {
 		return &sqlerr.Error{Code: sqlerr.InternalError, Message: "noise generation failed; no answer was released", Err: err}
 	}
-	shift, lambda := rrShift(rr)
+	shift, lambda := rr.Shift()
 	z, err := r.TwoSidedGeometric(lambda)
 	if err != nil {
 		return nil, failed(err)
@@ -201,7 +195,7 @@ func explainRR(plan *rewrite.Plan, res *sqltypes.Result) {
 			fmt.Sprintf("%d values; kept with p = %.4g, each other value with q = %.4g; count of v estimated by (c_v − N·q − μ·(1/k − q))/(p − q), N rows released, μ the dummies' mean (dpproxy.rr_counts)", k, p, q),
 			"k-ary randomized response", float64(rr.RowsPerUnit), rr.ColumnEpsilon, nil, nil})
 	}
-	shift, lambda := rrShift(rr)
+	shift, lambda := rr.Shift()
 	mean, _ := rrDummyMoments(rr)
 	res.Rows = append(res.Rows, []any{"dummy records", fmt.Sprintf("max(0, %d + Z) records, each column uniform over its values; mean %.1f", shift, mean),
 		"two-sided geometric", float64(rr.CountSensitivity), rr.CountEpsilon, 1 / lambda, nil})
@@ -238,7 +232,9 @@ type RREstimate struct {
 // release's rows: with N rows released, keep probability p and flip
 // probability q (to each other value), and μ the dummies' mean number,
 // n̂_v = (c_v − N·q − μ·(1/k − q)) / (p − q), which is unbiased: given D
-// dummies, E[c_v] = n_v·(p − q) + N·q + D·(1/k − q).
+// dummies, E[c_v] = n_v·(p − q) + N·q + D·(1/k − q). A record whose value
+// is NULL or outside the domain is reported as a dummy's is, so it adds
+// 1/k to every value's estimate.
 func RREstimates(plan *rewrite.Plan, res *sqltypes.Result) ([]RREstimate, error) {
 	if plan.RR == nil {
 		return nil, fmt.Errorf("engine: not a randomized-response release")
@@ -276,19 +272,11 @@ func RREstimates(plan *rewrite.Plan, res *sqltypes.Result) ([]RREstimate, error)
 }
 
 // rrDummyMoments is the mean and variance of the number of dummies,
-// max(0, T + Z), summed over Z's support (its tail beyond is negligible:
-// q^m past m terms).
+// max(0, T + Z): E = T + q^{T+1}/((1+q)(1−q)) exactly (the truncation's
+// part), and Z's variance 2q/(1−q)², which the truncation only lowers.
 func rrDummyMoments(rr *rewrite.RRRelease) (mean, variance float64) {
-	shift, lambda := rrShift(rr)
+	shift, lambda := rr.Shift()
 	q := math.Exp(-lambda)
-	norm := (1 - q) / (1 + q)
-	var m1, m2 float64
-	span := int64(math.Ceil(60/lambda)) + 1 // q^span < e^-60
-	for z := -span; z <= span; z++ {
-		d := float64(max(0, shift+z))
-		w := norm * math.Pow(q, math.Abs(float64(z)))
-		m1 += w * d
-		m2 += w * d * d
-	}
-	return m1, m2 - m1*m1
+	mean = float64(shift) + math.Pow(q, float64(shift+1))/((1+q)*(1-q))
+	return mean, 2 * q / ((1 - q) * (1 - q))
 }

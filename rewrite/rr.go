@@ -60,8 +60,23 @@ type RRColumn struct {
 	Width float64
 }
 
-// maxRRBins bounds a binned column's domain.
-const maxRRBins = 1000
+// Limits of a randomized-response release: the bins of a column, the
+// dummy records (their shift grows as 1/ε; found in review: a tiny ε
+// would exhaust memory), and a column's ε (see analyzeRR).
+const (
+	maxRRBins          = 1000
+	maxRRDummies       = 1_000_000
+	maxRRColumnEpsilon = 30
+)
+
+// Shift is the dummies' shift T and the geometric's λ: the number of
+// dummies is max(0, T + Z), Z two-sided geometric at λ = ε_count/L, and
+// T − L + 1 ≥ ln(1/δ)/λ makes P(T + Z < L) ≤ δ — the chance that a
+// person's L records are not covered by dummies they could have been.
+func (rr *RRRelease) Shift() (shift int64, lambda float64) {
+	lambda = rr.CountEpsilon / float64(rr.CountSensitivity)
+	return int64(rr.CountSensitivity) - 1 + int64(math.Ceil(math.Log(1/rr.CountDelta)/lambda)), lambda
+}
 
 // isRR reports whether a select list is made of dpproxy.rr calls (any
 // one makes it an RR release; analyzeRR refuses a mix).
@@ -182,6 +197,13 @@ func analyzeRR(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Query, e
 	rr.ColumnEpsilon = (p.Epsilon - p.Epsilon/10) / f / float64(rr.RowsPerUnit) / float64(len(rr.Columns))
 	if math.IsNaN(rr.ColumnEpsilon) || rr.ColumnEpsilon <= 0 {
 		return nil, rrError("ε %g is too small for %d column(s)", p.Epsilon, len(rr.Columns))
+	}
+	// Past ε ≈ 36 the keep probability rounds to 1 in floating point (no
+	// flip at all): a column's ε is held at maxRRColumnEpsilon, which
+	// keeps less than allowed (found in review).
+	rr.ColumnEpsilon = math.Min(rr.ColumnEpsilon, maxRRColumnEpsilon)
+	if shift, _ := rr.Shift(); shift > maxRRDummies {
+		return nil, rrError("ε %g is too small for a randomized-response release: hiding the number of records would take %d dummy records (at most %d); raise dpproxy.epsilon", p.Epsilon, shift, maxRRDummies)
 	}
 	table := quotedTable(opts.Dialect, t.Schema, t.Name)
 	list := strings.Join(cols, ", ")

@@ -111,11 +111,19 @@ func TestRRRefusals(t *testing.T) {
 			t.Errorf("%s: %v, want an error with %q", c.sql, err, c.want)
 		}
 	}
+	// Found in review: a tiny ε would need millions of dummies (refused);
+	// a huge one would make the keep probability 1 (held at 30).
+	stmts, _ := Parse("SELECT dpproxy.rr(sex) FROM people", PostgresFrontEnd)
+	if _, err := Analyze(stmts[0], pol, Options{Dialect: SQLite, Epsilon: 1e-5}); err == nil || !strings.Contains(err.Error(), "dummy records") {
+		t.Errorf("ε = 1e-5: %v", err)
+	}
+	if q, err := Analyze(stmts[0], pol, Options{Dialect: SQLite, Epsilon: 1000}); err != nil || q.Plan.RR.ColumnEpsilon != maxRRColumnEpsilon {
+		t.Errorf("ε = 1000: %v, column ε %v", err, q.Plan.RR)
+	}
 	noDelta, err := config.Parse([]byte(fmt.Sprintf(rrTestPolicy, "0")), "rr.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stmts, _ := Parse("SELECT dpproxy.rr(sex) FROM people", PostgresFrontEnd)
 	if _, err := Analyze(stmts[0], noDelta, Options{Dialect: SQLite, Epsilon: 1}); err == nil || !strings.Contains(err.Error(), "needs δ > 0") {
 		t.Errorf("δ = 0: %v", err)
 	}
