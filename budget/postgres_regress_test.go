@@ -88,24 +88,32 @@ func TestSharedFailedCommitGivesBudgetBack(t *testing.T) {
 	ctx := context.Background()
 	schema := newPGSchema(t)
 	lease := 600 * time.Millisecond
-	a := newTestAccountant(t, openPG(t, schema, lease), map[string]Cost{"ana": {Epsilon: 1}, "bob": {Epsilon: 1}})
+	// ana's limit leaves room for the tries whose cancelled commit was
+	// recorded all the same (found in CI under -race: with a limit of 1,
+	// one such try spent the budget the next needed).
+	const limit = 100.0
+	a := newTestAccountant(t, openPG(t, schema, lease), map[string]Cost{"ana": {Epsilon: limit}, "bob": {Epsilon: 1}})
 	var lost *Reservation
-	for i := 0; i < 200 && lost == nil; i++ {
+	charged := 0.0
+	for i := 0; i < 150 && lost == nil; i++ {
 		r := mustReserve(t, a, "ana", Cost{Epsilon: 0.6})
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, err := r.Commit(cctx, "q"); errors.Is(err, context.Canceled) &&
-			pgQueryInt(t, `SELECT count(*) FROM `+schema+`.charges WHERE hold_id = $1`, r.hold) == 0 {
+		_, err := r.Commit(cctx, "q")
+		recorded := pgQueryInt(t, `SELECT count(*) FROM `+schema+`.charges WHERE hold_id = $1`, r.hold) > 0
+		switch {
+		case errors.Is(err, context.Canceled) && !recorded:
 			lost = r
-		} else if err == nil {
-			t.Fatal("spent ana's budget before a commit was abandoned")
+		case recorded:
+			charged += 0.6
 		}
 	}
 	if lost == nil {
 		t.Skip("no commit was abandoned")
 	}
 	time.Sleep(3 * lease)
-	if _, err := a.Reserve(ctx, "ana", Cost{Epsilon: 0.6}); err != nil {
+	// All that is left is available only if the lost hold was given back.
+	if _, err := a.Reserve(ctx, "ana", Cost{Epsilon: limit - charged - 1e-9}); err != nil {
 		t.Errorf("3 leases after an abandoned, uncharged commit ana's 0.6 is still held: %v", err)
 	}
 	rs := make([]*Reservation, 20)
