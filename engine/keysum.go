@@ -2,7 +2,6 @@ package engine
 
 import (
 	"math"
-	"strconv"
 
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqltypes"
@@ -107,7 +106,7 @@ func SumOverRows(res *sqltypes.Result, rows []int, col int, miss float64) (sum f
 		}
 	}
 	for _, r := range rows {
-		v, isNumber := number(res.Rows[r][col])
+		v, isNumber := sqltypes.Number(res.Rows[r][col])
 		if !isNumber {
 			return 0, iv, false
 		}
@@ -134,20 +133,6 @@ func SumOverRows(res *sqltypes.Result, rows []int, col int, miss float64) (sum f
 		sum, iv.Lo, iv.Hi = sum+v, iv.Lo+lo, iv.Hi+hi
 	}
 	return sum, iv, true
-}
-
-// number reads a released value as a float.
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, true
-	case sqltypes.Decimal:
-		f, err := strconv.ParseFloat(string(x), 64)
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // AnswerSumOverKeys answers plan — a DP query without GROUP BY whose

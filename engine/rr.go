@@ -74,7 +74,8 @@ func rrKey(c rewrite.RRColumn, typ sqltypes.Type, v any) string {
 	if c.Width == 0 {
 		return canonicalKey(v, c.Column.Type)
 	}
-	x, ok := rrNumber(v)
+	x, ok := sqltypes.Number(v)
+	ok = ok && !math.IsNaN(x)
 	if !ok {
 		return ""
 	}
@@ -84,22 +85,6 @@ func rrKey(c rewrite.RRColumn, typ sqltypes.Type, v any) string {
 		return ""
 	}
 	return canonicalKey(b, config.TypeFloat)
-}
-
-func rrNumber(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, !math.IsNaN(x)
-	case sqltypes.Decimal:
-		f, err := strconv.ParseFloat(string(x), 64)
-		return f, err == nil
-	case string:
-		f, err := strconv.ParseFloat(x, 64)
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // answerRR reads the records and releases them randomized.

@@ -327,20 +327,15 @@ func mergeType(a, b sqltypes.Type) sqltypes.Type {
 // non-numbers.
 func releasedNumber(v any) (float64, bool) {
 	switch x := v.(type) {
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, true
-	case sqltypes.Decimal:
-		f, err := strconv.ParseFloat(string(x), 64)
-		return f, err == nil
+	case string:
+		return 0, false // text is compared as text, never read as a number
 	case bool:
 		if x {
 			return 1, true
 		}
 		return 0, true
 	}
-	return 0, false
+	return sqltypes.Number(v)
 }
 
 func truth(v any) (bool, bool) {

@@ -11,6 +11,7 @@ package sqltypes
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -93,19 +94,26 @@ type Decimal string
 // Float reads a backend number as a float64: integers, floats, Decimal and
 // numeric text. NULL (an empty sum) and anything else read as zero.
 func Float(v any) float64 {
+	f, _ := Number(v)
+	return f
+}
+
+// Number reads a number as Float does; ok is false for NULL and anything
+// that is not a number.
+func Number(v any) (f float64, ok bool) {
 	switch x := v.(type) {
 	case int64:
-		return float64(x)
+		return float64(x), true
 	case float64:
-		return x
+		return x, true
 	case Decimal:
-		f, _ := strconv.ParseFloat(string(x), 64)
-		return f
+		f, err := strconv.ParseFloat(string(x), 64)
+		return f, err == nil
 	case string:
-		f, _ := strconv.ParseFloat(x, 64)
-		return f
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		return f, err == nil
 	}
-	return 0
+	return 0, false
 }
 
 // Convert converts a value to the Go type of t where it can; values
