@@ -298,6 +298,10 @@ type Outcome struct {
 	CacheHit bool
 }
 
+// CachesReleases reports whether the engine keeps releases (policy
+// cache.size > 0): without it nothing can be answered from an earlier one.
+func (e *Engine) CachesReleases() bool { return e.cache != nil }
+
 // Released returns the release the cache holds for analyst's plan of a
 // canonical statement — this instance's, or another's on a shared ledger
 // — without computing or charging anything; ok is false if there is none.

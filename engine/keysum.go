@@ -56,7 +56,7 @@ func columnNoise(plan *rewrite.Plan, mechs []noiser) []*sqltypes.Noise {
 		}
 		// Released rounded as typedNumber rounds (an integer type, or
 		// numeric over an integer column) from a measurement not whole.
-		rounded := integerType(o.Type) || o.Type == sqltypes.Numeric && a.Column != nil && a.Column.Type.Integer()
+		rounded := o.Type.Integer() || o.Type == sqltypes.Numeric && a.Column != nil && a.Column.Type.Integer()
 		if rounded && !m.Integer {
 			n.Rounding = 0.5
 		}
@@ -66,10 +66,6 @@ func columnNoise(plan *rewrite.Plan, mechs []noiser) []*sqltypes.Noise {
 		out[i] = n
 	}
 	return out
-}
-
-func integerType(t sqltypes.Type) bool {
-	return t == sqltypes.Int8 || t == sqltypes.Int4 || t == sqltypes.Int2
 }
 
 // SumOverRows is the sum of column col of a release over the rows

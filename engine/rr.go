@@ -61,7 +61,7 @@ func binValue(start string, typ sqltypes.Type) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if integerType(typ) {
+	if typ.Integer() {
 		return int64(f), nil
 	}
 	return f, nil

@@ -161,7 +161,7 @@ func (a *analyzer) checkDerived(d *Derived, expr ast.ExprNode, p *Plan, b *backe
 		}
 		switch x.Op {
 		case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Mod:
-			if integerType(lt) && integerType(rt) {
+			if lt.Integer() && rt.Integer() {
 				return sqltypes.Int8, nil // COUNT(*) * 5 stays whole
 			}
 			return sqltypes.Float8, nil
@@ -305,10 +305,6 @@ func (a *analyzer) aliasRef(d *Derived, ref *ast.ColumnNameExpr, f *ast.SelectFi
 type aliasUse struct {
 	ref  *ast.ColumnNameExpr
 	expr ast.ExprNode
-}
-
-func integerType(t sqltypes.Type) bool {
-	return t == sqltypes.Int8 || t == sqltypes.Int4 || t == sqltypes.Int2
 }
 
 func mergeType(a, b sqltypes.Type) sqltypes.Type {

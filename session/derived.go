@@ -41,7 +41,9 @@ type derivation struct {
 // keeps or changes it.
 func (s *Session) deriveFrom(stmt ast.StmtNode, plan *rewrite.Plan, casts rewrite.CastLookup, suffix string) []*derivation {
 	sel, ok := stmt.(*ast.SelectStmt)
-	if !ok || s.targetError > 0 {
+	// Without a result cache no earlier release exists: the candidates
+	// are not analyzed at all.
+	if !ok || s.targetError > 0 || !s.engine.CachesReleases() {
 		return nil
 	}
 	if rest, conds, ok := rewrite.SplitKeyFilter(sel); ok {

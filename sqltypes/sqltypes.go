@@ -87,6 +87,9 @@ func (t Type) PostgresTypeSize() int16 {
 	return -1
 }
 
+// Integer reports whether the type holds whole numbers only.
+func (t Type) Integer() bool { return t == Int8 || t == Int4 || t == Int2 }
+
 // Decimal is an exact decimal number in canonical text form ("-12.50"),
 // the Go value of a Numeric column.
 type Decimal string
