@@ -97,10 +97,15 @@ func TestSumOverKeysFromEarlierRelease(t *testing.T) {
 	} else if want := (sum(0) + sum(1)) / float64(n); math.Abs(sqltypes.Float(ratio.Rows[0][0])-want) > 1e-9 {
 		t.Errorf("ratio %v, want %v", ratio.Rows, want)
 	}
-	// The ratio has an interval when its denominator's excludes 0 (this
-	// small table's excess intervals are wide).
-	if hasInterval := ratio.Rows[0][1] != nil; hasInterval != (lo > 0) {
-		t.Errorf("ratio %v: the count's interval [%v, %v]", ratio.Rows, lo, hi)
+	// The ratio has an interval only when its denominator's excludes 0.
+	// The ratio takes the count at 97.5 % (a union bound over its two
+	// aggregates), wider than the 95 % shown, so a shown interval just
+	// above 0 may still leave the ratio without one.
+	if ratio.Rows[0][1] != nil && lo <= 0 {
+		t.Errorf("ratio %v has an interval though the count's [%v, %v] holds 0", ratio.Rows, lo, hi)
+	}
+	if ratio.Rows[0][1] == nil && lo > (hi-lo)/2 {
+		t.Errorf("ratio %v lacks an interval though the count's [%v, %v] is far from 0", ratio.Rows, lo, hi)
 	}
 	if after := spent(); after != before {
 		t.Errorf("sums over keys spent ε %v", after-before)
