@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,12 +47,44 @@ type cacheKey struct {
 	plan string
 }
 
-// keyOf is the cache key of analyst's plan of a canonical statement.
+// keyOf is the cache key of analyst's plan of a canonical statement. It
+// runs for every cache hit, so it builds its strings without fmt; they are
+// exactly what fmt.Sprintf("bias=%t excess=%t r2t=%t rr=%s", ...) and
+// fmt.Sprintf("%s|%q|%s|%s|%d|%d|%d|%t", ...) wrote, since the shared
+// cache hashes them (shared_cache.go) and instances of two versions must
+// agree.
 func keyOf(analyst string, plan *rewrite.Plan, canonical string) cacheKey {
-	return cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical,
-		variant: fmt.Sprintf("bias=%t excess=%t r2t=%t rr=%s", plan.Bias != nil, plan.HasExcess(), plan.R2T != nil, rrVariant(plan)),
-		plan: fmt.Sprintf("%s|%q|%s|%s|%d|%d|%d|%t", plan.BackendSQL, plan.SideQueries, plan.Mechanism, plan.Neighbouring,
-			plan.MaxGroupsPerUnit, plan.MaxRowsPerUnit, plan.MaxTotalRowsPerUnit, plan.Selection != nil)}
+	var v strings.Builder
+	v.WriteString("bias=")
+	v.WriteString(strconv.FormatBool(plan.Bias != nil))
+	v.WriteString(" excess=")
+	v.WriteString(strconv.FormatBool(plan.HasExcess()))
+	v.WriteString(" r2t=")
+	v.WriteString(strconv.FormatBool(plan.R2T != nil))
+	v.WriteString(" rr=")
+	v.WriteString(rrVariant(plan))
+
+	var b strings.Builder
+	b.Grow(len(plan.BackendSQL) + 64)
+	b.WriteString(plan.BackendSQL)
+	b.WriteString("|[")
+	for i, q := range plan.SideQueries {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.Quote(q))
+	}
+	b.WriteString("]|")
+	b.WriteString(string(plan.Mechanism))
+	b.WriteByte('|')
+	b.WriteString(string(plan.Neighbouring))
+	for _, n := range []int{plan.MaxGroupsPerUnit, plan.MaxRowsPerUnit, plan.MaxTotalRowsPerUnit} {
+		b.WriteByte('|')
+		b.WriteString(strconv.Itoa(n))
+	}
+	b.WriteByte('|')
+	b.WriteString(strconv.FormatBool(plan.Selection != nil))
+	return cacheKey{analyst: analyst, epsilon: plan.Epsilon, delta: plan.Delta, query: canonical, variant: v.String(), plan: b.String()}
 }
 
 // rrVariant is what makes a randomized-response release besides its SQL:
@@ -246,17 +279,28 @@ func (c *resultCache) finish(key cacheKey, f *flight) {
 }
 
 // cloneResult copies a result deeply enough that no caller can change
-// another's (or the cache's) rows: values themselves are immutable.
+// another's (or the cache's) rows: values themselves are immutable. Rows
+// and intervals are copied into one backing array each (a hit's cost is
+// mostly allocation).
 func cloneResult(r *sqltypes.Result) *sqltypes.Result {
-	rows := make([][]any, len(r.Rows))
-	for i, row := range r.Rows {
-		rows[i] = slices.Clone(row)
+	return &sqltypes.Result{Columns: slices.Clone(r.Columns), Rows: cloneTable(r.Rows), Tag: r.Tag,
+		Intervals: cloneTable(r.Intervals), Notices: slices.Clone(r.Notices), Noise: slices.Clone(r.Noise)}
+}
+
+// cloneTable copies the rows of a table into one backing array.
+func cloneTable[T any](rows [][]T) [][]T {
+	n := 0
+	for _, row := range rows {
+		n += len(row)
 	}
-	ivs := make([][]*sqltypes.Interval, len(r.Intervals))
-	for i, row := range r.Intervals {
-		ivs[i] = slices.Clone(row) // the intervals and noise descriptions themselves are never changed
+	cells := make([]T, 0, n)
+	out := make([][]T, len(rows))
+	for i, row := range rows {
+		start := len(cells)
+		cells = append(cells, row...)
+		out[i] = cells[start:len(cells):len(cells)]
 	}
-	return &sqltypes.Result{Columns: slices.Clone(r.Columns), Rows: rows, Tag: r.Tag, Intervals: ivs, Notices: slices.Clone(r.Notices), Noise: slices.Clone(r.Noise)}
+	return out
 }
 
 // Answer releases a DP plan for the analyst: the budgeted release. It

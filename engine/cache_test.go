@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/dpproxy/dpproxy/internal/fixture"
 	"reflect"
 	"sync"
@@ -315,5 +316,26 @@ func TestCacheFlightWaitAndFailure(t *testing.T) {
 	}
 	if res, hit, err := c.do(context.Background(), key, func() (*sqltypes.Result, error) { return nil, nil }); err != nil || !hit || res.Tag != "SELECT 0" {
 		t.Errorf("after the retry: %v %v %v, want the cached answer", res, hit, err)
+	}
+}
+
+// The cache key is built without fmt on every hit; the shared cache hashes
+// its strings, so they must stay exactly what the fmt-built key was.
+func TestCacheKeyStrings(t *testing.T) {
+	plans := []*rewrite.Plan{
+		{BackendSQL: `SELECT COUNT(*) FROM "t"`, Mechanism: config.MechanismLaplace, Neighbouring: config.Replace, MaxGroupsPerUnit: 3, MaxRowsPerUnit: 1},
+		{BackendSQL: "SELECT 1", SideQueries: []string{"SELECT \"a\"\n", "x|y"}, Mechanism: config.MechanismGaussian, MaxTotalRowsPerUnit: 7,
+			Selection: &rewrite.PartitionSelection{}, R2T: &rewrite.R2TRelease{}, Epsilon: 0.5, Delta: 1e-6},
+		{},
+	}
+	for _, plan := range plans {
+		got := keyOf("ana", plan, "q")
+		want := cacheKey{analyst: "ana", epsilon: plan.Epsilon, delta: plan.Delta, query: "q",
+			variant: fmt.Sprintf("bias=%t excess=%t r2t=%t rr=%s", plan.Bias != nil, plan.HasExcess(), plan.R2T != nil, rrVariant(plan)),
+			plan: fmt.Sprintf("%s|%q|%s|%s|%d|%d|%d|%t", plan.BackendSQL, plan.SideQueries, plan.Mechanism, plan.Neighbouring,
+				plan.MaxGroupsPerUnit, plan.MaxRowsPerUnit, plan.MaxTotalRowsPerUnit, plan.Selection != nil)}
+		if got != want {
+			t.Errorf("keyOf:\n got %#v\nwant %#v", got, want)
+		}
 	}
 }

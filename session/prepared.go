@@ -262,16 +262,22 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 		}
 		return conform(res, p.Columns), nil
 	}
-	stmt, parsed, err := s.parseForBinding(p.SQL)
-	if err != nil {
-		return nil, err
-	}
-	if err := rewrite.BindParams(stmt, h.markerParams, params, p.Params); err != nil {
-		return nil, err
-	}
-	prep, err := s.prepare(stmt, castLookup(parsed))
-	if err != nil {
-		return nil, err
+	prep := s.memoizedPlan(p.SQL, params)
+	if prep == nil {
+		stmt, parsed, err := s.parseForBinding(p.SQL)
+		if err != nil {
+			return nil, err
+		}
+		if err := rewrite.BindParams(stmt, h.markerParams, params, p.Params); err != nil {
+			return nil, err
+		}
+		if prep, err = s.prepare(stmt, castLookup(parsed)); err != nil {
+			return nil, err
+		}
+		if prep.tag != "" {
+			s.forgetPlans()
+		}
+		s.memoizePlan(p.SQL, params, prep)
 	}
 	res, err := s.run(ctx, prep, logText(p.SQL, params))
 	if err != nil {

@@ -78,6 +78,8 @@ type Session struct {
 	client    string
 	observing bool
 	note      statementNote
+	// plans memoizes the session's analyzed DP statements (planmemo.go).
+	plans *planMemo
 }
 
 // sessionIDs numbers sessions.
@@ -147,6 +149,9 @@ func (s *Session) execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 		return nil, err
 	}
 	if cmd != nil {
+		if cmd.kind != cmdExplainDP {
+			s.forgetPlans()
+		}
 		res, err := s.runCommand(ctx, cmd, sql)
 		if err != nil {
 			return nil, err
@@ -166,11 +171,21 @@ func (s *Session) execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 		}
 		return []*sqltypes.Result{res}, nil
 	}
+	// A DP query this session analyzed before, under the same settings,
+	// skips parsing and analysis (planmemo.go).
+	if p := s.memoizedPlan(sql, nil); p != nil {
+		res, err := s.run(ctx, p, sql)
+		if err != nil {
+			return nil, err
+		}
+		return []*sqltypes.Result{res}, nil
+	}
 	// MySQL front end: session and catalog statements (mysql.go).
 	if s.frontEnd == rewrite.MySQLFrontEnd {
 		if res, ok, err := s.mysqlStatement(ctx, sql, true); err != nil {
 			return nil, err
 		} else if ok {
+			s.forgetPlans() // SET, USE, user variables
 			return []*sqltypes.Result{res}, nil
 		}
 	}
@@ -180,6 +195,7 @@ func (s *Session) execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 			return nil, err
 		}
 		if guc != nil {
+			s.forgetPlans()
 			res, err := s.runSetting(guc)
 			if err != nil {
 				return nil, err
@@ -225,6 +241,10 @@ func (s *Session) execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 	if p.query != nil && p.query.Passthrough != nil {
 		s.engine.Passthroughs().Add(s.passthroughKey(sql), p.query.Passthrough)
 	}
+	if p.tag != "" {
+		s.forgetPlans()
+	}
+	s.memoizePlan(sql, nil, p)
 	res, err := s.run(ctx, p, sql)
 	if err != nil {
 		return nil, err
