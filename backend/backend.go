@@ -51,6 +51,9 @@ type Column struct {
 type Rows struct {
 	Columns []Column
 	Values  [][]any
+	// PostgresText, set only by WireQuerier, holds the rows as PostgreSQL
+	// DataRow bodies instead of Values.
+	PostgresText [][]byte
 }
 
 // ErrUnavailable wraps errors that happened before a statement reached the

@@ -69,6 +69,19 @@ func (m *resultMeter) add(row []any) error {
 	return nil
 }
 
+// addEncoded counts one row of size bytes in wire form.
+func (m *resultMeter) addEncoded(size int) error {
+	m.rows++
+	if m.limit.Rows > 0 && m.rows > int64(m.limit.Rows) {
+		return &ResultTooLargeError{Rows: true, Limit: int64(m.limit.Rows)}
+	}
+	m.bytes += int64(size) + 24
+	if m.limit.Bytes > 0 && m.bytes > m.limit.Bytes {
+		return &ResultTooLargeError{Limit: m.limit.Bytes}
+	}
+	return nil
+}
+
 // valueSize approximates the memory a value holds: its text for strings
 // and byte slices, a word or two for the rest.
 func valueSize(v any) int64 {

@@ -182,10 +182,16 @@ func runStatement(ctx context.Context, c *pgx.Conn, sql string, args []any, mode
 	if err == nil {
 		return res, nil
 	}
+	return nil, statementError(err)
+}
+
+// statementError wraps a failed statement's error: ErrUnavailable when it
+// never reached the server.
+func statementError(err error) error {
 	if pgconn.SafeToRetry(err) {
-		return nil, fmt.Errorf("%w: postgres: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: postgres: %w", ErrUnavailable, err)
 	}
-	return nil, fmt.Errorf("backend: postgres: %w", err)
+	return fmt.Errorf("backend: postgres: %w", err)
 }
 
 // planChanged reports PostgreSQL's refusal to run a prepared statement

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -175,15 +176,36 @@ func (e *Engine) PreparedStatements() *lru.Cache[string, *sqltypes.Prepared] { r
 // args to its parameter markers in the database. It costs no budget; the
 // database's own error is passed on, since only public tables are read.
 func (e *Engine) Passthrough(ctx context.Context, p *rewrite.Passthrough, args ...any) (*sqltypes.Result, error) {
-	rows, err := e.query(ctx, e.backend, p.SQL, args...)
+	return e.passthrough(ctx, p, false, args)
+}
+
+// PassthroughPostgresText is Passthrough for a PostgreSQL client: where
+// the backend can (backend.WireQuerier) the rows come in
+// Result.PostgresText, forwarded without decoding each value.
+func (e *Engine) PassthroughPostgresText(ctx context.Context, p *rewrite.Passthrough, args ...any) (*sqltypes.Result, error) {
+	return e.passthrough(ctx, p, true, args)
+}
+
+func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, wire bool, args []any) (*sqltypes.Result, error) {
+	var rows *backend.Rows
+	var err error
+	wq, canWire := e.backend.(backend.WireQuerier)
+	if wire && canWire {
+		l := e.Policy().Listen
+		rows, err = wq.QueryPostgresText(backend.WithResultLimit(ctx, backend.ResultLimit{Rows: l.MaxResultRows, Bytes: l.MaxResultBytes}), p.SQL, args...)
+	} else {
+		rows, err = e.query(ctx, e.backend, p.SQL, args...)
+	}
 	if err != nil {
 		// Only public tables are read: the database's error reveals no
 		// protected data, and tells the analyst what is wrong.
 		return nil, databaseError(err)
 	}
-	res := &sqltypes.Result{Rows: rows.Values, Tag: fmt.Sprintf("SELECT %d", len(rows.Values))}
-	for _, c := range rows.Columns {
-		res.Columns = append(res.Columns, sqltypes.Column{Name: c.Name, Type: c.Type})
+	res := &sqltypes.Result{Rows: rows.Values, PostgresText: rows.PostgresText}
+	res.Tag = "SELECT " + strconv.Itoa(res.NumRows())
+	res.Columns = make([]sqltypes.Column, len(rows.Columns))
+	for i, c := range rows.Columns {
+		res.Columns[i] = sqltypes.Column{Name: c.Name, Type: c.Type}
 	}
 	return res, nil
 }

@@ -260,7 +260,9 @@ func (s *Session) cursorStatement(ctx context.Context, sql string) (res *sqltype
 		if _, dup := s.cursors[cmd.name]; dup {
 			return nil, true, sqlerr.New(sqlerr.DuplicateCursor, "cursor %q already exists", cmd.name)
 		}
+		s.decodeRows = true // a cursor slices its rows
 		results, err := s.Execute(ctx, cmd.query)
+		s.decodeRows = false
 		if err != nil {
 			return nil, true, err
 		}

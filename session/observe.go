@@ -112,7 +112,7 @@ func rowCount(results ...*sqltypes.Result) int {
 	n := 0
 	for _, r := range results {
 		if r != nil {
-			n += len(r.Rows)
+			n += r.NumRows()
 		}
 	}
 	return n

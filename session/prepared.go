@@ -256,8 +256,11 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 			}
 			args[i] = params[n-1]
 		}
-		res, err := s.engine.Passthrough(ctx, &rewrite.Passthrough{SQL: h.passthrough}, args...)
+		res, err := s.passthrough(ctx, &rewrite.Passthrough{SQL: h.passthrough}, args...)
 		if err != nil {
+			return nil, err
+		}
+		if err := conformWire(res, p.Columns); err != nil {
 			return nil, err
 		}
 		return conform(res, p.Columns), nil
@@ -410,6 +413,9 @@ func conform(res *sqltypes.Result, cols []sqltypes.Column) *sqltypes.Result {
 	if res == nil || len(res.Columns) != len(cols) {
 		return res
 	}
+	if res.PostgresText != nil {
+		return res // checked by conformWire before
+	}
 	for i, c := range cols {
 		if res.Columns[i].Type == c.Type {
 			continue
@@ -420,6 +426,27 @@ func conform(res *sqltypes.Result, cols []sqltypes.Column) *sqltypes.Result {
 		res.Columns[i].Type = c.Type
 	}
 	return res
+}
+
+// conformWire checks that rows forwarded in wire form have the column types
+// the statement was described with: their text is passed on as it is, so
+// it cannot be converted. A table changed since the statement was
+// prepared is refused as PostgreSQL refuses it.
+func conformWire(res *sqltypes.Result, cols []sqltypes.Column) error {
+	if res == nil || res.PostgresText == nil {
+		return nil
+	}
+	if len(res.Columns) == len(cols) {
+		same := true
+		for i, c := range cols {
+			same = same && res.Columns[i].Type == c.Type
+		}
+		if same {
+			return nil
+		}
+	}
+	return sqlerr.New(sqlerr.FeatureNotSupported, "cached plan must not change result type").
+		WithHint("the table's columns changed since the statement was prepared: prepare it again")
 }
 
 // logText is what the analyst's query log records for one execution of a

@@ -80,6 +80,9 @@ type Session struct {
 	note      statementNote
 	// plans memoizes the session's analyzed DP statements (planmemo.go).
 	plans *planMemo
+	// decodeRows asks for public-table rows decoded even for a PostgreSQL
+	// client (a cursor's result is sliced by FETCH).
+	decodeRows bool
 }
 
 // sessionIDs numbers sessions.
@@ -165,7 +168,7 @@ func (s *Session) execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 	// reload can make a public table protected while one is being added).
 	if pt, ok := s.engine.Passthroughs().Get(s.passthroughKey(sql)); ok && pt.Policy == s.engine.Policy() {
 		s.note.kind = KindPublic
-		res, err := s.engine.Passthrough(ctx, pt)
+		res, err := s.passthrough(ctx, pt)
 		if err != nil {
 			return nil, err
 		}
@@ -434,7 +437,7 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 		return s.queryCatalog(ctx, sql, p.catalog, nil)
 	case p.query.Passthrough != nil:
 		s.note.kind = KindPublic
-		return s.engine.Passthrough(ctx, p.query.Passthrough)
+		return s.passthrough(ctx, p.query.Passthrough)
 	case p.query.Empty != nil:
 		s.note.kind = KindDP
 		return emptyResult(p.query.Empty), nil
@@ -476,6 +479,15 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 	}
 	s.warnings = res.Notices
 	return res, nil
+}
+
+// passthrough runs a public-table query; a PostgreSQL client gets the
+// backend's rows in wire form where they can be forwarded as they are.
+func (s *Session) passthrough(ctx context.Context, p *rewrite.Passthrough, args ...any) (*sqltypes.Result, error) {
+	if s.frontEnd == rewrite.PostgresFrontEnd && !s.decodeRows {
+		return s.engine.PassthroughPostgresText(ctx, p, args...)
+	}
+	return s.engine.Passthrough(ctx, p, args...)
 }
 
 // normalizeQueryText is the text recorded in the analyst's query log.

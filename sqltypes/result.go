@@ -27,6 +27,13 @@ type Result struct {
 	// several of them can be stated later (answers derived from a
 	// release).
 	Noise []*Noise
+	// PostgresText, when set, holds the rows already in PostgreSQL's wire
+	// form, forwarded to PostgreSQL clients without decoding: each the
+	// body of a DataRow message (the column count, then each value's
+	// length, -1 for NULL, and its text form). Rows is then nil. Only
+	// public-table rows whose text form is the same whether the backend
+	// or dpproxy prints it come this way (backend.WireQuerier).
+	PostgresText [][]byte
 }
 
 // Noise describes a column each of whose values is one noisy
@@ -63,4 +70,12 @@ type NoiseMechanism struct {
 type Interval struct {
 	Lo, Hi float64
 	Excess float64
+}
+
+// NumRows is the number of rows of r, decoded or in wire form.
+func (r *Result) NumRows() int {
+	if r.PostgresText != nil {
+		return len(r.PostgresText)
+	}
+	return len(r.Rows)
 }

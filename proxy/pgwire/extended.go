@@ -333,12 +333,27 @@ func (c *conn) handleExecute(m *pgproto3.Execute) error {
 	if p.pos == 0 {
 		c.sendNotices(p.result.Notices)
 	}
-	rows := p.result.Rows[p.pos:]
+	rows, wire := p.result.Rows, p.result.PostgresText
+	if wire != nil {
+		wire = wire[p.pos:]
+	} else {
+		rows = rows[p.pos:]
+	}
 	// PostgreSQL reads the limit as a signed count; 0 or less means all.
 	maxRows := int64(int32(m.MaxRows))
-	limited := maxRows > 0 && maxRows <= int64(len(rows))
-	if limited {
+	limited := maxRows > 0 && maxRows <= int64(len(rows)+len(wire))
+	if limited && wire != nil {
+		wire = wire[:maxRows]
+	} else if limited {
 		rows = rows[:maxRows]
+	}
+	for _, body := range wire {
+		c.wbuf = appendWireRow(c.wbuf, body)
+		if len(c.wbuf) >= flushThreshold {
+			if err := c.flush(); err != nil {
+				return err
+			}
+		}
 	}
 	for _, row := range rows {
 		// Cannot fail: runPortal encoded every row once already.
@@ -353,13 +368,13 @@ func (c *conn) handleExecute(m *pgproto3.Execute) error {
 			}
 		}
 	}
-	p.pos += len(rows)
+	p.pos += len(rows) + len(wire)
 	if limited {
 		// Like PostgreSQL, a portal that returned as many rows as asked
 		// for is suspended even when none are left.
 		c.send(&pgproto3.PortalSuspended{})
 	} else {
-		c.send(&pgproto3.CommandComplete{CommandTag: []byte(rowCountTag(p.tag, len(rows)))})
+		c.send(&pgproto3.CommandComplete{CommandTag: []byte(rowCountTag(p.tag, len(rows)+len(wire)))})
 	}
 	return c.afterExtended()
 }
@@ -380,6 +395,12 @@ func (c *conn) runPortal(p *portal) (err, connErr error) {
 	if res == nil {
 		return nil, nil // an empty query string
 	}
+	if res.PostgresText != nil && anyBinary(p.formats) {
+		if res, err = decodeWireRows(res); err != nil {
+			c.log.Error("pgwire: undecodable wire rows", "err", err)
+			return &sqlerr.Error{Code: sqlerr.InternalError, Message: "internal error"}, nil
+		}
+	}
 	if err := checkPortalResult(p, res); err != nil {
 		c.log.Error("pgwire: engine returned a result that does not match its description", "err", err)
 		return &sqlerr.Error{Code: sqlerr.InternalError, Message: "internal error"}, nil
@@ -387,7 +408,7 @@ func (c *conn) runPortal(p *portal) (err, connErr error) {
 	p.result = res
 	tag := res.Tag
 	if tag == "" {
-		tag = "SELECT " + strconv.Itoa(len(res.Rows))
+		tag = "SELECT " + strconv.Itoa(res.NumRows())
 	}
 	p.tag = c.txAfterStatement(noNUL(tag))
 	return nil, nil
@@ -410,8 +431,8 @@ func checkPortalResult(p *portal, res *sqltypes.Result) error {
 	if err := validateResults([]*sqltypes.Result{res}); err != nil {
 		return err
 	}
-	if len(cols) == 0 && len(res.Rows) > 0 {
-		return fmt.Errorf("result without columns has %d rows", len(res.Rows))
+	if len(cols) == 0 && res.NumRows() > 0 {
+		return fmt.Errorf("result without columns has %d rows", res.NumRows())
 	}
 	if p.formats == nil {
 		return nil

@@ -34,6 +34,14 @@ func (c *conn) writeResults(results []*sqltypes.Result) error {
 			continue
 		}
 		c.send(rowDescription(r.Columns))
+		for _, body := range r.PostgresText {
+			c.wbuf = appendWireRow(c.wbuf, body)
+			if len(c.wbuf) >= flushThreshold {
+				if err := c.flush(); err != nil {
+					return err
+				}
+			}
+		}
 		for _, row := range r.Rows {
 			c.wbuf = appendDataRow(c.wbuf, r.Columns, row)
 			if len(c.wbuf) >= flushThreshold {
@@ -69,6 +77,9 @@ func validateResults(results []*sqltypes.Result) error {
 		if len(r.Columns) == 0 {
 			continue
 		}
+		if err := checkWireRows(r); err != nil {
+			return fmt.Errorf("result %d: %w", i, err)
+		}
 		for j, row := range r.Rows {
 			if len(row) != len(r.Columns) {
 				return fmt.Errorf("result %d row %d has %d values for %d columns", i, j, len(row), len(r.Columns))
@@ -88,7 +99,7 @@ func commandTag(r *sqltypes.Result) string {
 	if r.Tag != "" {
 		return noNUL(r.Tag)
 	}
-	return "SELECT " + strconv.Itoa(len(r.Rows))
+	return "SELECT " + strconv.Itoa(r.NumRows())
 }
 
 func rowDescription(cols []sqltypes.Column) *pgproto3.RowDescription {

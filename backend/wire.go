@@ -1,0 +1,115 @@
+package backend
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/dpproxy/dpproxy/sqltypes"
+	"github.com/jackc/pgx/v5"
+)
+
+// WireQuerier is a backend that can return a public-table result in its
+// clients' wire form, skipping the decoding of each value and its
+// re-encoding by the front end: PostgreSQL's text DataRows.
+type WireQuerier interface {
+	// QueryPostgresText runs sql like Query. When every result column has
+	// a wire-safe type (see wireSafe) the rows come back in
+	// Rows.PostgresText and Rows.Values is nil; otherwise they are
+	// decoded as Query decodes them.
+	QueryPostgresText(ctx context.Context, sql string, args ...any) (*Rows, error)
+}
+
+var _ WireQuerier = (*Postgres)(nil)
+
+// wireSafe are the column types whose text form PostgreSQL prints exactly
+// as dpproxy's front end would print the decoded value, and which conform
+// never retypes: forwarding the backend's bytes changes nothing the client
+// sees. Floats (digits), numeric (NaN), dates and times (time zones,
+// infinity) and bytea are decoded as before.
+func wireSafe(t sqltypes.Type) bool {
+	switch t {
+	case sqltypes.Bool, sqltypes.Int2, sqltypes.Int4, sqltypes.Int8, sqltypes.OID,
+		sqltypes.Text, sqltypes.Varchar, sqltypes.Bpchar, sqltypes.Name:
+		return true
+	}
+	return false
+}
+
+// QueryPostgresText runs sql and returns its rows as DataRow bodies when
+// every column is wire-safe.
+func (p *Postgres) QueryPostgresText(ctx context.Context, sql string, args ...any) (*Rows, error) {
+	start := time.Now()
+	pc, err := p.pool.acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: postgres %s: %w", ErrUnavailable, p.desc, err)
+	}
+	defer p.pool.release(pc)
+	mode := pgx.QueryExecModeExec
+	if seen, _ := p.seen.ContainsOrAdd(sql, struct{}{}); seen {
+		mode = pgx.QueryExecModeCacheStatement
+	}
+	read := func() (*Rows, error) { return queryWire(ctx, pc.conn, sql, args, mode) }
+	res, err := read()
+	if err != nil && mode == pgx.QueryExecModeCacheStatement && planChanged(err) {
+		res, err = read()
+	}
+	if err != nil {
+		cleanupConn(ctx, pc.conn)
+		slog.DebugContext(ctx, "backend: postgres query failed", "err", err, "elapsed", time.Since(start))
+		return nil, statementError(err)
+	}
+	return res, nil
+}
+
+// queryWire runs one statement with text results and keeps each row's
+// values as a DataRow body, or decodes them when a column is not
+// wire-safe.
+func queryWire(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pgx.QueryExecMode) (*Rows, error) {
+	rows, err := c.Query(ctx, sql, append([]any{mode, textResults}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	fds := rows.FieldDescriptions()
+	cols := make([]Column, len(fds))
+	for i, fd := range fds {
+		t, _ := postgresDecoder(fd.DataTypeOID, c.TypeMap())
+		cols[i] = Column{Name: fd.Name, Type: t}
+		if fd.Format != pgx.TextFormatCode || !wireSafe(t) {
+			res, err := readPostgresRows(ctx, rows, c.TypeMap())
+			stopIfTooLarge(ctx, c, err)
+			return res, err
+		}
+	}
+	meter := resultMeter{limit: resultLimitFrom(ctx)}
+	res := &Rows{Columns: cols, PostgresText: [][]byte{}}
+	for rows.Next() {
+		raw := rows.RawValues()
+		size := 2
+		for _, b := range raw {
+			size += 4 + len(b)
+		}
+		body := make([]byte, 2, size)
+		binary.BigEndian.PutUint16(body, uint16(len(raw)))
+		for _, b := range raw {
+			if b == nil {
+				body = binary.BigEndian.AppendUint32(body, 0xFFFFFFFF)
+				continue
+			}
+			body = binary.BigEndian.AppendUint32(body, uint32(len(b)))
+			body = append(body, b...)
+		}
+		if err := meter.addEncoded(len(body)); err != nil {
+			stopIfTooLarge(ctx, c, err)
+			return nil, err
+		}
+		res.PostgresText = append(res.PostgresText, body)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

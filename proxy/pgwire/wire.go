@@ -1,0 +1,94 @@
+package pgwire
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/dpproxy/dpproxy/sqltypes"
+)
+
+// Public-table rows may reach the front end already in PostgreSQL's text
+// wire form (sqltypes.Result.PostgresText): each a DataRow body from the
+// backend, written out as it is. A portal that asks for some column in
+// binary gets them decoded first.
+
+// appendWireRow appends a DataRow message whose body is body.
+func appendWireRow(dst, body []byte) []byte {
+	dst = append(dst, 'D')
+	dst = binary.BigEndian.AppendUint32(dst, uint32(4+len(body)))
+	return append(dst, body...)
+}
+
+// wireValues splits a DataRow body into its values (nil for NULL).
+func wireValues(body []byte, columns int) ([][]byte, error) {
+	if len(body) < 2 || int(binary.BigEndian.Uint16(body)) != columns {
+		return nil, fmt.Errorf("wire row does not hold %d values", columns)
+	}
+	vals := make([][]byte, columns)
+	rest := body[2:]
+	for i := range vals {
+		if len(rest) < 4 {
+			return nil, fmt.Errorf("wire row value %d is cut short", i+1)
+		}
+		n := int32(binary.BigEndian.Uint32(rest))
+		rest = rest[4:]
+		if n < 0 {
+			continue
+		}
+		if int(n) > len(rest) {
+			return nil, fmt.Errorf("wire row value %d is cut short", i+1)
+		}
+		vals[i], rest = rest[:n], rest[n:]
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("wire row has %d bytes after its values", len(rest))
+	}
+	return vals, nil
+}
+
+// checkWireRows checks that every wire row holds one value per column.
+func checkWireRows(r *sqltypes.Result) error {
+	for j, body := range r.PostgresText {
+		if _, err := wireValues(body, len(r.Columns)); err != nil {
+			return fmt.Errorf("row %d: %w", j, err)
+		}
+	}
+	return nil
+}
+
+// decodeWireRows returns r with its wire rows decoded into values, for a
+// portal that wants some column in binary.
+func decodeWireRows(r *sqltypes.Result) (*sqltypes.Result, error) {
+	out := *r
+	out.PostgresText = nil
+	out.Rows = make([][]any, len(r.PostgresText))
+	for j, body := range r.PostgresText {
+		vals, err := wireValues(body, len(r.Columns))
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", j, err)
+		}
+		row := make([]any, len(vals))
+		for i, b := range vals {
+			if b == nil {
+				continue
+			}
+			v, e := decodeTextValue(r.Columns[i].Type, string(b))
+			if e != nil {
+				return nil, fmt.Errorf("row %d column %d: %w", j, i+1, e)
+			}
+			row[i] = v
+		}
+		out.Rows[j] = row
+	}
+	return &out, nil
+}
+
+// anyBinary reports whether a portal's formats ask for a binary column.
+func anyBinary(formats []int16) bool {
+	for _, f := range formats {
+		if f == formatBinary {
+			return true
+		}
+	}
+	return false
+}
