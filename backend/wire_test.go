@@ -68,4 +68,3 @@ func TestQueryPostgresText(t *testing.T) {
 		t.Errorf("the connection after the cap: %v", err)
 	}
 }
-

@@ -45,7 +45,7 @@ INSERT INTO wire_types VALUES
 
 	queries := []string{
 		"SELECT id, flag, small, big, label, note, code FROM wire_types ORDER BY id", // wire-safe: forwarded
-		"SELECT * FROM wire_types ORDER BY id",                                      // numeric, float, date: decoded
+		"SELECT * FROM wire_types ORDER BY id",                                       // numeric, float, date: decoded
 		"SELECT clinic_id, name FROM clinics WHERE clinic_id = 3",
 	}
 	read := func(conn *pgx.Conn, sql string, args ...any) [][]any {
