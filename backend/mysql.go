@@ -165,6 +165,9 @@ func (c mysqlSessionConnector) Connect(ctx context.Context) (driver.Conn, error)
 			return nil, fmt.Errorf("set up mysql session (%s): %w", stmt, err)
 		}
 	}
+	if dc, ok := conn.(mysqlDriverConn); ok {
+		return newStmtCachingConn(dc), nil // mysqlstmt.go
+	}
 	return conn, nil
 }
 
