@@ -20,7 +20,27 @@ import (
 
 // containsFold reports whether s contains the lower-case word w in any case.
 func containsFold(s, w string) bool {
-	return strings.Contains(asciiLower(s), w)
+	if len(w) == 0 {
+		return true
+	}
+	first, firstUpper := w[0], w[0]-('a'-'A')
+	for i := 0; i+len(w) <= len(s); i++ {
+		if c := s[i]; c != first && c != firstUpper {
+			continue
+		}
+		match := true
+		for j := 1; j < len(w) && match; j++ {
+			c := s[i+j]
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			match = c == w[j]
+		}
+		if match {
+			return true
+		}
+	}
+	return false
 }
 
 // filterAggregates are the aggregates FILTER is rewritten for.

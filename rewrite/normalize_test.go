@@ -642,3 +642,23 @@ func TestFilterClause(t *testing.T) {
 		}
 	}
 }
+
+func TestContainsFold(t *testing.T) {
+	for _, c := range []struct {
+		s, w string
+		want bool
+	}{
+		{"SELECT x FILTER (WHERE y)", "filter", true},
+		{"select x filter", "filter", true},
+		{"FiLtEr", "filter", true},
+		{"FILTE", "filter", false},
+		{"SELECT 1", "within", false},
+		{"percentile_cont(0.5) WITHIN GROUP", "within", true},
+		{"", "filter", false},
+		{"x", "", true},
+	} {
+		if got := containsFold(c.s, c.w); got != c.want {
+			t.Errorf("containsFold(%q, %q) = %v, want %v", c.s, c.w, got, c.want)
+		}
+	}
+}
