@@ -1,6 +1,6 @@
 // Command loadgen is the load generator and helper of bench/run.sh.
 //
-//	loadgen load   --dsn DSN --patients N [--visit-rate R]
+//	loadgen load   --dsn DSN --patients N [--visit-rate R] [--timeout D]
 //	    load the demo dataset, scaled, into PostgreSQL (demo.LoadPostgresWith)
 //	loadgen load-mysql --dsn USER@tcp(HOST:PORT)/DB --patients N [--visit-rate R]
 //	    create database DB if missing and load the same dataset into it
@@ -21,12 +21,16 @@
 //	    CLOSE for each query). With --ledger, the dpproxy ledger is read
 //	    before and after: charges and transactions (group commits) of the
 //	    run. With --pid, the CPU time that process spent per query.
-//	loadgen idle   --dsn DSN --conns N --hold D --pid PID
-//	    open N connections, keep them idle for D and report PID's VmRSS
-//	    before and while they are open.
+//	loadgen idle   --dsn DSN --conns N --hold D --pid PID [--concurrency K] [--client raw|pgx]
+//	    open N connections (K at a time; each logs in and runs SELECT 1),
+//	    keep them idle for D and report PID's VmRSS before and while they
+//	    are open, how long opening them took and PID's CPU time per
+//	    connection opened. The raw client (default, PostgreSQL protocol,
+//	    plaintext) derives the SCRAM keys from the password once instead
+//	    of once per connection as pgx does (see rawpg.go).
 //
-// Every connection is opened before the clock starts (SCRAM is not
-// measured). Only loopback servers are expected; everything stops by
+// Every connection of `run` is opened before the clock starts (SCRAM is
+// not measured). Only loopback servers are expected; everything stops by
 // itself after --duration (plus a bounded grace period).
 package main
 
@@ -83,8 +87,9 @@ func cmdLoad(args []string) error {
 	dsn := fs.String("dsn", "", "PostgreSQL DSN")
 	patients := fs.Int("patients", 100000, "number of patients")
 	visitRate := fs.Float64("visit-rate", 1, "multiplier of each patient's mean number of visits (1: about 13 per patient)")
+	timeout := fs.Duration("timeout", 15*time.Minute, "give up after this long")
 	fs.Parse(args)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	return demo.LoadPostgresWith(ctx, *dsn, "public", demo.GenerateOptions{Patients: *patients, VisitRate: *visitRate})
 }
@@ -474,53 +479,90 @@ func cmdIdle(args []string) error {
 	n := fs.Int("conns", 1000, "connections to open")
 	hold := fs.Duration("hold", 5*time.Second, "how long to keep them open")
 	pid := fs.Int("pid", 0, "process whose VmRSS to report")
+	concurrency := fs.Int("concurrency", 16, "connections being opened at once")
+	clientKind := fs.String("client", "raw", "raw (pgproto3, SCRAM keys derived once) or pgx (a pgx.Conn each, PBKDF2 per connection)")
 	fs.Parse(args)
+	if *n < 1 || *concurrency < 1 {
+		return errors.New("idle: --conns and --concurrency must be ≥ 1")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *hold+5*time.Minute)
 	defer cancel()
-	base := vmRSS(*pid)
-	conns := make([]*pgx.Conn, *n)
-	var wg sync.WaitGroup
-	var opened, failed atomic.Int64
-	var firstErr atomic.Value
-	sem := make(chan struct{}, 16)
-	t0 := time.Now()
-	for i := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+	var open func(context.Context) (func(), error)
+	switch *clientKind {
+	case "raw":
+		t, err := newRawTarget(*dsn)
+		if err != nil {
+			return fmt.Errorf("idle: %w", err)
+		}
+		open = func(ctx context.Context) (func(), error) {
+			nc, err := t.open(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return func() { nc.Close() }, nil
+		}
+	case "pgx":
+		open = func(ctx context.Context) (func(), error) {
 			c, err := connect(ctx, *dsn, "simple")
 			if err == nil {
 				// One round trip: the session is fully set up.
 				_, err = c.Exec(ctx, "SELECT 1")
 			}
 			if err != nil {
-				if failed.Add(1) == 1 {
-					firstErr.Store(err.Error())
-				}
 				if c != nil {
 					c.Close(ctx)
 				}
+				return nil, err
+			}
+			return func() { c.Close(context.Background()) }, nil
+		}
+	default:
+		return fmt.Errorf("idle: unknown --client %q (raw or pgx)", *clientKind)
+	}
+	base := vmRSS(*pid)
+	cpu0 := procCPU(*pid)
+	closers := make([]func(), *n)
+	var wg sync.WaitGroup
+	var opened, failed atomic.Int64
+	var firstErr atomic.Value
+	sem := make(chan struct{}, *concurrency)
+	t0 := time.Now()
+	for i := range closers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cl, err := open(ctx)
+			if err != nil {
+				if failed.Add(1) == 1 {
+					firstErr.Store(err.Error())
+				}
 				return
 			}
-			conns[i] = c
+			closers[i] = cl
 			opened.Add(1)
 		}()
 	}
 	wg.Wait()
 	connectSecs := time.Since(t0).Seconds()
+	cpu1 := procCPU(*pid)
 	time.Sleep(*hold / 2)
 	mid := vmRSS(*pid)
 	time.Sleep(*hold / 2)
 	peak := vmRSS(*pid)
-	for _, c := range conns {
-		if c != nil {
-			c.Close(context.Background())
+	for _, cl := range closers {
+		if cl != nil {
+			cl()
 		}
 	}
-	out := map[string]any{"conns": opened.Load(), "failed": failed.Load(), "connect_seconds": connectSecs,
-		"rss_base_kb": base, "rss_idle_kb": max(mid, peak)}
+	out := map[string]any{"client": *clientKind, "concurrency": *concurrency, "conns": opened.Load(), "failed": failed.Load(),
+		"connect_seconds": connectSecs, "rss_base_kb": base, "rss_idle_kb": max(mid, peak)}
+	if *pid > 0 && cpu0 >= 0 && cpu1 >= 0 && opened.Load() > 0 {
+		// The process's CPU time per connection opened (login and
+		// SELECT 1), failed attempts included.
+		out["proc_cpu_us_per_conn"] = us(cpu1-cpu0) / float64(opened.Load())
+	}
 	if s, ok := firstErr.Load().(string); ok {
 		out["first_error"] = s
 	}
