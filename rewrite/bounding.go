@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -32,10 +33,19 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		inner = append(inner, groupExprs[i]+" AS "+groupRefs[i])
 	}
 	rawValues := p.excessRawValues(b)
+	// counted[j] is what the middle level counts for value j: the clamped
+	// value is NULL exactly when the column is, so a clamped column is
+	// counted by its raw value (a database that inlines the inner level
+	// then evaluates the clamp once per row, for the sum, not twice).
+	counted := make([]string, len(b.values))
 	for j, v := range b.values {
 		value := e.clamp(v.col)
+		counted[j] = q(fmt.Sprintf("dp_v%d", j))
 		if sql, ok := e.a.valueSQL[v.col]; ok {
 			value = sql // a conditional aggregate's CASE (conditional.go)
+		} else if v.col.Bounds != nil && !rowPrivacy {
+			counted[j] = q(fmt.Sprintf("dp_nn%d", j))
+			inner = append(inner, e.a.colRef(v.col)+" AS "+counted[j])
 		}
 		inner = append(inner, value+" AS "+q(fmt.Sprintf("dp_v%d", j)))
 		if clip, ok := rawValues[j]; ok {
@@ -106,7 +116,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	}
 	for j, v := range b.values {
 		ref := q(fmt.Sprintf("dp_v%d", j))
-		middle = append(middle, "COUNT("+ref+") AS "+q(fmt.Sprintf("dp_c%d", j)))
+		middle = append(middle, "COUNT("+counted[j]+") AS "+q(fmt.Sprintf("dp_c%d", j)))
 		if e.summable(v.col) {
 			middle = append(middle, "SUM("+ref+") AS "+q(fmt.Sprintf("dp_s%d", j)))
 		}
@@ -123,7 +133,19 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	case p.Selection != nil:
 		middle = append(middle, "ROW_NUMBER() OVER (PARTITION BY "+q("dp_u")+" ORDER BY "+e.d.Random()+") AS "+q("dp_gn"))
 	}
-	middleSQL := "SELECT " + strings.Join(middle, ", ") +
+	linf := p.MaxRowsPerUnit
+	// With the total bound and no selection, T (the unit's capped rows
+	// over all its groups) is a window over this level's rows (with a
+	// selection it is over the groups kept, below).
+	totalHere := totalCapped && p.Selection == nil
+	if totalHere {
+		n := "COUNT(*)"
+		if linf <= math.MaxInt32 {
+			n = e.d.SmallInt(n)
+		}
+		middle = append(middle, "SUM("+capped(n, linf)+") OVER (PARTITION BY "+q("dp_u")+") AS "+q("dp_t"))
+	}
+	middleSQL := "SELECT " + e.d.UnitGroupHint() + strings.Join(middle, ", ") +
 		" FROM (" + innerSQL + ") AS " + q("dp_rows") +
 		" GROUP BY " + strings.Join(append([]string{q("dp_u")}, groupRefs...), ", ")
 
@@ -133,7 +155,6 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	// groups): the engine weights each row by min(1, L0/k) (see
 	// Plan.FoldGroups). With partition selection, keep at most L0 random
 	// groups per unit.
-	linf := p.MaxRowsPerUnit
 	// With the total bound, each unit's per-group values are weighted by
 	// min(1, C/T), T its capped rows over the groups it keeps (see
 	// Plan.TotalCapped).
@@ -183,7 +204,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		keep = " WHERE " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit)
 	}
 	from, alias := "("+middleSQL+") AS "+q("dp_units")+keep, q("dp_units")
-	if totalCapped {
+	if totalCapped && !totalHere {
 		// T over the groups the unit keeps.
 		from = "(SELECT " + alias + ".*, SUM(" + gate(capped(q("dp_n"), linf)) + ") OVER (PARTITION BY " + q("dp_u") + ") AS " + q("dp_t") +
 			" FROM " + from + ") AS " + q("dp_kept")
