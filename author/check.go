@@ -117,6 +117,9 @@ func Check(ctx context.Context, pol *config.Policy, be backend.Backend) (*Report
 			return nil, err
 		}
 	}
+	if err := checkSpeed(ctx, pol, be, q, r); err != nil {
+		return nil, err
+	}
 	for _, pub := range pol.PublicTables {
 		if _, err := be.DescribeTable(ctx, pub.Schema, pub.Name); errors.Is(err, backend.ErrNoSuchTable) {
 			r.add(Error, pub.Name, "public table not in the database")

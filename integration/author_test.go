@@ -164,13 +164,25 @@ func TestPolicyAuthorPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	authorCheck(t, c)
+	// Speed: an index for each GROUP BY column of visits is suggested
+	// until there is one.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.yaml")
+	os.WriteFile(path, []byte("backend:\n  kind: postgres\n  dsn: "+strconv.Quote(c.readerDSN)+"\nledger:\n  path: ledger.db\n"+fmt.Sprintf(analystYAML, 10.0)+tablesYAML), 0o600)
+	suggestion := `info    visits.diagnosis: queries grouped by diagnosis read each person's rows per diagnosis: an index makes them faster (about 25% at 2 M rows, after VACUUM): CREATE INDEX ON "visits" ("patient_id", "diagnosis") INCLUDE ("cost")`
+	if out, _, code := dpproxyCmd(t, "check", "--config", path); code != 0 || !strings.Contains(out, suggestion) || !strings.Contains(out, "visits.clinic_id: queries grouped by clinic_id") {
+		t.Errorf("check without the indexes: exit %d, want %q in\n%s", code, suggestion, out)
+	}
+	if _, err := conn.Exec(ctx, `CREATE INDEX ON visits (patient_id, diagnosis) INCLUDE (cost)`); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code := dpproxyCmd(t, "check", "--config", path); code != 0 || strings.Contains(out, "visits.diagnosis: queries grouped") || !strings.Contains(out, "visits.clinic_id: queries grouped by clinic_id") {
+		t.Errorf("check with an index on (patient_id, diagnosis): exit %d\n%s", code, out)
+	}
 	// A reader granted one write is a writable role.
 	if _, err := conn.Exec(ctx, "GRANT INSERT ON visits TO "+role); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "policy.yaml")
-	os.WriteFile(path, []byte("backend:\n  kind: postgres\n  dsn: "+strconv.Quote(c.readerDSN)+"\nledger:\n  path: ledger.db\n"+fmt.Sprintf(analystYAML, 10.0)+tablesYAML), 0o600)
 	out, _, code := dpproxyCmd(t, "check", "--config", path)
 	if code != 1 || !strings.Contains(out, "error   backend role: can write to visits (INSERT)") {
 		t.Errorf("check with INSERT on visits: exit %d\n%s", code, out)
@@ -213,6 +225,19 @@ func TestPolicyAuthorMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	authorCheck(t, c)
+	// Speed: a warning when the server's in-memory temporary tables are
+	// smaller than the bounding queries' grouping needs.
+	var tmp, heap int64
+	if err := db.QueryRow("SELECT @@tmp_table_size, @@max_heap_table_size").Scan(&tmp, &heap); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	os.WriteFile(path, []byte("backend:\n  kind: mysql\n  dsn: "+strconv.Quote(c.readerDSN)+"\nledger:\n  path: ledger.db\n"+fmt.Sprintf(analystYAML, 10.0)+tablesYAML), 0o600)
+	out, _, code := dpproxyCmd(t, "check", "--config", path)
+	warned := strings.Contains(out, fmt.Sprintf("warning backend settings: tmp_table_size and max_heap_table_size allow %d MB", min(tmp, heap)>>20))
+	if code != 0 || warned != (min(tmp, heap) < 256<<20) {
+		t.Errorf("check with tmp_table_size %d, max_heap_table_size %d: exit %d\n%s", tmp, heap, code, out)
+	}
 }
 
 // serveExample runs the walk-through's last steps on an example policy:
