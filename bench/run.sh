@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# dpproxy benchmarks (issue 6): dpproxy's cost against direct PostgreSQL
-# access and PgBouncer, and through its MySQL front end against direct
-# MariaDB, measured as ratios in one run, plus the Go micro-benchmarks and
-# the accuracy report. Writes bench/results/ and regenerates BENCHMARKS.md.
+# dpproxy benchmarks (issues 6 and 18): dpproxy's cost against direct
+# PostgreSQL access and PgBouncer, and through its MySQL front end against
+# direct MariaDB, measured as ratios in one run, the scale figures (clients,
+# visits, idle connections), plus the Go micro-benchmarks and the accuracy
+# report. Writes bench/results/ and regenerates BENCHMARKS.md.
 #
 #   bash bench/run.sh                 # default: 100,000 patients (~2.1M visits), 5 runs
 #   bash bench/run.sh --quick         # 10,000 patients, 3 short runs (CI-like)
 #   bash bench/run.sh --scale 50000 --runs 5
 #   (--accuracy-runs N: fresh runs per query and ε in the accuracy report, default 200;
-#    --mysql-runs N: runs of the MariaDB workloads, default 3; --no-mysql skips them)
+#    --mysql-runs N: runs of the MariaDB workloads, default 3; --no-mysql skips them;
+#    --visits-100m: workload 10 also at 100 million visits, generated into
+#    PostgreSQL: ~17 GB of disk and 15 to 30 minutes more)
 #
 # Installs what it needs from Debian packages when missing (postgresql-15,
 # postgresql-client-15, pgbouncer, mariadb-server, mariadb-client; needs
@@ -25,6 +28,7 @@ QUICK=
 RUNS=
 MY_RUNS=
 NO_MYSQL=
+VISITS_100M=
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -35,17 +39,26 @@ while [ $# -gt 0 ]; do
     --accuracy-runs) ACC_OVERRIDE=$2; shift 2 ;;
     --mysql-runs) MY_RUNS=$2; shift 2 ;;
     --no-mysql) NO_MYSQL=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --visits-100m) VISITS_100M=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
+# Workload 10 (scale): D_SCALE seconds per client count, one run each;
+# SCALE_SIZES the visit counts generated (1m, 10m, 100m). --quick runs 1M
+# visits only.
 if [ -n "$QUICK" ]; then
   SCALE=${SCALE:-10000}; RUNS=${RUNS:-3}
   D_CACHE=3; D_CACHE1=2; D_PASS=3; D_LEDGER=4; W1_COUNT=5; IDLE_HOLD=2; BENCHTIME=0.2s; ACC_RUNS=200
+  D_SCALE=1; SCALE_SIZES="1m"
 else
   SCALE=${SCALE:-100000}; RUNS=${RUNS:-5}
   D_CACHE=8; D_CACHE1=4; D_PASS=5; D_LEDGER=8; W1_COUNT=3; IDLE_HOLD=3; BENCHTIME=0.5s; ACC_RUNS=200
+  D_SCALE=3; SCALE_SIZES="1m 10m"
 fi
+[ -z "$VISITS_100M" ] || SCALE_SIZES="$SCALE_SIZES 100m"
+# Workload 6: idle connections held by one dpproxy (issue 18: 10,000).
+IDLE_CONNS=10000
 ACC_RUNS=${ACC_OVERRIDE:-$ACC_RUNS}
 # Visits per patient: twice the demo's mean (capped at 40), about 21 per
 # patient (100,000 patients: 2,075,070 visits).
@@ -244,9 +257,14 @@ fi
 # Policies: the demo policy's tables and defaults, a PostgreSQL backend, an
 # analyst "bench" (password "bench") with a budget that never runs out.
 VERIFIERS=$(printf 'bench\n' | "$BIN/dpproxy" passwd --password-stdin 2>/dev/null)
+# The listen limits let one analyst hold workload 6's 10,000 idle
+# connections and workload 10's 256 clients (defaults: 1,000 in all, 100
+# per analyst); the statement timeout lets workload 10's largest datasets
+# (--visits-100m) finish. POLICY_PG_DSN, when set, replaces the PostgreSQL
+# backend's DSN (workload 10's generated databases).
 write_policy() { # write_policy FILE PORT CACHE_SIZE LEDGER [mysql]
   local listen="  postgres: 127.0.0.1:$2" backend="  kind: postgres
-  dsn: \"$PG_DSN\""
+  dsn: \"${POLICY_PG_DSN:-$PG_DSN}\""
   if [ "${5:-}" = mysql ]; then
     # MySQL front end only, MariaDB backend.
     listen="  postgres: \"\"
@@ -259,6 +277,9 @@ write_policy() { # write_policy FILE PORT CACHE_SIZE LEDGER [mysql]
 listen:
 $listen
   idle_timeout: 1h
+  statement_timeout: 2h
+  max_connections: 20000
+  max_connections_per_analyst: 20000
 backend:
 $backend
   max_conns: 16
@@ -282,7 +303,7 @@ EOF
     sed -n '/^protected_tables:/,$p' cmd/dpproxy/demo_policy.yaml
   } >"$1"
 }
-start_proxy() { # start_proxy NAME CACHE_SIZE [mysql] → sets PROXY_PORT, PROXY_PID
+start_proxy() { # start_proxy NAME CACHE_SIZE [mysql] → sets PROXY_PORT, PROXY_PID (POLICY_PG_DSN: see write_policy)
   local name=$1 port
   port=$(free_port)
   write_policy "$WORK/$name.yaml" "$port" "$2" "$WORK/$name-ledger.db" "${3:-}"
@@ -297,7 +318,14 @@ start_proxy() { # start_proxy NAME CACHE_SIZE [mysql] → sets PROXY_PORT, PROXY
   grep -q 'dpproxy listening' "$WORK/$name.log" || { log "dpproxy $name did not start"; cat "$WORK/$name.log" >&2; exit 1; }
   PROXY_PORT=$port
 }
-ulimit -n 8192 2>/dev/null || true
+# File descriptors for 10,000 idle connections (dpproxy and loadgen each
+# hold one per connection): 65,536 if allowed, else the hard limit (Go
+# programs also raise their soft limit to the hard limit themselves).
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+NOFILE=$(ulimit -n)
+if [ "$NOFILE" != unlimited ] && [ "$NOFILE" -lt $((IDLE_CONNS + 500)) ]; then
+  log "warning: open files limited to $NOFILE: workload 6 cannot open $IDLE_CONNS connections"
+fi
 start_proxy nocache 0
 NOCACHE_PORT=$PROXY_PORT NOCACHE_PID=$PROXY_PID
 start_proxy cache 1000
@@ -350,12 +378,16 @@ for r in $(seq 1 "$RUNS"); do
   record w5 "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients 32 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db")"
 done
 
-# Workload 6: 1,000 idle connections (each authenticated with SCRAM and
-# one query), on a freshly started dpproxy.
-log "workload 6: 1000 idle connections, $RUNS runs"
+# Workload 6: 10,000 idle connections (each authenticated with SCRAM and
+# one query), on a freshly started dpproxy. loadgen opens 32 at a time with
+# its raw client, which derives the SCRAM keys from the password once
+# (dpproxy still checks every proof); with pgx each connection would cost
+# the load generator a PBKDF2 (4096 iterations) on the same two cores,
+# about 20 s per run instead of about 5.
+log "workload 6: $IDLE_CONNS idle connections, $RUNS runs"
 for r in $(seq 1 "$RUNS"); do
   start_proxy "idle$r" 1000
-  record w6 "$r" "$("$LG" idle --dsn "postgres://bench:bench@127.0.0.1:$PROXY_PORT/bench?sslmode=disable" --conns 1000 --hold "${IDLE_HOLD}s" --pid "$PROXY_PID")"
+  record w6 "$r" "$("$LG" idle --dsn "postgres://bench:bench@127.0.0.1:$PROXY_PORT/bench?sslmode=disable" --conns "$IDLE_CONNS" --concurrency 32 --hold "${IDLE_HOLD}s" --pid "$PROXY_PID")"
   kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
 done
 
@@ -399,6 +431,62 @@ if [ -z "$MYSQL_NOTE" ]; then
   done
 fi
 
+# Workload 10 (issue 18, scale figures), last so that its large datasets
+# do not evict the others' from the buffers.
+# Clients: workload 4's passthrough (simple protocol) and workload 3's
+# cache hit through the cache-on dpproxy with 1, 16, 64 and 256 clients,
+# one short run each (dpproxy's backend pool is 16: beyond that, clients
+# queue for a backend connection).
+log "workload 10: clients 1, 16, 64, 256 (passthrough and cache hit, ${D_SCALE}s each)"
+for c in 1 16 64 256; do
+  record "w10.clients.passthrough.c$c" 1 "$("$LG" run --dsn "$P_CACHE" --query "$PQ" --clients "$c" --mode simple --duration "${D_SCALE}s" --pid "$CACHE_PID")"
+  record "w10.clients.cachehit.c$c" 1 "$("$LG" run --dsn "$P_CACHE" --query "$CQ" --clients "$c" --duration "${D_SCALE}s" --pid "$CACHE_PID")"
+done
+# Visits: workload 1's DP aggregate (cache off) through dpproxy and its
+# rewritten SQL directly, on datasets of about 1, 10 (and with
+# --visits-100m 100) million visits generated into their own databases
+# (about 20.75 visits per patient at visit rate 2), each dropped after use.
+# Bounded in time: one warm-up (the direct run's, which also warms the
+# buffers) and 2 measured queries per target; at 10M visits that is
+# already ~5 queries of ~15 s and a ~40 s load, so the default run stops
+# there to stay within 20 minutes.
+SCALE_NOTE=
+case " $SCALE_SIZES " in *" 10m "*) ;; *) SCALE_NOTE="10M visits not run (--quick)" ;; esac
+case " $SCALE_SIZES " in *" 100m "*) ;; *) SCALE_NOTE="${SCALE_NOTE:+$SCALE_NOTE; }100M visits not run (needs bash bench/run.sh --visits-100m)" ;; esac
+for size in $SCALE_SIZES; do
+  case "$size" in
+    1m) sp=48200 ;;
+    10m) sp=482000 ;;
+    100m) sp=4820000 ;;
+    *) log "unknown visits size $size"; exit 1 ;;
+  esac
+  # About 170 bytes of disk per visit (tables, indexes); keep 2 GB spare.
+  need_kb=$(( sp * 21 * 170 / 1024 + 2 * 1024 * 1024 ))
+  avail_kb=$(df -Pk "$PG_DIR" | awk 'NR == 2 {print $4}')
+  if [ "$avail_kb" -lt "$need_kb" ]; then
+    log "workload 10: not enough disk for $size visits ($((avail_kb / 1024)) MB free, ~$((need_kb / 1024)) MB needed): skipped"
+    SCALE_NOTE="${SCALE_NOTE:+$SCALE_NOTE; }$size visits skipped: not enough disk"
+    continue
+  fi
+  db="scale_$size"
+  sdsn="postgres://postgres@127.0.0.1:$PG_PORT/$db?sslmode=disable"
+  PGOPTIONS="-c client_min_messages=warning" psql -X -q "$PG_DSN" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+  log "workload 10: generating $sp patients (~$size visits) into database $db"
+  t0=$(date +%s%N)
+  "$LG" load --dsn "$sdsn" --patients "$sp" --visit-rate "$VISIT_RATE" --timeout 2h
+  load_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  sv=$(psql -X -A -t "$sdsn" -c "SELECT count(*) FROM visits")
+  record "w10.visits.$size.load" 1 "{\"seconds\":$((load_ms / 1000)).$(printf '%03d' $((load_ms % 1000))),\"visits\":$sv,\"patients\":$sp}"
+  POLICY_PG_DSN=$sdsn start_proxy "scale-$size" 0
+  srw=$("$BIN/dpproxy" explain --config "$WORK/scale-$size.yaml" "$DPQ" | awk '/^backend SQL/{getline; sub(/^  /, ""); print; exit}')
+  [ -n "$srw" ] || { log "could not get the rewritten SQL from dpproxy explain ($size)"; exit 1; }
+  log "workload 10: $sv visits loaded in $((load_ms / 1000))s; DP aggregate, 2 queries per target"
+  record "w10.visits.$size.direct_rewritten" 1 "$("$LG" run --dsn "$sdsn" --query "$srw" --count 2 --warmup 1 --duration 3h)"
+  record "w10.visits.$size.proxy" 1 "$("$LG" run --dsn "postgres://bench:bench@127.0.0.1:$PROXY_PORT/bench?sslmode=disable" --query "$DPQ" --count 2 --warmup 0 --duration 3h --pid "$PROXY_PID")"
+  kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
+  psql -X -q "$PG_DSN" -c "DROP DATABASE $db WITH (FORCE)"
+done
+
 PG_VERSION=$(psql -X -A -t "$PG_DSN" -c "SHOW server_version")
 PGB_VERSION=$("$PGBOUNCER" --version 2>&1 | head -1)
 log "stopping the servers"
@@ -433,7 +521,11 @@ log "writing bench/results and BENCHMARKS.md"
   echo "mariadb_runs=$MY_RUNS"
   echo "mariadb_visits=$MY_VISITS"
   echo "mariadb_load_seconds=$MY_LOAD_SECS"
-  echo "durations=w1 $W1_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s; w5 ${D_LEDGER}s; w6 hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); go bench $BENCHTIME"
+  echo "durations=w1 $W1_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s; w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 1 warm-up + 2 queries per visits size; go bench $BENCHTIME"
+  echo "idle_conns=$IDLE_CONNS"
+  echo "scale_sizes=$SCALE_SIZES"
+  echo "scale_client_seconds=$D_SCALE"
+  echo "scale_note=$SCALE_NOTE"
   echo "total_seconds=$SECONDS"
 } >"$OUT/run.txt"
 "$BIN/report" --results "$OUT" --benchmarks-md BENCHMARKS.md
