@@ -340,7 +340,13 @@ DPQ="SELECT diagnosis, COUNT(*), AVG(cost) FROM visits GROUP BY diagnosis"
 # else, the least work any bounding of each patient's contribution per
 # group must do.
 FLOORQ="SELECT COUNT(*) FROM (SELECT patient_id, diagnosis FROM visits GROUP BY patient_id, diagnosis) AS t"
-REWRITTEN=$("$BIN/dpproxy" explain --config "$WORK/nocache.yaml" "$DPQ" | awk '/^backend SQL/{getline; sub(/^  /, ""); print; exit}')
+# backend_sql POLICY QUERY: the backend SQL dpproxy explain gives for
+# QUERY (awk reads to the end: exiting early could kill explain with
+# SIGPIPE, which pipefail and set -e would turn into the run's end).
+backend_sql() {
+  "$BIN/dpproxy" explain --config "$1" "$2" | awk 'f == 1 {sub(/^  /, ""); print; f = 2} /^backend SQL/ && !f {f = 1}'
+}
+REWRITTEN=$(backend_sql "$WORK/nocache.yaml" "$DPQ")
 [ -n "$REWRITTEN" ] || { log "could not get the rewritten SQL from dpproxy explain"; exit 1; }
 printf '%s\n' "$REWRITTEN" >"$OUT/rewritten.sql"
 log "workloads 1-2: $DPQ ($RUNS runs × $W1_COUNT queries per target, sequential, cache off)"
@@ -405,7 +411,7 @@ if [ -z "$MYSQL_NOTE" ]; then
   M_NOCACHE="bench:bench@tcp(127.0.0.1:$MY_NOCACHE_PORT)/bench"
   M_CACHE="bench:bench@tcp(127.0.0.1:$MY_CACHE_PORT)/bench"
   log "dpproxy (MySQL front end, MariaDB backend): cache off on :$MY_NOCACHE_PORT, cache on on :$MY_CACHE_PORT"
-  MY_REWRITTEN=$("$BIN/dpproxy" explain --config "$WORK/my-nocache.yaml" "$DPQ" | awk '/^backend SQL/{getline; sub(/^  /, ""); print; exit}')
+  MY_REWRITTEN=$(backend_sql "$WORK/my-nocache.yaml" "$DPQ")
   [ -n "$MY_REWRITTEN" ] || { log "could not get the rewritten MySQL SQL from dpproxy explain"; exit 1; }
   printf '%s\n' "$MY_REWRITTEN" >"$OUT/rewritten-mysql.sql"
   MLG=("$LG" run --driver mysql)
@@ -478,7 +484,7 @@ for size in $SCALE_SIZES; do
   sv=$(psql -X -A -t "$sdsn" -c "SELECT count(*) FROM visits")
   record "w10.visits.$size.load" 1 "{\"seconds\":$((load_ms / 1000)).$(printf '%03d' $((load_ms % 1000))),\"visits\":$sv,\"patients\":$sp}"
   POLICY_PG_DSN=$sdsn start_proxy "scale-$size" 0
-  srw=$("$BIN/dpproxy" explain --config "$WORK/scale-$size.yaml" "$DPQ" | awk '/^backend SQL/{getline; sub(/^  /, ""); print; exit}')
+  srw=$(backend_sql "$WORK/scale-$size.yaml" "$DPQ")
   [ -n "$srw" ] || { log "could not get the rewritten SQL from dpproxy explain ($size)"; exit 1; }
   log "workload 10: $sv visits loaded in $((load_ms / 1000))s; DP aggregate, 2 queries per target"
   record "w10.visits.$size.direct_rewritten" 1 "$("$LG" run --dsn "$sdsn" --query "$srw" --count 2 --warmup 1 --duration 3h)"

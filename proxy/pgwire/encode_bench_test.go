@@ -60,3 +60,59 @@ func BenchmarkDataRowText1000(b *testing.B) { benchmarkEncode(b, nil) }
 func BenchmarkDataRowBinary1000(b *testing.B) {
 	benchmarkEncode(b, []int16{formatBinary, formatBinary, formatBinary, formatBinary, formatBinary, formatBinary})
 }
+
+// BenchmarkDataRowWire1000 writes the same number of rows of the
+// wire-safe columns (the integers and the text) forwarded as the backend's
+// DataRow bodies (sqltypes.Result.PostgresText), checked and copied as
+// writeResults does; BenchmarkDataRowTextSafe1000 encodes those columns
+// from values, the path it replaces.
+func BenchmarkDataRowWire1000(b *testing.B) {
+	res := benchResult()
+	safe := &sqltypes.Result{Columns: res.Columns[:2:2]}
+	safe.Columns = append(safe.Columns, res.Columns[3])
+	for _, row := range res.Rows {
+		body := appendDataRow(nil, safe.Columns, []any{row[0], row[1], row[3]})
+		safe.PostgresText = append(safe.PostgresText, body[5:]) // without 'D' and the length
+	}
+	buf := make([]byte, 0, 64<<10)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := checkWireRows(safe); err != nil {
+			b.Fatal(err)
+		}
+		buf = buf[:0]
+		for _, body := range safe.PostgresText {
+			if buf = appendWireRow(buf, body); len(buf) >= flushThreshold {
+				buf = buf[:0]
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*len(safe.PostgresText))/b.Elapsed().Seconds(), "rows/s")
+}
+
+func BenchmarkDataRowTextSafe1000(b *testing.B) {
+	res := benchResult()
+	cols := []sqltypes.Column{res.Columns[0], res.Columns[1], res.Columns[3]}
+	rows := make([][]any, len(res.Rows))
+	for i, row := range res.Rows {
+		rows[i] = []any{row[0], row[1], row[3]}
+	}
+	buf := make([]byte, 0, 64<<10)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := validateResults([]*sqltypes.Result{{Columns: cols, Rows: rows}}); err != nil {
+			b.Fatal(err)
+		}
+		buf = buf[:0]
+		for _, row := range rows {
+			if buf = appendDataRow(buf, cols, row); len(buf) >= flushThreshold {
+				buf = buf[:0]
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*len(rows))/b.Elapsed().Seconds(), "rows/s")
+}

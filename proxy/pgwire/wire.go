@@ -19,29 +19,41 @@ func appendWireRow(dst, body []byte) []byte {
 	return append(dst, body...)
 }
 
-// wireValues splits a DataRow body into its values (nil for NULL).
-func wireValues(body []byte, columns int) ([][]byte, error) {
+// walkWireRow checks that a DataRow body holds columns values and calls
+// value (if not nil) with each (nil for NULL).
+func walkWireRow(body []byte, columns int, value func(i int, v []byte)) error {
 	if len(body) < 2 || int(binary.BigEndian.Uint16(body)) != columns {
-		return nil, fmt.Errorf("wire row does not hold %d values", columns)
+		return fmt.Errorf("wire row does not hold %d values", columns)
 	}
-	vals := make([][]byte, columns)
 	rest := body[2:]
-	for i := range vals {
+	for i := 0; i < columns; i++ {
 		if len(rest) < 4 {
-			return nil, fmt.Errorf("wire row value %d is cut short", i+1)
+			return fmt.Errorf("wire row value %d is cut short", i+1)
 		}
 		n := int32(binary.BigEndian.Uint32(rest))
 		rest = rest[4:]
-		if n < 0 {
-			continue
+		var v []byte
+		if n >= 0 {
+			if int(n) > len(rest) {
+				return fmt.Errorf("wire row value %d is cut short", i+1)
+			}
+			v, rest = rest[:n], rest[n:]
 		}
-		if int(n) > len(rest) {
-			return nil, fmt.Errorf("wire row value %d is cut short", i+1)
+		if value != nil {
+			value(i, v)
 		}
-		vals[i], rest = rest[:n], rest[n:]
 	}
 	if len(rest) != 0 {
-		return nil, fmt.Errorf("wire row has %d bytes after its values", len(rest))
+		return fmt.Errorf("wire row has %d bytes after its values", len(rest))
+	}
+	return nil
+}
+
+// wireValues splits a DataRow body into its values (nil for NULL).
+func wireValues(body []byte, columns int) ([][]byte, error) {
+	vals := make([][]byte, columns)
+	if err := walkWireRow(body, columns, func(i int, v []byte) { vals[i] = v }); err != nil {
+		return nil, err
 	}
 	return vals, nil
 }
@@ -49,7 +61,7 @@ func wireValues(body []byte, columns int) ([][]byte, error) {
 // checkWireRows checks that every wire row holds one value per column.
 func checkWireRows(r *sqltypes.Result) error {
 	for j, body := range r.PostgresText {
-		if _, err := wireValues(body, len(r.Columns)); err != nil {
+		if err := walkWireRow(body, len(r.Columns), nil); err != nil {
 			return fmt.Errorf("row %d: %w", j, err)
 		}
 	}
