@@ -84,32 +84,36 @@ func queryWire(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pg
 			return res, err
 		}
 	}
+	// Every row's body goes into one buffer, sliced at the end.
 	meter := resultMeter{limit: resultLimitFrom(ctx)}
-	res := &Rows{Columns: cols, PostgresText: [][]byte{}}
+	var buf []byte
+	var ends []int
 	for rows.Next() {
 		raw := rows.RawValues()
-		size := 2
-		for _, b := range raw {
-			size += 4 + len(b)
-		}
-		body := make([]byte, 2, size)
-		binary.BigEndian.PutUint16(body, uint16(len(raw)))
+		start := len(buf)
+		buf = binary.BigEndian.AppendUint16(buf, uint16(len(raw)))
 		for _, b := range raw {
 			if b == nil {
-				body = binary.BigEndian.AppendUint32(body, 0xFFFFFFFF)
+				buf = binary.BigEndian.AppendUint32(buf, 0xFFFFFFFF)
 				continue
 			}
-			body = binary.BigEndian.AppendUint32(body, uint32(len(b)))
-			body = append(body, b...)
+			buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
+			buf = append(buf, b...)
 		}
-		if err := meter.addEncoded(len(body)); err != nil {
+		if err := meter.addEncoded(len(buf) - start); err != nil {
 			stopIfTooLarge(ctx, c, err)
 			return nil, err
 		}
-		res.PostgresText = append(res.PostgresText, body)
+		ends = append(ends, len(buf))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	res := &Rows{Columns: cols, PostgresText: make([][]byte, len(ends))}
+	start := 0
+	for i, end := range ends {
+		res.PostgresText[i] = buf[start:end:end]
+		start = end
 	}
 	return res, nil
 }
