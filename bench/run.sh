@@ -8,7 +8,7 @@
 #   bash bench/run.sh                 # default: 100,000 patients (~2.1M visits), 5 runs
 #   bash bench/run.sh --quick         # 10,000 patients, 3 short runs (CI-like)
 #   bash bench/run.sh --scale 50000 --runs 5
-#   (--accuracy-runs N: fresh runs per query and ε in the accuracy report, default 200;
+#   (--accuracy-runs N: fresh runs per query and ε in the accuracy report, default 60 (200 quick);
 #    --mysql-runs N: runs of the MariaDB workloads, default 3; --no-mysql skips them;
 #    --visits-100m: workload 10 also at 100 million visits, generated into
 #    PostgreSQL: ~17 GB of disk and 20 to 40 minutes more)
@@ -49,11 +49,14 @@ done
 # visits only.
 if [ -n "$QUICK" ]; then
   SCALE=${SCALE:-10000}; RUNS=${RUNS:-3}
-  D_CACHE=3; D_CACHE1=2; D_PASS=3; D_LEDGER=4; W1_COUNT=5; IDLE_HOLD=2; BENCHTIME=0.2s; ACC_RUNS=200
+  D_CACHE=3; D_CACHE1=2; D_PASS=3; D_LEDGER=4; W1_COUNT=5; IDLE_HOLD=2; BENCHTIME=0.2s; ACC_RUNS=200; GB_COUNT=3
   D_SCALE=1; SCALE_SIZES="1m"
 else
   SCALE=${SCALE:-100000}; RUNS=${RUNS:-5}
-  D_CACHE=8; D_CACHE1=4; D_PASS=5; D_LEDGER=8; W1_COUNT=3; IDLE_HOLD=3; BENCHTIME=0.5s; ACC_RUNS=200
+  # The accuracy report's 60 fresh runs per query and ε (200 with
+  # --accuracy-runs 200, about 15 minutes on 2 cores) and 3 counts of the
+  # Go benchmarks keep the whole run within 20 minutes.
+  D_CACHE=8; D_CACHE1=4; D_PASS=5; D_LEDGER=8; W1_COUNT=3; IDLE_HOLD=3; BENCHTIME=0.5s; ACC_RUNS=60; GB_COUNT=3
   D_SCALE=3; SCALE_SIZES="1m 10m"
 fi
 [ -z "$VISITS_100M" ] || SCALE_SIZES="$SCALE_SIZES 100m"
@@ -503,8 +506,8 @@ PROXY_PIDS=()
 trap 'rm -rf "$BIN"' EXIT
 
 # Workloads 7 and 8 and the other micro-benchmarks, with the servers gone.
-log "Go micro-benchmarks (-count $RUNS, -benchtime $BENCHTIME)"
-go test -run '^$' -benchmem -count "$RUNS" -benchtime "$BENCHTIME" \
+log "Go micro-benchmarks (-count $GB_COUNT, -benchtime $BENCHTIME)"
+go test -run '^$' -benchmem -count "$GB_COUNT" -benchtime "$BENCHTIME" \
   -bench 'ParseAnalyzeRewrite|Laplace|Gaussian|Exponential10|PartitionSelection|CommitParallel|CommitSerial|CacheHit|DPQueryNoCache|Passthrough|DataRow' \
   ./rewrite/ ./mechanisms/ ./budget/ ./engine/ ./session/ ./proxy/pgwire/ >"$OUT/gobench.txt" 2>&1 ||
   { log "go test -bench failed"; tail -20 "$OUT/gobench.txt" >&2; exit 1; }
@@ -529,7 +532,7 @@ log "writing bench/results and BENCHMARKS.md"
   echo "mariadb_runs=$MY_RUNS"
   echo "mariadb_visits=$MY_VISITS"
   echo "mariadb_load_seconds=$MY_LOAD_SECS"
-  echo "durations=w1 $W1_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s; w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 1 warm-up + 2 queries per visits size; go bench $BENCHTIME"
+  echo "durations=w1 $W1_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s; w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 1 warm-up + 2 queries per visits size; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs"
   echo "idle_conns=$IDLE_CONNS"
   echo "scale_sizes=$SCALE_SIZES"
   echo "scale_client_seconds=$D_SCALE"

@@ -346,30 +346,51 @@ func (s *SQLiteStore) Append(ctx context.Context, c Charge) (Charge, error) {
 	}
 }
 
+// commitDelay is how long the writer lets a transaction gather more
+// charges when the previous one carried several (PostgreSQL's commit_delay
+// with commit_siblings): under concurrent load each fsync, about 0.2 ms of
+// CPU in the kernel and 0.7 ms of waiting on this kind of disk, then
+// carries more charges; a lone analyst's charge never waits.
+const commitDelay = 250 * time.Microsecond
+
 // writer is the single goroutine that writes charges. It takes whatever is
 // queued (up to maxBatch) and commits it as one transaction; while that
-// transaction syncs, new requests queue up for the next one. It exits when
-// Close has closed reqs and everything queued is committed.
+// transaction syncs, new requests queue up for the next one. After a
+// transaction of several charges it waits commitDelay for more before the
+// next. It exits when Close has closed reqs and everything queued is
+// committed.
 func (s *SQLiteStore) writer() {
 	defer close(s.done)
 	batch := make([]*appendReq, 0, maxBatch)
+	last := 0 // charges in the previous transaction
 	for req := range s.reqs {
 		batch = append(batch[:0], req)
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case r, ok := <-s.reqs:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
-			}
+		open := s.drain(&batch)
+		if open && last > 1 && len(batch) < maxBatch {
+			time.Sleep(commitDelay)
+			s.drain(&batch)
 		}
+		last = len(batch)
 		s.commit(batch)
 		clear(batch)
 	}
+}
+
+// drain adds what is queued to batch, up to maxBatch; it reports false
+// once reqs is closed.
+func (s *SQLiteStore) drain(batch *[]*appendReq) bool {
+	for len(*batch) < maxBatch {
+		select {
+		case r, ok := <-s.reqs:
+			if !ok {
+				return false
+			}
+			*batch = append(*batch, r)
+		default:
+			return true
+		}
+	}
+	return true
 }
 
 // commit writes batch in one transaction and reports the outcome to every
