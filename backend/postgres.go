@@ -145,6 +145,15 @@ func (p *Postgres) Close() error {
 // Query runs sql, with args bound as $1, $2, ..., in a read-only
 // transaction and returns the whole result.
 func (p *Postgres) Query(ctx context.Context, sql string, args ...any) (*Rows, error) {
+	return p.query(ctx, queryText, sql, args)
+}
+
+// statementReader reads one statement's result on a connection: decoded
+// (queryText) or in wire form (queryWire, wire.go).
+type statementReader func(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pgx.QueryExecMode) (*Rows, error)
+
+// query runs sql on a pooled connection and reads its result with read.
+func (p *Postgres) query(ctx context.Context, read statementReader, sql string, args []any) (*Rows, error) {
 	start := time.Now()
 	pc, err := p.pool.acquire(ctx)
 	if err != nil {
@@ -156,13 +165,13 @@ func (p *Postgres) Query(ctx context.Context, sql string, args ...any) (*Rows, e
 	if seen, _ := p.seen.ContainsOrAdd(sql, struct{}{}); seen {
 		mode = pgx.QueryExecModeCacheStatement
 	}
-	res, err := runStatement(ctx, pc.conn, sql, args, mode)
+	res, err := runStatement(ctx, pc.conn, read, sql, args, mode)
 	if err != nil {
 		cleanupConn(ctx, pc.conn)
 		slog.DebugContext(ctx, "backend: postgres query failed", "err", err, "elapsed", time.Since(start))
 		return nil, err
 	}
-	slog.DebugContext(ctx, "backend: postgres query", "rows", len(res.Values), "elapsed", time.Since(start))
+	slog.DebugContext(ctx, "backend: postgres query", "rows", len(res.Values)+len(res.PostgresText), "elapsed", time.Since(start))
 	return res, nil
 }
 
@@ -172,12 +181,12 @@ var textResults = pgx.QueryResultFormats{pgx.TextFormatCode}
 // connection's default_transaction_read_only makes read-only, as the
 // unnamed statement (pgx.QueryExecModeExec) or prepared once per
 // connection (pgx.QueryExecModeCacheStatement).
-func runStatement(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pgx.QueryExecMode) (*Rows, error) {
-	res, err := queryText(ctx, c, sql, args, mode)
+func runStatement(ctx context.Context, c *pgx.Conn, read statementReader, sql string, args []any, mode pgx.QueryExecMode) (*Rows, error) {
+	res, err := read(ctx, c, sql, args, mode)
 	if err != nil && mode == pgx.QueryExecModeCacheStatement && planChanged(err) {
 		// A table changed under a prepared statement: pgx dropped the
 		// statement on the error, and the statement did not run.
-		res, err = queryText(ctx, c, sql, args, mode)
+		res, err = read(ctx, c, sql, args, mode)
 	}
 	if err == nil {
 		return res, nil

@@ -3,9 +3,6 @@ package backend
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
-	"log/slog"
-	"time"
 
 	"github.com/dpproxy/dpproxy/sqltypes"
 	"github.com/jackc/pgx/v5"
@@ -41,27 +38,7 @@ func wireSafe(t sqltypes.Type) bool {
 // QueryPostgresText runs sql and returns its rows as DataRow bodies when
 // every column is wire-safe.
 func (p *Postgres) QueryPostgresText(ctx context.Context, sql string, args ...any) (*Rows, error) {
-	start := time.Now()
-	pc, err := p.pool.acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w: postgres %s: %w", ErrUnavailable, p.desc, err)
-	}
-	defer p.pool.release(pc)
-	mode := pgx.QueryExecModeExec
-	if seen, _ := p.seen.ContainsOrAdd(sql, struct{}{}); seen {
-		mode = pgx.QueryExecModeCacheStatement
-	}
-	read := func() (*Rows, error) { return queryWire(ctx, pc.conn, sql, args, mode) }
-	res, err := read()
-	if err != nil && mode == pgx.QueryExecModeCacheStatement && planChanged(err) {
-		res, err = read()
-	}
-	if err != nil {
-		cleanupConn(ctx, pc.conn)
-		slog.DebugContext(ctx, "backend: postgres query failed", "err", err, "elapsed", time.Since(start))
-		return nil, statementError(err)
-	}
-	return res, nil
+	return p.query(ctx, queryWire, sql, args)
 }
 
 // queryWire runs one statement with text results and keeps each row's
