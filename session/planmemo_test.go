@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/dpproxy/dpproxy/rewrite"
@@ -23,7 +24,7 @@ func TestPlanMemo(t *testing.T) {
 		t.Fatal("the DP query was not memoized")
 	}
 	again := exec(t, s, q)
-	if spent() != before || !sameRows(first.Rows, again.Rows) {
+	if spent() != before || !reflect.DeepEqual(first.Rows, again.Rows) {
 		t.Errorf("a repeat through the memo: spent %v more, rows %v then %v", spent()-before, first.Rows, again.Rows)
 	}
 
@@ -87,7 +88,7 @@ func TestPlanMemoPreparedParameters(t *testing.T) {
 		t.Error("another parameter value was answered from the first value's plan")
 	}
 	afterB := spent()
-	if again := run("a"); spent() != afterB || !sameRows(a.Rows, again.Rows) {
+	if again := run("a"); spent() != afterB || !reflect.DeepEqual(a.Rows, again.Rows) {
 		t.Errorf("value a again: spent %v more, rows %v then %v", spent()-afterB, a.Rows, again.Rows)
 	}
 	if len(s.plans.entries) != 2 {
@@ -117,21 +118,4 @@ func TestPlanMemoMySQLSessionStatements(t *testing.T) {
 	if s.plans != nil {
 		t.Error("USE kept the memo")
 	}
-}
-
-func sameRows(a, b [][]any) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if len(a[i]) != len(b[i]) {
-			return false
-		}
-		for j := range a[i] {
-			if a[i][j] != b[i][j] {
-				return false
-			}
-		}
-	}
-	return true
 }

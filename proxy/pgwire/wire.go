@@ -3,6 +3,7 @@ package pgwire
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -96,11 +97,4 @@ func decodeWireRows(r *sqltypes.Result) (*sqltypes.Result, error) {
 }
 
 // anyBinary reports whether a portal's formats ask for a binary column.
-func anyBinary(formats []int16) bool {
-	for _, f := range formats {
-		if f == formatBinary {
-			return true
-		}
-	}
-	return false
-}
+func anyBinary(formats []int16) bool { return slices.Contains(formats, formatBinary) }
