@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -226,28 +225,6 @@ func (m *MySQL) Query(ctx context.Context, query string, args ...any) (*Rows, er
 	return res, nil
 }
 
-// runMySQL runs one statement on conn, in autocommit mode: the session's
-// READ ONLY characteristic makes it a read-only transaction of its own.
-func runMySQL(ctx context.Context, conn *sql.Conn, query string, args []any) (*Rows, error) {
-	rows, err := conn.QueryContext(ctx, query, args...)
-	if err != nil {
-		if errors.Is(err, driver.ErrBadConn) {
-			// The driver's contract: ErrBadConn means the statement was
-			// not sent.
-			return nil, fmt.Errorf("%w: mysql: %w", ErrUnavailable, err)
-		}
-		return nil, fmt.Errorf("backend: mysql: %w", err)
-	}
-	res, err := readMySQLRows(ctx, rows)
-	if cerr := rows.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("backend: mysql: %w", err)
-	}
-	return res, nil
-}
-
 // mysqlArgs binds time.Time arguments as DATETIME in UTC (see bindArgs).
 func mysqlArgs(args []any) []any {
 	return bindArgs(args, func(t time.Time) any { return t.UTC() })
@@ -256,33 +233,9 @@ func mysqlArgs(args []any) []any {
 // mysqlDecoder turns a value as the driver returns it (nil, int64,
 // uint64, float32, float64, []byte, time.Time) into its normalized Go
 // value. A value it cannot convert is returned in text form; conform then
-// reports the column as Text.
+// reports the column as Text. A []byte is the driver's buffer, valid
+// until its next row: a decoder copies what it keeps.
 type mysqlDecoder func(v any) any
-
-func readMySQLRows(ctx context.Context, rows *sql.Rows) (*Rows, error) {
-	cts, err := rows.ColumnTypes()
-	if err != nil {
-		return nil, fmt.Errorf("column types: %w", err)
-	}
-	res := &Rows{Columns: make([]Column, len(cts))}
-	decoders := make([]mysqlDecoder, len(cts))
-	for i, ct := range cts {
-		t, dec := mysqlColumnDecoder(ct.DatabaseTypeName())
-		res.Columns[i] = Column{Name: ct.Name(), Type: t}
-		decoders[i] = dec
-	}
-	res.Values, err = scanRows(ctx, rows, len(cts), func(j int, v any) any {
-		if v == nil {
-			return nil
-		}
-		return decoders[j](v)
-	})
-	if err != nil {
-		return nil, err
-	}
-	conform(res.Columns, res.Values)
-	return res, nil
-}
 
 // mysqlColumnDecoder returns the column type and decoder for a result
 // column with the driver's DatabaseTypeName.
