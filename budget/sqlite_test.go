@@ -279,6 +279,66 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
+// TestGroupCommitIDs queues charges of different content, two of them
+// equal, in one transaction (inserted insertChunk at a time and the rest
+// one by one): every caller gets the ID of the row that holds its charge.
+func TestGroupCommitIDs(t *testing.T) {
+	s, path := openTestStore(t)
+	unblock, first := startBlocked(t, s, path)
+	const n = 2*insertChunk + 5
+	charge := func(i int) Charge {
+		if i == n-1 {
+			i = n - 2 // the last two charges are equal
+		}
+		return Charge{
+			Analyst: fmt.Sprintf("a%d", i%3),
+			Cost:    Cost{Epsilon: 0.1 * float64(i%4+1), Delta: 1e-9 * float64(i%2)},
+			Query:   fmt.Sprintf("q%d", i%7),
+			Tables:  []string{fmt.Sprintf("t%d", i%5)},
+		}
+	}
+	got := make([]Charge, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			c, err := s.Append(ctx, charge(i))
+			got[i] = c
+			errs <- err
+		})
+	}
+	waitQueued(t, s, n)
+	unblock()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Transactions > 2 {
+		t.Fatalf("Stats = %+v, want the %d charges in one transaction", st, n)
+	}
+	seen := map[int64]bool{}
+	for i, c := range got {
+		var analyst, query, tables string
+		var cost Cost
+		err := s.db.QueryRowContext(ctx, `SELECT analyst, epsilon, delta, query, tables FROM charges WHERE id = ?`, c.ID).
+			Scan(&analyst, &cost.Epsilon, &cost.Delta, &query, &tables)
+		if err != nil || seen[c.ID] {
+			t.Fatalf("charge %d got ID %d: %v, already given %v", i, c.ID, err, seen[c.ID])
+		}
+		seen[c.ID] = true
+		want := charge(i)
+		if analyst != want.Analyst || cost != want.Cost || query != want.Query || tables != `["`+want.Tables[0]+`"]` {
+			t.Errorf("charge %d (%+v) got ID %d, which holds %s %v %s %s", i, want, c.ID, analyst, cost, query, tables)
+		}
+	}
+}
+
 // TestCloseFlushes closes the store while appends are queued: every
 // append that returned nil is in the ledger afterwards, every other one
 // failed with ErrClosed.
