@@ -2,8 +2,10 @@
 # dpproxy benchmarks (issues 6 and 18): dpproxy's cost against direct
 # PostgreSQL access and PgBouncer, and through its MySQL front end against
 # direct MariaDB, measured as ratios in one run, the scale figures (clients,
-# visits, idle connections), plus the Go micro-benchmarks and the accuracy
-# report. Writes bench/results/ and regenerates BENCHMARKS.md.
+# visits, idle connections), the floors and ceilings that show which
+# targets this machine rules out (a bare Go relay, SELECT 1 round trips,
+# PostgreSQL alone on workload 5), plus the Go micro-benchmarks and the
+# accuracy report. Writes bench/results/ and regenerates BENCHMARKS.md.
 #
 #   bash bench/run.sh                 # default: 100,000 patients (~2.1M visits), 5 runs
 #   bash bench/run.sh --quick         # 10,000 patients, 3 short runs (CI-like)
@@ -40,7 +42,7 @@ while [ $# -gt 0 ]; do
     --mysql-runs) MY_RUNS=$2; shift 2 ;;
     --no-mysql) NO_MYSQL=1; shift ;;
     --visits-100m) VISITS_100M=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -51,14 +53,26 @@ if [ -n "$QUICK" ]; then
   SCALE=${SCALE:-10000}; RUNS=${RUNS:-3}
   D_CACHE=3; D_CACHE1=2; D_PASS=3; D_LEDGER=4; W1_COUNT=5; IDLE_HOLD=2; BENCHTIME=0.2s; ACC_RUNS=200; GB_COUNT=3
   D_SCALE=1; SCALE_SIZES="1m"
+  D_FLOOR=1; D_MYRELAY=2; D_W5DIRECT=2
 else
   SCALE=${SCALE:-100000}; RUNS=${RUNS:-5}
   # The accuracy report's 60 fresh runs per query and ε (200 with
   # --accuracy-runs 200, about 15 minutes on 2 cores) and 3 counts of the
   # Go benchmarks keep the whole run within 20 minutes.
-  D_CACHE=8; D_CACHE1=4; D_PASS=5; D_LEDGER=8; W1_COUNT=3; IDLE_HOLD=3; BENCHTIME=0.5s; ACC_RUNS=60; GB_COUNT=3
+  D_CACHE=8; D_CACHE1=4; D_PASS=4; D_LEDGER=8; W1_COUNT=3; IDLE_HOLD=3; BENCHTIME=0.5s; ACC_RUNS=60; GB_COUNT=3
   D_SCALE=3; SCALE_SIZES="1m 10m"
+  # The floors and ceilings (issue 18: which targets this machine rules
+  # out), about 65 s in all (paid for by 4 s instead of 5 per passthrough
+  # target): workload 4 through the bare Go relay as long as through
+  # dpproxy, in the first 3 runs (24 s); workload 9's passthrough
+  # through it D_MYRELAY s per protocol and run (18 s: its ratio to direct
+  # MariaDB is far from the target); SELECT 1 floors next to each 1-client
+  # cache-hit run, D_FLOOR s each (10,000+ round trips: 10 + 6 s); PostgreSQL
+  # alone on workload 5's rewritten SQL, D_W5DIRECT s in W5D_RUNS runs (6 s).
+  D_FLOOR=1; D_MYRELAY=3; D_W5DIRECT=2
 fi
+W5D_RUNS=$(( RUNS < 3 ? RUNS : 3 ))
+W4R_RUNS=$W5D_RUNS
 [ -z "$VISITS_100M" ] || SCALE_SIZES="$SCALE_SIZES 100m"
 # Workload 6: idle connections held by one dpproxy (issue 18: 10,000).
 IDLE_CONNS=10000
@@ -321,6 +335,23 @@ start_proxy() { # start_proxy NAME CACHE_SIZE [mysql] → sets PROXY_PORT, PROXY
   grep -q 'dpproxy listening' "$WORK/$name.log" || { log "dpproxy $name did not start"; cat "$WORK/$name.log" >&2; exit 1; }
   PROXY_PORT=$port
 }
+# start_relay NAME TARGET_PORT → sets RELAY_PORT, RELAY_PID: a bare Go relay
+# (loadgen relay, bench/loadgen/relay.go) to 127.0.0.1:TARGET_PORT, the
+# floor of a proxy written in Go; stopped with the proxies.
+start_relay() {
+  local name=$1 port
+  port=$(free_port)
+  "$LG" relay --listen "127.0.0.1:$port" --target "127.0.0.1:$2" --for 6h >"$WORK/$name.log" 2>&1 &
+  RELAY_PID=$!
+  PROXY_PIDS+=("$RELAY_PID")
+  for _ in $(seq 1 100); do
+    grep -q "127.0.0.1:$port" "$WORK/$name.log" && break
+    kill -0 "$RELAY_PID" 2>/dev/null || { cat "$WORK/$name.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  grep -q "127.0.0.1:$port" "$WORK/$name.log" || { log "relay $name did not start"; cat "$WORK/$name.log" >&2; exit 1; }
+  RELAY_PORT=$port
+}
 # File descriptors for 10,000 idle connections (dpproxy and loadgen each
 # hold one per connection): 65,536 if allowed, else the hard limit (Go
 # programs also raise their soft limit to the hard limit themselves).
@@ -336,6 +367,10 @@ CACHE_PORT=$PROXY_PORT CACHE_PID=$PROXY_PID
 P_NOCACHE="postgres://bench:bench@127.0.0.1:$NOCACHE_PORT/bench?sslmode=disable"
 P_CACHE="postgres://bench:bench@127.0.0.1:$CACHE_PORT/bench?sslmode=disable"
 log "dpproxy: cache off on :$NOCACHE_PORT, cache on on :$CACHE_PORT"
+start_relay relay-pg "$PG_PORT"
+PG_RELAY_PID=$RELAY_PID
+PG_RELAY_DSN="postgres://postgres@127.0.0.1:$RELAY_PORT/postgres?sslmode=disable"
+log "bare Go relay to PostgreSQL on :$RELAY_PORT"
 
 # Workloads 1 and 2: one DP aggregate over visits.
 DPQ="SELECT diagnosis, COUNT(*), AVG(cost) FROM visits GROUP BY diagnosis"
@@ -360,31 +395,53 @@ for r in $(seq 1 "$RUNS"); do
   record w2.direct_floor "$r" "$("$LG" run --dsn "$PG_DSN" --query "$FLOORQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
 done
 
-# Workload 3: the same DP query repeated, answered from the cache.
-log "workload 3: cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $RUNS runs"
+# Workload 3: the same DP query repeated, answered from the cache. Next
+# to each 1-client run, its floors: SELECT 1 answered by dpproxy itself
+# (session/local.go: no cache, no backend) and by PostgreSQL directly.
+log "workload 3: cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $RUNS runs (floors: SELECT 1, ${D_FLOOR}s each)"
 CQ="SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region"
 for r in $(seq 1 "$RUNS"); do
   record w3.c1 "$r" "$("$LG" run --dsn "$P_CACHE" --query "$CQ" --clients 1 --duration "${D_CACHE1}s")"
+  record w3.floor.local "$r" "$("$LG" run --dsn "$P_CACHE" --query "SELECT 1" --clients 1 --duration "${D_FLOOR}s")"
+  record w3.floor.direct "$r" "$("$LG" run --dsn "$PG_DSN" --query "SELECT 1" --clients 1 --duration "${D_FLOOR}s")"
   record w3.c16 "$r" "$("$LG" run --dsn "$P_CACHE" --query "$CQ" --clients 16 --duration "${D_CACHE}s")"
 done
 
-# Workload 4: passthrough on a public table, pgbench -S style.
+# Workload 4: passthrough on a public table, pgbench -S style, through
+# dpproxy, the bare Go relay (the floor of a proxy in Go), PgBouncer and
+# direct.
 PQ='SELECT clinic_id, name, city FROM clinics WHERE clinic_id = $1'
 log "workload 4: passthrough, 16 clients, ${D_PASS}s per target and protocol, $RUNS runs"
 for r in $(seq 1 "$RUNS"); do
   for mode in simple extended; do
     record "w4.$mode.proxy" "$r" "$("$LG" run --dsn "$P_CACHE" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s" --pid "$CACHE_PID")"
+    if [ "$r" -le "$W4R_RUNS" ]; then
+      record "w4.$mode.relay" "$r" "$("$LG" run --dsn "$PG_RELAY_DSN" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s" --pid "$PG_RELAY_PID")"
+    fi
     record "w4.$mode.pgbouncer" "$r" "$("$LG" run --dsn "$PGB_DSN" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s" --pid "$(cat "$PGB_DIR/pgbouncer.pid")")"
     record "w4.$mode.direct" "$r" "$("$LG" run --dsn "$PG_DSN" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
   done
 done
 
 # Workload 5: many small DP queries with distinct text (no cache hit
-# possible), each charged to the durable ledger.
+# possible), each charged to the durable ledger. Its backend ceiling
+# (w5.direct): the SQL dpproxy sends for them (dpproxy explain, with a
+# marker constant made distinct again) straight to PostgreSQL, 32 clients.
 LQ='SELECT COUNT(*) FROM patients WHERE patient_id = {i}'
-log "workload 5: small DP queries, distinct text, 32 clients, ${D_LEDGER}s, $RUNS runs"
+W5_MARK=987654321
+W5_REWRITTEN=$(backend_sql "$WORK/nocache.yaml" "${LQ//\{i\}/$W5_MARK}")
+W5_DIRECT_Q= W5_DIRECT_NOTE=
+case "$W5_REWRITTEN" in
+  *"$W5_MARK"*) W5_DIRECT_Q=${W5_REWRITTEN//$W5_MARK/\{i\}}; printf '%s\n' "$W5_DIRECT_Q" >"$OUT/rewritten-w5.sql" ;;
+  *) W5_DIRECT_NOTE="workload 5's rewritten SQL does not carry the query's constant: its PostgreSQL ceiling not measured"
+     log "$W5_DIRECT_NOTE" ;;
+esac
+log "workload 5: small DP queries, distinct text, 32 clients, ${D_LEDGER}s, $RUNS runs (PostgreSQL alone: ${D_W5DIRECT}s, $W5D_RUNS runs)"
 for r in $(seq 1 "$RUNS"); do
   record w5 "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients 32 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db")"
+  if [ -n "$W5_DIRECT_Q" ] && [ "$r" -le "$W5D_RUNS" ]; then
+    record w5.direct "$r" "$("$LG" run --dsn "$PG_DSN" --query "$W5_DIRECT_Q" --clients 32 --duration "${D_W5DIRECT}s")"
+  fi
 done
 
 # Workload 6: 10,000 idle connections (each authenticated with SCRAM and
@@ -414,6 +471,10 @@ if [ -z "$MYSQL_NOTE" ]; then
   M_NOCACHE="bench:bench@tcp(127.0.0.1:$MY_NOCACHE_PORT)/bench"
   M_CACHE="bench:bench@tcp(127.0.0.1:$MY_CACHE_PORT)/bench"
   log "dpproxy (MySQL front end, MariaDB backend): cache off on :$MY_NOCACHE_PORT, cache on on :$MY_CACHE_PORT"
+  start_relay relay-my "$MY_PORT"
+  MY_RELAY_PID=$RELAY_PID
+  M_RELAY="root@tcp(127.0.0.1:$RELAY_PORT)/bench"
+  log "bare Go relay to MariaDB on :$RELAY_PORT"
   MY_REWRITTEN=$(backend_sql "$WORK/my-nocache.yaml" "$DPQ")
   [ -n "$MY_REWRITTEN" ] || { log "could not get the rewritten MySQL SQL from dpproxy explain"; exit 1; }
   printf '%s\n' "$MY_REWRITTEN" >"$OUT/rewritten-mysql.sql"
@@ -425,16 +486,19 @@ if [ -z "$MYSQL_NOTE" ]; then
     record w2.mariadb.direct_original "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
     record w2.mariadb.direct_floor "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$FLOORQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
   done
-  log "workload 9 (3): cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $MY_RUNS runs"
+  log "workload 9 (3): cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $MY_RUNS runs (floors: SELECT 1, ${D_FLOOR}s each)"
   for r in $(seq 1 "$MY_RUNS"); do
     record w9.w3.c1 "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$CQ" --clients 1 --duration "${D_CACHE1}s")"
+    record w9.w3.floor.local "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "SELECT 1" --clients 1 --duration "${D_FLOOR}s")"
+    record w9.w3.floor.direct "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "SELECT 1" --clients 1 --duration "${D_FLOOR}s")"
     record w9.w3.c16 "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$CQ" --clients 16 --duration "${D_CACHE}s")"
   done
   MPQ='SELECT clinic_id, name, city FROM clinics WHERE clinic_id = ?'
-  log "workload 9 (4): passthrough, 16 clients, ${D_PASS}s per target and protocol, $MY_RUNS runs"
+  log "workload 9 (4): passthrough, 16 clients, ${D_PASS}s per target and protocol (bare Go relay ${D_MYRELAY}s), $MY_RUNS runs"
   for r in $(seq 1 "$MY_RUNS"); do
     for mode in simple extended; do
       record "w9.w4.$mode.proxy" "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$MPQ" --clients 16 --mode "$mode" --duration "${D_PASS}s" --pid "$MY_CACHE_PID")"
+      record "w9.w4.$mode.relay" "$r" "$("${MLG[@]}" --dsn "$M_RELAY" --query "$MPQ" --clients 16 --mode "$mode" --duration "${D_MYRELAY}s" --pid "$MY_RELAY_PID")"
       record "w9.w4.$mode.direct" "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$MPQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
     done
   done
@@ -508,7 +572,7 @@ trap 'rm -rf "$BIN"' EXIT
 # Workloads 7 and 8 and the other micro-benchmarks, with the servers gone.
 log "Go micro-benchmarks (-count $GB_COUNT, -benchtime $BENCHTIME)"
 go test -run '^$' -benchmem -count "$GB_COUNT" -benchtime "$BENCHTIME" \
-  -bench 'ParseAnalyzeRewrite|Laplace|Gaussian|Exponential10|PartitionSelection|CommitParallel|CommitSerial|CacheHit|DPQueryNoCache|Passthrough|DataRow' \
+  -bench 'ParseAnalyzeRewrite|Laplace|Gaussian|Exponential10|PartitionSelection|CommitParallel|CommitSerial|CacheHit|DPQueryNoCache|DPQueryDistinctText|Passthrough|DataRow' \
   ./rewrite/ ./mechanisms/ ./budget/ ./engine/ ./session/ ./proxy/pgwire/ >"$OUT/gobench.txt" 2>&1 ||
   { log "go test -bench failed"; tail -20 "$OUT/gobench.txt" >&2; exit 1; }
 
@@ -532,11 +596,12 @@ log "writing bench/results and BENCHMARKS.md"
   echo "mariadb_runs=$MY_RUNS"
   echo "mariadb_visits=$MY_VISITS"
   echo "mariadb_load_seconds=$MY_LOAD_SECS"
-  echo "durations=w1 $W1_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s; w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 1 warm-up + 2 queries per visits size; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs"
+  echo "durations=w1 $W1_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s; w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 1 warm-up + 2 queries per visits size; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs; floors: bare Go relay as w4 in $W4R_RUNS runs (w9: ${D_MYRELAY}s), SELECT 1 ${D_FLOOR}s next to each 1-client cache-hit run, w5 on PostgreSQL alone ${D_W5DIRECT}s × $W5D_RUNS runs"
   echo "idle_conns=$IDLE_CONNS"
   echo "scale_sizes=$SCALE_SIZES"
   echo "scale_client_seconds=$D_SCALE"
   echo "scale_note=$SCALE_NOTE"
+  echo "w5_direct_note=$W5_DIRECT_NOTE"
   echo "total_seconds=$SECONDS"
 } >"$OUT/run.txt"
 "$BIN/report" --results "$OUT" --benchmarks-md BENCHMARKS.md

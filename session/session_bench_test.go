@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/dpproxy/dpproxy/backend"
@@ -130,6 +131,22 @@ func BenchmarkPassthrough(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := s.Execute(ctx, `SELECT clinic_id, name, city FROM clinics WHERE clinic_id = 7`); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDPQueryDistinctText is the protected path for a new query text
+// each time (no plan memo, no cache): what a charged query costs dpproxy
+// before and after the backend (bench/run.sh workload 5).
+func BenchmarkDPQueryDistinctText(b *testing.B) {
+	e := benchEngine(b, 0)
+	s := benchSession(b, e)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.Execute(ctx, `SELECT COUNT(*) FROM patients WHERE patient_id = `+strconv.Itoa(i%2000+1)); err != nil {
 			b.Fatal(err)
 		}
 	}

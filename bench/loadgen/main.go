@@ -28,6 +28,9 @@
 //	    connection opened. The raw client (default, PostgreSQL protocol,
 //	    plaintext) derives the SCRAM keys from the password once instead
 //	    of once per connection as pgx does (see rawpg.go).
+//	loadgen relay  --listen ADDR --target ADDR [--for D]
+//	    copy bytes between each client and a new connection to the target
+//	    and nothing else: the floor of a proxy written in Go (relay.go).
 //
 // Every connection of `run` is opened before the clock starts (SCRAM is
 // not measured). Only loopback servers are expected; everything stops by
@@ -60,7 +63,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen load|load-mysql|run|idle [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen load|load-mysql|run|idle|relay [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -73,6 +76,8 @@ func main() {
 		err = cmdRun(os.Args[2:])
 	case "idle":
 		err = cmdIdle(os.Args[2:])
+	case "relay":
+		err = cmdRelay(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

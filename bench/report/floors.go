@@ -1,0 +1,473 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Floors and ceilings: what this machine allows at all, measured in the
+// same run as the figures they bound, so that BENCHMARKS.md can say which
+// of issue 18's targets are out of reach here and show why (issue 18:
+// "Where a target is impossible on these machines, BENCHMARKS.md says why
+// with profiles and measurements"). bench/run.sh records:
+//
+//   - w4.MODE.relay, w9.w4.MODE.relay: workload 4's passthrough through
+//     `loadgen relay` (bench/loadgen/relay.go), a Go relay that copies the
+//     bytes both ways and nothing else: the floor of a proxy written in Go
+//     with a goroutine per connection;
+//   - w3.floor.local, w3.floor.direct (and w9.w3.floor.*): SELECT 1 with
+//     one client, answered by dpproxy itself (session/local.go: no cache,
+//     no backend) and by the database directly: the floors of a round trip;
+//   - w5.direct: workload 5's rewritten SQL (distinct text) sent directly
+//     to PostgreSQL by 32 clients: the backend's ceiling for charged
+//     queries;
+//   - BenchmarkCommitParallel (gobench.txt): the embedded ledger alone, 32
+//     committers, no backend.
+//
+// An impossibility is claimed only when every repetition of the run
+// supports it (the floor above the target in every run, or the ceiling
+// below it in every run); otherwise the text says by how much the target
+// was missed.
+
+// The issue 18 targets the floors bound.
+const (
+	targetCPUOverPgBouncer = 1.2     // dpproxy's CPU per query ÷ PgBouncer's, at most
+	targetMySQLOverDirect  = 0.8     // dpproxy's TPS ÷ direct MariaDB's, at least
+	targetCacheHitP50US    = 50.0    // cache hit p50, at most
+	targetChargedPerSec    = 20000.0 // charged queries/s, at least
+)
+
+// stat summarises one figure over the run's repetitions.
+type stat struct {
+	med, min, max float64
+	n             int
+}
+
+func statOf(v []float64) stat {
+	if len(v) == 0 {
+		return stat{med: math.NaN(), min: math.NaN(), max: math.NaN()}
+	}
+	return stat{median(v), slices.Min(v), slices.Max(v), len(v)}
+}
+
+// runValues is fn of each run of a series, in run order.
+func runValues(series map[string][]loadResult, name string, fn func(loadResult) float64) []float64 {
+	var v []float64
+	for _, r := range series[name] {
+		v = append(v, fn(r))
+	}
+	return v
+}
+
+// pairRatio is a[i] ÷ b[i] for the runs where both are positive: run i of
+// two series was measured next to each other.
+func pairRatio(a, b []float64) []float64 {
+	var v []float64
+	for i := range min(len(a), len(b)) {
+		if a[i] > 0 && b[i] > 0 {
+			v = append(v, a[i]/b[i])
+		}
+	}
+	return v
+}
+
+func positive(v []float64) []float64 {
+	return slices.DeleteFunc(slices.Clone(v), func(x float64) bool { return !(x > 0) })
+}
+
+// passFloor is workload 4 in one protocol with its floor, the bare relay.
+type passFloor struct {
+	proxyTPS, relayTPS, pgbTPS []float64
+	proxyCPU, relayCPU, pgbCPU []float64 // µs per query, 0 when unread
+}
+
+// myPassFloor is workload 9's passthrough in one protocol with the relay.
+type myPassFloor struct {
+	proxyTPS, relayTPS, directTPS []float64
+	proxyCPU, relayCPU            []float64
+}
+
+// cacheFloor is a cache hit's p50 with the p50 of the two round-trip
+// floors, run by run.
+type cacheFloor struct {
+	hit, local, server []float64
+}
+
+// chargedCeiling is workload 5 with its two ceilings.
+type chargedCeiling struct {
+	charged, direct, ledger []float64
+}
+
+// floorFacts are the run's floors and ceilings.
+type floorFacts struct {
+	pass       map[string]passFloor   // simple, extended
+	my         map[string]myPassFloor // simple, extended
+	hit, myHit cacheFloor
+	w5         chargedCeiling
+	// hitCPU1 is dpproxy's CPU per cache hit with one client (workload
+	// 10), 0 when not measured.
+	hitCPU1 float64
+}
+
+func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]float64) floorFacts {
+	qps := func(r loadResult) float64 { return r.QPS }
+	cpu := func(r loadResult) float64 { return r.ProcCPUUS }
+	p50 := func(r loadResult) float64 { return r.P50US }
+	f := floorFacts{pass: map[string]passFloor{}, my: map[string]myPassFloor{}}
+	for _, mode := range []string{"simple", "extended"} {
+		w := "w4." + mode + "."
+		f.pass[mode] = passFloor{
+			proxyTPS: runValues(series, w+"proxy", qps), relayTPS: runValues(series, w+"relay", qps), pgbTPS: runValues(series, w+"pgbouncer", qps),
+			proxyCPU: runValues(series, w+"proxy", cpu), relayCPU: runValues(series, w+"relay", cpu), pgbCPU: runValues(series, w+"pgbouncer", cpu),
+		}
+		m := "w9.w4." + mode + "."
+		f.my[mode] = myPassFloor{
+			proxyTPS: runValues(series, m+"proxy", qps), relayTPS: runValues(series, m+"relay", qps), directTPS: runValues(series, m+"direct", qps),
+			proxyCPU: runValues(series, m+"proxy", cpu), relayCPU: runValues(series, m+"relay", cpu),
+		}
+	}
+	f.hit = cacheFloor{runValues(series, "w3.c1", p50), runValues(series, "w3.floor.local", p50), runValues(series, "w3.floor.direct", p50)}
+	f.myHit = cacheFloor{runValues(series, "w9.w3.c1", p50), runValues(series, "w9.w3.floor.local", p50), runValues(series, "w9.w3.floor.direct", p50)}
+	for _, r := range series["w5"] {
+		if r.Seconds > 0 {
+			f.w5.charged = append(f.w5.charged, float64(r.LedgerChg)/r.Seconds)
+		}
+	}
+	f.w5.direct = runValues(series, "w5.direct", qps)
+	f.w5.ledger = bench["CommitParallel"]["charges/s"]
+	if r := series["w10.clients.cachehit.c1"]; len(r) > 0 {
+		f.hitCPU1 = r[0].ProcCPUUS
+	}
+	return f
+}
+
+// Table rows, each set placed next to the figure it bounds.
+
+// cacheFloorRows are workload 3's (or 9's) floors: server names the
+// database answering SELECT 1 directly.
+func cacheFloorRows(w, server string, c cacheFloor) []Row {
+	if len(c.local) == 0 && len(c.server) == 0 {
+		return nil
+	}
+	rows := []Row{
+		mk(w, "floor: SELECT 1 answered by dpproxy itself (parsed each time; no cache, no backend), p50", "µs", c.local, "", nil),
+		mk(w, "floor: SELECT 1 directly on "+server+", p50", "µs", c.server, "", nil),
+		mk(w, "cache hit p50 ÷ dpproxy's own SELECT 1 p50", "×", pairRatio(c.hit, c.local), "", nil),
+		mk(w, "cache hit p50 ÷ "+server+"'s own SELECT 1 p50", "×", pairRatio(c.hit, c.server), "", nil),
+	}
+	rows[1].Note = strings.TrimSpace(rows[1].Note + " a round trip to the database itself: the same client on the same cores")
+	return rows
+}
+
+// passFloorRows are workload 4's rows for the bare relay in one protocol.
+func passFloorRows(w string, p passFloor) []Row {
+	if len(p.relayTPS) == 0 {
+		return nil
+	}
+	rows := []Row{
+		mk(w, "bare Go relay TPS ÷ PgBouncer TPS", "×", pairRatio(p.relayTPS, p.pgbTPS), "", nil),
+		mk(w, "dpproxy TPS ÷ bare Go relay TPS", "×", pairRatio(p.proxyTPS, p.relayTPS), "", nil),
+		mk(w, "TPS of the bare Go relay (loadgen relay: copies bytes, parses nothing)", "q/s", p.relayTPS, "", nil),
+	}
+	if rc := positive(p.relayCPU); len(rc) > 0 {
+		r := mk(w, "CPU per query, bare Go relay ÷ PgBouncer (the floor of dpproxy's ≤ 1.2 target)", "×", pairRatio(p.relayCPU, p.pgbCPU), "", nil)
+		rows = append(rows, r,
+			mk(w, "CPU per query, dpproxy ÷ bare Go relay", "×", pairRatio(p.proxyCPU, p.relayCPU), "", nil),
+			mk(w, "CPU time per query, bare Go relay (user + system)", "µs", rc, "", nil),
+		)
+	}
+	return rows
+}
+
+// myPassFloorRows are workload 9's passthrough rows for the relay.
+func myPassFloorRows(w string, m myPassFloor) []Row {
+	if len(m.relayTPS) == 0 {
+		return nil
+	}
+	rows := []Row{
+		mk(w, "bare Go relay TPS ÷ direct MariaDB TPS (the ceiling of any proxy's ≥ 0.8 target)", "×", pairRatio(m.relayTPS, m.directTPS), "", nil),
+		mk(w, "dpproxy TPS ÷ bare Go relay TPS", "×", pairRatio(m.proxyTPS, m.relayTPS), "", nil),
+		mk(w, "TPS of the bare Go relay", "q/s", m.relayTPS, "", nil),
+	}
+	if rc := positive(m.relayCPU); len(rc) > 0 {
+		rows = append(rows,
+			mk(w, "CPU per query, dpproxy ÷ bare Go relay", "×", pairRatio(m.proxyCPU, m.relayCPU), "", nil),
+			mk(w, "CPU time per query, bare Go relay (user + system)", "µs", rc, "", nil),
+		)
+	}
+	return rows
+}
+
+// chargedCeilingRows are workload 5's ceilings; directNote is run.sh's
+// reason when PostgreSQL alone was not measured.
+func chargedCeilingRows(w string, c chargedCeiling, directNote string) []Row {
+	var rows []Row
+	if len(c.direct) == 0 && directNote != "" {
+		rows = append(rows, Row{Workload: w, Figure: "ceiling: the rewritten SQL directly on PostgreSQL", Note: "not measured: " + directNote,
+			Median: math.NaN(), Min: math.NaN(), Max: math.NaN()})
+	}
+	if len(c.direct) > 0 {
+		rows = append(rows,
+			mk(w, "ceiling: the rewritten SQL, distinct text, directly on PostgreSQL with 32 clients (no proxy, no ledger)", "q/s", c.direct, "", nil),
+			mk(w, "charged queries/s ÷ PostgreSQL's ceiling", "×", pairRatio(c.charged, c.direct), "", nil),
+		)
+	}
+	if len(c.ledger) > 0 {
+		rows = append(rows, mk(w, "ceiling: the embedded ledger alone (BenchmarkCommitParallel: 32 committers, no backend)", "charges/s", c.ledger, "", nil))
+		if len(c.charged) > 0 {
+			r := mk(w, "charged queries/s ÷ the ledger alone's charges/s", "×", []float64{median(c.charged) / median(c.ledger)}, "", nil)
+			r.Note = "medians"
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// Statements for the "why" section. Each returns its text and, when the
+// run's numbers show the target out of reach on this machine, the reason
+// in a few words (empty otherwise). A floor only rules a target out when
+// it really is one in this run: above the target in every run, and not
+// beaten by dpproxy itself.
+
+// cpuFloorText compares workload 4's CPU target with the bare relay's CPU
+// per query in one protocol.
+func cpuFloorText(mode string, p passFloor) (text, outOfReach string) {
+	relayPgb := statOf(pairRatio(p.relayCPU, p.pgbCPU))
+	if relayPgb.n == 0 {
+		return fmt.Sprintf("In the %s protocol the bare Go relay's CPU was not measured in this run.", mode), ""
+	}
+	proxyPgb := statOf(pairRatio(p.proxyCPU, p.pgbCPU))
+	proxyRelay := statOf(pairRatio(p.proxyCPU, p.relayCPU))
+	relay, pgb, proxy := statOf(positive(p.relayCPU)), statOf(positive(p.pgbCPU)), statOf(positive(p.proxyCPU))
+	s := fmt.Sprintf("In the %s protocol a bare Go relay (`loadgen relay`: copies the bytes both ways, parses nothing, pools nothing) "+
+		"costs %s µs of CPU per query against PgBouncer's %s µs: %s PgBouncer's (%s); dpproxy costs %s µs, %s PgBouncer's and %s the relay's.",
+		mode, fmt1(relay.med), fmt1(pgb.med), fmtX(relayPgb.med), rangeX(relayPgb), fmt1(proxy.med), fmtX(proxyPgb.med), fmtX(proxyRelay.med))
+	switch {
+	case proxyPgb.n > 0 && proxyPgb.med <= targetCPUOverPgBouncer:
+		return s + " dpproxy meets the target.", ""
+	case relayPgb.min > targetCPUOverPgBouncer && (proxyRelay.n == 0 || proxyRelay.med >= 1):
+		return s + fmt.Sprintf(" The relay alone is above %s in every run, so ≤ %s is below what a proxy written in Go "+
+				"with a goroutine per connection reaches on this machine: dpproxy cannot meet it by cutting its own work.",
+				fmtT(targetCPUOverPgBouncer)+"×", fmtT(targetCPUOverPgBouncer)+"×"),
+			fmt.Sprintf("a bare Go relay alone costs %s PgBouncer's CPU per query", fmtX(relayPgb.med))
+	case relayPgb.min > targetCPUOverPgBouncer:
+		return s + fmt.Sprintf(" dpproxy costs less than the relay here, so the relay is no floor for it in this run: "+
+			"dpproxy misses the target by %s.", fmtX(proxyPgb.med/targetCPUOverPgBouncer)), ""
+	}
+	return s + fmt.Sprintf(" The relay is within %s in at least one run, so this run does not show the target out of reach: "+
+		"dpproxy misses it by %s (its CPU per query would have to fall to %s µs).",
+		fmtT(targetCPUOverPgBouncer)+"×", fmtX(proxyPgb.med/targetCPUOverPgBouncer), fmt1(pgb.med*targetCPUOverPgBouncer)), ""
+}
+
+// tpsFloorText states workload 4's TPS target against the relay's TPS.
+// TPS on two shared cores is not bounded by the relay's (dpproxy may
+// batch what the relay copies as it comes), so it rules nothing out.
+func tpsFloorText(mode string, p passFloor) string {
+	relayPgb := statOf(pairRatio(p.relayTPS, p.pgbTPS))
+	if relayPgb.n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("In TPS (%s protocol) the bare relay reaches %s PgBouncer's (%s), dpproxy %s PgBouncer's and %s the relay's.",
+		mode, fmtX(relayPgb.med), rangeX(relayPgb), fmtX(statOf(pairRatio(p.proxyTPS, p.pgbTPS)).med),
+		fmtX(statOf(pairRatio(p.proxyTPS, p.relayTPS)).med))
+}
+
+// mysqlFloorText compares workload 9's passthrough target with the relay;
+// binary is the binary protocol (prepare, execute, close per query).
+func mysqlFloorText(label string, binary bool, m myPassFloor) (text, outOfReach string) {
+	rd := statOf(pairRatio(m.relayTPS, m.directTPS))
+	pd := statOf(pairRatio(m.proxyTPS, m.directTPS))
+	pr := statOf(pairRatio(m.proxyTPS, m.relayTPS))
+	if rd.n == 0 {
+		return fmt.Sprintf("With the %s the bare Go relay was not measured in this run.", label), ""
+	}
+	s := fmt.Sprintf("With the %s a bare Go relay reaches %s direct MariaDB's TPS (%s) and dpproxy %s, %s the relay's.",
+		label, fmtX(rd.med), rangeX(rd), fmtX(pd.med), fmtX(pr.med))
+	switch {
+	case pd.n > 0 && pd.med >= targetMySQLOverDirect:
+		return s + " dpproxy meets the target.", ""
+	case rd.max < targetMySQLOverDirect && (pr.n == 0 || pr.med <= 1):
+		return s + fmt.Sprintf(" A relay that does nothing but copy the bytes stays below %s in every run: the extra hop "+
+				"(two more sockets and a third busy process on two cores) costs more than the target allows, so %s is out of "+
+				"reach for any proxy on this machine.", fmtT(targetMySQLOverDirect)+"×", fmtT(targetMySQLOverDirect)+"×"),
+			fmt.Sprintf("a bare Go relay reaches %s of direct MariaDB's TPS", fmtX(rd.med))
+	case rd.max < targetMySQLOverDirect:
+		why := ""
+		if binary {
+			why = " (it keeps each statement prepared on its backend connections, so MariaDB sees one round trip per query " +
+				"where through the relay it sees the client's prepare, execute and close)"
+		}
+		return s + fmt.Sprintf(" dpproxy outruns the relay here%s, so the relay is no ceiling for it in this run: "+
+			"dpproxy misses the target by %s.", why, fmtX(targetMySQLOverDirect/pd.med)), ""
+	}
+	return s + fmt.Sprintf(" The relay reaches %s in at least one run, so this run does not show the target out of reach: "+
+		"dpproxy misses it by %s.", fmtT(targetMySQLOverDirect)+"×", fmtX(targetMySQLOverDirect/pd.med)), ""
+}
+
+// cacheFloorText compares a cache hit's p50 with the round-trip floors of
+// one front end; server names the database answering SELECT 1 directly.
+// dpproxy's own SELECT 1 is parsed each time (a hit's statement is
+// memoized), so the hit itself may be the fastest round trip: the target
+// is out of reach only when no round trip measured here (the database's
+// SELECT 1, dpproxy's, the hit) was within it in any run.
+func cacheFloorText(front, server string, c cacheFloor) (text, outOfReach string) {
+	hit, local, srv := statOf(c.hit), statOf(c.local), statOf(c.server)
+	if hit.n == 0 {
+		return "", ""
+	}
+	t := targetCacheHitP50US
+	s := fmt.Sprintf("%s front end: a cache hit takes %s µs p50", front, fmt1(hit.med))
+	if local.n == 0 && srv.n == 0 {
+		if hit.med <= t {
+			return s + "; the target is met.", ""
+		}
+		return s + fmt.Sprintf(", %s µs above the target; the round-trip floors were not measured in this run.", fmt1(hit.med-t)), ""
+	}
+	if local.n > 0 {
+		s += fmt.Sprintf("; dpproxy answering `SELECT 1` itself (parsed each time; no cache, no backend) takes %s µs (%s)", fmt1(local.med), rangeUS(local))
+	}
+	if srv.n > 0 {
+		s += fmt.Sprintf("; %s's own `SELECT 1`, sent to it directly by the same client, takes %s µs (%s)", server, fmt1(srv.med), rangeUS(srv))
+	}
+	s += "."
+	vsLocal := ""
+	if local.n > 0 {
+		if d := hit.med - local.med; d > 0 {
+			vsLocal = fmt.Sprintf(" The hit takes %s µs more than dpproxy's own `SELECT 1`: that much is the cache path.", fmt1(d))
+		} else {
+			vsLocal = fmt.Sprintf(" The hit is %s µs faster than dpproxy's own `SELECT 1` (parsed each time, where a hit's text "+
+				"is memoized), so that is no floor for the hit.", fmt1(-d))
+		}
+	}
+	switch {
+	case hit.med <= t:
+		return s + " The target is met.", ""
+	case srv.n > 0 && local.n > 0 && srv.min > t && local.min > t && hit.min > t:
+		return s + fmt.Sprintf(" No round trip measured in this run (%s's own `SELECT 1`, dpproxy's, the hit itself) took %s µs "+
+				"or less in any run: with the client on the same two cores, one loopback round trip (the client's driver, two "+
+				"socket hops, the wakeups) costs more than the target here, so a p50 of ≤ %s µs is out of reach on this machine, "+
+				"dpproxy included.", server, fmtT(t), fmtT(t)) + vsLocal,
+			fmt.Sprintf("no round trip measured here is within %s µs (%s's own `SELECT 1`: %s µs p50, dpproxy's: %s µs)",
+				fmtT(t), server, fmt1(srv.med), fmt1(local.med))
+	case srv.n > 0 && srv.min <= t:
+		return s + fmt.Sprintf(" Missed by %s µs, while %s answers its own `SELECT 1` within the target in at least one run: "+
+			"dpproxy's round trip (its front end, Go's scheduler) costs more than the database's.", fmt1(hit.med-t), server) + vsLocal, ""
+	}
+	return s + fmt.Sprintf(" Missed by %s µs; a round trip within the target was measured in at least one run, so this run "+
+		"does not show the target out of reach.", fmt1(hit.med-t)) + vsLocal, ""
+}
+
+// chargedCeilingText compares workload 5's target with its ceilings.
+func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
+	ch, d, l := statOf(c.charged), statOf(c.direct), statOf(c.ledger)
+	if ch.n == 0 {
+		return "", ""
+	}
+	t := targetChargedPerSec
+	s := fmt.Sprintf("dpproxy charged %s queries/s (%s).", fmtQPS(ch.med), rangeQPS(ch))
+	var why []string
+	if d.n > 0 {
+		s += fmt.Sprintf(" PostgreSQL alone runs the same queries' rewritten SQL (distinct text, 32 clients, no proxy, no ledger) "+
+			"at %s q/s (%s)", fmtQPS(d.med), rangeQPS(d))
+		switch {
+		case d.max < t && ch.med <= d.med:
+			s += fmt.Sprintf(", below %s in every run: PostgreSQL on this machine cannot run %s of these queries a second, "+
+				"so the target is out of reach end to end here whatever dpproxy does; dpproxy reaches %s of PostgreSQL's ceiling.",
+				fmtQPS(t), fmtQPS(t), fmtX(ch.med/d.med))
+			why = append(why, fmt.Sprintf("PostgreSQL alone runs the rewritten queries at %s q/s", fmtQPS(d.med)))
+		case d.max < t:
+			s += fmt.Sprintf(", below %s, yet dpproxy charged more (%s of it): the direct runs are no ceiling in this run.", fmtQPS(t), fmtX(ch.med/d.med))
+		default:
+			s += fmt.Sprintf(": the backend leaves room for the target; dpproxy reaches %s of it.", fmtX(ch.med/d.med))
+		}
+	}
+	if l.n > 0 {
+		s += fmt.Sprintf(" The embedded ledger alone (BenchmarkCommitParallel: 32 committers, no backend, no proxy, the "+
+			"whole machine to itself) commits %s charges/s (%s)", fmtQPS(l.med), rangeQPS(l))
+		if l.max < t {
+			s += fmt.Sprintf(", below %s in every count: the ledger's durable commits are a ceiling under the target on their own.", fmtQPS(t))
+			why = append(why, fmt.Sprintf("the embedded ledger alone commits %s charges/s", fmtQPS(l.med)))
+		} else {
+			s += ": the ledger alone is not what bounds the target."
+		}
+	}
+	if len(why) == 0 && ch.med < t {
+		s += fmt.Sprintf(" Neither ceiling rules the target out in this run: dpproxy misses it by a factor of %s.",
+			strconv.FormatFloat(t/ch.med, 'f', 1, 64))
+	}
+	return s, strings.Join(why, "; ")
+}
+
+// fmt1 writes a figure in µs with one decimal.
+func fmt1(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
+
+// fmtT writes a target as its constant is written: 1.2, 50, 20000.
+func fmtT(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func fmtX(f float64) string {
+	if math.IsNaN(f) {
+		return "—"
+	}
+	return strconv.FormatFloat(f, 'f', 2, 64) + "×"
+}
+
+func fmtQPS(f float64) string {
+	if math.IsNaN(f) {
+		return "—"
+	}
+	return groupThousands(int64(math.Round(f)))
+}
+
+func runsN(n int) string { return fmt.Sprintf("%d run%s", n, plural(n)) }
+
+func rangeX(s stat) string {
+	if s.n <= 1 {
+		return "one run"
+	}
+	return fmtX(s.min) + " to " + fmtX(s.max) + " over " + runsN(s.n)
+}
+
+func rangeUS(s stat) string {
+	if s.n <= 1 {
+		return "one run"
+	}
+	return fmt1(s.min) + " to " + fmt1(s.max) + " µs over " + runsN(s.n)
+}
+
+func rangeQPS(s stat) string {
+	if s.n <= 1 {
+		return "one run"
+	}
+	return fmtQPS(s.min) + " to " + fmtQPS(s.max) + " over " + runsN(s.n)
+}
+
+// floorsWorkloadMD describes the floors and ceilings in BENCHMARKS.md's
+// list of what each workload measures.
+const floorsWorkloadMD = `**Floors and ceilings**, measured next to the figures they bound, so
+that the report can tell a target dpproxy misses from one this machine
+rules out (the *Where a target is missed* section computes its statements
+from them):
+
+- **A bare Go relay** (` + "`loadgen relay`" + `, ` + "`bench/loadgen/relay.go`" + `): copies
+  the bytes between each client and its own server connection, one
+  goroutine per direction, and nothing else (no parsing, no pooling).
+  Workload 4's passthrough runs through it next to dpproxy, PgBouncer and
+  direct access (same duration and runs, its CPU time per query from
+  /proc), and workload 9's next to dpproxy and direct MariaDB: the least a
+  proxy written in Go with a goroutine per connection does.
+- **Round-trip floors of workload 3**: ` + "`SELECT 1`" + ` with one client,
+  answered by dpproxy itself (no cache, no backend: a query without FROM
+  made of constants, parsed each time where a cache hit's text is
+  memoized) and sent directly to PostgreSQL (and, for workload 9,
+  the same through the MySQL front end and directly to MariaDB), next to
+  each cache-hit run.
+- **Ceilings of workload 5**: its rewritten SQL (from ` + "`dpproxy explain`" + `,
+  the constant made distinct for each query as in workload 5) sent
+  directly to PostgreSQL by 32 clients, with no proxy and no ledger; and
+  the embedded ledger alone, ` + "`BenchmarkCommitParallel`" + ` in ` + "`budget`" + ` (32
+  committers reserving and charging, no backend).
+
+`

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The statements claim a target out of reach only when every run's floor
+// (or ceiling) supports it, and otherwise say by how much it was missed.
+
+func TestCPUFloorText(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		p         passFloor
+		out       bool
+		wantParts []string
+	}{
+		{
+			name:      "relay above 1.2× PgBouncer in every run",
+			p:         passFloor{proxyCPU: []float64{58, 60, 62}, relayCPU: []float64{41, 42, 43}, pgbCPU: []float64{28.5, 29, 28}},
+			out:       true,
+			wantParts: []string{"above 1.2× in every run", "dpproxy cannot meet it"},
+		},
+		{
+			name:      "relay within 1.2× in one run",
+			p:         passFloor{proxyCPU: []float64{58, 60, 62}, relayCPU: []float64{41, 33, 43}, pgbCPU: []float64{28.5, 29, 28}},
+			wantParts: []string{"within 1.2× in at least one run", "does not show the target out of reach", "misses it by"},
+		},
+		{
+			name:      "dpproxy cheaper than the relay: no floor",
+			p:         passFloor{proxyCPU: []float64{38, 39, 40}, relayCPU: []float64{41, 42, 43}, pgbCPU: []float64{28.5, 29, 28}},
+			wantParts: []string{"no floor for it"},
+		},
+		{
+			name:      "dpproxy meets the target",
+			p:         passFloor{proxyCPU: []float64{30, 31, 32}, relayCPU: []float64{41, 42, 43}, pgbCPU: []float64{28.5, 29, 28}},
+			wantParts: []string{"dpproxy meets the target"},
+		},
+		{
+			name:      "relay not measured",
+			p:         passFloor{proxyCPU: []float64{58}, pgbCPU: []float64{28}},
+			wantParts: []string{"not measured"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, reason := cpuFloorText("simple", tc.p)
+			checkStatement(t, text, reason, tc.out, tc.wantParts)
+		})
+	}
+}
+
+func TestMySQLFloorText(t *testing.T) {
+	direct := []float64{20970, 21000, 20500}
+	for _, tc := range []struct {
+		name      string
+		binary    bool
+		m         myPassFloor
+		out       bool
+		wantParts []string
+	}{
+		{
+			name:      "relay below 0.8× in every run",
+			m:         myPassFloor{proxyTPS: []float64{7958, 8000, 7900}, relayTPS: []float64{11541, 11600, 11000}, directTPS: direct},
+			out:       true,
+			wantParts: []string{"0.55× direct MariaDB's TPS", "out of reach for any proxy"},
+		},
+		{
+			name:      "relay reaches 0.8× in one run",
+			m:         myPassFloor{proxyTPS: []float64{7958, 8000, 7900}, relayTPS: []float64{11541, 17000, 11000}, directTPS: direct},
+			wantParts: []string{"reaches 0.8× in at least one run", "misses it by"},
+		},
+		{
+			name:      "dpproxy outruns the relay (binary protocol)",
+			binary:    true,
+			m:         myPassFloor{proxyTPS: []float64{5934, 6000, 5900}, relayTPS: []float64{4000, 4100, 3900}, directTPS: direct},
+			wantParts: []string{"outruns the relay", "prepare, execute and close", "no ceiling"},
+		},
+		{
+			name:      "dpproxy meets the target",
+			m:         myPassFloor{proxyTPS: []float64{17000, 17500, 17200}, relayTPS: []float64{11541, 11600, 11000}, directTPS: direct},
+			wantParts: []string{"dpproxy meets the target"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, reason := mysqlFloorText("text protocol", tc.binary, tc.m)
+			checkStatement(t, text, reason, tc.out, tc.wantParts)
+		})
+	}
+}
+
+func TestCacheFloorText(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		c         cacheFloor
+		out       bool
+		wantParts []string
+	}{
+		{
+			name:      "no round trip within 50 µs in any run",
+			c:         cacheFloor{hit: []float64{62, 70, 73}, local: []float64{74, 80, 77}, server: []float64{71, 77, 75}},
+			out:       true,
+			wantParts: []string{"PostgreSQL's own `SELECT 1`", "takes 75.0 µs", "out of reach on this machine", "7.0 µs faster than dpproxy's own"},
+		},
+		{
+			name:      "the database answers within 50 µs once: dpproxy's round trip is in the way",
+			c:         cacheFloor{hit: []float64{62, 70, 73}, local: []float64{74, 80, 77}, server: []float64{48, 77, 75}},
+			wantParts: []string{"Missed by 20.0 µs", "dpproxy's round trip (its front end, Go's scheduler) costs more"},
+		},
+		{
+			name:      "dpproxy answers SELECT 1 within 50 µs once",
+			c:         cacheFloor{hit: []float64{62, 70, 73}, local: []float64{45, 80, 77}, server: []float64{71, 77, 75}},
+			wantParts: []string{"Missed by 20.0 µs", "does not show the target out of reach"},
+		},
+		{
+			name:      "a hit within 50 µs once",
+			c:         cacheFloor{hit: []float64{49, 70, 73}, local: []float64{74, 80, 77}, server: []float64{71, 77, 75}},
+			wantParts: []string{"Missed by 20.0 µs", "does not show the target out of reach"},
+		},
+		{
+			name:      "the cache path costs more than the round trip",
+			c:         cacheFloor{hit: []float64{90, 92, 95}, local: []float64{74, 80, 77}, server: []float64{48, 77, 75}},
+			wantParts: []string{"Missed by 42.0 µs", "15.0 µs more than dpproxy's own `SELECT 1`: that much is the cache path"},
+		},
+		{
+			name:      "met",
+			c:         cacheFloor{hit: []float64{42, 45, 44}, local: []float64{74, 80, 77}, server: []float64{71, 77, 75}},
+			wantParts: []string{"The target is met"},
+		},
+		{
+			name:      "floors not measured",
+			c:         cacheFloor{hit: []float64{62, 70, 73}},
+			wantParts: []string{"floors were not measured"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, reason := cacheFloorText("PostgreSQL", "PostgreSQL", tc.c)
+			checkStatement(t, text, reason, tc.out, tc.wantParts)
+		})
+	}
+}
+
+func TestChargedCeilingText(t *testing.T) {
+	charged := []float64{3900, 3800, 4000}
+	for _, tc := range []struct {
+		name      string
+		c         chargedCeiling
+		out       bool
+		wantParts []string
+	}{
+		{
+			name:      "PostgreSQL alone below 20,000 in every run",
+			c:         chargedCeiling{charged: charged, direct: []float64{12000, 14000, 13000}},
+			out:       true,
+			wantParts: []string{"PostgreSQL alone runs", "13,000 q/s", "out of reach end to end"},
+		},
+		{
+			name:      "the ledger alone below 20,000",
+			c:         chargedCeiling{charged: charged, direct: []float64{25000, 26000}, ledger: []float64{14311, 15199, 14390}},
+			out:       true,
+			wantParts: []string{"leaves room", "14,390 charges/s", "a ceiling under the target"},
+		},
+		{
+			name:      "PostgreSQL above 20,000 in one run, ledger above",
+			c:         chargedCeiling{charged: charged, direct: []float64{12000, 21000, 13000}, ledger: []float64{25000}},
+			wantParts: []string{"leaves room", "not what bounds", "a factor of 5.1"},
+		},
+		{
+			name:      "no ceilings measured",
+			c:         chargedCeiling{charged: charged},
+			wantParts: []string{"a factor of 5.1"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, reason := chargedCeilingText(tc.c)
+			checkStatement(t, text, reason, tc.out, tc.wantParts)
+		})
+	}
+}
+
+func checkStatement(t *testing.T, text, reason string, out bool, want []string) {
+	t.Helper()
+	if got := reason != ""; got != out {
+		t.Errorf("out of reach = %v (reason %q), want %v\n%s", got, reason, out, text)
+	}
+	if !out && strings.Contains(text, "out of reach") && !strings.Contains(text, "does not show the target out of reach") {
+		t.Errorf("claims the target out of reach without the numbers for it:\n%s", text)
+	}
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("missing %q in:\n%s", w, text)
+		}
+	}
+}
+
+// TestReportFloors runs the report on a small results directory: the
+// floors' rows appear next to their workloads and BENCHMARKS.md lists the
+// targets they rule out.
+func TestReportFloors(t *testing.T) {
+	dir := t.TempDir()
+	var raw strings.Builder
+	add := func(series string, run int, data map[string]any) {
+		b, err := json.Marshal(map[string]any{"series": series, "run": run, "data": data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw.Write(append(b, '\n'))
+	}
+	for r := 1; r <= 3; r++ {
+		add("w3.c1", r, map[string]any{"p50_us": 65.0, "qps": 14000.0})
+		add("w3.floor.local", r, map[string]any{"p50_us": 77.0})
+		add("w3.floor.direct", r, map[string]any{"p50_us": 74.0})
+		for _, mode := range []string{"simple", "extended"} {
+			add("w4."+mode+".proxy", r, map[string]any{"qps": 12126.0, "proc_cpu_us_per_query": 58.0})
+			add("w4."+mode+".relay", r, map[string]any{"qps": 12606.0, "proc_cpu_us_per_query": 41.0})
+			add("w4."+mode+".pgbouncer", r, map[string]any{"qps": 12826.0, "proc_cpu_us_per_query": 28.5})
+			add("w4."+mode+".direct", r, map[string]any{"qps": 20000.0})
+		}
+		add("w5", r, map[string]any{"seconds": 8.0, "ledger_charges": 31200, "ledger_transactions": 3000, "p50_us": 7000.0})
+		add("w5.direct", r, map[string]any{"qps": 13000.0})
+	}
+	for name, content := range map[string]string{
+		"raw.jsonl":   raw.String(),
+		"run.txt":     "total_seconds=1190\nquick=0\nidle_conns=10000\nmysql_note=--no-mysql\n",
+		"gobench.txt": "BenchmarkCommitParallel-2   \t    8841\t     69491 ns/op\t     14390 charges/s\t         0.03167 tx/charge\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md := filepath.Join(dir, "BENCHMARKS.md")
+	if err := run(dir, md); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	for _, w := range []string{
+		"| 3 cache hit, 1 client | floor: SELECT 1 directly on PostgreSQL, p50 | 74.0 µs |",
+		"| 4 passthrough, public table, 16 clients, simple protocol | CPU per query, bare Go relay ÷ PgBouncer (the floor of dpproxy's ≤ 1.2 target) | 1.439 × |",
+		"| 5 small DP queries, distinct text, 32 clients | ceiling: the embedded ledger alone (BenchmarkCommitParallel: 32 committers, no backend) | 14390 charges/s |",
+		"Out of reach on this machine, by this run's floors and ceilings:",
+		"a bare Go relay alone costs 1.44× PgBouncer's CPU per query",
+		"PostgreSQL alone runs the rewritten queries at 13,000 q/s",
+		"no round trip measured here is within 50 µs",
+		"**The whole run** took 1,190 s",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("BENCHMARKS.md lacks %q", w)
+		}
+	}
+	if t.Failed() {
+		i := strings.Index(got, "## Where a target")
+		t.Log(got[max(i, 0):])
+	}
+}
