@@ -79,8 +79,15 @@ type conn struct {
 	life netserver.ConnState
 
 	mu          sync.Mutex
-	cancelQuery context.CancelFunc // non-nil while a query runs
-	canceled    bool               // a CancelRequest hit the running query
+	cancelQuery context.CancelCauseFunc // non-nil while a query runs
+	canceled    bool                    // a CancelRequest hit the running query
+	// timeoutAt is when the running statement times out (zero: never);
+	// stmtTimer, made on the connection's first statement, fires then
+	// (timeoutRunning). One timer serves every statement of the
+	// connection: a context with its own deadline per statement costs a
+	// timer and a second context each time.
+	timeoutAt time.Time
+	stmtTimer *time.Timer
 }
 
 // newConn prepares a connection accepted by Serve. Its context keeps the
@@ -352,24 +359,30 @@ var errStatementTimeout = errors.New("pgwire: statement timeout")
 // (and the FATAL already sent) when Shutdown gave up waiting and the
 // connection must end, whatever f returned.
 func (c *conn) runSession(f func(ctx context.Context) error) (qerr, connErr error) {
-	qctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
-	ctx := qctx
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	defer cancel(nil)
+	var timeoutAt time.Time
 	if d := c.srv.opts.StatementTimeout; d > 0 {
-		c.sendDeadline = time.Now().Add(d + fatalWriteTimeout)
-		var cancelTimeout context.CancelFunc
-		ctx, cancelTimeout = context.WithTimeoutCause(qctx, d, errStatementTimeout)
-		defer cancelTimeout()
+		timeoutAt = time.Now().Add(d)
+		c.sendDeadline = timeoutAt.Add(fatalWriteTimeout)
 	}
 	c.mu.Lock()
-	c.cancelQuery, c.canceled = cancel, false
+	c.cancelQuery, c.canceled, c.timeoutAt = cancel, false, timeoutAt
 	c.mu.Unlock()
+	if !timeoutAt.IsZero() {
+		if c.stmtTimer == nil {
+			c.stmtTimer = time.AfterFunc(time.Until(timeoutAt), c.timeoutRunning)
+		} else {
+			c.stmtTimer.Reset(time.Until(timeoutAt))
+		}
+		defer c.stmtTimer.Stop()
+	}
 
 	err := f(ctx)
 
 	c.mu.Lock()
 	canceled := c.canceled
-	c.cancelQuery = nil
+	c.cancelQuery, c.timeoutAt = nil, time.Time{}
 	c.mu.Unlock()
 
 	if c.ctx.Err() != nil {
@@ -395,6 +408,17 @@ func (c *conn) runSession(f func(ctx context.Context) error) (qerr, connErr erro
 	return err, nil
 }
 
+// timeoutRunning is stmtTimer's function: it ends the running statement
+// if its time is up. A firing meant for an earlier statement (the timer
+// fired as that one ended) finds a later time or none, and does nothing.
+func (c *conn) timeoutRunning() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancelQuery != nil && !c.timeoutAt.IsZero() && !time.Now().Before(c.timeoutAt) {
+		c.cancelQuery(errStatementTimeout)
+	}
+}
+
 // cancelRunningQuery cancels the running query, if any, when secret
 // matches. It is called from the goroutine of another connection.
 func (c *conn) cancelRunningQuery(secret uint32) bool {
@@ -407,7 +431,7 @@ func (c *conn) cancelRunningQuery(secret uint32) bool {
 		return false
 	}
 	c.canceled = true
-	c.cancelQuery()
+	c.cancelQuery(context.Canceled)
 	return true
 }
 

@@ -197,6 +197,15 @@ func (t *testSession) Execute(ctx context.Context, sql string) ([]*sqltypes.Resu
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	case strings.HasPrefix(q, "pause "):
+		var ms int
+		fmt.Sscanf(q, "pause %d", &ms)
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+			return []*sqltypes.Result{{Columns: []sqltypes.Column{{Name: "done", Type: sqltypes.Bool}}, Rows: [][]any{{true}}}}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	case q == "wait ignoring ctx":
 		t.s.started <- q
 		<-t.s.release
@@ -279,7 +288,7 @@ func (t *testSession) Prepare(ctx context.Context, sql string, paramTypes []sqlt
 		p.Columns = []sqltypes.Column{{Name: "a", Type: sqltypes.Int8}}
 	case q == "huge int4":
 		p.Columns = []sqltypes.Column{{Name: "a", Type: sqltypes.Int4}}
-	case q == "wait" || q == "wait ignoring ctx" || q == "boom" || q == "fail" || q == "panic":
+	case q == "wait" || q == "wait ignoring ctx" || q == "boom" || q == "fail" || q == "panic" || strings.HasPrefix(q, "pause "):
 		// Described without running them.
 		p.Columns = []sqltypes.Column{{Name: "done", Type: sqltypes.Bool}}
 	default:

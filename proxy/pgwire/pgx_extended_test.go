@@ -433,6 +433,18 @@ func TestStatementTimeout(t *testing.T) {
 			if err := conn.QueryRow(ctx, "hello").Scan(&echo); err != nil || echo != "hello" {
 				t.Errorf("after timeout: %v %q", err, echo)
 			}
+			// Each statement has the whole timeout from its own start
+			// (one timer per connection, re-armed for each statement),
+			// and a longer one is still ended.
+			for i := range 3 {
+				if err := conn.QueryRow(ctx, "pause 200").Scan(&ok); err != nil || !ok {
+					t.Fatalf("statement %d of 200 ms: %v", i, err)
+				}
+			}
+			err = conn.QueryRow(ctx, "pause 2000").Scan(&ok)
+			if pgErr := pgError(t, err); pgErr.Code != "57014" || pgErr.Message != "canceling statement due to statement timeout" {
+				t.Errorf("statement of 2 s: got %s %q", pgErr.Code, pgErr.Message)
+			}
 		})
 	}
 }
