@@ -387,12 +387,26 @@ backend_sql() {
 REWRITTEN=$(backend_sql "$WORK/nocache.yaml" "$DPQ")
 [ -n "$REWRITTEN" ] || { log "could not get the rewritten SQL from dpproxy explain"; exit 1; }
 printf '%s\n' "$REWRITTEN" >"$OUT/rewritten.sql"
-log "workloads 1-2: $DPQ ($RUNS runs × $W1_COUNT queries per target, sequential, cache off)"
+# record_alternate RUN LOADGEN-ARGS...: loadgen alternate (the targets in
+# turns, one query each per round, so that a ratio's two sides run at the
+# same machine speed; targets on one DSN share a connection) and one
+# record per target, under its name.
+record_alternate() {
+  local r=$1 out line name
+  shift
+  out=$("$LG" alternate "$@")
+  while IFS= read -r line; do
+    name=${line#*\"target\":\"}
+    record "${name%%\"*}" "$r" "$line"
+  done <<<"$out"
+}
+log "workloads 1-2: $DPQ ($RUNS runs × $W1_COUNT rounds of the 4 targets in turns, sequential, cache off)"
 for r in $(seq 1 "$RUNS"); do
-  record w1.proxy "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
-  record w1.direct_rewritten "$r" "$("$LG" run --dsn "$PG_DSN" --query "$REWRITTEN" --count "$W1_COUNT" --warmup 1 --duration 10m)"
-  record w2.direct_original "$r" "$("$LG" run --dsn "$PG_DSN" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
-  record w2.direct_floor "$r" "$("$LG" run --dsn "$PG_DSN" --query "$FLOORQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
+  record_alternate "$r" --count "$W1_COUNT" --warmup 1 \
+    --target w1.proxy --dsn "$P_NOCACHE" --query "$DPQ" \
+    --target w1.direct_rewritten --dsn "$PG_DSN" --query "$REWRITTEN" \
+    --target w2.direct_original --dsn "$PG_DSN" --query "$DPQ" \
+    --target w2.direct_floor --dsn "$PG_DSN" --query "$FLOORQ"
 done
 
 # Workload 3: the same DP query repeated, answered from the cache. Next
@@ -481,10 +495,11 @@ if [ -z "$MYSQL_NOTE" ]; then
   MLG=("$LG" run --driver mysql)
   log "workload 9 (1) and 2 on MariaDB: $MY_RUNS runs × $W1_COUNT queries per target"
   for r in $(seq 1 "$MY_RUNS"); do
-    record w9.w1.proxy "$r" "$("${MLG[@]}" --dsn "$M_NOCACHE" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
-    record w9.w1.direct_rewritten "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$MY_REWRITTEN" --count "$W1_COUNT" --warmup 1 --duration 10m)"
-    record w2.mariadb.direct_original "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$DPQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
-    record w2.mariadb.direct_floor "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$FLOORQ" --count "$W1_COUNT" --warmup 1 --duration 10m)"
+    record_alternate "$r" --driver mysql --count "$W1_COUNT" --warmup 1 \
+      --target w9.w1.proxy --dsn "$M_NOCACHE" --query "$DPQ" \
+      --target w9.w1.direct_rewritten --dsn "$MY_DSN" --query "$MY_REWRITTEN" \
+      --target w2.mariadb.direct_original --dsn "$MY_DSN" --query "$DPQ" \
+      --target w2.mariadb.direct_floor --dsn "$MY_DSN" --query "$FLOORQ"
   done
   log "workload 9 (3): cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $MY_RUNS runs (floors: SELECT 1, ${D_FLOOR}s each)"
   for r in $(seq 1 "$MY_RUNS"); do

@@ -21,6 +21,12 @@
 //	    CLOSE for each query). With --ledger, the dpproxy ledger is read
 //	    before and after: charges and transactions (group commits) of the
 //	    run. With --pid, the CPU time that process spent per query.
+//	loadgen alternate --count N [--warmup W] [--driver pgx|mysql]
+//	               --target NAME --dsn DSN --query SQL [--target NAME --dsn DSN --query SQL ...]
+//	    run the targets one query each in turns, N rounds after W warm-up
+//	    queries of each, and print one JSON object per target (run's, with
+//	    "target"): targets compared by a ratio run on the same machine
+//	    speed, which drifts here (alternate.go).
 //	loadgen idle   --dsn DSN --conns N --hold D --pid PID [--concurrency K] [--client raw|pgx]
 //	    open N connections (K at a time; each logs in and runs SELECT 1),
 //	    keep them idle for D and report PID's VmRSS before and while they
@@ -63,7 +69,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen load|load-mysql|run|idle|relay [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen load|load-mysql|run|alternate|idle|relay [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -74,6 +80,8 @@ func main() {
 		err = cmdLoadMySQL(os.Args[2:])
 	case "run":
 		err = cmdRun(os.Args[2:])
+	case "alternate":
+		err = cmdAlternate(os.Args[2:])
 	case "idle":
 		err = cmdIdle(os.Args[2:])
 	case "relay":
@@ -135,6 +143,8 @@ func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
 // Result is what `run` prints.
 type Result struct {
+	// Target is the target's name in `alternate`'s output.
+	Target    string  `json:"target,omitempty"`
 	Clients   int     `json:"clients"`
 	Driver    string  `json:"driver"`
 	Mode      string  `json:"mode"`

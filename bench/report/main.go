@@ -564,7 +564,14 @@ authenticated) before the clock starts.
    one row per (patient, diagnosis) and nothing else, the least work any
    bounding of each person's contribution per group must do. The rewritten
    SQL ÷ the original SQL and the floor ÷ the original are reported
-   without a target.
+   without a target. Workloads 1 and 2 run their four queries (through
+   dpproxy, the rewritten SQL, the original, the floor) in turns, one
+   query of each per round (` + "`loadgen alternate`" + `), the three direct
+   ones on one connection: this machine's cores are not equally fast at
+   any moment, and its speed drifts by up to half within seconds (the
+   rewritten SQL and its floor pinned to one core: 2.6 s and 2.4 s; to
+   the other: 1.75 s and 1.6 s), so each ratio compares queries run on the
+   same server process at the same time.
 3. **Cache hits** — ` + "`SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region`" + `
    repeated (cache on): p50/p99 with one client (the target, p50 ≤ 50 µs,
    applies here), and queries/s, p50/p99 with 16 clients.
