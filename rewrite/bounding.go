@@ -2,7 +2,6 @@ package rewrite
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -139,11 +138,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	// selection it is over the groups kept, below).
 	totalHere := totalCapped && p.Selection == nil
 	if totalHere {
-		n := "COUNT(*)"
-		if linf <= math.MaxInt32 {
-			n = e.d.SmallInt(n)
-		}
-		middle = append(middle, "SUM("+capped(n, linf)+") OVER (PARTITION BY "+q("dp_u")+") AS "+q("dp_t"))
+		middle = append(middle, e.sumCapped(capped("COUNT(*)", linf), linf)+" AS "+q("dp_t"))
 	}
 	middleSQL := "SELECT " + e.d.UnitGroupHint() + strings.Join(middle, ", ") +
 		" FROM (" + innerSQL + ") AS " + q("dp_rows") +
@@ -206,7 +201,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	from, alias := "("+middleSQL+") AS "+q("dp_units")+keep, q("dp_units")
 	if totalCapped && !totalHere {
 		// T over the groups the unit keeps.
-		from = "(SELECT " + alias + ".*, SUM(" + gate(capped(q("dp_n"), linf)) + ") OVER (PARTITION BY " + q("dp_u") + ") AS " + q("dp_t") +
+		from = "(SELECT " + alias + ".*, " + e.sumCapped(gate(capped(q("dp_n"), linf)), linf) + " AS " + q("dp_t") +
 			" FROM " + from + ") AS " + q("dp_kept")
 		alias = q("dp_kept")
 	}
@@ -235,6 +230,16 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		from = "(SELECT " + strings.Join(totals, ", ") + " FROM (SELECT " + strings.Join(cells, ", ") + " FROM " + from + ") AS " + q("dp_cells") + ") AS " + q("dp_clip")
 	}
 	return "SELECT " + strings.Join(outerCols, ", ") + " FROM " + from + groupBy + having, nil
+}
+
+// sumCapped writes T, the sum over a unit's groups of its rows capped at
+// linf (arg, each in [0, linf]), in the dialect's exact small-integer
+// arithmetic when linf allows it.
+func (e *emitter) sumCapped(arg string, linf int) string {
+	if linf <= maxSmallInt {
+		return e.d.SumSmallInts(arg, e.d.QuoteIdent("dp_u"))
+	}
+	return "SUM(" + arg + ") OVER (PARTITION BY " + e.d.QuoteIdent("dp_u") + ")"
 }
 
 // tableRef writes the protected table's name, schema-qualified when the

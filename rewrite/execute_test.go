@@ -52,12 +52,14 @@ var fixture = []string{
 	// trips: at most C = 3 rows per unit over all cities (L0 = 3, Linf =
 	// 2). p1: 4 rows in x (km 10), 1 in y (50): 2 + 1 = 3 capped rows, kept
 	// whole. p2: 2 rows in each of x (100), y (0), z (20): 6 capped rows,
-	// each weighted 3/6.
+	// each weighted 3/6. ward is city again, grouped without a key list
+	// (partition selection: a unit keeps L0 = 3 random groups, here all of
+	// them, and T is over the groups kept).
 	// extremes: the smallest bigint, which has no negative.
 	`CREATE TABLE extremes (patient_id INTEGER, k BIGINT)`,
 	`INSERT INTO extremes VALUES (1, -9223372036854775808), (2, 25)`,
-	`CREATE TABLE trips (patient_id INTEGER, city TEXT, km NUMERIC)`,
-	`INSERT INTO trips VALUES (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'y', 50), (2, 'x', 100), (2, 'x', 100), (2, 'y', 0), (2, 'y', 0), (2, 'z', 20), (2, 'z', 20)`,
+	`CREATE TABLE trips (patient_id INTEGER, city TEXT, km NUMERIC, ward TEXT)`,
+	`INSERT INTO trips VALUES (1, 'x', 10, 'x'), (1, 'x', 10, 'x'), (1, 'x', 10, 'x'), (1, 'x', 10, 'x'), (1, 'y', 50, 'y'), (2, 'x', 100, 'x'), (2, 'x', 100, 'x'), (2, 'y', 0, 'y'), (2, 'y', 0, 'y'), (2, 'z', 20, 'z'), (2, 'z', 20, 'z')`,
 	`INSERT INTO people VALUES (-5, 'F', 1000), (50, 'M', 300000), (150, 'F', NULL), (30, 'X', 50000)`,
 	// admissions and doses: doses reach their patient through
 	// admissions' key (a unit path with a hop). p1: admissions 10 and 11
@@ -606,21 +608,14 @@ var executeCases = []executeCase{
 	{
 		// The total bound: x: p1 2 + p2 2·½, sums 40·2/4 + 200·½; y: 1 +
 		// 2·½, 50 + 0; z: 2·½, 40·½. Columns: rows, count(km), sum(km).
-		sql: `SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city`,
-		check: func(rows [][]float64, keys []string) error {
-			want := map[string][]float64{"x": {3, 3, 120}, "y": {2, 2, 50}, "z": {1, 1, 20}}
-			if len(rows) != len(want) {
-				return fmt.Errorf("got %v %v, want %v", keys, rows, want)
-			}
-			for i, k := range keys {
-				for j, w := range want[k] {
-					if math.Abs(rows[i][j]-w) > 1e-9 {
-						return fmt.Errorf("group %s: got %v, want %v", k, rows[i], want[k])
-					}
-				}
-			}
-			return nil
-		},
+		sql:   `SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city`,
+		check: expectTripTotals,
+	},
+	{
+		// The total bound over the groups partition selection keeps (all
+		// of them here): the same figures as by city.
+		sql:   `SELECT ward, COUNT(*), SUM(km) FROM trips GROUP BY ward`,
+		check: expectTripTotals,
 	},
 	{
 		// Integer division truncates without negating the value: the
@@ -633,6 +628,23 @@ var executeCases = []executeCase{
 		sql:   `SELECT width_bucket(score, -5, 5, 4) AS b, COUNT(*) FROM visits GROUP BY b`,
 		check: expectKeyed(map[string]float64{"3": 2 + 2, "0": 1}),
 	},
+}
+
+// expectTripTotals checks the total bound's figures of trips by city (or
+// ward): rows, count(km) and sum(km) per group.
+func expectTripTotals(rows [][]float64, keys []string) error {
+	want := map[string][]float64{"x": {3, 3, 120}, "y": {2, 2, 50}, "z": {1, 1, 20}}
+	if len(rows) != len(want) {
+		return fmt.Errorf("got %v %v, want %v", keys, rows, want)
+	}
+	for i, k := range keys {
+		for j, w := range want[k] {
+			if math.Abs(rows[i][j]-w) > 1e-9 {
+				return fmt.Errorf("group %s: got %v, want %v", k, rows[i], want[k])
+			}
+		}
+	}
+	return nil
 }
 
 // expectKeyed compares single-value rows by group key, keys read as

@@ -88,6 +88,8 @@ SELECT region, COUNT(DISTINCT patient_id) AS patients, AVG(cost) FROM visits GRO
 SELECT married, COUNT(*) FROM surveys GROUP BY married
 -- name: total_rows_bound
 SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city
+-- name: total_rows_bound_selection
+SELECT ward, COUNT(*), SUM(km) FROM trips GROUP BY ward
 -- name: top_k
 SELECT region, COUNT(*) AS visits, AVG(cost) FROM visits GROUP BY region ORDER BY COUNT(*) DESC LIMIT 3
 -- name: excess_ungrouped
