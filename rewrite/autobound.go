@@ -1,7 +1,6 @@
 package rewrite
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -79,7 +78,7 @@ func (e *emitter) autoRowsSQL(p *Plan, where string) string {
 	inner := []string{e.a.unitRef() + " AS " + q("dp_u")}
 	cellGroup := []string{q("dp_u")}
 	for i, g := range p.Groups {
-		ref := q(fmt.Sprintf("dp_g%d", i))
+		ref := q(columnName("dp_g", i))
 		inner = append(inner, e.groupExpr(g)+" AS "+ref)
 		cellGroup = append(cellGroup, ref)
 	}

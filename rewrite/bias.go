@@ -81,7 +81,7 @@ func (e *emitter) biasReport(p *Plan, where string) *BiasReport {
 	inner := []string{e.a.unitRef() + " AS " + q("dp_u")}
 	var groupRefs []string
 	for i, g := range p.Groups {
-		ref := q(fmt.Sprintf("dp_g%d", i))
+		ref := q(columnName("dp_g", i))
 		groupRefs = append(groupRefs, ref)
 		inner = append(inner, e.groupExpr(g)+" AS "+ref)
 	}
@@ -89,7 +89,7 @@ func (e *emitter) biasReport(p *Plan, where string) *BiasReport {
 	person := []string{q("dp_u"), "COUNT(*) AS " + q("dp_k"), "MAX(" + q("dp_n") + ") AS " + q("dp_m"),
 		"SUM(" + capped(q("dp_n"), p.MaxRowsPerUnit) + ") AS " + q("dp_t")}
 	for i, c := range clamped {
-		x := q(fmt.Sprintf("dp_x%d", i))
+		x := q(columnName("dp_x", i))
 		inner = append(inner, outside(c)+" AS "+x)
 		cell = append(cell, "MAX("+x+") AS "+x)
 		person = append(person, "MAX("+x+") AS "+x)
@@ -108,7 +108,7 @@ func (e *emitter) biasReport(p *Plan, where string) *BiasReport {
 	out := []string{"COUNT(*)", "SUM(CASE WHEN " + strings.Join(beyond, " OR ") + " THEN 1 ELSE 0 END)"}
 	r.Labels = append(r.Labels, "rows beyond the bounds")
 	for i, c := range clamped {
-		out = append(out, "SUM("+q(fmt.Sprintf("dp_x%d", i))+")")
+		out = append(out, "SUM("+q(columnName("dp_x", i))+")")
 		r.Labels = append(r.Labels, fmt.Sprintf("%s outside [%g, %g]", c.Name, c.Bounds.Lo, c.Bounds.Hi))
 	}
 	cellGroup := strings.Join(append([]string{q("dp_u")}, groupRefs...), ", ")

@@ -1,7 +1,6 @@
 package rewrite
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -27,7 +26,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	groupRefs := make([]string, len(p.Groups))
 	groupExprs := make([]string, len(p.Groups))
 	for i, g := range p.Groups {
-		groupRefs[i] = q(fmt.Sprintf("dp_g%d", i))
+		groupRefs[i] = q(columnName("dp_g", i))
 		groupExprs[i] = e.groupExpr(g)
 		inner = append(inner, groupExprs[i]+" AS "+groupRefs[i])
 	}
@@ -39,16 +38,16 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	counted := make([]string, len(b.values))
 	for j, v := range b.values {
 		value := e.clamp(v.col)
-		counted[j] = q(fmt.Sprintf("dp_v%d", j))
+		counted[j] = q(columnName("dp_v", j))
 		if sql, ok := e.a.valueSQL[v.col]; ok {
 			value = sql // a conditional aggregate's CASE (conditional.go)
 		} else if v.col.Bounds != nil && !rowPrivacy {
-			counted[j] = q(fmt.Sprintf("dp_nn%d", j))
+			counted[j] = q(columnName("dp_nn", j))
 			inner = append(inner, e.a.colRef(v.col)+" AS "+counted[j])
 		}
-		inner = append(inner, value+" AS "+q(fmt.Sprintf("dp_v%d", j)))
+		inner = append(inner, value+" AS "+q(columnName("dp_v", j)))
 		if clip, ok := rawValues[j]; ok {
-			inner = append(inner, e.rawValue(v, clip)+" AS "+q(fmt.Sprintf("dp_r%d", j)))
+			inner = append(inner, e.rawValue(v, clip)+" AS "+q(columnName("dp_r", j)))
 		}
 	}
 	if len(inner) == 0 {
@@ -74,7 +73,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 			outerCols[b.rowCnt] = "COUNT(*)"
 		}
 		for j, v := range b.values {
-			ref := q(fmt.Sprintf("dp_v%d", j))
+			ref := q(columnName("dp_v", j))
 			outerCols[v.count] = "COUNT(" + ref + ")"
 			outerCols[v.sum] = "SUM(" + ref + ")"
 			if !e.summable(v.col) {
@@ -91,7 +90,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 			if x.Kind == MeasureExcess {
 				// The row is the unit: its excess is its value's clamping.
 				j := valueIndex(b, p.Measurements[x.Of].CountColumn)
-				outerCols[x.CountColumn] = "SUM(" + clampedTo(q(fmt.Sprintf("dp_r%d", j))+" - "+q(fmt.Sprintf("dp_v%d", j)), x.Clip) + ")"
+				outerCols[x.CountColumn] = "SUM(" + clampedTo(q(columnName("dp_r", j))+" - "+q(columnName("dp_v", j)), x.Clip) + ")"
 			}
 		}
 		return "SELECT " + strings.Join(outerCols, ", ") +
@@ -114,16 +113,16 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		middle = append(middle, "COUNT(*) AS "+q("dp_n"))
 	}
 	for j, v := range b.values {
-		ref := q(fmt.Sprintf("dp_v%d", j))
-		middle = append(middle, "COUNT("+counted[j]+") AS "+q(fmt.Sprintf("dp_c%d", j)))
+		ref := q(columnName("dp_v", j))
+		middle = append(middle, "COUNT("+counted[j]+") AS "+q(columnName("dp_c", j)))
 		if e.summable(v.col) {
-			middle = append(middle, "SUM("+ref+") AS "+q(fmt.Sprintf("dp_s%d", j)))
+			middle = append(middle, "SUM("+ref+") AS "+q(columnName("dp_s", j)))
 		}
 		if _, ok := rawValues[j]; ok {
-			middle = append(middle, "SUM("+q(fmt.Sprintf("dp_r%d", j))+") AS "+q(fmt.Sprintf("dp_rs%d", j)))
+			middle = append(middle, "SUM("+q(columnName("dp_r", j))+") AS "+q(columnName("dp_rs", j)))
 		}
 		if v.sq >= 0 {
-			middle = append(middle, "SUM("+square(ref)+") AS "+q(fmt.Sprintf("dp_q%d", j)))
+			middle = append(middle, "SUM("+square(ref)+") AS "+q(columnName("dp_q", j)))
 		}
 	}
 	switch {
@@ -172,14 +171,14 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		outerCols[b.rowCnt] = "SUM(" + gate(weigh(capped(q("dp_n"), linf))) + ")"
 	}
 	for j, v := range b.values {
-		c := q(fmt.Sprintf("dp_c%d", j))
+		c := q(columnName("dp_c", j))
 		outerCols[v.count] = "SUM(" + gate(weigh(capped(c, linf))) + ")"
-		outerCols[v.sum] = "SUM(" + gate(weigh(scaled(q(fmt.Sprintf("dp_s%d", j)), c, linf))) + ")"
+		outerCols[v.sum] = "SUM(" + gate(weigh(scaled(q(columnName("dp_s", j)), c, linf))) + ")"
 		if !e.summable(v.col) {
 			outerCols[v.sum] = "0" // only counted: text, booleans, dates and the unit are not summed
 		}
 		if v.sq >= 0 {
-			outerCols[v.sq] = "SUM(" + gate(weigh(scaled(q(fmt.Sprintf("dp_q%d", j)), c, linf))) + ")"
+			outerCols[v.sq] = "SUM(" + gate(weigh(scaled(q(columnName("dp_q", j)), c, linf))) + ")"
 		}
 	}
 	if p.UnitsColumn >= 0 {
@@ -218,7 +217,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		}
 		cells, totals := []string{alias + ".*"}, []string{q("dp_cells") + ".*"}
 		for i, x := range excess {
-			xi, ti := q(fmt.Sprintf("dp_x%d", i)), q(fmt.Sprintf("dp_xt%d", i))
+			xi, ti := q(columnName("dp_x", i)), q(columnName("dp_xt", i))
 			kept := gate(weigh(x.kept))
 			if x.perUnit {
 				kept = gate(x.kept) // units are counted in kept groups, unweighted

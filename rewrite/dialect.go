@@ -58,8 +58,13 @@ type ansiDialect struct{ name, random string }
 func (d ansiDialect) Name() string { return d.name }
 
 func (ansiDialect) QuoteIdent(name string) string {
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+	if q, ok := ansiQuoted[name]; ok {
+		return q
+	}
+	return quoteANSI(name)
 }
+
+func quoteANSI(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 func (ansiDialect) QuoteString(s string) (string, error) {
 	if strings.IndexByte(s, 0) >= 0 {
@@ -117,8 +122,13 @@ type mysqlDialect struct{}
 func (mysqlDialect) Name() string { return "mysql" }
 
 func (mysqlDialect) QuoteIdent(name string) string {
-	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+	if q, ok := mysqlQuoted[name]; ok {
+		return q
+	}
+	return quoteMySQL(name)
 }
+
+func quoteMySQL(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
 
 func (mysqlDialect) QuoteString(s string) (string, error) {
 	if strings.IndexByte(s, 0) >= 0 {

@@ -1,7 +1,6 @@
 package rewrite
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 
@@ -152,10 +151,10 @@ func (e *emitter) excessColumns(p *Plan, b *backendColumns) []excessColumn {
 		case m.Kind == MeasureCount && j < 0:
 			c.raw, c.kept = q("dp_n"), capped(q("dp_n"), linf)
 		case m.Kind == MeasureCount:
-			n := q(fmt.Sprintf("dp_c%d", j))
+			n := q(columnName("dp_c", j))
 			c.raw, c.kept = n, capped(n, linf)
 		case m.Kind == MeasureSum, m.Kind == MeasureCenteredSum:
-			n, s, r := q(fmt.Sprintf("dp_c%d", j)), q(fmt.Sprintf("dp_s%d", j)), q(fmt.Sprintf("dp_rs%d", j))
+			n, s, r := q(columnName("dp_c", j)), q(columnName("dp_s", j)), q(columnName("dp_rs", j))
 			c.raw, c.kept = r, scaled(s, n, linf)
 			if m.Kind == MeasureCenteredSum && m.Mid != 0 {
 				mid := formatNumber(m.Mid)

@@ -1,7 +1,6 @@
 package rewrite
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -321,7 +320,7 @@ func (e *emitter) valueRows(p *Plan, distinct, item, value, where string) (strin
 		inner = append(inner, e.a.unitRef()+" AS "+q("dp_u"))
 	}
 	for i, g := range p.Groups {
-		groupRefs[i] = q(fmt.Sprintf("dp_g%d", i))
+		groupRefs[i] = q(columnName("dp_g", i))
 		inner = append(inner, e.groupExpr(g)+" AS "+groupRefs[i])
 	}
 	inner = append(inner, item)
