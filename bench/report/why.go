@@ -268,16 +268,32 @@ the total cap's window moved into the per-(person, group) level instead of
 a level of its own, summed as integer; MariaDB groups with
 ` + "`SQL_BIG_RESULT`" + ` (a sort instead of a temporary table). Measured
 on the development machine: PostgreSQL 1.30× → 1.20× its floor,
-MariaDB 3.09× → 2.22×; the outputs are equal to the previous form's. On
-MariaDB the rest is the per-(person, group) grouping carrying DECIMAL
-sums (about 2.2 s against the floor's 1.2 s without sums; on 207,000
-visits the same per-(person, group) grouping with ` + "`COUNT(*), SUM(cost)`" + `
-alone costs 1.43× the floor, the whole rewritten query 2.35×, the
-original query 1.0×) and one materialised window; tried without gain: ORDER BY
-NULL, larger sort buffers, binary collations instead of
-` + "`CAST … AS BINARY`" + `, DOUBLE arithmetic at the row level (slower);
-DOUBLE arithmetic in the outer level gains 5 % and is not exact, so it
-was not taken. MariaDB needs ` + "`tmp_table_size`" + ` and
+MariaDB 3.09× → 2.22×; the outputs are equal to the previous form's.
+Measured level by level on MariaDB (2.1 M visits, the levels' queries
+run in turns with the floor, three rounds): the per-(person, group)
+level alone, DECIMAL sums included, runs at 1.0× the floor (1.33 s
+against 1.29 s: the sort of ` + "`SQL_BIG_RESULT`" + ` costs what the
+floor's temporary table does); the window that gives each person's total
+T (the demo policy's ` + "`max_total_rows_per_unit`" + `) adds 0.75–0.85 s, of
+which MariaDB spends 0.5 s on any window over those 751,722 rows (a bare
+` + "`COUNT(*) OVER (PARTITION BY person)`" + `); the outer level over the
+same rows adds 0.3–0.45 s, most of it reading the materialised level and
+grouping 751,722 rows into 12 in a temporary table, not its arithmetic
+(the same sums over 2.1 M rows take 0.04–0.06 s). The window now sums
+the capped counts as DOUBLE and reads T back as an integer, exact for
+any real table (` + "`Dialect.SumSmallInts`" + `): 2.70 → 2.54 s, outputs
+identical. Tried without gain: the total from a second aggregate joined
+back (a CTE: 3.06 s against the window's 2.15 s), an ORDER BY or a full
+frame in the window, ` + "`SQL_BIG_RESULT`" + ` or ` + "`SQL_SMALL_RESULT`" + ` on the
+outer level, larger sort buffers (32 MB: 2.88 s, 256 MB: 3.05 s, against
+2.69 s), integer cents (` + "`CAST(… * 100 AS SIGNED)`" + `, 2.72 s) or DOUBLE
+at the row level; earlier: ORDER BY NULL, binary collations instead of
+` + "`CAST … AS BINARY`" + `, DOUBLE arithmetic in the outer level (5 %, not
+exact). Every bound across a person's groups (the total T, or, over a
+public key list without a total bound, the number of their groups) costs
+MariaDB a window over the per-(person, group) rows, which the floor does
+not have: such a query runs at about 1.4× the floor before its outer
+level. MariaDB needs ` + "`tmp_table_size`" + ` and
 ` + "`max_heap_table_size`" + ` of at least 256 MB (with 16 MB: 17 s instead
 of 2.7 s); ` + "`dpproxy check`" + ` warns below that, and on PostgreSQL
 suggests the index that serves each GROUP BY column
