@@ -137,7 +137,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	// selection it is over the groups kept, below).
 	totalHere := totalCapped && p.Selection == nil
 	if totalHere {
-		middle = append(middle, e.sumCapped(capped("COUNT(*)", linf), linf)+" AS "+q("dp_t"))
+		middle = append(middle, e.d.SumSmallInts(capped("COUNT(*)", linf), q("dp_u"))+" AS "+q("dp_t"))
 	}
 	middleSQL := "SELECT " + e.d.UnitGroupHint() + strings.Join(middle, ", ") +
 		" FROM (" + innerSQL + ") AS " + q("dp_rows") +
@@ -200,7 +200,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	from, alias := "("+middleSQL+") AS "+q("dp_units")+keep, q("dp_units")
 	if totalCapped && !totalHere {
 		// T over the groups the unit keeps.
-		from = "(SELECT " + alias + ".*, " + e.sumCapped(gate(capped(q("dp_n"), linf)), linf) + " AS " + q("dp_t") +
+		from = "(SELECT " + alias + ".*, " + e.d.SumSmallInts(gate(capped(q("dp_n"), linf)), q("dp_u")) + " AS " + q("dp_t") +
 			" FROM " + from + ") AS " + q("dp_kept")
 		alias = q("dp_kept")
 	}
@@ -229,16 +229,6 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		from = "(SELECT " + strings.Join(totals, ", ") + " FROM (SELECT " + strings.Join(cells, ", ") + " FROM " + from + ") AS " + q("dp_cells") + ") AS " + q("dp_clip")
 	}
 	return "SELECT " + strings.Join(outerCols, ", ") + " FROM " + from + groupBy + having, nil
-}
-
-// sumCapped writes T, the sum over a unit's groups of its rows capped at
-// linf (arg, each in [0, linf]), in the dialect's exact small-integer
-// arithmetic when linf allows it.
-func (e *emitter) sumCapped(arg string, linf int) string {
-	if linf <= maxSmallInt {
-		return e.d.SumSmallInts(arg, e.d.QuoteIdent("dp_u"))
-	}
-	return "SUM(" + arg + ") OVER (PARTITION BY " + e.d.QuoteIdent("dp_u") + ")"
 }
 
 // tableRef writes the protected table's name, schema-qualified when the

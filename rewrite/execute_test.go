@@ -52,14 +52,18 @@ var fixture = []string{
 	// trips: at most C = 3 rows per unit over all cities (L0 = 3, Linf =
 	// 2). p1: 4 rows in x (km 10), 1 in y (50): 2 + 1 = 3 capped rows, kept
 	// whole. p2: 2 rows in each of x (100), y (0), z (20): 6 capped rows,
-	// each weighted 3/6. ward is city again, grouped without a key list
-	// (partition selection: a unit keeps L0 = 3 random groups, here all of
-	// them, and T is over the groups kept).
+	// each weighted 3/6.
+	// legs: the total bound C = 3 under partition selection (L0 = 3). p1:
+	// one row in each of 4 wards, of which it keeps 3 at random: T over
+	// the kept groups is 3, so each counts whole (T over all 4 would
+	// weigh them 3/4). p2: 5 rows in ward a, capped at Linf = 2.
 	// extremes: the smallest bigint, which has no negative.
 	`CREATE TABLE extremes (patient_id INTEGER, k BIGINT)`,
 	`INSERT INTO extremes VALUES (1, -9223372036854775808), (2, 25)`,
-	`CREATE TABLE trips (patient_id INTEGER, city TEXT, km NUMERIC, ward TEXT)`,
-	`INSERT INTO trips VALUES (1, 'x', 10, 'x'), (1, 'x', 10, 'x'), (1, 'x', 10, 'x'), (1, 'x', 10, 'x'), (1, 'y', 50, 'y'), (2, 'x', 100, 'x'), (2, 'x', 100, 'x'), (2, 'y', 0, 'y'), (2, 'y', 0, 'y'), (2, 'z', 20, 'z'), (2, 'z', 20, 'z')`,
+	`CREATE TABLE trips (patient_id INTEGER, city TEXT, km NUMERIC)`,
+	`INSERT INTO trips VALUES (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'y', 50), (2, 'x', 100), (2, 'x', 100), (2, 'y', 0), (2, 'y', 0), (2, 'z', 20), (2, 'z', 20)`,
+	`CREATE TABLE legs (patient_id INTEGER, ward TEXT)`,
+	`INSERT INTO legs VALUES (1, 'a'), (1, 'b'), (1, 'c'), (1, 'd'), (2, 'a'), (2, 'a'), (2, 'a'), (2, 'a'), (2, 'a')`,
 	`INSERT INTO people VALUES (-5, 'F', 1000), (50, 'M', 300000), (150, 'F', NULL), (30, 'X', 50000)`,
 	// admissions and doses: doses reach their patient through
 	// admissions' key (a unit path with a hop). p1: admissions 10 and 11
@@ -612,10 +616,42 @@ var executeCases = []executeCase{
 		check: expectTripTotals,
 	},
 	{
-		// The total bound over the groups partition selection keeps (all
-		// of them here): the same figures as by city.
-		sql:   `SELECT ward, COUNT(*), SUM(km) FROM trips GROUP BY ward`,
-		check: expectTripTotals,
+		// The total bound over the groups partition selection keeps: p1's
+		// 3 kept wards count 1 each, p2 counts 2 in a: 5 in all, every
+		// count whole.
+		sql: `SELECT ward, COUNT(*) FROM legs GROUP BY ward`,
+		check: func(rows [][]float64, keys []string) error {
+			total := 0.0
+			for i, r := range rows {
+				if r[0] != math.Round(r[0]) {
+					return fmt.Errorf("ward %s: count %v, want a whole number (T over the kept groups)", keys[i], r[0])
+				}
+				total += r[0]
+			}
+			if math.Abs(total-5) > 1e-9 {
+				return fmt.Errorf("counts %v over %v sum to %v, want 5", rows, keys, total)
+			}
+			return nil
+		},
+	},
+	{
+		// The same with excess columns (the gated form): a cell beyond
+		// L0 counts for nothing but its excess. Counts as above; the
+		// excess is p2's 3 rows beyond Linf, plus p1's dropped row when
+		// its ward is a (a ward with no kept cell is not returned).
+		sql:  `SELECT ward, COUNT(*) FROM legs GROUP BY ward`,
+		bias: true,
+		check: func(rows [][]float64, keys []string) error {
+			total, excess := 0.0, 0.0
+			for _, r := range rows {
+				total += r[0]
+				excess += r[1]
+			}
+			if math.Abs(total-5) > 1e-9 || math.Abs(excess-3) > 1e-9 && math.Abs(excess-4) > 1e-9 {
+				return fmt.Errorf("rows %v over %v: counts sum to %v (want 5), excess to %v (want 3 or 4)", rows, keys, total, excess)
+			}
+			return nil
+		},
 	},
 	{
 		// Integer division truncates without negating the value: the

@@ -12,7 +12,8 @@ import (
 )
 
 // cmdAlternate runs several sequential targets (a DSN and a query each)
-// in turns, one query of each per round, and prints one Result per
+// in turns, one query of each per round (each round starting one target
+// later), and prints one Result per
 // target with its name. Targets whose ratio a report takes (the rewritten
 // SQL and its floor, say) then see the same machine: this machine's speed
 // drifts by up to half from one second to the next (a query of 2 s took
@@ -71,8 +72,12 @@ func cmdAlternate(args []string) error {
 	}
 	lat := make([][]time.Duration, len(names))
 	rows := make([]int64, len(names))
-	for range *count {
-		for i, c := range conns {
+	// Each round starts one target later than the one before, so that no
+	// target always follows the same other one (the database's caches).
+	for round := range *count {
+		for k := range conns {
+			i := (round + k) % len(conns)
+			c := conns[i]
 			t0 := time.Now()
 			n, err := c.query(ctx, queries[i], nil)
 			if err != nil {

@@ -570,8 +570,9 @@ authenticated) before the clock starts.
    ones on one connection: this machine's cores are not equally fast at
    any moment, and its speed drifts by up to half within seconds (the
    rewritten SQL and its floor pinned to one core: 2.6 s and 2.4 s; to
-   the other: 1.75 s and 1.6 s), so each ratio compares queries run on the
-   same server process at the same time.
+   the other: 1.75 s and 1.6 s), so each ratio compares queries run in
+   turns within the same seconds, the direct ones on the same server
+   process; each round starts one target later than the one before.
 3. **Cache hits** — ` + "`SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region`" + `
    repeated (cache on): p50/p99 with one client (the target, p50 ≤ 50 µs,
    applies here), and queries/s, p50/p99 with 16 clients.

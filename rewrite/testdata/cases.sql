@@ -89,7 +89,7 @@ SELECT married, COUNT(*) FROM surveys GROUP BY married
 -- name: total_rows_bound
 SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city
 -- name: total_rows_bound_selection
-SELECT ward, COUNT(*), SUM(km) FROM trips GROUP BY ward
+SELECT ward, COUNT(*) FROM legs GROUP BY ward
 -- name: top_k
 SELECT region, COUNT(*) AS visits, AVG(cost) FROM visits GROUP BY region ORDER BY COUNT(*) DESC LIMIT 3
 -- name: excess_ungrouped
@@ -104,6 +104,9 @@ SELECT region, COUNT(*), SUM(cost) FROM visits GROUP BY region
 -- name: excess_total_cap
 -- intervals
 SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city
+-- name: excess_total_cap_selection
+-- intervals
+SELECT ward, COUNT(*) FROM legs GROUP BY ward
 -- name: excess_row_privacy
 -- intervals
 SELECT sex, COUNT(*), SUM(income), AVG(age) FROM people GROUP BY sex
