@@ -493,7 +493,7 @@ if [ -z "$MYSQL_NOTE" ]; then
   [ -n "$MY_REWRITTEN" ] || { log "could not get the rewritten MySQL SQL from dpproxy explain"; exit 1; }
   printf '%s\n' "$MY_REWRITTEN" >"$OUT/rewritten-mysql.sql"
   MLG=("$LG" run --driver mysql)
-  log "workload 9 (1) and 2 on MariaDB: $MY_RUNS runs × $W1_COUNT queries per target"
+  log "workload 9 (1) and 2 on MariaDB: $MY_RUNS runs × $W1_COUNT rounds of the 4 targets in turns"
   for r in $(seq 1 "$MY_RUNS"); do
     record_alternate "$r" --driver mysql --count "$W1_COUNT" --warmup 1 \
       --target w9.w1.proxy --dsn "$M_NOCACHE" --query "$DPQ" \

@@ -13,13 +13,13 @@ import (
 
 // cmdAlternate runs several sequential targets (a DSN and a query each)
 // in turns, one query of each per round (each round starting one target
-// later), and prints one Result per
-// target with its name. Targets whose ratio a report takes (the rewritten
-// SQL and its floor, say) then see the same machine: this machine's speed
-// drifts by up to half from one second to the next (a query of 2 s took
-// 1.9 s and 2.9 s in consecutive runs, every plan node slower alike), and
-// blocks of queries run one target after another compared one drift with
-// another. Targets with the same DSN share a connection (below).
+// later), and prints one Result per target with its name. Targets whose
+// ratio a report takes (the rewritten SQL and its floor, say) then see
+// the same machine: this machine's speed drifts by up to half from one
+// second to the next (a query of 2 s took 1.9 s and 2.9 s in consecutive
+// runs, every plan node slower alike), and blocks of queries run one
+// target after another compared one drift with another. Targets with the
+// same DSN share a connection (below).
 //
 //	loadgen alternate --count N [--warmup W] [--driver pgx|mysql]
 //	    --target NAME --dsn DSN --query SQL [--target NAME --dsn DSN --query SQL ...]
@@ -89,17 +89,10 @@ func cmdAlternate(args []string) error {
 	}
 	enc := json.NewEncoder(os.Stdout)
 	for i, name := range names {
-		all := slices.Sorted(slices.Values(lat[i]))
-		var sum time.Duration
-		for _, d := range all {
-			sum += d
-		}
-		res := Result{Target: name, Clients: 1, Driver: *driver, Mode: "simple", Queries: int64(len(all)),
-			Seconds: sum.Seconds(), Rows: rows[i]}
-		res.QPS = float64(res.Queries) / sum.Seconds()
-		res.MeanUS = us(sum / time.Duration(len(all)))
-		res.P50US, res.P90US, res.P99US = us(pct(all, 0.50)), us(pct(all, 0.90)), us(pct(all, 0.99))
-		res.MaxUS = us(all[len(all)-1])
+		res := Result{Target: name, Clients: 1, Driver: *driver, Mode: "simple", Queries: int64(len(lat[i])), Rows: rows[i]}
+		// Seconds is the time spent in this target's queries alone.
+		res.Seconds = res.setLatencies(slices.Sorted(slices.Values(lat[i]))).Seconds()
+		res.QPS = float64(res.Queries) / res.Seconds
 		if err := enc.Encode(res); err != nil {
 			return err
 		}

@@ -436,22 +436,27 @@ func cmdRun(args []string) error {
 	if *pid > 0 && cpu0 >= 0 && cpu1 >= 0 && res.Queries > 0 {
 		res.ProcCPUUS = us(cpu1-cpu0) / float64(res.Queries)
 	}
-	if len(all) > 0 {
-		var sum time.Duration
-		for _, d := range all {
-			sum += d
-		}
-		res.MeanUS = us(sum / time.Duration(len(all)))
-		res.P50US = us(pct(all, 0.50))
-		res.P90US = us(pct(all, 0.90))
-		res.P99US = us(pct(all, 0.99))
-		res.MaxUS = us(all[len(all)-1])
-	}
+	res.setLatencies(all)
 	if *ledger != "" && before != nil && after != nil {
 		res.LedgerChg = after[0] - before[0]
 		res.LedgerTx = after[1] - before[1]
 	}
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// setLatencies fills the mean, percentiles and maximum from the sorted
+// latencies (nothing when there are none) and returns their sum.
+func (r *Result) setLatencies(sorted []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range sorted {
+		sum += d
+	}
+	if len(sorted) > 0 {
+		r.MeanUS = us(sum / time.Duration(len(sorted)))
+		r.P50US, r.P90US, r.P99US = us(pct(sorted, 0.50)), us(pct(sorted, 0.90)), us(pct(sorted, 0.99))
+		r.MaxUS = us(sorted[len(sorted)-1])
+	}
+	return sum
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
