@@ -183,3 +183,60 @@ public_tables: [shops, missing_public]
 		t.Errorf("bounds of a table with column errors were measured:\n%s", out)
 	}
 }
+
+// A table whose unit is its primary key skips the bounding step; one that
+// holds one row per person without declaring it gets the ALTER TABLE that
+// would; one with several rows per person (or without a person) gets
+// neither.
+func TestCheckKeyUnits(t *testing.T) {
+	path, be := smallDB(t)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE members (member_id INTEGER, age INTEGER)`,
+		`INSERT INTO members VALUES (1, 30), (2, 40), (3, 50)`,
+		`CREATE TABLE nulls (member_id INTEGER, age INTEGER)`,
+		`INSERT INTO nulls VALUES (1, 30), (NULL, 40), (NULL, 50)`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	v := verifiers(t)
+	pol, err := config.Parse([]byte(fmt.Sprintf(`
+backend: {kind: sqlite, path: %q}
+analysts:
+  - {name: ana, password: {scram_sha_256: %q}, budget: {epsilon: 1}}
+protected_tables:
+  - {name: people, privacy_unit: person_id, columns: [{name: person_id, type: int}]}
+  - {name: orders, privacy_unit: person_id, columns: [{name: person_id, type: int}]}
+  - {name: members, privacy_unit: member_id, columns: [{name: member_id, type: int}]}
+  - {name: nulls, privacy_unit: member_id, columns: [{name: member_id, type: int}]}
+`, path, v.SCRAMSHA256)), "check.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Check(context.Background(), pol, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	r.Write(&sb)
+	out := sb.String()
+	for _, want := range []string{
+		"info    people.person_id: the primary key of people: each person is one row, so queries that read people alone skip the per-person bounding step",
+		`info    members.member_id: members holds one row per person, but the database does not declare member_id its primary key: with ALTER TABLE "members" ADD PRIMARY KEY ("member_id")`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"orders.person_id", "nulls.member_id"} {
+		if strings.Contains(out, not) {
+			t.Errorf("the report names %s, which has several rows per person or rows without one:\n%s", not, out)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package author
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -23,6 +24,10 @@ const mysqlTempTableFloor = 256 << 20
 // checkSpeed adds suggestions for the settings and indexes the bounding
 // queries need to run near their floor.
 func checkSpeed(ctx context.Context, pol *config.Policy, be backend.Backend, q quoter, r *Report) error {
+	keyed, err := checkKeyUnits(ctx, pol, be, q, r)
+	if err != nil {
+		return err
+	}
 	switch pol.Backend.Kind {
 	case config.BackendMySQL:
 		rows, err := be.Query(ctx, "SELECT @@tmp_table_size, @@max_heap_table_size")
@@ -41,8 +46,8 @@ func checkSpeed(ctx context.Context, pol *config.Policy, be backend.Backend, q q
 		for i := range pol.ProtectedTables {
 			t := &pol.ProtectedTables[i]
 			unit := personColumn(pol, t)
-			if unit == "" || t.UnitPath != nil {
-				continue
+			if unit == "" || t.UnitPath != nil || keyed[t.Name] {
+				continue // keyed: no per-person grouping to index
 			}
 			indexes, err := postgresIndexes(ctx, be, q.table(t.Schema, t.Name))
 			if err != nil {
@@ -92,4 +97,51 @@ func postgresIndexes(ctx context.Context, be backend.Backend, table string) ([]s
 		}
 	}
 	return out, nil
+}
+
+// checkKeyUnits reports, for each table whose privacy unit is one of its
+// columns, whether dpproxy will skip the per-person bounding step: it
+// does when the database declares the unit the table's primary key
+// (backend.TableInfo.KeyedBy, each person one row). A table that holds
+// one row per person without declaring it gets the ALTER TABLE that
+// would. It returns the keyed tables.
+func checkKeyUnits(ctx context.Context, pol *config.Policy, be backend.Backend, q quoter, r *Report) (map[string]bool, error) {
+	keyed := map[string]bool{}
+	for i := range pol.ProtectedTables {
+		t := &pol.ProtectedTables[i]
+		if t.IsRowPrivacy() || t.UnitPath != nil {
+			continue
+		}
+		info, err := be.DescribeTable(ctx, t.Schema, t.Name)
+		if errors.Is(err, backend.ErrNoSuchTable) {
+			continue // reported by Check
+		} else if err != nil {
+			return nil, fmt.Errorf("describing %s: %w", t.Name, err)
+		}
+		where := t.Name + "." + t.PrivacyUnit
+		if info.KeyedBy(t.PrivacyUnit) {
+			keyed[t.Name] = true
+			r.add(Info, where, "the primary key of %s: each person is one row, so queries that read %s alone skip the per-person bounding step", t.Name, t.Name)
+			continue
+		}
+		// Rows beyond each person's first, and rows without a person.
+		unit := q(t.PrivacyUnit)
+		if col, ok := findColumn(info, t.PrivacyUnit); ok {
+			unit = q(col.Name)
+		}
+		rows, err := be.Query(ctx, fmt.Sprintf("SELECT COUNT(*), COUNT(DISTINCT %s) FROM %s", unit, q.table(t.Schema, t.Name)))
+		if err != nil {
+			return nil, fmt.Errorf("counting the people of %s: %w", t.Name, err)
+		}
+		if len(rows.Values) != 1 {
+			continue
+		}
+		n, _ := sqltypes.Number(rows.Values[0][0])
+		people, _ := sqltypes.Number(rows.Values[0][1])
+		if n > 0 && n == people && !info.Inherited {
+			r.add(Info, where, "%s holds one row per person, but the database does not declare %s its primary key: with ALTER TABLE %s ADD PRIMARY KEY (%s), queries that read %s alone skip the per-person bounding step (dpproxy reads the key at start)",
+				t.Name, t.PrivacyUnit, q.table(t.Schema, t.Name), unit, t.Name)
+		}
+	}
+	return keyed, nil
 }

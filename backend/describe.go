@@ -14,6 +14,26 @@ import (
 type TableInfo struct {
 	Columns    []ColumnInfo
 	PrimaryKey []string
+	// Inherited is set when reading the table also reads other tables'
+	// rows that its primary key does not cover (PostgreSQL inheritance
+	// children; a partitioned table's key covers its partitions): its key
+	// is then not unique in what a query reads.
+	Inherited bool
+}
+
+// KeyedBy reports whether column alone is the table's primary key, never
+// NULL, and unique in all that reading the table reads (not Inherited):
+// then no two rows share a value of it.
+func (info *TableInfo) KeyedBy(column string) bool {
+	if info.Inherited || len(info.PrimaryKey) != 1 || !strings.EqualFold(info.PrimaryKey[0], column) {
+		return false
+	}
+	for _, c := range info.Columns {
+		if strings.EqualFold(c.Name, column) {
+			return c.NotNull
+		}
+	}
+	return false
 }
 
 // ColumnInfo is one column as the database declares it.
@@ -65,7 +85,8 @@ func (p *Postgres) DescribeTable(ctx context.Context, schema, name string) (*Tab
 	// int2vector subscripts start at 0: positions are counted from
 	// array_lower.
 	rows, err := p.Query(ctx, `SELECT a.attname::text, a.atttypid::int8, a.atttypmod::int8, a.attnotnull,
-		COALESCE((SELECT array_position(i.indkey::int2[], a.attnum) - array_lower(i.indkey::int2[], 1) + 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary), 0)::int8
+		COALESCE((SELECT array_position(i.indkey::int2[], a.attnum) - array_lower(i.indkey::int2[], 1) + 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary), 0)::int8,
+		c.relhassubclass AND c.relkind <> 'p'
 		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relname = $1 AND n.nspname = COALESCE(NULLIF($2, ''), current_schema()) AND a.attnum > 0 AND NOT a.attisdropped
 		ORDER BY a.attnum`, name, schema)
@@ -91,6 +112,7 @@ func (p *Postgres) DescribeTable(ctx context.Context, schema, name string) (*Tab
 		if k := asInt(r[4]); k > 0 {
 			keys[k] = c.Name
 		}
+		info.Inherited = asBool(r[5])
 	}
 	if len(info.Columns) == 0 {
 		return nil, fmt.Errorf("backend: postgres: %s: %w", name, ErrNoSuchTable)
@@ -182,13 +204,26 @@ func (s *SQLite) DescribeTable(ctx context.Context, schema, name string) (*Table
 		q = `SELECT name, type, "notnull", pk FROM pragma_table_info(?, ?)`
 		args = append(args, schema)
 	}
+	// SQLite lets a primary key column hold NULLs unless it is declared
+	// NOT NULL, or is the rowid itself: "INTEGER PRIMARY KEY", which has
+	// no index of its own (any other primary key has one, origin 'pk').
+	keyIndexes, err := s.Query(ctx, `SELECT COUNT(*) FROM pragma_index_list(?) WHERE origin = 'pk'`, name)
+	if schema != "" && schema != "main" {
+		keyIndexes, err = s.Query(ctx, `SELECT COUNT(*) FROM pragma_index_list(?, ?) WHERE origin = 'pk'`, name, schema)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("backend: sqlite: describing %s: %w", name, err)
+	}
+	rowidKey := len(keyIndexes.Values) == 1 && asInt(keyIndexes.Values[0][0]) == 0
 	rows, err := s.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("backend: sqlite: describing %s: %w", name, err)
 	}
 	info := &TableInfo{}
 	keys := map[int]string{}
+	declared := make([]string, 0, len(rows.Values))
 	for _, r := range rows.Values {
+		declared = append(declared, fmt.Sprint(r[1]))
 		c := ColumnInfo{Name: fmt.Sprint(r[0]), NotNull: asInt(r[2]) != 0}
 		c.Type, c.Length, c.Precision, c.Scale = sqliteDeclaredType(fmt.Sprint(r[1]))
 		info.Columns = append(info.Columns, c)
@@ -201,6 +236,13 @@ func (s *SQLite) DescribeTable(ctx context.Context, schema, name string) (*Table
 	}
 	for i := 1; i <= len(keys); i++ {
 		info.PrimaryKey = append(info.PrimaryKey, keys[i])
+	}
+	if len(info.PrimaryKey) == 1 && rowidKey {
+		for i := range info.Columns {
+			if info.Columns[i].Name == info.PrimaryKey[0] && strings.EqualFold(strings.TrimSpace(declared[i]), "INTEGER") {
+				info.Columns[i].NotNull = true // the rowid
+			}
+		}
 	}
 	return info, nil
 }

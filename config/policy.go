@@ -365,6 +365,13 @@ type ProtectedTable struct {
 	// continues from there (UnitHops). Load checks that the path ends at
 	// a table with a privacy unit column, without cycles.
 	UnitPath *UnitReference `yaml:"-"`
+	// UnitIsKey is set when dpproxy starts (session), never from YAML:
+	// the database declares the privacy unit column this table's primary
+	// key, alone, so that no two rows share a unit and none has a NULL
+	// one. Each unit is then exactly one row: a query that reads this
+	// table alone needs no per-unit bounding step (rewrite.Plan's
+	// OneRowPerUnit).
+	UnitIsKey bool `yaml:"-"`
 	// MaxGroupsPerUnit (L0) and MaxRowsPerUnit (Linf) override the defaults;
 	// Load fills them from Defaults when absent, so both are in
 	// [1, MaxContribution]. For "row" privacy both are 1.

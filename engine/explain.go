@@ -150,6 +150,8 @@ func ExplainSummary(plan *rewrite.Plan) string {
 			"and grow in proportion to the bound chosen\n", l0, plan.Auto.Level, plan.Auto.Epsilon)
 	case plan.Table.IsRowPrivacy():
 		fmt.Fprintf(&sb, "contribution bounds: one row per unit\n")
+	case plan.OneRowPerUnit:
+		fmt.Fprintf(&sb, "contribution bounds: one row per unit: %s is the primary key of %s in the database, so no bounding step is needed\n", plan.Table.PrivacyUnit, plan.Table.Name)
 	case plan.TotalCapped():
 		where := "in all its groups"
 		if plan.Selection != nil {
@@ -166,7 +168,7 @@ func ExplainSummary(plan *rewrite.Plan) string {
 			"at most %d row(s) per unit per group (a unit's larger sum is scaled down to %d values)\n", l0, plan.MaxRowsPerUnit, plan.MaxRowsPerUnit)
 	}
 	// What bounding can drop: the error bounds below cover the noise only.
-	if !plan.Table.IsRowPrivacy() && plan.R2T == nil {
+	if !plan.OneRowPerUnit && plan.R2T == nil {
 		if plan.TotalCapped() {
 			fmt.Fprintf(&sb, "bias: the error bounds cover the noise only; bounding drops what people contribute beyond %d row(s) per group and %d row(s) in all", plan.MaxRowsPerUnit, plan.MaxTotalRowsPerUnit)
 		} else {

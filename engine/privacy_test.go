@@ -106,6 +106,9 @@ type auditCase struct {
 	biasBounds bool
 	// r2t answers an auto-bound count or sum by R2T.
 	r2t bool
+	// unitIsKey marks people's unit as its primary key (UnitIsKey): the
+	// plan has no per-unit step, and the unit must have one row.
+	unitIsKey bool
 }
 
 const auditPolicy = `
@@ -543,6 +546,42 @@ func auditCases() []auditCase {
 			inDPrime: unitRows{groups: []string{"h2"}, rows: 3, x: 1000, f: 1},
 			runs:     2,
 		},
+		// A unit that is its table's primary key: one row, no per-unit
+		// step; the plan's L0 = Linf = 1 whatever the policy says (here
+		// 2 and 3), so its sensitivities are those of one row.
+		auditCase{
+			name: "key unit/ungrouped/add_remove/COUNT(*)", neighbouring: config.AddRemove, l0: 2, linf: 3, unitIsKey: true,
+			query: "SELECT COUNT(*) FROM people WHERE f = 1",
+			inD:   unitRows{groups: []string{"h1"}, rows: 1, x: 1000, f: 1},
+			sharp: 0.8,
+		},
+		auditCase{
+			name: "key unit/ungrouped/replace/SUM(x)", neighbouring: config.Replace, l0: 2, linf: 3, unitIsKey: true,
+			query:    "SELECT SUM(x) FROM people WHERE f = 1",
+			inD:      unitRows{groups: []string{"h1"}, rows: 1, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h1"}, rows: 1, x: -1000, f: 1},
+			sharp:    0.8,
+		},
+		auditCase{
+			name: "key unit/keys/replace/AVG(x)", neighbouring: config.Replace, l0: 2, linf: 3, unitIsKey: true,
+			query:    "SELECT kg, AVG(x) FROM people WHERE f = 1 GROUP BY kg",
+			inD:      unitRows{groups: []string{"h1"}, rows: 1, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h2"}, rows: 1, x: -1000, f: 1},
+			runs:     0.5,
+		},
+		auditCase{
+			name: "key unit/selection/replace/COUNT(*)", neighbouring: config.Replace, l0: 2, linf: 3, unitIsKey: true,
+			query:    "SELECT g, COUNT(*) FROM people WHERE f = 1 GROUP BY g",
+			inD:      unitRows{groups: []string{"h1"}, rows: 1, x: 1, f: 1},
+			inDPrime: unitRows{groups: []string{"h2"}, rows: 1, x: 1, f: 1},
+			runs:     4, sharp: 0.5,
+		},
+		auditCase{
+			name: "key unit/selection/add_remove/COUNT(DISTINCT uid)", neighbouring: config.AddRemove, l0: 2, linf: 3, unitIsKey: true,
+			query: "SELECT g, COUNT(DISTINCT uid) FROM people WHERE f = 1 GROUP BY g",
+			inD:   unitRows{groups: []string{"h1"}, rows: 1, x: 1, f: 1},
+			sharp: 0.8,
+		},
 		// A unit in two groups with L0 = 1: the backend keeps one at
 		// random, a choice that depends only on the unit's own rows.
 		auditCase{
@@ -584,6 +623,7 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 		t.Fatal(err)
 	}
 	pol.ProtectedTables[0].MaxTotalRowsPerUnit = c.total
+	pol.ProtectedTables[0].UnitIsKey = c.unitIsKey
 	if c.linf == config.RowsAuto {
 		for i := range pol.ProtectedTables {
 			pol.ProtectedTables[i].MaxRowsPerUnit = config.RowsAuto
@@ -592,6 +632,9 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 	plan := planWithOptions(t, pol, c.query, rewrite.Options{ReportBias: c.reportBias, BiasBounds: c.biasBounds, R2T: c.r2t})
 	if c.r2t && plan.R2T == nil {
 		t.Fatal("the plan is not answered by R2T")
+	}
+	if c.unitIsKey && (!plan.OneRowPerUnit || plan.MaxRowsPerUnit != 1 || plan.MaxGroupsPerUnit != 1) {
+		t.Fatalf("the plan bounds per unit (L0 = %d, Linf = %d): %s", plan.MaxGroupsPerUnit, plan.MaxRowsPerUnit, plan.BackendSQL)
 	}
 	sizes := groupSizes(t, plan, c)
 	dir := t.TempDir()

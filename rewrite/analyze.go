@@ -231,10 +231,11 @@ func (a *analyzer) plan(sel *ast.SelectStmt) (*Plan, error) {
 	if p.Neighbouring == "" {
 		p.Neighbouring = config.AddRemove
 	}
+	p.OneRowPerUnit = a.table.IsRowPrivacy() || a.table.UnitIsKey && len(a.joins) == 0 && len(a.unitJoins) == 0
 	autoPending := false
 	switch {
-	case a.table.IsRowPrivacy():
-		p.MaxGroupsPerUnit, p.MaxRowsPerUnit = 1, 1
+	case p.OneRowPerUnit:
+		p.MaxGroupsPerUnit, p.MaxRowsPerUnit, p.MaxTotalRowsPerUnit = 1, 1, 0
 	case a.table.AutoRows() && a.opts.RowBound > 0:
 		p.MaxRowsPerUnit = a.opts.RowBound
 	case a.table.AutoRows():

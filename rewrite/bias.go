@@ -53,7 +53,7 @@ func (e *emitter) biasReport(p *Plan, where string) *BiasReport {
 			clamped = append(clamped, c)
 		}
 	}
-	rowPrivacy := t.IsRowPrivacy()
+	rowPrivacy := p.OneRowPerUnit
 	if rowPrivacy && len(clamped) == 0 {
 		return nil
 	}

@@ -17,7 +17,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	q := e.d.QuoteIdent
 	t := p.Table
 	table := e.fromSQL(t)
-	rowPrivacy := t.IsRowPrivacy()
+	rowPrivacy := p.OneRowPerUnit
 
 	var inner []string
 	if !rowPrivacy {

@@ -48,7 +48,6 @@ const maxSideQueries = 8
 // left after bounding.
 func (e *emitter) distinctValuesSQL(p *Plan, col *config.Column, where string) string {
 	q := e.d.QuoteIdent
-	t := p.Table
 	value := e.a.colRef(col)
 	innerSQL, groupRefs := e.valueRows(p, "DISTINCT ", value+" AS "+q("dp_v"), value, where)
 	groupBy, keys := "", ""
@@ -57,7 +56,7 @@ func (e *emitter) distinctValuesSQL(p *Plan, col *config.Column, where string) s
 		keys = strings.Join(e.keysOut(p, groupRefs), ", ") + ", "
 	}
 	count := "COUNT(DISTINCT " + q("dp_v") + ")"
-	if t.IsRowPrivacy() {
+	if p.OneRowPerUnit {
 		// Each row is a unit: one value per unit per group by construction.
 		return "SELECT " + keys + count + " FROM (" + innerSQL + ") AS " + q("dp_rows") + groupBy
 	}

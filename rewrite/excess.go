@@ -81,11 +81,11 @@ func (p *Plan) excessCandidates() []int {
 					out = append(out, mi)
 				}
 			case MeasureCount:
-				if !p.Table.IsRowPrivacy() {
+				if !p.OneRowPerUnit {
 					out = append(out, mi)
 				}
 			case MeasureUnits:
-				if !p.Table.IsRowPrivacy() && len(p.Groups) > 0 {
+				if !p.OneRowPerUnit && len(p.Groups) > 0 {
 					out = append(out, mi)
 				}
 			}

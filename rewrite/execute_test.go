@@ -832,6 +832,7 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 		}
 	}
 	t.Run("r2t", func(t *testing.T) { checkR2T(t, db, d) })
+	checkKeyUnits(t, db, d)
 	pol := testPolicy(t)
 	for _, c := range executeCases {
 		t.Run(c.sql, func(t *testing.T) {

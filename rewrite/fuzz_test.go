@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,7 @@ func FuzzAnalyze(f *testing.F) {
 		f.Add(c.sql)
 	}
 	pol := testPolicy(f)
+	keyed := withKeyUnits(pol)
 	db := fuzzFixture(f)
 	f.Fuzz(func(t *testing.T, in string) {
 		parsed, err := ParseStatement(in, PostgresFrontEnd)
@@ -81,6 +83,23 @@ func FuzzAnalyze(f *testing.F) {
 						}
 					}
 				}
+			}
+			// With each unit its table's primary key (UnitIsKey), plans
+			// without the per-unit step: their SQL must run as well.
+			q, err := Analyze(stmt, keyed, Options{Dialect: SQLite, Epsilon: 1, Casts: parsed.CastOf})
+			if err != nil {
+				checkRefusal(t, in, err)
+				continue
+			}
+			if q.Plan == nil {
+				continue
+			}
+			for _, sql := range q.Plan.BackendQueries() {
+				rows, err := db.QueryContext(context.Background(), sql)
+				if err != nil {
+					t.Fatalf("%q, units as keys: the SQLite backend SQL fails: %v\n%s", in, err, sql)
+				}
+				rows.Close()
 			}
 		}
 	})
@@ -137,7 +156,7 @@ func fuzzFixture(f *testing.F) *sql.DB {
 		if err != nil {
 			f.Fatal(err)
 		}
-		for _, stmt := range fixture {
+		for _, stmt := range append(slices.Clone(fixture), keyUnitFixture...) {
 			if _, err := db.Exec(stmt); err != nil {
 				f.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,6 +41,18 @@ func testPolicy(t testing.TB) *config.Policy {
 	return pol
 }
 
+// withKeyUnits returns a copy of pol whose tables with a unit column have
+// it for their primary key (config.ProtectedTable.UnitIsKey).
+func withKeyUnits(pol *config.Policy) *config.Policy {
+	copied := *pol
+	copied.ProtectedTables = slices.Clone(pol.ProtectedTables)
+	for i := range copied.ProtectedTables {
+		t := &copied.ProtectedTables[i]
+		t.UnitIsKey = !t.IsRowPrivacy() && t.UnitPath == nil
+	}
+	return &copied
+}
+
 // render shows everything a rewrite decides: the backend SQL per dialect,
 // each measurement's sensitivity and ε share, and the output columns.
 func render(t *testing.T, pol *config.Policy, sql string) string {
@@ -50,6 +63,12 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 		copied := *pol
 		copied.Defaults.Neighbouring = config.Neighbouring(neighbouring)
 		pol, sql = &copied, rest
+	}
+	// "-- unit is key" marks every table whose unit is a column as
+	// having it for its primary key (UnitIsKey, set at start from the
+	// database).
+	if rest, ok := strings.CutPrefix(sql, "-- unit is key\n"); ok {
+		pol, sql = withKeyUnits(pol), rest
 	}
 	// "-- intervals" asks for the excess measurements (BiasBounds).
 	biasBounds := false

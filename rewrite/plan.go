@@ -213,7 +213,13 @@ type OrderKey struct {
 // Plan is a query ready to run: backend SQL plus everything needed to turn
 // its exact, bounded result into a DP release.
 type Plan struct {
-	Table        *config.ProtectedTable
+	Table *config.ProtectedTable
+	// OneRowPerUnit is set when each unit is one row of what the query
+	// reads: the table protects rows (privacy_unit: row), or its unit is
+	// its primary key (config.ProtectedTable.UnitIsKey) and the query
+	// joins nothing to it. L0 = Linf = 1 then hold by construction, and
+	// the backend SQL has no per-unit step.
+	OneRowPerUnit bool
 	BackendSQL   string
 	Groups       []GroupColumn
 	Aggregates   []Aggregate
@@ -449,7 +455,7 @@ func (p *Plan) assignPrivacy(epsilon, delta float64) error {
 			// Counts are whole unless a unit's contributions are weighted
 			// over its groups (public key lists, see the emitter).
 			m.Integer = m.Kind == MeasureDistinctValues || !weighted && !p.TotalCapped() && (m.Kind == MeasureCount || m.Kind == MeasureUnits ||
-				(m.Kind == MeasureSum && p.Table.IsRowPrivacy() && a.Column.Type.Integer() && isWhole(a.Bounds.Lo) && isWhole(a.Bounds.Hi)))
+				(m.Kind == MeasureSum && p.OneRowPerUnit && a.Column.Type.Integer() && isWhole(a.Bounds.Lo) && isWhole(a.Bounds.Hi)))
 			if gaussianOK && m.Sensitivity > 0 && mi != threshold {
 				m.L2 = p.l2Sensitivity(m.Kind, a.Bounds)
 				m.Gaussian = p.Mechanism == config.MechanismGaussian || gaussianWins(share, deltaShare, m.Sensitivity, m.L2)
@@ -714,7 +720,7 @@ func (p *Plan) changedGroups() int {
 // GROUP BY over public key lists on a table with unit privacy, unless the
 // total bound applies (TotalCapped).
 func (p *Plan) WeightsGroups() bool {
-	return len(p.Groups) > 0 && p.Selection == nil && !p.Table.IsRowPrivacy() && !p.TotalCapped()
+	return len(p.Groups) > 0 && p.Selection == nil && !p.OneRowPerUnit && !p.TotalCapped()
 }
 
 // TotalCapped reports whether each unit's rows are weighted by min(1, C/T),
@@ -726,7 +732,7 @@ func (p *Plan) WeightsGroups() bool {
 // partition selection a unit first keeps L0 random groups, and counts of
 // units in them need no weights.
 func (p *Plan) TotalCapped() bool {
-	if p.MaxTotalRowsPerUnit <= 0 || len(p.Groups) == 0 || p.Table.IsRowPrivacy() ||
+	if p.MaxTotalRowsPerUnit <= 0 || len(p.Groups) == 0 || p.OneRowPerUnit ||
 		p.MaxTotalRowsPerUnit >= p.MaxGroupsPerUnit*p.MaxRowsPerUnit {
 		return false
 	}

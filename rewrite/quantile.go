@@ -265,13 +265,12 @@ func (p *Plan) QuantilesReplace() bool {
 // group and bucket the mass of the bounded values (see the file comment).
 func (e *emitter) histogramSQL(p *Plan, h *Histogram, where string) string {
 	q := e.d.QuoteIdent
-	t := p.Table
 	value := e.a.colRef(h.Column)
 	innerSQL, groupRefs := e.valueRows(p, "", e.bucketSQL(value, h.Grid)+" AS "+q("dp_b"), value, where)
 	keys := strings.Join(append(append([]string{}, groupRefs...), q("dp_b")), ", ")
 	selected := strings.Join(append(e.keysOut(p, groupRefs), q("dp_b")), ", ")
 
-	if t.IsRowPrivacy() {
+	if p.OneRowPerUnit {
 		// Each row is a unit: L0 = Linf = 1 by construction.
 		return "SELECT " + selected + ", COUNT(*) FROM (" + innerSQL + ") AS " + q("dp_rows") + " GROUP BY " + keys
 	}
@@ -316,7 +315,7 @@ func (e *emitter) valueRows(p *Plan, distinct, item, value, where string) (strin
 	}
 	groupRefs := make([]string, len(p.Groups))
 	var inner []string
-	if !t.IsRowPrivacy() {
+	if !p.OneRowPerUnit {
 		inner = append(inner, e.a.unitRef()+" AS "+q("dp_u"))
 	}
 	for i, g := range p.Groups {

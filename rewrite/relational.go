@@ -54,6 +54,8 @@ func (p *Plan) Relational() []Operator {
 	switch {
 	case t.IsRowPrivacy():
 		add(OpScan, t.Name, "each row is one person: under %s neighbours a row %s", p.Neighbouring, neighbourChange(p.Neighbouring))
+	case p.OneRowPerUnit:
+		add(OpScan, t.Name, "one row per person (privacy unit %s, the table's primary key): under %s neighbours a row %s", t.PrivacyUnit, p.Neighbouring, neighbourChange(p.Neighbouring))
 	case len(p.UnitJoins) > 0:
 		add(OpScan, t.Name, "rows whose person the unit joins find (through %s): under %s neighbours they %s", t.PrivacyUnit, p.Neighbouring, neighbourChange(p.Neighbouring))
 	default:
@@ -174,7 +176,7 @@ func neighbourChange(n config.Neighbouring) string {
 
 // boundText describes the contribution bounds as applied.
 func (p *Plan) boundText() string {
-	if p.Table.IsRowPrivacy() {
+	if p.OneRowPerUnit {
 		return "one row per person"
 	}
 	l0 := p.MaxGroupsPerUnit
@@ -203,7 +205,7 @@ func (p *Plan) boundText() string {
 // boundEffect says what the bounds make of one person's contribution to a
 // group (doc.go, step 2).
 func (p *Plan) boundEffect() string {
-	if p.Table.IsRowPrivacy() {
+	if p.OneRowPerUnit {
 		return "a count moves by at most 1, a sum by the clamped value"
 	}
 	rows := "Linf"

@@ -126,7 +126,7 @@ func intervalNotice(res *sqltypes.Result, plan *rewrite.Plan, with []bool, inter
 	switch {
 	case plan.HasExcess():
 		msg += "; they assume bounding removed no more from any one person than its bounds again (EXPLAIN DP)"
-	case !plan.Table.IsRowPrivacy():
+	case !plan.OneRowPerUnit:
 		msg += "; bounding keeps at most " + strconv.Itoa(plan.MaxRowsPerUnit) + " row(s) per person per group"
 		if plan.TotalCapped() {
 			msg += " and " + strconv.Itoa(plan.MaxTotalRowsPerUnit) + " in all"

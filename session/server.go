@@ -37,7 +37,8 @@ func (s *Server) Active() int { return int(s.active.Load()) }
 // concurrent use). Call it before sessions open.
 func (s *Server) Observe(f func(Statement)) { s.observe = f }
 
-// NewServer checks the keys of the policy's privacy unit paths, reads the
+// NewServer checks the keys of the policy's privacy unit paths, marks the
+// tables whose unit is their primary key (markKeyUnits), reads the
 // policy's key lists that come from public tables and
 // the columns of public tables the policy does not list (for joins),
 // builds the virtual catalog of e's policy — each table's columns as the
@@ -53,20 +54,10 @@ func NewServer(ctx context.Context, e *engine.Engine) (*Server, error) {
 	return srv, nil
 }
 
-// prepareCatalog completes pol from the backend (key lists, the columns
-// of public tables), checks its unit paths' keys, and builds its virtual
-// catalog.
+// prepareCatalog completes pol from the backend (CompletePolicy) and
+// builds its virtual catalog.
 func prepareCatalog(ctx context.Context, pol *config.Policy, e *engine.Engine) (*catalog.Catalog, error) {
-	if err := loadKeyLists(ctx, pol, e.Backend(), e.Dialect()); err != nil {
-		return nil, err
-	}
-	if err := checkUnitKeys(ctx, pol, e.Backend()); err != nil {
-		return nil, err
-	}
-	if err := describePublicTables(ctx, pol, e.Backend()); err != nil {
-		return nil, err
-	}
-	if err := loadPublicKeyLists(ctx, pol, e.Backend(), e.Dialect()); err != nil {
+	if err := CompletePolicy(ctx, pol, e.Backend(), e.Dialect()); err != nil {
 		return nil, err
 	}
 	schema, err := CatalogSchema(ctx, pol, e.Backend())
@@ -74,6 +65,26 @@ func prepareCatalog(ctx context.Context, pol *config.Policy, e *engine.Engine) (
 		return nil, err
 	}
 	return catalog.New(ctx, schema)
+}
+
+// CompletePolicy completes pol from the database, as dpproxy does at
+// start and on reload, before any plan is made: the key lists read from
+// public tables, the unit paths' keys checked, the tables whose unit is
+// their primary key marked, the columns of public tables read.
+func CompletePolicy(ctx context.Context, pol *config.Policy, b backend.Backend, d rewrite.Dialect) error {
+	if err := loadKeyLists(ctx, pol, b, d); err != nil {
+		return err
+	}
+	if err := checkUnitKeys(ctx, pol, b); err != nil {
+		return err
+	}
+	if err := markKeyUnits(ctx, pol, b); err != nil {
+		return err
+	}
+	if err := describePublicTables(ctx, pol, b); err != nil {
+		return err
+	}
+	return loadPublicKeyLists(ctx, pol, b, d)
 }
 
 // Reload puts pol in force for the statements that start from now on,

@@ -34,6 +34,10 @@ func checkUnitKeys(ctx context.Context, pol *config.Policy, b backend.Backend) e
 			if err != nil {
 				return fmt.Errorf("the privacy unit path of %s goes through %s.%s, but %w", t.Name, hop.Table.Name, hop.Key, err)
 			}
+			if info.Inherited {
+				return fmt.Errorf("the privacy unit path of %s goes through %s.%s, but %s has inheritance children whose rows its primary key does not cover: a row of %s could reference rows of two people",
+					t.Name, hop.Table.Name, hop.Key, hop.Table.Name, t.Name)
+			}
 			if len(info.PrimaryKey) != 1 || !strings.EqualFold(info.PrimaryKey[0], hop.Key) {
 				has := "has no primary key"
 				if len(info.PrimaryKey) > 0 {
@@ -53,6 +57,30 @@ func checkUnitKeys(ctx context.Context, pol *config.Policy, b backend.Backend) e
 			}
 			from, fromColumn = hop.Table, hop.Table.PrivacyUnit
 		}
+	}
+	return nil
+}
+
+// markKeyUnits sets UnitIsKey on every protected table whose privacy
+// unit column the database declares its primary key, alone and never
+// NULL, with no inheritance children its key does not cover: each unit
+// is then one row of the table. It runs at start, like checkUnitKeys; a
+// table the database does not have is left unmarked.
+func markKeyUnits(ctx context.Context, pol *config.Policy, b backend.Backend) error {
+	for i := range pol.ProtectedTables {
+		t := &pol.ProtectedTables[i]
+		t.UnitIsKey = false
+		if t.IsRowPrivacy() || t.UnitPath != nil {
+			continue
+		}
+		info, err := b.DescribeTable(ctx, t.Schema, t.Name)
+		if errors.Is(err, backend.ErrNoSuchTable) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading the primary key of %s: %w", t.Name, err)
+		}
+		t.UnitIsKey = info.KeyedBy(t.PrivacyUnit)
 	}
 	return nil
 }

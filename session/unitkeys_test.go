@@ -104,3 +104,59 @@ func TestAutomaticPublicKeys(t *testing.T) {
 		t.Errorf("explain: %s", summary)
 	}
 }
+
+// A table whose privacy unit is its primary key, alone and never NULL, is
+// marked at start (UnitIsKey): each unit is one row. A unit that is only
+// unique, part of a key, or a key that admits NULLs is not.
+func TestKeyUnitsMarked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "units.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE members (member_id INTEGER PRIMARY KEY, age INTEGER)`,
+		`CREATE TABLE uniques (person INTEGER NOT NULL UNIQUE, age INTEGER)`,
+		`CREATE TABLE pairs (person INTEGER NOT NULL, day TEXT NOT NULL, age INTEGER, PRIMARY KEY (person, day))`,
+		`CREATE TABLE nullable (person INT PRIMARY KEY, age INTEGER)`,
+		`CREATE TABLE coded (code TEXT NOT NULL PRIMARY KEY, age INTEGER)`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	be, err := backend.OpenSQLite(context.Background(), path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	pol, err := config.Parse([]byte(`
+backend: {kind: sqlite, path: units.db}
+analysts:
+  - name: ana
+    password:
+      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
+    budget: {epsilon: 1}
+protected_tables:
+  - {name: members, privacy_unit: member_id, columns: [{name: member_id, type: int}, {name: age, type: int, bounds: [0, 100]}]}
+  - {name: uniques, privacy_unit: person, columns: [{name: person, type: int}, {name: age, type: int}]}
+  - {name: pairs, privacy_unit: person, columns: [{name: person, type: int}, {name: age, type: int}]}
+  - {name: nullable, privacy_unit: person, columns: [{name: person, type: int}, {name: age, type: int}]}
+  - {name: coded, privacy_unit: code, columns: [{name: code, type: text}, {name: age, type: int}]}
+  - {name: absent, privacy_unit: person, columns: [{name: person, type: int}]}
+`), "units.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.ProtectedTables[1].UnitIsKey = true // a reload clears a mark the database no longer backs
+	if err := markKeyUnits(context.Background(), pol, be); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"members": true, "uniques": false, "pairs": false, "nullable": false, "coded": true, "absent": false}
+	for _, pt := range pol.ProtectedTables {
+		if pt.UnitIsKey != want[pt.Name] {
+			t.Errorf("%s: UnitIsKey = %v, want %v", pt.Name, pt.UnitIsKey, want[pt.Name])
+		}
+	}
+}

@@ -11,16 +11,19 @@ import (
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/session"
 	"github.com/dpproxy/dpproxy/sqlerr"
 )
 
-// runExplain prints how a query would be answered, without connecting to
-// the backend and without spending budget.
-func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) error {
+// runExplain prints how a query would be answered, without spending
+// budget; without connecting to the backend unless --backend asks to
+// read what dpproxy serve reads from it first (key lists, primary keys).
+func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "policy file (YAML); the built-in demo policy when empty")
 	epsilon := fs.Float64("epsilon", 0, "ε of the query (default: the policy's defaults.epsilon)")
+	fromBackend := fs.Bool("backend", false, "read from the policy's database what dpproxy serve reads at start (key lists from public tables, primary keys), so that the plan is the one served")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -45,6 +48,17 @@ func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	dialect, err := dialectFor(pol.Backend.Kind)
 	if err != nil {
 		return err
+	}
+	if *fromBackend {
+		be, err := openBackend(ctx, pol.Backend.Kind, pol.Backend.DSN, pol.Backend.Path)
+		if err != nil {
+			return err
+		}
+		err = session.CompletePolicy(ctx, pol, be, dialect)
+		be.Close()
+		if err != nil {
+			return fmt.Errorf("reading the policy's database: %w", err)
+		}
 	}
 	stmts, err := rewrite.Parse(fs.Arg(0), rewrite.PostgresFrontEnd)
 	if err != nil {

@@ -155,3 +155,20 @@ WITH per_city AS (SELECT c.city, COUNT(*) AS n, SUM(v.cost) AS total FROM visits
 SELECT DATE_TRUNC('month', visit_date) AS __timestamp, SUM(cost) AS "SUM(cost)" FROM (SELECT v.cost, v.visit_date, c.city FROM visits v JOIN clinics c ON v.clinic_id = c.clinic_id) AS virtual_table WHERE visit_date >= TO_TIMESTAMP('2024-01-01 00:00:00.000000', 'YYYY-MM-DD HH24:MI:SS.US') AND visit_date < TO_DATE('2025-06-30', 'YYYY-MM-DD') GROUP BY DATE_TRUNC('month', visit_date) LIMIT 50000
 -- name: text_columns_compared
 SELECT COUNT(*) FROM visits WHERE diagnosis = note AND region BETWEEN note AND diagnosis AND note IN ('x', region)
+-- name: key_unit_lookup
+-- unit is key
+SELECT COUNT(*) FROM members WHERE member_id = 42
+-- name: key_unit_grouped_keys
+-- unit is key
+SELECT tier, COUNT(*), AVG(spend), VARIANCE(age) FROM members GROUP BY tier
+-- name: key_unit_selection
+-- unit is key
+SELECT city, COUNT(*), SUM(spend), COUNT(DISTINCT member_id) FROM members GROUP BY city
+-- name: key_unit_quantile_distinct
+-- unit is key
+SELECT tier, PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY age), COUNT(DISTINCT city) FROM members GROUP BY tier
+-- name: key_unit_join_public
+-- unit is key
+SELECT c.city, COUNT(*) FROM members m JOIN clinics c ON c.clinic_id = m.clinic_id GROUP BY c.city
+-- name: key_unit_not_declared
+SELECT tier, COUNT(*), AVG(spend) FROM members GROUP BY tier
