@@ -379,10 +379,12 @@ DPQ="SELECT diagnosis, COUNT(*), AVG(cost) FROM visits GROUP BY diagnosis"
 # group must do.
 FLOORQ="SELECT COUNT(*) FROM (SELECT patient_id, diagnosis FROM visits GROUP BY patient_id, diagnosis) AS t"
 # backend_sql POLICY QUERY: the backend SQL dpproxy explain gives for
-# QUERY (awk reads to the end: exiting early could kill explain with
-# SIGPIPE, which pipefail and set -e would turn into the run's end).
+# QUERY, having read the database as dpproxy serve does (--backend: a
+# table whose unit is its primary key has no per-person step) (awk reads
+# to the end: exiting early could kill explain with SIGPIPE, which
+# pipefail and set -e would turn into the run's end).
 backend_sql() {
-  "$BIN/dpproxy" explain --config "$1" "$2" | awk 'f == 1 {sub(/^  /, ""); print; f = 2} /^backend SQL/ && !f {f = 1}'
+  "$BIN/dpproxy" explain --backend --config "$1" "$2" 2>>"$WORK/explain.log" | awk 'f == 1 {sub(/^  /, ""); print; f = 2} /^backend SQL/ && !f {f = 1}'
 }
 REWRITTEN=$(backend_sql "$WORK/nocache.yaml" "$DPQ")
 [ -n "$REWRITTEN" ] || { log "could not get the rewritten SQL from dpproxy explain"; exit 1; }

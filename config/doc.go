@@ -66,6 +66,10 @@
 //	  - public.regions
 //	  - {schema: ref, name: icd10}
 //
+// When the database declares a table's privacy unit column its primary
+// key (read at start: ProtectedTable.UnitIsKey), each unit is one row, and
+// a query of that table alone needs no per-unit bounding step.
+//
 // A privacy unit path names the column that references another protected
 // table: its privacy unit (the values are the units) or its primary key
 // (the row belongs to the referenced row's person; Policy.UnitHops lists

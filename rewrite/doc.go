@@ -132,7 +132,14 @@
 //
 // 10. Row privacy (each row a unit): L0 = Linf = 1 by construction; every
 // step above applies with those values (replace: a row that changes group
-// moves two groups by one row).
+// moves two groups by one row). The same holds for a table whose unit is
+// its primary key (one column, never NULL, unique in all a scan reads:
+// config.ProtectedTable.UnitIsKey) in a query that joins nothing to it:
+// each unit is one row of what is aggregated, so the per-unit step is
+// the identity and is left out (Plan.OneRowPerUnit). WHERE only removes
+// rows and subqueries in it read public tables only, so no row is
+// repeated. A join, even with a public table, may repeat a row: it keeps
+// the per-unit step with the table's own bounds.
 //
 // For the other mechanisms, the same reasoning gives:
 //   - Gaussian noise needs the L2 sensitivity. Add/remove: at most L0

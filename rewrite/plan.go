@@ -220,6 +220,7 @@ type Plan struct {
 	// joins nothing to it. L0 = Linf = 1 then hold by construction, and
 	// the backend SQL has no per-unit step.
 	OneRowPerUnit bool
+
 	BackendSQL   string
 	Groups       []GroupColumn
 	Aggregates   []Aggregate

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+// explain --backend reads the database first, as serve does: a table
+// whose privacy unit is its primary key is explained without the
+// per-person step; without --backend, offline, with it. A database that
+// cannot be read is an error saying so.
+func TestExplainFromTheBackend(t *testing.T) {
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "members.db")
+	db, err := sql.Open("sqlite", dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE members (member_id INTEGER PRIMARY KEY, age INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	policy := func(path string) string {
+		p := filepath.Join(dir, "policy-"+filepath.Base(path)+".yaml")
+		yaml := fmt.Sprintf(`
+backend: {kind: sqlite, path: %q}
+analysts:
+  - name: ana
+    password:
+      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
+    budget: {epsilon: 1}
+defaults: {epsilon: 0.5, max_groups_per_unit: 2, max_rows_per_unit: 3}
+protected_tables:
+  - {name: members, privacy_unit: member_id, columns: [{name: member_id, type: int}, {name: age, type: int, bounds: [0, 100]}]}
+`, path)
+		if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const q = "SELECT SUM(age) FROM members WHERE member_id = 7"
+	offline, _, err := runCmd(t, "", "explain", "--config", policy(dbPath), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, _, err := runCmd(t, "", "explain", "--backend", "--config", policy(dbPath), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(offline, `"dp_u"`) || !strings.Contains(offline, "at most 3 row(s) per unit") {
+		t.Errorf("offline, the plan bounds per person:\n%s", offline)
+	}
+	if strings.Contains(served, `"dp_u"`) || !strings.Contains(served, "contribution bounds: one row per unit: member_id is the primary key of members") {
+		t.Errorf("with --backend, one row per person:\n%s", served)
+	}
+	// One row: the sum's sensitivity is one clamped value, not Linf = 3 of them.
+	if !strings.Contains(strings.Join(strings.Fields(served), " "), "SUM(age) sum discrete Laplace 100 ") {
+		t.Errorf("with --backend, the sum's sensitivity is one value's:\n%s", served)
+	}
+	_, _, err = runCmd(t, "", "explain", "--backend", "--config", policy(filepath.Join(dir, "missing", "none.db")), q)
+	if err == nil || !strings.Contains(err.Error(), "sqlite") {
+		t.Errorf("an unreadable database: %v", err)
+	}
+}
