@@ -228,7 +228,7 @@ protected_tables:
 	out := sb.String()
 	for _, want := range []string{
 		"info    people.person_id: the primary key of people: each person is one row, so queries that read people alone skip the per-person bounding step",
-		`info    members.member_id: members holds one row per person, but the database does not declare member_id its primary key: with ALTER TABLE "members" ADD PRIMARY KEY ("member_id")`,
+		`info    members.member_id: members holds one row per person, but the database does not declare member_id its primary key: recreated with "member_id" INTEGER PRIMARY KEY`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)

@@ -138,9 +138,13 @@ func checkKeyUnits(ctx context.Context, pol *config.Policy, be backend.Backend, 
 		}
 		n, _ := sqltypes.Number(rows.Values[0][0])
 		people, _ := sqltypes.Number(rows.Values[0][1])
-		if n > 0 && n == people && !info.Inherited {
-			r.add(Info, where, "%s holds one row per person, but the database does not declare %s its primary key: with ALTER TABLE %s ADD PRIMARY KEY (%s), queries that read %s alone skip the per-person bounding step (dpproxy reads the key at start)",
-				t.Name, t.PrivacyUnit, q.table(t.Schema, t.Name), unit, t.Name)
+		if n > 0 && n == people && !info.KeyNotEnforced && len(info.PrimaryKey) == 0 {
+			declare := fmt.Sprintf("with ALTER TABLE %s ADD PRIMARY KEY (%s)", q.table(t.Schema, t.Name), unit)
+			if pol.Backend.Kind == config.BackendSQLite {
+				declare = fmt.Sprintf("recreated with %s INTEGER PRIMARY KEY (or NOT NULL PRIMARY KEY; SQLite cannot add a key to a table)", unit)
+			}
+			r.add(Info, where, "%s holds one row per person, but the database does not declare %s its primary key: %s, queries that read %s alone skip the per-person bounding step (dpproxy reads the key at start)",
+				t.Name, t.PrivacyUnit, declare, t.Name)
 		}
 	}
 	return keyed, nil

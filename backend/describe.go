@@ -14,26 +14,44 @@ import (
 type TableInfo struct {
 	Columns    []ColumnInfo
 	PrimaryKey []string
-	// Inherited is set when reading the table also reads other tables'
-	// rows that its primary key does not cover (PostgreSQL inheritance
-	// children; a partitioned table's key covers its partitions): its key
-	// is then not unique in what a query reads.
-	Inherited bool
+	// KeyNotEnforced is set when reading the table may return rows its
+	// primary key does not keep unique: PostgreSQL inheritance children
+	// (a partitioned table's key covers its partitions), a MySQL table
+	// whose engine dpproxy does not know to enforce keys (MERGE, and
+	// engines that read data kept elsewhere: FEDERATED, CONNECT, SPIDER).
+	KeyNotEnforced bool
 }
 
-// KeyedBy reports whether column alone is the table's primary key, never
-// NULL, and unique in all that reading the table reads (not Inherited):
-// then no two rows share a value of it.
+// mysqlKeyEngines are the MySQL/MariaDB storage engines known to keep a
+// primary key unique in the rows a query of the table reads.
+var mysqlKeyEngines = map[string]bool{"innodb": true, "myisam": true, "aria": true, "memory": true, "rocksdb": true}
+
+// KeyedBy reports whether the column a query naming column reads is,
+// alone, the table's primary key, never NULL, and enforced in all that
+// reading the table returns: then no two rows share a value of it. The
+// column read is the one spelled exactly so, or else the only one equal
+// to it ignoring case (PostgreSQL's quoted names are case-sensitive).
 func (info *TableInfo) KeyedBy(column string) bool {
-	if info.Inherited || len(info.PrimaryKey) != 1 || !strings.EqualFold(info.PrimaryKey[0], column) {
-		return false
-	}
+	c, ok := info.column(column)
+	return ok && !info.KeyNotEnforced && len(info.PrimaryKey) == 1 && info.PrimaryKey[0] == c.Name && c.NotNull
+}
+
+// column finds the column a reference to name reads: the one spelled
+// exactly so, or else the only one equal to it ignoring case.
+func (info *TableInfo) column(name string) (ColumnInfo, bool) {
+	var folded []ColumnInfo
 	for _, c := range info.Columns {
-		if strings.EqualFold(c.Name, column) {
-			return c.NotNull
+		if c.Name == name {
+			return c, true
+		}
+		if strings.EqualFold(c.Name, name) {
+			folded = append(folded, c)
 		}
 	}
-	return false
+	if len(folded) == 1 {
+		return folded[0], true
+	}
+	return ColumnInfo{}, false
 }
 
 // ColumnInfo is one column as the database declares it.
@@ -85,8 +103,8 @@ func (p *Postgres) DescribeTable(ctx context.Context, schema, name string) (*Tab
 	// int2vector subscripts start at 0: positions are counted from
 	// array_lower.
 	rows, err := p.Query(ctx, `SELECT a.attname::text, a.atttypid::int8, a.atttypmod::int8, a.attnotnull,
-		COALESCE((SELECT array_position(i.indkey::int2[], a.attnum) - array_lower(i.indkey::int2[], 1) + 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary), 0)::int8,
-		c.relhassubclass AND c.relkind <> 'p'
+		COALESCE((SELECT array_position(i.indkey::int2[], a.attnum) - array_lower(i.indkey::int2[], 1) + 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary AND i.indisvalid), 0)::int8,
+		c.relkind <> 'p' AND EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhparent = c.oid)
 		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relname = $1 AND n.nspname = COALESCE(NULLIF($2, ''), current_schema()) AND a.attnum > 0 AND NOT a.attisdropped
 		ORDER BY a.attnum`, name, schema)
@@ -112,7 +130,7 @@ func (p *Postgres) DescribeTable(ctx context.Context, schema, name string) (*Tab
 		if k := asInt(r[4]); k > 0 {
 			keys[k] = c.Name
 		}
-		info.Inherited = asBool(r[5])
+		info.KeyNotEnforced = asBool(r[5])
 	}
 	if len(info.Columns) == 0 {
 		return nil, fmt.Errorf("backend: postgres: %s: %w", name, ErrNoSuchTable)
@@ -128,7 +146,8 @@ func (m *MySQL) DescribeTable(ctx context.Context, schema, name string) (*TableI
 	rows, err := m.Query(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_MAXIMUM_LENGTH,
 		NUMERIC_PRECISION, NUMERIC_SCALE,
 		COALESCE((SELECT k.ORDINAL_POSITION FROM information_schema.KEY_COLUMN_USAGE k WHERE k.TABLE_SCHEMA = c.TABLE_SCHEMA
-			AND k.TABLE_NAME = c.TABLE_NAME AND k.COLUMN_NAME = c.COLUMN_NAME AND k.CONSTRAINT_NAME = 'PRIMARY'), 0)
+			AND k.TABLE_NAME = c.TABLE_NAME AND k.COLUMN_NAME = c.COLUMN_NAME AND k.CONSTRAINT_NAME = 'PRIMARY'), 0),
+		COALESCE((SELECT t.ENGINE FROM information_schema.TABLES t WHERE t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME), '')
 		FROM information_schema.COLUMNS c
 		WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, schema, name)
 	if err != nil {
@@ -148,6 +167,7 @@ func (m *MySQL) DescribeTable(ctx context.Context, schema, name string) (*TableI
 		if k := asInt(r[7]); k > 0 {
 			keys[k] = c.Name
 		}
+		info.KeyNotEnforced = !mysqlKeyEngines[strings.ToLower(asText(r[8]))]
 	}
 	if len(info.Columns) == 0 {
 		return nil, fmt.Errorf("backend: mysql: %s: %w", name, ErrNoSuchTable)
@@ -198,19 +218,18 @@ func mysqlColumnType(dataType, columnType string) sqltypes.Type {
 
 // DescribeTable implements Backend.
 func (s *SQLite) DescribeTable(ctx context.Context, schema, name string) (*TableInfo, error) {
-	q := `SELECT name, type, "notnull", pk FROM pragma_table_info(?)`
+	// pragma(f) is the table-valued pragma f of the table, in its schema.
+	pragma := func(f string) string { return f + "(?)" }
 	args := []any{name}
 	if schema != "" && schema != "main" {
-		q = `SELECT name, type, "notnull", pk FROM pragma_table_info(?, ?)`
+		pragma = func(f string) string { return f + "(?, ?)" }
 		args = append(args, schema)
 	}
+	q := `SELECT name, type, "notnull", pk FROM ` + pragma("pragma_table_info")
 	// SQLite lets a primary key column hold NULLs unless it is declared
 	// NOT NULL, or is the rowid itself: "INTEGER PRIMARY KEY", which has
 	// no index of its own (any other primary key has one, origin 'pk').
-	keyIndexes, err := s.Query(ctx, `SELECT COUNT(*) FROM pragma_index_list(?) WHERE origin = 'pk'`, name)
-	if schema != "" && schema != "main" {
-		keyIndexes, err = s.Query(ctx, `SELECT COUNT(*) FROM pragma_index_list(?, ?) WHERE origin = 'pk'`, name, schema)
-	}
+	keyIndexes, err := s.Query(ctx, `SELECT COUNT(*) FROM `+pragma("pragma_index_list")+` WHERE origin = 'pk'`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("backend: sqlite: describing %s: %w", name, err)
 	}
@@ -294,4 +313,15 @@ func sqliteDeclaredType(decl string) (t sqltypes.Type, length, precision, scale 
 		return sqltypes.Bytea, 0, 0, 0
 	}
 	return sqltypes.Text, 0, 0, 0
+}
+
+// asText reads a text value as the drivers return it.
+func asText(v any) string {
+	if b, ok := v.([]byte); ok {
+		return string(b)
+	}
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprint(v)
 }

@@ -90,9 +90,11 @@ func TestDescribeTableSQLite(t *testing.T) {
 }
 
 // A table with inheritance children reads their rows too, which its
-// primary key does not cover (Inherited); a partitioned table's key
-// covers its partitions.
-func TestDescribeInheritancePostgres(t *testing.T) {
+// primary key does not keep unique (KeyNotEnforced); a partitioned
+// table's key covers its partitions, unless it was added to the parent
+// ONLY (an invalid index, enforcing nothing). A key column is the one a
+// query names exactly: "ID" is the key, id is not.
+func TestDescribeKeysPostgres(t *testing.T) {
 	dsn := pgDSN(t)
 	schema := pgSchema(t, dsn)
 	p := openPostgresT(t, dsn, 2)
@@ -105,20 +107,99 @@ func TestDescribeInheritancePostgres(t *testing.T) {
 	for _, stmt := range []string{
 		`CREATE TABLE ` + schema + `.parent (id integer PRIMARY KEY)`,
 		`CREATE TABLE ` + schema + `.child (extra text) INHERITS (` + schema + `.parent)`,
+		`CREATE TABLE ` + schema + `.orphaned (id integer PRIMARY KEY)`,
+		`CREATE TABLE ` + schema + `.gone () INHERITS (` + schema + `.orphaned)`,
+		`DROP TABLE ` + schema + `.gone`, // relhassubclass stays set until VACUUM
 		`CREATE TABLE ` + schema + `.parted (id integer PRIMARY KEY) PARTITION BY RANGE (id)`,
 		`CREATE TABLE ` + schema + `.parted_1 PARTITION OF ` + schema + `.parted FOR VALUES FROM (0) TO (100)`,
+		`CREATE TABLE ` + schema + `.parted_only (id integer NOT NULL) PARTITION BY RANGE (id)`,
+		`CREATE TABLE ` + schema + `.parted_only_1 PARTITION OF ` + schema + `.parted_only FOR VALUES FROM (0) TO (100)`,
+		`ALTER TABLE ONLY ` + schema + `.parted_only ADD PRIMARY KEY (id)`,
+		`CREATE TABLE ` + schema + `.mixed ("ID" integer PRIMARY KEY, id integer NOT NULL)`,
 	} {
 		if _, err := conn.Exec(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	for table, want := range map[string]bool{"t": false, "parent": true, "child": false, "parted": false} {
-		info, err := p.DescribeTable(ctx, strings.Trim(schema, `"`), table)
+	for _, c := range []struct {
+		table, column string
+		keyed         bool
+	}{
+		{"t", "id", true},
+		{"parent", "id", false},
+		{"child", "id", false}, // no key of its own
+		{"orphaned", "id", true},
+		{"parted", "id", true},
+		{"parted_only", "id", false},
+		{"mixed", "ID", true},
+		{"mixed", "id", false},
+	} {
+		info, err := p.DescribeTable(ctx, strings.Trim(schema, `"`), c.table)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.Inherited != want {
-			t.Errorf("%s: Inherited = %v, want %v", table, info.Inherited, want)
+		if got := info.KeyedBy(c.column); got != c.keyed {
+			t.Errorf("%s.%s: KeyedBy = %v, want %v (%s, key not enforced: %v)", c.table, c.column, got, c.keyed, describeText(info), info.KeyNotEnforced)
+		}
+	}
+}
+
+// A MERGE table's key does not keep its rows unique (each underlying
+// table has its own): not keyed; InnoDB's is.
+func TestDescribeKeysMySQL(t *testing.T) {
+	_, dsn := mysqlDatabase(t, mysqlDSN(t))
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{
+		`CREATE TABLE part1 (id INT NOT NULL PRIMARY KEY) ENGINE=MyISAM`,
+		`CREATE TABLE part2 (id INT NOT NULL PRIMARY KEY) ENGINE=MyISAM`,
+		`CREATE TABLE merged (id INT NOT NULL PRIMARY KEY) ENGINE=MERGE UNION=(part1, part2)`,
+		`INSERT INTO part1 VALUES (1)`,
+		`INSERT INTO part2 VALUES (1)`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	m := openMySQLT(t, dsn, 2)
+	for table, keyed := range map[string]bool{"t": true, "part1": true, "merged": false} {
+		info, err := m.DescribeTable(context.Background(), "", table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := info.KeyedBy("id"); got != keyed {
+			t.Errorf("%s: KeyedBy = %v, want %v (%s)", table, got, keyed, describeText(info))
+		}
+	}
+}
+
+// KeyedBy: the column read is the one named exactly, else the only one
+// equal ignoring case; it must be the whole primary key, NOT NULL and
+// enforced.
+func TestKeyedBy(t *testing.T) {
+	col := func(name string, notNull bool) ColumnInfo { return ColumnInfo{Name: name, NotNull: notNull} }
+	for _, c := range []struct {
+		name   string
+		info   TableInfo
+		column string
+		want   bool
+	}{
+		{"key", TableInfo{Columns: []ColumnInfo{col("id", true)}, PrimaryKey: []string{"id"}}, "id", true},
+		{"case folded", TableInfo{Columns: []ColumnInfo{col("ID", true)}, PrimaryKey: []string{"ID"}}, "id", true},
+		{"exact name wins", TableInfo{Columns: []ColumnInfo{col("ID", true), col("id", true)}, PrimaryKey: []string{"ID"}}, "id", false},
+		{"two folded matches", TableInfo{Columns: []ColumnInfo{col("ID", true), col("Id", true)}, PrimaryKey: []string{"ID"}}, "id", false},
+		{"nullable", TableInfo{Columns: []ColumnInfo{col("id", false)}, PrimaryKey: []string{"id"}}, "id", false},
+		{"part of the key", TableInfo{Columns: []ColumnInfo{col("id", true), col("day", true)}, PrimaryKey: []string{"id", "day"}}, "id", false},
+		{"another key", TableInfo{Columns: []ColumnInfo{col("id", true), col("k", true)}, PrimaryKey: []string{"k"}}, "id", false},
+		{"no key", TableInfo{Columns: []ColumnInfo{col("id", true)}}, "id", false},
+		{"not enforced", TableInfo{Columns: []ColumnInfo{col("id", true)}, PrimaryKey: []string{"id"}, KeyNotEnforced: true}, "id", false},
+		{"no such column", TableInfo{Columns: []ColumnInfo{col("id", true)}, PrimaryKey: []string{"id"}}, "uid", false},
+	} {
+		if got := c.info.KeyedBy(c.column); got != c.want {
+			t.Errorf("%s: KeyedBy(%q) = %v, want %v", c.name, c.column, got, c.want)
 		}
 	}
 }

@@ -42,10 +42,13 @@ func biasNotice(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (string, e
 		share := math.Min(1, math.Max(0, noisy[i+1]/people))
 		parts[i] = fmt.Sprintf("%s: about %.1f %%", label, 100*share)
 	}
-	unit := "people"
-	if plan.Table.IsRowPrivacy() {
-		unit = "rows"
+	unit, effect := "people", "bounding drops or weights down their extra rows and clamps their values"
+	switch {
+	case plan.Table.IsRowPrivacy():
+		unit, effect = "rows", "bounding clamps their values"
+	case plan.OneRowPerUnit:
+		effect = "each is one row, so bounding only clamps their values"
 	}
-	return fmt.Sprintf("dpproxy: bias report (DP estimates at ε = %.3g, ±%.0f %s each at 95 %%), share of the %s counted with %s; bounding drops or weights down their extra rows and clamps their values, which the answer's error bounds do not cover",
-		b.Epsilon, lap.ErrorBound(0.95), unit, unit, strings.Join(parts, "; ")), nil
+	return fmt.Sprintf("dpproxy: bias report (DP estimates at ε = %.3g, ±%.0f %s each at 95 %%), share of the %s counted with %s; %s, which the answer's error bounds do not cover",
+		b.Epsilon, lap.ErrorBound(0.95), unit, unit, strings.Join(parts, "; "), effect), nil
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dpproxy/dpproxy/backend"
@@ -37,9 +38,21 @@ protected_tables:
 
 func rrPlan(t *testing.T, nb config.Neighbouring, query string) *rewrite.Plan {
 	t.Helper()
+	return rrPlanOf(t, nb, query, false)
+}
+
+// rrPlanOf is rrPlan, with t's unit its primary key when keyed (and
+// max_rows_per_unit 3, which a keyed table's one record per person
+// overrides).
+func rrPlanOf(t *testing.T, nb config.Neighbouring, query string, keyed bool) *rewrite.Plan {
+	t.Helper()
 	pol, err := config.Parse([]byte(fmt.Sprintf(rrPolicy, nb)), "rr.yaml")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if keyed {
+		pol.ProtectedTables[0].MaxRowsPerUnit = 3
+		pol.ProtectedTables[0].UnitIsKey = true
 	}
 	p := planWithOptions(t, pol, query, rewrite.Options{})
 	if p.RR == nil {
@@ -113,12 +126,18 @@ func TestRRPrivacyAudit(t *testing.T) {
 		name      string
 		nb        config.Neighbouring
 		d, dPrime []string
+		keyed     bool
 	}{
-		{"value changed", config.Replace, append([]string{"a"}, others...), append([]string{"b"}, others...)},
-		{"person absent", config.AddRemove, append([]string{"a"}, others...), others},
+		{"value changed", config.Replace, append([]string{"a"}, others...), append([]string{"b"}, others...), false},
+		{"person absent", config.AddRemove, append([]string{"a"}, others...), others, false},
+		// The unit is the table's key: one record per person, read whole.
+		{"person absent, unit is key", config.AddRemove, append([]string{"a"}, others...), others, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			plan := rrPlan(t, c.nb, "SELECT dpproxy.rr(c) FROM t")
+			plan := rrPlanOf(t, c.nb, "SELECT dpproxy.rr(c) FROM t", c.keyed)
+			if c.keyed && (plan.RR.RowsPerUnit != 1 || strings.Contains(plan.BackendSQL, "ROW_NUMBER")) {
+				t.Fatalf("keyed: %d record(s) per person, %s", plan.RR.RowsPerUnit, plan.BackendSQL)
+			}
 			r := mechanisms.Seeded(11)
 			shift, _ := plan.RR.Shift()
 			center := int(shift) + len(others)

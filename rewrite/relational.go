@@ -53,9 +53,9 @@ func (p *Plan) Relational() []Operator {
 	t := p.Table
 	switch {
 	case t.IsRowPrivacy():
-		add(OpScan, t.Name, "each row is one person: under %s neighbours a row %s", p.Neighbouring, neighbourChange(p.Neighbouring))
+		add(OpScan, t.Name, "each row is one person: under %s neighbours a row %s", p.Neighbouring, rowChange(p.Neighbouring))
 	case p.OneRowPerUnit:
-		add(OpScan, t.Name, "one row per person (privacy unit %s, the table's primary key): under %s neighbours a row %s", t.PrivacyUnit, p.Neighbouring, neighbourChange(p.Neighbouring))
+		add(OpScan, t.Name, "one row per person (privacy unit %s, the table's primary key): under %s neighbours a row %s", t.PrivacyUnit, p.Neighbouring, rowChange(p.Neighbouring))
 	case len(p.UnitJoins) > 0:
 		add(OpScan, t.Name, "rows whose person the unit joins find (through %s): under %s neighbours they %s", t.PrivacyUnit, p.Neighbouring, neighbourChange(p.Neighbouring))
 	default:
@@ -172,6 +172,14 @@ func neighbourChange(n config.Neighbouring) string {
 		return "change"
 	}
 	return "appear or vanish"
+}
+
+// rowChange is neighbourChange for one row.
+func rowChange(n config.Neighbouring) string {
+	if n == config.Replace {
+		return "changes"
+	}
+	return "appears or vanishes"
 }
 
 // boundText describes the contribution bounds as applied.

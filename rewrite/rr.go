@@ -126,8 +126,11 @@ func analyzeRR(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Query, e
 	}
 	p := &Plan{Table: t, Epsilon: opts.Epsilon, Delta: pol.Defaults.Delta, Neighbouring: pol.Defaults.Neighbouring, Limit: -1,
 		UnitsColumn: -1, GroupCountColumn: -1}
+	// One record per person: each row is one (privacy_unit: row), or the
+	// unit is the table's primary key (UnitIsKey).
+	oneRow := unit == config.RowPrivacyUnit || t.UnitIsKey
 	rr := &RRRelease{RowsPerUnit: t.MaxRowsPerUnit}
-	if t.AutoRows() || unit == config.RowPrivacyUnit {
+	if t.AutoRows() || oneRow {
 		rr.RowsPerUnit = 1
 	}
 	var cols []string
@@ -207,7 +210,7 @@ func analyzeRR(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Query, e
 	}
 	table := quotedTable(opts.Dialect, t.Schema, t.Name)
 	list := strings.Join(cols, ", ")
-	if unit == config.RowPrivacyUnit {
+	if oneRow {
 		p.BackendSQL = fmt.Sprintf("SELECT %s FROM %s", list, table)
 	} else {
 		p.BackendSQL = fmt.Sprintf("SELECT %s FROM (SELECT %s, ROW_NUMBER() OVER (PARTITION BY %s ORDER BY %s) AS dp_rn FROM %s) AS dp_rr WHERE dp_rn <= %d",

@@ -74,6 +74,13 @@ func TestRRPlan(t *testing.T) {
 	if p := planFor(t, pol, "SELECT dpproxy.rr(kind) FROM visits"); !strings.Contains(p.BackendSQL, `PARTITION BY "uid"`) {
 		t.Errorf("visits: %s", p.BackendSQL)
 	}
+	// people's unit as its primary key (UnitIsKey): one record per
+	// person, read whole, ε not divided by records.
+	keyed := withKeyUnits(pol)
+	k := planFor(t, keyed, "SELECT dpproxy.rr(sex) AS s, dpproxy.rr(smoker) FROM people")
+	if want := `SELECT "sex", "smoker" FROM "people"`; k.BackendSQL != want || k.RR.RowsPerUnit != 1 || k.RR.ColumnEpsilon != 0.9/2 || k.RR.CountSensitivity != 1 {
+		t.Errorf("keyed people: %s, %d record(s) per person, column ε %v, count sensitivity %d", k.BackendSQL, k.RR.RowsPerUnit, k.RR.ColumnEpsilon, k.RR.CountSensitivity)
+	}
 }
 
 // What a randomized-response release refuses, each with its reason.

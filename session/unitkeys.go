@@ -34,8 +34,8 @@ func checkUnitKeys(ctx context.Context, pol *config.Policy, b backend.Backend) e
 			if err != nil {
 				return fmt.Errorf("the privacy unit path of %s goes through %s.%s, but %w", t.Name, hop.Table.Name, hop.Key, err)
 			}
-			if info.Inherited {
-				return fmt.Errorf("the privacy unit path of %s goes through %s.%s, but %s has inheritance children whose rows its primary key does not cover: a row of %s could reference rows of two people",
+			if info.KeyNotEnforced {
+				return fmt.Errorf("the privacy unit path of %s goes through %s.%s, but the database does not keep %s's primary key unique in what a query of it reads (PostgreSQL inheritance children, or a MySQL engine such as MERGE or FEDERATED): a row of %s could reference rows of two people",
 					t.Name, hop.Table.Name, hop.Key, hop.Table.Name, t.Name)
 			}
 			if len(info.PrimaryKey) != 1 || !strings.EqualFold(info.PrimaryKey[0], hop.Key) {
@@ -62,9 +62,11 @@ func checkUnitKeys(ctx context.Context, pol *config.Policy, b backend.Backend) e
 }
 
 // markKeyUnits sets UnitIsKey on every protected table whose privacy
-// unit column the database declares its primary key, alone and never
-// NULL, with no inheritance children its key does not cover: each unit
-// is then one row of the table. It runs at start, like checkUnitKeys; a
+// unit column the database declares its primary key, alone, never NULL
+// and enforced in all a query of the table reads (backend.TableInfo's
+// KeyedBy): each unit is then one row of the table. The database is
+// trusted to keep it so while dpproxy runs, as for the unit paths' keys:
+// a key dropped later is noticed at the next reload or restart. It runs at start, like checkUnitKeys; a
 // table the database does not have is left unmarked.
 func markKeyUnits(ctx context.Context, pol *config.Policy, b backend.Backend) error {
 	for i := range pol.ProtectedTables {

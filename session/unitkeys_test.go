@@ -3,12 +3,15 @@ package session
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dpproxy/dpproxy/backend"
+	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
 )
 
@@ -158,5 +161,89 @@ protected_tables:
 		if pt.UnitIsKey != want[pt.Name] {
 			t.Errorf("%s: UnitIsKey = %v, want %v", pt.Name, pt.UnitIsKey, want[pt.Name])
 		}
+	}
+}
+
+// End to end: NewServer reads the keys (CompletePolicy), and a query of
+// a keyed table alone is answered without the per-person step (EXPLAIN
+// DP says so and shows the SQL); joined to a public table it keeps it.
+func TestKeyUnitsServed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "served.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE members (member_id INTEGER PRIMARY KEY, age INTEGER, shop_id INTEGER)`,
+		`INSERT INTO members VALUES (1, 30, 1), (2, 40, 1), (3, 50, 2)`,
+		`CREATE TABLE shops (shop_id INTEGER, city TEXT)`,
+		`INSERT INTO shops VALUES (1, 'Oslo'), (2, 'Bergen')`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	be, err := backend.OpenSQLite(ctx, path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	store, err := budget.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	acct, err := budget.NewAccountant(ctx, store, map[string]budget.Cost{"ana": {Epsilon: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := config.Parse([]byte(`
+backend: {kind: sqlite, path: served.db}
+defaults: {epsilon: 0.5, max_groups_per_unit: 2, max_rows_per_unit: 3}
+analysts:
+  - name: ana
+    password:
+      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
+    budget: {epsilon: 10}
+protected_tables:
+  - {name: members, privacy_unit: member_id, columns: [{name: member_id, type: int}, {name: age, type: int, bounds: [0, 100]}, {name: shop_id, type: int}]}
+public_tables: [shops]
+`), "served.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Options{Policy: pol, Backend: be, Dialect: rewrite.SQLite, Accountant: acct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	s, err := New(srv, "ana", rewrite.PostgresFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := func(query string) string {
+		var sb strings.Builder
+		for _, row := range exec(t, s, "EXPLAIN DP "+query).Rows {
+			fmt.Fprintln(&sb, row...)
+		}
+		return sb.String()
+	}
+	alone := text("SELECT SUM(age) FROM members")
+	if !strings.Contains(alone, "one row per unit: member_id is the primary key of members") || strings.Contains(alone, "dp_u") {
+		t.Errorf("members alone:\n%s", alone)
+	}
+	joined := text("SELECT s.city, COUNT(*) FROM members m JOIN shops s ON s.shop_id = m.shop_id GROUP BY s.city")
+	if strings.Contains(joined, "one row per unit") || !strings.Contains(joined, "dp_u") {
+		t.Errorf("members joined to shops:\n%s", joined)
+	}
+	if res := exec(t, s, "SELECT COUNT(*) FROM members"); len(res.Rows) != 1 {
+		t.Errorf("answer %v", res.Rows)
 	}
 }
