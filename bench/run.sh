@@ -477,7 +477,7 @@ case "$W5_REWRITTEN" in
 esac
 log "workload 5: small DP queries, distinct text, 32 clients, ${D_LEDGER}s, $RUNS runs (PostgreSQL alone: ${D_W5DIRECT}s, $W5D_RUNS runs)"
 for r in $(seq 1 "$RUNS"); do
-  record w5 "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients 32 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db")"
+  record w5 "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients 32 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --pid "$NOCACHE_PID")"
   if [ -n "$W5_DIRECT_Q" ] && [ "$r" -le "$W5D_RUNS" ]; then
     record w5.direct "$r" "$("$LG" run --dsn "$PG_DSN" --query "$W5_DIRECT_Q" --clients 32 --duration "${D_W5DIRECT}s")"
   fi

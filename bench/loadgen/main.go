@@ -164,6 +164,12 @@ type Result struct {
 	// ProcCPUUS is the CPU time (user + system) the --pid process spent
 	// per measured query.
 	ProcCPUUS float64 `json:"proc_cpu_us_per_query,omitempty"`
+	// MachineCPUUS is the CPU time every process of the machine spent per
+	// measured query (/proc/stat: all but idle and iowait), and
+	// MachineBusy the share of the machine's CPU time that was (1: every
+	// core busy throughout).
+	MachineCPUUS float64 `json:"machine_cpu_us_per_query,omitempty"`
+	MachineBusy  float64 `json:"machine_busy,omitempty"`
 }
 
 // client is one connection of the load generator.
@@ -417,12 +423,14 @@ func cmdRun(args []string) error {
 	warm.Wait()
 	before := ledgerCounts(*ledger)
 	cpu0 := procCPU(*pid)
+	busy0, all0 := machineCPU()
 	t0 := time.Now()
 	deadline = t0.Add(*duration)
 	close(start)
 	wg.Wait()
 	elapsed := time.Since(t0)
 	cpu1 := procCPU(*pid)
+	busy1, all1 := machineCPU()
 	after := ledgerCounts(*ledger)
 
 	all := slices.Concat(lat...)
@@ -435,6 +443,10 @@ func cmdRun(args []string) error {
 	res.QPS = float64(res.Queries) / elapsed.Seconds()
 	if *pid > 0 && cpu0 >= 0 && cpu1 >= 0 && res.Queries > 0 {
 		res.ProcCPUUS = us(cpu1-cpu0) / float64(res.Queries)
+	}
+	if all1 > all0 && res.Queries > 0 {
+		res.MachineCPUUS = us(busy1-busy0) / float64(res.Queries)
+		res.MachineBusy = float64(busy1-busy0) / float64(all1-all0)
 	}
 	res.setLatencies(all)
 	if *ledger != "" && before != nil && after != nil {
@@ -612,6 +624,35 @@ func procCPU(pid int) time.Duration {
 	}
 	// USER_HZ is 100 on Linux for every architecture Go supports.
 	return time.Duration(utime+stime) * (time.Second / 100)
+}
+
+// machineCPU reads the CPU time all cores spent busy (all but idle and
+// iowait) and in all, from /proc/stat's first line; 0, 0 when it cannot.
+func machineCPU() (busy, all time.Duration) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, 0
+	}
+	// user nice system idle iowait irq softirq steal (guest time is
+	// already in user).
+	var ticks [8]int64
+	for i := range ticks {
+		if ticks[i], err = strconv.ParseInt(f[1+i], 10, 64); err != nil {
+			return 0, 0
+		}
+	}
+	var total int64
+	for _, t := range ticks {
+		total += t
+	}
+	idle := ticks[3] + ticks[4]
+	// USER_HZ is 100 on Linux for every architecture Go supports.
+	return time.Duration(total-idle) * (time.Second / 100), time.Duration(total) * (time.Second / 100)
 }
 
 // vmRSS reads VmRSS (kB) from /proc/PID/status.

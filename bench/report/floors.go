@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,9 +97,30 @@ type cacheFloor struct {
 	hit, local, server []float64
 }
 
-// chargedCeiling is workload 5 with its two ceilings.
+// chargedCeiling is workload 5 with its ceilings: PostgreSQL alone on the
+// rewritten SQL, the ledger alone, and the machine's CPU: dpproxy's CPU
+// per charged query (proxyCPU) on top of what PostgreSQL and the clients
+// take per query when they have the machine to themselves (directCPU,
+// every process's CPU per query of the direct runs, directBusy the share
+// of the machine they kept busy), on cores cores.
 type chargedCeiling struct {
 	charged, direct, ledger []float64
+	proxyCPU, directCPU     []float64
+	directBusy              []float64
+	cores                   int
+}
+
+// cpuCeiling is the most charged queries a second the machine's cores
+// could run if they did nothing but PostgreSQL's and the clients' work
+// (as measured directly) and dpproxy's (as measured through it), at the
+// least of each measured: cores / (direct CPU + dpproxy's CPU) per query.
+// 0 when not measured.
+func (c chargedCeiling) cpuCeiling() float64 {
+	d, p := positive(c.directCPU), positive(c.proxyCPU)
+	if c.cores == 0 || len(d) == 0 || len(p) == 0 {
+		return 0
+	}
+	return float64(c.cores) * 1e6 / (slices.Min(d) + slices.Min(p))
 }
 
 // floorFacts are the run's floors and ceilings.
@@ -137,6 +159,10 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 		}
 	}
 	f.w5.direct = runValues(series, "w5.direct", qps)
+	f.w5.proxyCPU = runValues(series, "w5", cpu)
+	f.w5.directCPU = runValues(series, "w5.direct", func(r loadResult) float64 { return r.MachineCPUUS })
+	f.w5.directBusy = runValues(series, "w5.direct", func(r loadResult) float64 { return r.MachineBusy })
+	f.w5.cores = runtime.NumCPU()
 	f.w5.ledger = bench["CommitParallel"]["charges/s"]
 	if r := series["w10.clients.cachehit.c1"]; len(r) > 0 {
 		f.hitCPU1 = r[0].ProcCPUUS
@@ -214,6 +240,19 @@ func chargedCeilingRows(w string, c chargedCeiling, directNote string) []Row {
 			mk(w, "ceiling: the rewritten SQL, distinct text, directly on PostgreSQL with 32 clients (no proxy, no ledger)", "q/s", c.direct, "", nil),
 			mk(w, "charged queries/s ÷ PostgreSQL's ceiling", "×", pairRatio(c.charged, c.direct), "", nil),
 		)
+	}
+	if len(positive(c.proxyCPU)) > 0 {
+		rows = append(rows, mk(w, "dpproxy CPU time per charged query (user + system)", "µs", positive(c.proxyCPU), "", nil))
+	}
+	if len(positive(c.directCPU)) > 0 {
+		r := mk(w, "CPU time per query of PostgreSQL and the clients, directly (every process, /proc/stat)", "µs", positive(c.directCPU), "", nil)
+		r.Note = fmt.Sprintf("the machine %.0f %% busy (median)", 100*median(c.directBusy))
+		rows = append(rows, r)
+	}
+	if ceil := c.cpuCeiling(); ceil > 0 {
+		r := mk(w, "ceiling: the machine's CPU (cores ÷ (PostgreSQL's and the clients' + dpproxy's CPU per query), the least of each)", "q/s", []float64{ceil}, "", nil)
+		r.Note = fmt.Sprintf("%d cores", c.cores)
+		rows = append(rows, r)
 	}
 	if len(c.ledger) > 0 {
 		rows = append(rows, mk(w, "ceiling: the embedded ledger alone (BenchmarkCommitParallel: 32 committers, no backend)", "charges/s", c.ledger, "", nil))
@@ -392,6 +431,25 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 			why = append(why, fmt.Sprintf("the embedded ledger alone commits %s charges/s", fmtQPS(l.med)))
 		} else {
 			s += ": the ledger alone is not what bounds the target."
+		}
+	}
+	if ceil := c.cpuCeiling(); ceil > 0 {
+		d, p := statOf(positive(c.directCPU)), statOf(positive(c.proxyCPU))
+		s += fmt.Sprintf(" The machine's CPU: run directly, PostgreSQL and the 32 clients take %s µs of CPU per query (every process, %s; the machine %.0f %% busy), "+
+			"and through dpproxy, dpproxy itself takes %s µs per charged query (%s: parse, plan, the backend round trip, noise, the ledger's share, the client's messages). "+
+			"On %d cores, even with nothing else to do, that is at most %s queries/s (from the least of each)",
+			fmt1(d.med), rangeUS(d), 100*median(c.directBusy), fmt1(p.med), rangeUS(p), c.cores, fmtQPS(ceil))
+		if ceil < t {
+			budget := float64(c.cores) * 1e6 / t
+			least := slices.Min(positive(c.directCPU))
+			s += fmt.Sprintf(", below %s: at %s a second the %d cores give %s µs per query, of which PostgreSQL and the clients need %s, "+
+				"leaving dpproxy %s µs against the %s µs a charged query costs it (its passthrough of a public table, which parses nothing "+
+				"and charges nothing, costs more than that: workload 4).", fmtQPS(t), fmtQPS(t), c.cores, fmt1(budget), fmt1(least),
+				fmt1(max(0, budget-least)), fmt1(slices.Min(positive(c.proxyCPU))))
+			why = append(why, fmt.Sprintf("the machine's CPU allows at most %s q/s (PostgreSQL and the clients %s µs, dpproxy %s µs per query on %d cores)",
+				fmtQPS(ceil), fmt1(d.med), fmt1(p.med), c.cores))
+		} else {
+			s += ": the CPU leaves room for the target."
 		}
 	}
 	if len(why) == 0 && ch.med < t {

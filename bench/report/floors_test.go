@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -218,8 +220,8 @@ func TestReportFloors(t *testing.T) {
 			add("w4."+mode+".pgbouncer", r, map[string]any{"qps": 12826.0, "proc_cpu_us_per_query": 28.5})
 			add("w4."+mode+".direct", r, map[string]any{"qps": 20000.0})
 		}
-		add("w5", r, map[string]any{"seconds": 8.0, "ledger_charges": 31200, "ledger_transactions": 3000, "p50_us": 7000.0})
-		add("w5.direct", r, map[string]any{"qps": 13000.0})
+		add("w5", r, map[string]any{"seconds": 8.0, "ledger_charges": 31200, "ledger_transactions": 3000, "p50_us": 7000.0, "proc_cpu_us_per_query": 200.0 + float64(r)})
+		add("w5.direct", r, map[string]any{"qps": 13000.0, "machine_cpu_us_per_query": 80.0 + float64(r), "machine_busy": 0.98})
 	}
 	for name, content := range map[string]string{
 		"raw.jsonl":   raw.String(),
@@ -246,6 +248,9 @@ func TestReportFloors(t *testing.T) {
 		"Out of reach on this machine, by this run's floors and ceilings:",
 		"a bare Go relay alone costs 1.44× PgBouncer's CPU per query",
 		"PostgreSQL alone runs the rewritten queries at 13,000 q/s",
+		// cores / (81 + 201) µs, the least of each.
+		fmt.Sprintf("On %d cores, even with nothing else to do, that is at most %s queries/s", runtime.NumCPU(), fmtQPS(float64(runtime.NumCPU())*1e6/282)),
+		"| 5 small DP queries, distinct text, 32 clients | dpproxy CPU time per charged query (user + system) | 202.0 µs |",
 		"no round trip measured here is within 50 µs",
 		"**The whole run** took 1,190 s",
 	} {

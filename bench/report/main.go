@@ -35,6 +35,10 @@ type loadResult struct {
 	LedgerTx  int64   `json:"ledger_transactions"`
 	LedgerChg int64   `json:"ledger_charges"`
 	ProcCPUUS float64 `json:"proc_cpu_us_per_query"`
+	// MachineCPUUS is every process's CPU time per query, MachineBusy the
+	// share of the machine's CPU time in use (loadgen run).
+	MachineCPUUS float64 `json:"machine_cpu_us_per_query"`
+	MachineBusy  float64 `json:"machine_busy"`
 	// idle
 	Conns       int64   `json:"conns"`
 	Failed      int64   `json:"failed"`
