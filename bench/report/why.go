@@ -317,7 +317,7 @@ every message itself; PgBouncer relays bytes in one event loop (C,
 libevent, one thread).`
 
 const charged5MD = ` Profile (development machine, 32 clients): each
-charged query costs dpproxy 180 to 230 µs of CPU. On its side: system
+charged query costs dpproxy 150 to 230 µs of CPU. On its side: system
 calls about a third (the backend's and the client's sockets, the ledger's
 WAL writes and fsync; one write to the backend's socket alone about
 27 µs), the ledger's writer about 20 %, parsing a new text about 12 % (the

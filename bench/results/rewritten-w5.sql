@@ -1,1 +1,1 @@
-SELECT SUM(CASE WHEN "dp_n" <= 1 THEN "dp_n" ELSE 1 END) FROM (SELECT "dp_u", COUNT(*) AS "dp_n" FROM (SELECT "patient_id" AS "dp_u" FROM "patients" WHERE ("patient_id" = {i})) AS "dp_rows" GROUP BY "dp_u") AS "dp_units"
+SELECT COUNT(*) FROM (SELECT 1 AS "dp_one" FROM "patients" WHERE ("patient_id" = {i})) AS "dp_rows"
