@@ -165,11 +165,13 @@ type Result struct {
 	// per measured query.
 	ProcCPUUS float64 `json:"proc_cpu_us_per_query,omitempty"`
 	// MachineCPUUS is the CPU time every process of the machine spent per
-	// measured query (/proc/stat: all but idle and iowait), and
-	// MachineBusy the share of the machine's CPU time that was (1: every
-	// core busy throughout).
+	// measured query (/proc/stat: all but idle, iowait and steal, the
+	// time a hypervisor gave to others), MachineBusy the share of the
+	// machine's CPU time that was (1: every core busy throughout), and
+	// MachineCores the cores /proc/stat counts.
 	MachineCPUUS float64 `json:"machine_cpu_us_per_query,omitempty"`
 	MachineBusy  float64 `json:"machine_busy,omitempty"`
+	MachineCores int     `json:"machine_cores,omitempty"`
 }
 
 // client is one connection of the load generator.
@@ -423,14 +425,14 @@ func cmdRun(args []string) error {
 	warm.Wait()
 	before := ledgerCounts(*ledger)
 	cpu0 := procCPU(*pid)
-	busy0, all0 := machineCPU()
+	busy0, all0, cores := machineCPU()
 	t0 := time.Now()
 	deadline = t0.Add(*duration)
 	close(start)
 	wg.Wait()
 	elapsed := time.Since(t0)
 	cpu1 := procCPU(*pid)
-	busy1, all1 := machineCPU()
+	busy1, all1, _ := machineCPU()
 	after := ledgerCounts(*ledger)
 
 	all := slices.Concat(lat...)
@@ -447,6 +449,7 @@ func cmdRun(args []string) error {
 	if all1 > all0 && res.Queries > 0 {
 		res.MachineCPUUS = us(busy1-busy0) / float64(res.Queries)
 		res.MachineBusy = float64(busy1-busy0) / float64(all1-all0)
+		res.MachineCores = cores
 	}
 	res.setLatencies(all)
 	if *ledger != "" && before != nil && after != nil {
@@ -626,33 +629,39 @@ func procCPU(pid int) time.Duration {
 	return time.Duration(utime+stime) * (time.Second / 100)
 }
 
-// machineCPU reads the CPU time all cores spent busy (all but idle and
-// iowait) and in all, from /proc/stat's first line; 0, 0 when it cannot.
-func machineCPU() (busy, all time.Duration) {
+// machineCPU reads, from /proc/stat, the CPU time all cores spent busy
+// (all but idle, iowait and steal) and in all, and how many cores there
+// are; zeros when it cannot.
+func machineCPU() (busy, all time.Duration, cores int) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 8 || f[0] != "cpu" {
-		return 0, 0
+	lines := strings.Split(string(b), "\n")
+	for _, l := range lines[1:] {
+		if name, _, _ := strings.Cut(l, " "); strings.HasPrefix(name, "cpu") {
+			cores++
+		}
+	}
+	f := strings.Fields(lines[0])
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, 0
 	}
 	// user nice system idle iowait irq softirq steal (guest time is
-	// already in user).
+	// already in user and nice).
 	var ticks [8]int64
 	for i := range ticks {
 		if ticks[i], err = strconv.ParseInt(f[1+i], 10, 64); err != nil {
-			return 0, 0
+			return 0, 0, 0
 		}
 	}
 	var total int64
 	for _, t := range ticks {
 		total += t
 	}
-	idle := ticks[3] + ticks[4]
+	notWorking := ticks[3] + ticks[4] + ticks[7]
 	// USER_HZ is 100 on Linux for every architecture Go supports.
-	return time.Duration(total-idle) * (time.Second / 100), time.Duration(total) * (time.Second / 100)
+	return time.Duration(total-notWorking) * (time.Second / 100), time.Duration(total) * (time.Second / 100), cores
 }
 
 // vmRSS reads VmRSS (kB) from /proc/PID/status.

@@ -98,32 +98,42 @@ type cacheFloor struct {
 }
 
 // chargedCeiling is workload 5 with its ceilings: PostgreSQL alone on the
-// rewritten SQL, the ledger alone, and the machine's CPU: dpproxy's CPU
-// per charged query (proxyCPU) on top of what PostgreSQL and the clients
-// take per query when they have the machine to themselves (directCPU,
-// every process's CPU per query of the direct runs, directBusy the share
-// of the machine they kept busy), on cores cores.
+// rewritten SQL, the ledger alone, and the machine's CPU. For the last:
+// directCPU is every process's CPU per query of the direct runs (what
+// PostgreSQL and the clients take with the machine to themselves;
+// directBusy the share of the machine they kept busy), proxyCPU dpproxy's
+// own CPU per charged query, proxyMachineCPU every process's through
+// dpproxy, on cores cores (as /proc/stat counts them in the bench).
 type chargedCeiling struct {
 	charged, direct, ledger []float64
 	proxyCPU, directCPU     []float64
-	directBusy              []float64
+	proxyMachineCPU         []float64
+	directBusy, proxyBusy   []float64
 	cores                   int
 	// passCPU is dpproxy's CPU per passthrough query (workload 4, simple
-	// protocol): no new text to parse, no plan, no noise, no ledger.
+	// protocol): a repeated text, so no parse, no plan, no noise, no
+	// ledger; only the messages a charged query relays too.
 	passCPU []float64
 }
 
-// cpuCeiling is the most charged queries a second the machine's cores
-// could run if they did nothing but PostgreSQL's and the clients' work
-// (as measured directly) and dpproxy's (as measured through it), at the
-// least of each measured: cores / (direct CPU + dpproxy's CPU) per query.
-// 0 when not measured.
-func (c chargedCeiling) cpuCeiling() float64 {
-	d, p := positive(c.directCPU), positive(c.proxyCPU)
-	if c.cores == 0 || len(d) == 0 || len(p) == 0 {
+// cpuCeiling is cores / (PostgreSQL's and the clients' CPU per query,
+// measured directly, + extra µs of dpproxy's), at the least direct figure
+// measured: the most queries a second the cores could run if they did
+// nothing else. 0 when not measured.
+func (c chargedCeiling) cpuCeiling(extra float64) float64 {
+	d := positive(c.directCPU)
+	if c.cores == 0 || len(d) == 0 || extra <= 0 {
 		return 0
 	}
-	return float64(c.cores) * 1e6 / (slices.Min(d) + slices.Min(p))
+	return float64(c.cores) * 1e6 / (slices.Min(d) + extra)
+}
+
+// leastOf is the least positive value of v, 0 when there is none.
+func leastOf(v []float64) float64 {
+	if p := positive(v); len(p) > 0 {
+		return slices.Min(p)
+	}
+	return 0
 }
 
 // floorFacts are the run's floors and ceilings.
@@ -162,10 +172,17 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 		}
 	}
 	f.w5.direct = runValues(series, "w5.direct", qps)
+	machine := func(r loadResult) float64 { return r.MachineCPUUS }
+	busy := func(r loadResult) float64 { return r.MachineBusy }
 	f.w5.proxyCPU = runValues(series, "w5", cpu)
-	f.w5.directCPU = runValues(series, "w5.direct", func(r loadResult) float64 { return r.MachineCPUUS })
-	f.w5.directBusy = runValues(series, "w5.direct", func(r loadResult) float64 { return r.MachineBusy })
-	f.w5.cores = runtime.NumCPU()
+	f.w5.proxyMachineCPU, f.w5.proxyBusy = runValues(series, "w5", machine), runValues(series, "w5", busy)
+	f.w5.directCPU, f.w5.directBusy = runValues(series, "w5.direct", machine), runValues(series, "w5.direct", busy)
+	for _, r := range series["w5.direct"] {
+		f.w5.cores = max(f.w5.cores, r.MachineCores)
+	}
+	if f.w5.cores == 0 && len(f.w5.directCPU) > 0 {
+		f.w5.cores = runtime.NumCPU() // results from before loadgen counted them
+	}
 	f.w5.passCPU = f.pass["simple"].proxyCPU
 	f.w5.ledger = bench["CommitParallel"]["charges/s"]
 	if r := series["w10.clients.cachehit.c1"]; len(r) > 0 {
@@ -248,13 +265,23 @@ func chargedCeilingRows(w string, c chargedCeiling, directNote string) []Row {
 	if len(positive(c.proxyCPU)) > 0 {
 		rows = append(rows, mk(w, "dpproxy CPU time per charged query (user + system)", "µs", positive(c.proxyCPU), "", nil))
 	}
-	if len(positive(c.directCPU)) > 0 {
-		r := mk(w, "CPU time per query of PostgreSQL and the clients, directly (every process, /proc/stat)", "µs", positive(c.directCPU), "", nil)
-		r.Note = fmt.Sprintf("the machine %.0f %% busy (median)", 100*median(c.directBusy))
+	if len(positive(c.proxyMachineCPU)) > 0 {
+		r := mk(w, "CPU time per charged query of every process, through dpproxy (/proc/stat)", "µs", positive(c.proxyMachineCPU), "", nil)
+		r.Note = fmt.Sprintf("the machine %.0f %% busy (median)", 100*median(positive(c.proxyBusy)))
 		rows = append(rows, r)
 	}
-	if ceil := c.cpuCeiling(); ceil > 0 {
-		r := mk(w, "ceiling: the machine's CPU (cores ÷ (PostgreSQL's and the clients' + dpproxy's CPU per query), the least of each)", "q/s", []float64{ceil}, "", nil)
+	if len(positive(c.directCPU)) > 0 {
+		r := mk(w, "CPU time per query of PostgreSQL and the clients, directly (every process, /proc/stat)", "µs", positive(c.directCPU), "", nil)
+		r.Note = fmt.Sprintf("the machine %.0f %% busy (median)", 100*median(positive(c.directBusy)))
+		rows = append(rows, r)
+	}
+	if ceil := c.cpuCeiling(leastOf(c.passCPU)); ceil > 0 {
+		r := mk(w, "ceiling: the machine's CPU if a charged query cost dpproxy no more than a passthrough (cores ÷ (direct CPU + workload 4's), the least of each)", "q/s", []float64{ceil}, "", nil)
+		r.Note = fmt.Sprintf("%d cores", c.cores)
+		rows = append(rows, r)
+	}
+	if ceil := c.cpuCeiling(leastOf(c.proxyCPU)); ceil > 0 {
+		r := mk(w, "estimate: the machine's CPU at dpproxy's measured cost per charged query (cores ÷ (direct CPU + dpproxy's), the least of each)", "q/s", []float64{ceil}, "", nil)
 		r.Note = fmt.Sprintf("%d cores", c.cores)
 		rows = append(rows, r)
 	}
@@ -437,26 +464,35 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 			s += ": the ledger alone is not what bounds the target."
 		}
 	}
-	if ceil := c.cpuCeiling(); ceil > 0 {
-		d, p := statOf(positive(c.directCPU)), statOf(positive(c.proxyCPU))
-		s += fmt.Sprintf(" The machine's CPU: run directly, PostgreSQL and the 32 clients take %s µs of CPU per query (every process, %s; the machine %.0f %% busy), "+
-			"and through dpproxy, dpproxy itself takes %s µs per charged query (%s: parse, plan, the backend round trip, noise, the ledger's share, the client's messages). "+
-			"On %d cores, even with nothing else to do, that is at most %s queries/s (from the least of each)",
-			fmt1(d.med), rangeUS(d), 100*median(c.directBusy), fmt1(p.med), rangeUS(p), c.cores, fmtQPS(ceil))
-		if ceil < t {
-			budget := float64(c.cores) * 1e6 / t
-			least := slices.Min(positive(c.directCPU))
-			s += fmt.Sprintf(", below %s: at %s a second the %d cores give %s µs per query, of which PostgreSQL and the clients need %s, "+
-				"leaving dpproxy %s µs against the %s µs a charged query costs it", fmtQPS(t), fmtQPS(t), c.cores, fmt1(budget), fmt1(least),
-				fmt1(max(0, budget-least)), fmt1(slices.Min(positive(c.proxyCPU))))
-			if pass := positive(c.passCPU); len(pass) > 0 {
-				s += fmt.Sprintf(" (relaying a repeated public-table query, with no text to parse, no plan, no noise and no ledger, costs it %s µs: workload 4)", fmt1(slices.Min(pass)))
+	if d := positive(c.directCPU); len(d) > 0 && c.cores > 0 {
+		ds := statOf(d)
+		least, budget := slices.Min(d), float64(c.cores)*1e6/t
+		s += fmt.Sprintf(" The machine's CPU: run directly, PostgreSQL and the 32 clients take %s µs of CPU per query (every process, %s; the machine %.0f %% busy). "+
+			"At %s a second, %d cores give %s µs per query: %s µs at most for dpproxy, at the least direct figure.",
+			fmt1(ds.med), rangeUS(ds), 100*median(positive(c.directBusy)), fmtQPS(t), c.cores, fmt1(budget), fmt1(max(0, budget-least)))
+		if pass := leastOf(c.passCPU); pass > 0 {
+			ceil := c.cpuCeiling(pass)
+			s += fmt.Sprintf(" Relaying a repeated public-table query costs dpproxy %s µs at the least (workload 4: no text to parse, no plan, no noise, no ledger, "+
+				"only the client's and the backend's messages, which a charged query relays too), so even if a charged query cost no more, the cores would carry at most %s queries/s",
+				fmt1(pass), fmtQPS(ceil))
+			if ceil < t {
+				s += fmt.Sprintf(", below %s: the target is out of reach on this machine whatever dpproxy does beyond relaying.", fmtQPS(t))
+				why = append(why, fmt.Sprintf("the machine's CPU allows at most %s q/s even at the cost of a passthrough (PostgreSQL and the clients %s µs, dpproxy's relaying %s µs per query on %d cores)",
+					fmtQPS(ceil), fmt1(least), fmt1(pass), c.cores))
+			} else {
+				s += "."
 			}
-			s += "."
-			why = append(why, fmt.Sprintf("the machine's CPU allows at most %s q/s (PostgreSQL and the clients %s µs, dpproxy %s µs per query on %d cores)",
-				fmtQPS(ceil), fmt1(d.med), fmt1(p.med), c.cores))
-		} else {
-			s += ": the CPU leaves room for the target."
+		}
+		if p := positive(c.proxyCPU); len(p) > 0 {
+			ps := statOf(p)
+			s += fmt.Sprintf(" A charged query costs dpproxy %s µs (%s: parse, plan, the backend round trip, noise, the ledger's share, the client's messages; "+
+				"the ledger's writer yields the processor in a loop while it gathers a transaction's charges, up to 250 µs per transaction, "+
+				"counted here), so at its measured cost the cores would carry about %s queries/s.", fmt1(ps.med), rangeUS(ps), fmtQPS(c.cpuCeiling(slices.Min(p))))
+		}
+		if m := positive(c.proxyMachineCPU); len(m) > 0 {
+			s += fmt.Sprintf(" Through dpproxy every process together spent %s µs per charged query with the machine %.0f %% busy: "+
+				"the charged rate is not bound by the CPU alone, but by the ledger's durable commits and the round trips' latency first.",
+				fmt1(median(m)), 100*median(positive(c.proxyBusy)))
 		}
 	}
 	if len(why) == 0 && ch.med < t {

@@ -39,6 +39,7 @@ type loadResult struct {
 	// share of the machine's CPU time in use (loadgen run).
 	MachineCPUUS float64 `json:"machine_cpu_us_per_query"`
 	MachineBusy  float64 `json:"machine_busy"`
+	MachineCores int     `json:"machine_cores"`
 	// idle
 	Conns       int64   `json:"conns"`
 	Failed      int64   `json:"failed"`
