@@ -491,7 +491,7 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 		}
 		if m := positive(c.proxyMachineCPU); len(m) > 0 {
 			s += fmt.Sprintf(" Through dpproxy every process together spent %s µs per charged query with the machine %.0f %% busy: "+
-				"the charged rate is not bound by the CPU alone, but by the ledger's durable commits and the round trips' latency first.",
+				"the cores were not saturated, so waiting holds the charged rate below even that (each answer waits for its charge's durable commit, an fsync shared by its transaction, and for the backend's round trip).",
 				fmt1(median(m)), 100*median(positive(c.proxyBusy)))
 		}
 	}
