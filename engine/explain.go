@@ -174,13 +174,17 @@ func ExplainSummary(plan *rewrite.Plan) string {
 		} else {
 			fmt.Fprintf(&sb, "bias: the error bounds cover the noise only; bounding drops what people contribute beyond %d group(s) and %d row(s) per group", l0, plan.MaxRowsPerUnit)
 		}
-		if clamped := clampedColumns(plan); len(clamped) > 0 {
+		if clamped := ClampedColumns(plan); len(clamped) > 0 {
 			fmt.Fprintf(&sb, " and clamps %s", strings.Join(clamped, ", "))
 		}
 		sb.WriteString(", so counts and sums can be lower than the truth by more than the bound when people exceed these limits\n")
-	} else if clamped := clampedColumns(plan); plan.OneRowPerUnit && len(clamped) > 0 {
+	} else if clamped := ClampedColumns(plan); plan.OneRowPerUnit && len(clamped) > 0 {
+		verb := "are"
+		if len(clamped) == 1 {
+			verb = "is"
+		}
 		fmt.Fprintf(&sb, "bias: the error bounds cover the noise only; each person is one row, so no row is dropped, but %s %s clamped: sums and means can differ from the truth by more than the bound when values lie outside\n",
-			strings.Join(clamped, ", "), map[bool]string{true: "is", false: "are"}[len(clamped) == 1])
+			strings.Join(clamped, ", "), verb)
 	}
 	excessEpsilon, main := 0.0, 0
 	for _, m := range plan.Measurements {
@@ -333,9 +337,9 @@ func quantilesOf(plan *rewrite.Plan, h rewrite.Histogram) int {
 	return k
 }
 
-// clampedColumns lists the aggregated columns clamped to their bounds, as
+// ClampedColumns lists the aggregated columns clamped to their bounds, as
 // "cost to [0, 1000]".
-func clampedColumns(plan *rewrite.Plan) []string {
+func ClampedColumns(plan *rewrite.Plan) []string {
 	var clamped []string
 	for _, a := range plan.Aggregates {
 		if a.Column != nil && a.Column.Bounds != nil {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -132,7 +133,7 @@ func intervalNotice(res *sqltypes.Result, plan *rewrite.Plan, with []bool, inter
 			msg += " and " + strconv.Itoa(plan.MaxTotalRowsPerUnit) + " in all"
 		}
 		msg += ", and values are clamped to the policy's bounds: what it drops is not in the intervals (EXPLAIN DP)"
-	case clampsValues(plan):
+	case len(engine.ClampedColumns(plan)) > 0:
 		msg += "; values are clamped to the policy's bounds: what clamping changes is not in the intervals (EXPLAIN DP)"
 	}
 	return msg
@@ -145,15 +146,4 @@ func num(f float64) string {
 		return strconv.FormatFloat(f, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(f, 'g', 4, 64)
-}
-
-// clampsValues reports whether an aggregate of the plan reads a column
-// clamped to its bounds.
-func clampsValues(plan *rewrite.Plan) bool {
-	for _, a := range plan.Aggregates {
-		if a.Column != nil && a.Column.Bounds != nil {
-			return true
-		}
-	}
-	return false
 }

@@ -246,4 +246,12 @@ public_tables: [shops]
 	if res := exec(t, s, "SELECT COUNT(*) FROM members"); len(res.Rows) != 1 {
 		t.Errorf("answer %v", res.Rows)
 	}
+	// The interval notice of a variance (no excess measured for it): no
+	// per-person limits to speak of, but its values are still clamped.
+	exec(t, s, "SET dpproxy.intervals = notice")
+	res := exec(t, s, "SELECT VARIANCE(age) FROM members")
+	if notices := strings.Join(res.Notices, "\n"); !strings.Contains(notices, "values are clamped to the policy's bounds: what clamping changes is not in the intervals") ||
+		strings.Contains(notices, "row(s) per person") {
+		t.Errorf("interval notice: %s", notices)
+	}
 }
