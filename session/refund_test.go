@@ -1,14 +1,9 @@
 package session
 
 import (
-	"context"
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/dpproxy/dpproxy/backend"
-	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
@@ -21,37 +16,12 @@ import (
 // sum) may depend on the data and is charged.
 func TestRefundsOnlyWhatNeverReachedTheData(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "data.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
+	be := sqliteBackend(t, dir, "data.db", 1,
 		`CREATE TABLE visits (patient_id INTEGER, kind TEXT, n INTEGER)`,
 		`INSERT INTO visits VALUES (1, 'a', 9000000000000000000), (1, 'a', 9000000000000000000), (2, 'b', 5)`,
 		`CREATE TABLE notes (body TEXT)`,
-		`INSERT INTO notes VALUES ('a')`,
-	} {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	ctx := context.Background()
-	be, err := backend.OpenSQLite(ctx, path, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	store, err := budget.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	acct, err := budget.NewAccountant(ctx, store, map[string]budget.Cost{"ana": {Epsilon: 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
+		`INSERT INTO notes VALUES ('a')`)
+	acct := accountantIn(t, dir)
 	pol, err := config.Parse([]byte(`
 backend: {kind: sqlite, path: data.db}
 defaults: {epsilon: 0.5, max_groups_per_unit: 1, max_rows_per_unit: 2}

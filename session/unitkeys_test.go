@@ -2,14 +2,10 @@ package session
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/dpproxy/dpproxy/backend"
-	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
@@ -19,26 +15,10 @@ import (
 // the column referencing it: SQLite equates the integer 1 with the texts
 // '1' and '01', so one row could reference two people's rows.
 func TestUnitKeysOfTheirKind(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "keys.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
+	be := sqliteBackend(t, t.TempDir(), "keys.db", 1,
 		`CREATE TABLE accounts (account_id INTEGER PRIMARY KEY, code TEXT UNIQUE, person INTEGER)`,
 		`CREATE TABLE tagged (account_code TEXT PRIMARY KEY, person INTEGER)`,
-		`CREATE TABLE orders (account_id BIGINT, account_code INTEGER, n INTEGER)`,
-	} {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	be, err := backend.OpenSQLite(context.Background(), path, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
+		`CREATE TABLE orders (account_id BIGINT, account_code INTEGER, n INTEGER)`)
 	policy := func(ref string) *config.Policy {
 		pol, err := config.Parse([]byte(`
 backend: {kind: sqlite, path: keys.db}
@@ -112,28 +92,12 @@ func TestAutomaticPublicKeys(t *testing.T) {
 // marked at start (UnitIsKey): each unit is one row. A unit that is only
 // unique, part of a key, or a key that admits NULLs is not.
 func TestKeyUnitsMarked(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "units.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
+	be := sqliteBackend(t, t.TempDir(), "units.db", 1,
 		`CREATE TABLE members (member_id INTEGER PRIMARY KEY, age INTEGER)`,
 		`CREATE TABLE uniques (person INTEGER NOT NULL UNIQUE, age INTEGER)`,
 		`CREATE TABLE pairs (person INTEGER NOT NULL, day TEXT NOT NULL, age INTEGER, PRIMARY KEY (person, day))`,
 		`CREATE TABLE nullable (person INT PRIMARY KEY, age INTEGER)`,
-		`CREATE TABLE coded (code TEXT NOT NULL PRIMARY KEY, age INTEGER)`,
-	} {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	be, err := backend.OpenSQLite(context.Background(), path, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
+		`CREATE TABLE coded (code TEXT NOT NULL PRIMARY KEY, age INTEGER)`)
 	pol, err := config.Parse([]byte(`
 backend: {kind: sqlite, path: units.db}
 analysts:
@@ -170,36 +134,12 @@ protected_tables:
 func TestKeyUnitsServed(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	path := filepath.Join(dir, "served.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
+	be := sqliteBackend(t, dir, "served.db", 2,
 		`CREATE TABLE members (member_id INTEGER PRIMARY KEY, age INTEGER, shop_id INTEGER)`,
 		`INSERT INTO members VALUES (1, 30, 1), (2, 40, 1), (3, 50, 2)`,
 		`CREATE TABLE shops (shop_id INTEGER, city TEXT)`,
-		`INSERT INTO shops VALUES (1, 'Oslo'), (2, 'Bergen')`,
-	} {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	be, err := backend.OpenSQLite(ctx, path, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	store, err := budget.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	acct, err := budget.NewAccountant(ctx, store, map[string]budget.Cost{"ana": {Epsilon: 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
+		`INSERT INTO shops VALUES (1, 'Oslo'), (2, 'Bergen')`)
+	acct := accountantIn(t, dir)
 	pol, err := config.Parse([]byte(`
 backend: {kind: sqlite, path: served.db}
 defaults: {epsilon: 0.5, max_groups_per_unit: 2, max_rows_per_unit: 3}

@@ -1,0 +1,52 @@
+package session
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/backend"
+	"github.com/dpproxy/dpproxy/budget"
+)
+
+// sqliteBackend creates the SQLite database dir/name with stmts run in it
+// and returns a backend over it (maxConns connections), closed when the
+// test ends.
+func sqliteBackend(t *testing.T, dir, name string, maxConns int, stmts ...string) backend.Backend {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range stmts {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	db.Close()
+	be, err := backend.OpenSQLite(context.Background(), path, maxConns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be
+}
+
+// accountantIn is an accountant over a ledger in dir giving ana ε = 10,
+// closed when the test ends.
+func accountantIn(t *testing.T, dir string) *budget.Accountant {
+	t.Helper()
+	ctx := context.Background()
+	store, err := budget.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	acct, err := budget.NewAccountant(ctx, store, map[string]budget.Cost{"ana": {Epsilon: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acct
+}
