@@ -74,13 +74,23 @@ func (c *conn) dispatch(pkt []byte) (quit bool, err error) {
 }
 
 // commandContext bounds one command by the statement timeout, sending its
-// result included (see conn.sendDeadline).
+// result included (see conn.sendDeadline). The connection's statement
+// timer ends it, with netserver.ErrStatementTimeout as its cause.
 func (c *conn) commandContext() (context.Context, context.CancelFunc) {
-	if t := c.srv.opts.StatementTimeout; t > 0 {
-		c.sendDeadline = time.Now().Add(t + errorWriteTimeout)
-		return context.WithTimeout(c.ctx, t)
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	c.command = ctx
+	t := c.srv.opts.StatementTimeout
+	if t <= 0 {
+		return ctx, func() { c.command = nil; cancel(nil) }
 	}
-	return context.WithCancel(c.ctx)
+	now := time.Now()
+	c.sendDeadline = now.Add(t + errorWriteTimeout)
+	c.stmtTimer.Start(now.Add(t), cancel)
+	return ctx, func() {
+		c.stmtTimer.Stop()
+		c.command = nil
+		cancel(nil)
+	}
 }
 
 // query runs COM_QUERY and writes its results as text result sets.

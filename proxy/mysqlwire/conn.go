@@ -47,9 +47,12 @@ type conn struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 
-	pr   packetReader
-	seq  uint8
-	wbuf []byte
+	pr  packetReader
+	seq uint8
+	// readDeadline (the idle timeout) and writeDeadline are moved only
+	// when outside their slack (netserver.Deadline).
+	readDeadline, writeDeadline netserver.Deadline
+	wbuf                        []byte
 	// sendDeadline ends the sending of a command's results: the statement
 	// timeout (plus errorWriteTimeout to deliver its error) covers them
 	// too. Zero between commands.
@@ -64,6 +67,12 @@ type conn struct {
 
 	// life is the connection's phase as Shutdown sees it.
 	life netserver.ConnState
+	// command is the running command's context (commandContext); nil
+	// between commands.
+	command context.Context
+	// stmtTimer ends a command that outlives the statement timeout: one
+	// timer for the connection, seldom moved (netserver.StatementTimer).
+	stmtTimer netserver.StatementTimer
 }
 
 // newConn prepares a connection accepted by Serve. Its context keeps the
@@ -81,6 +90,7 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 		stmts:  make(map[uint32]*statement),
 	}
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
+	c.trackDeadlines()
 	c.pr = packetReader{r: nc, max: maxHandshakePacket}
 	return c
 }
@@ -90,6 +100,7 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 func (c *conn) Serve() {
 	defer c.cancel()
 	defer c.raw.Close()
+	defer c.stmtTimer.Close()
 	defer c.recoverPanic()
 	if err := c.run(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		c.log.Debug("mysqlwire: connection closed", "err", err)
@@ -137,6 +148,7 @@ func (c *conn) run() error {
 	if err := c.nc.SetDeadline(time.Time{}); err != nil {
 		return fmt.Errorf("mysqlwire: clearing authentication deadline: %w", err)
 	}
+	c.trackDeadlines() // none in force now
 	c.log = c.log.With("user", c.user)
 	c.log.Debug("mysqlwire: session started", "database", database, "tls", c.tls)
 	return c.loop()
@@ -346,10 +358,15 @@ func (c *conn) loop() error {
 		if ok, _ := c.life.EnterIdle(c.srv.ns.ShuttingDown()); !ok {
 			return nil // MySQL has no message to tell a client it is shut out
 		}
-		if t := c.srv.opts.IdleTimeout; t > 0 {
-			if err := c.nc.SetReadDeadline(time.Now().Add(t)); err != nil {
-				return fmt.Errorf("mysqlwire: setting idle deadline: %w", err)
-			}
+		var idle time.Time
+		t := c.srv.opts.IdleTimeout
+		if t > 0 {
+			idle = time.Now().Add(t)
+		}
+		// Left in force while the command runs: nothing reads the
+		// connection then.
+		if err := c.readDeadline.Within(idle, netserver.Slack(t)); err != nil {
+			return fmt.Errorf("mysqlwire: setting idle deadline: %w", err)
 		}
 		c.seq = 0
 		pkt, err := c.readPacket()
@@ -363,11 +380,6 @@ func (c *conn) loop() error {
 		}
 		if !c.life.EnterActive() {
 			return nil
-		}
-		if t := c.srv.opts.IdleTimeout; t > 0 {
-			if err := c.nc.SetReadDeadline(time.Time{}); err != nil {
-				return fmt.Errorf("mysqlwire: clearing idle deadline: %w", err)
-			}
 		}
 		quit, err := c.dispatch(pkt)
 		if err != nil {
@@ -424,14 +436,24 @@ func (c *conn) fail(e mysqlError) error {
 	return fmt.Errorf("mysqlwire: %d %s", e.Code, e.Message)
 }
 
+// timedOut reports whether err (se, when it is a *sqlerr.Error) is the
+// running command's end by the statement timeout.
+func (c *conn) timedOut(err error, se *sqlerr.Error) bool {
+	if c.command == nil || !errors.Is(context.Cause(c.command), netserver.ErrStatementTimeout) {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || (se != nil && se.Code == sqlerr.QueryCanceled)
+}
+
 // clientError maps an error for the client, logging internal ones.
 func (c *conn) clientError(err error) mysqlError {
 	var se *sqlerr.Error
-	if !errors.As(err, &se) {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return mysqlError{ErrQueryTimeout, "HY000", "Query execution was interrupted, maximum statement execution time exceeded"}
-		}
-		if errors.Is(err, context.Canceled) {
+	isSQLErr := errors.As(err, &se)
+	if c.timedOut(err, se) {
+		return mysqlError{ErrQueryTimeout, "HY000", "Query execution was interrupted, maximum statement execution time exceeded"}
+	}
+	if !isSQLErr {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return mysqlError{ErrQueryInterrupted, "70100", "Query execution was interrupted"}
 		}
 		c.log.Error("mysqlwire: internal error", "err", err)
@@ -446,18 +468,29 @@ func (c *conn) writePacket(payload []byte) {
 }
 
 func (c *conn) flush() error {
-	// A zero deadline clears one left by an earlier command.
-	return c.flushBy(c.writeDeadline())
-}
-
-// flushBy writes the queued packets by deadline (zero: no deadline).
-func (c *conn) flushBy(deadline time.Time) error {
 	if len(c.wbuf) == 0 {
 		return nil
 	}
-	if err := c.nc.SetWriteDeadline(deadline); err != nil && !errors.Is(err, net.ErrClosed) {
+	// A zero deadline clears one left by an earlier command.
+	if err := c.writeDeadline.Within(c.sendBy(), netserver.Slack(c.srv.opts.WriteTimeout)); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("mysqlwire: setting write deadline: %w", err)
 	}
+	return c.write()
+}
+
+// flushWithin writes the queued packets within d (a last error message).
+func (c *conn) flushWithin(d time.Duration) error {
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	if err := c.writeDeadline.Exactly(time.Now().Add(d)); err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("mysqlwire: setting write deadline: %w", err)
+	}
+	return c.write()
+}
+
+// write writes the queued packets.
+func (c *conn) write() error {
 	_, err := c.nc.Write(c.wbuf)
 	if cap(c.wbuf) > maxRetainedWriteBuf {
 		c.wbuf = nil
@@ -470,9 +503,9 @@ func (c *conn) flushBy(deadline time.Time) error {
 	return nil
 }
 
-// writeDeadline is the earlier of now + Options.WriteTimeout and the
-// command's send deadline (zero: neither applies).
-func (c *conn) writeDeadline() time.Time {
+// sendBy is the earlier of now + Options.WriteTimeout and the command's
+// send deadline (zero: neither applies).
+func (c *conn) sendBy() time.Time {
 	var d time.Time
 	if t := c.srv.opts.WriteTimeout; t > 0 {
 		d = time.Now().Add(t)
@@ -483,9 +516,12 @@ func (c *conn) writeDeadline() time.Time {
 	return d
 }
 
-// flushWithin writes the queued packets within d (a last error message).
-func (c *conn) flushWithin(d time.Duration) error {
-	return c.flushBy(time.Now().Add(d))
+// trackDeadlines starts tracking nc's deadlines afresh, none in force
+// (after SetDeadline cleared them, or before the first). Through c.nc,
+// which TLS may replace during the handshake.
+func (c *conn) trackDeadlines() {
+	c.readDeadline = netserver.NewDeadline(func(t time.Time) error { return c.nc.SetReadDeadline(t) })
+	c.writeDeadline = netserver.NewDeadline(func(t time.Time) error { return c.nc.SetWriteDeadline(t) })
 }
 
 // status is the server status flags sent in OK and EOF packets.

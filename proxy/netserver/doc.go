@@ -5,6 +5,11 @@
 // closed, idle connections closed at once, busy ones left to finish their
 // command, and whatever is left force-closed when the deadline passes.
 //
+// It also keeps a connection's timeouts cheap ([Deadline],
+// [StatementTimer]): the idle, write and statement deadlines move a
+// runtime timer only now and then, not for every message, since each move
+// wakes a thread on another core.
+//
 // It knows nothing about any protocol: each connection is a [Conn] that
 // the front end creates and serves.
 package netserver

@@ -49,10 +49,15 @@ type conn struct {
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
 
-	rd   *limitedReader
-	be   *pgproto3.Backend
-	wbuf []byte
-	werr error // sticky encoding error, reported by the next flush
+	rd *limitedReader
+	be *pgproto3.Backend
+	// readDeadline (the idle timeout) and writeDeadline are moved only
+	// when outside their slack (netserver.Deadline): from the end of
+	// authentication on, they are the only writers of nc's deadlines but
+	// for the last words of ShutdownIfIdle.
+	readDeadline, writeDeadline netserver.Deadline
+	wbuf                        []byte
+	werr                        error // sticky encoding error, reported by the next flush
 	// sendDeadline ends the sending of a statement's results: the
 	// statement timeout (plus fatalWriteTimeout to deliver its error)
 	// covers them too. Zero between statements.
@@ -81,13 +86,9 @@ type conn struct {
 	mu          sync.Mutex
 	cancelQuery context.CancelCauseFunc // non-nil while a query runs
 	canceled    bool                    // a CancelRequest hit the running query
-	// timeoutAt is when the running statement times out (zero: never);
-	// stmtTimer, made on the connection's first statement, fires then
-	// (timeoutRunning). One timer serves every statement of the
-	// connection: a context with its own deadline per statement costs a
-	// timer and a second context each time.
-	timeoutAt time.Time
-	stmtTimer *time.Timer
+	// stmtTimer ends a statement that outlives the statement timeout:
+	// one timer for the connection, seldom moved (netserver.StatementTimer).
+	stmtTimer netserver.StatementTimer
 }
 
 // newConn prepares a connection accepted by Serve. Its context keeps the
@@ -107,6 +108,7 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 		portals:  make(map[string]*portal),
 	}
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
+	c.trackDeadlines()
 	c.rd = newLimitedReader(nc, maxStartupPacketLen)
 	c.be = pgproto3.NewBackend(c.rd, nc)
 	return c
@@ -117,6 +119,7 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 func (c *conn) Serve() {
 	defer c.cancel()
 	defer c.raw.Close()
+	defer c.stmtTimer.Close()
 	defer c.recoverPanic()
 
 	err := c.run()
@@ -191,6 +194,7 @@ func (c *conn) run() error {
 	if err := c.nc.SetDeadline(time.Time{}); err != nil {
 		return fmt.Errorf("pgwire: clearing authentication deadline: %w", err)
 	}
+	c.trackDeadlines() // none in force now
 	c.rd.max = c.srv.opts.MaxMessageSize
 	if err := c.flush(); err != nil {
 		return err
@@ -237,10 +241,11 @@ func (c *conn) loop() error {
 			return errClosedByServer
 		}
 		var deadline time.Time
-		if t := c.srv.opts.IdleTimeout; t > 0 {
+		t := c.srv.opts.IdleTimeout
+		if t > 0 {
 			deadline = time.Now().Add(t)
 		}
-		if err := c.nc.SetReadDeadline(deadline); err != nil {
+		if err := c.readDeadline.Within(deadline, netserver.Slack(t)); err != nil {
 			return fmt.Errorf("pgwire: setting read deadline: %w", err)
 		}
 		msg, err := c.receive()
@@ -347,10 +352,6 @@ func (c *conn) handleQuery(sql string) error {
 	return c.writeResults(results)
 }
 
-// errStatementTimeout is the cause of a statement context that
-// Options.StatementTimeout ended.
-var errStatementTimeout = errors.New("pgwire: statement timeout")
-
 // runSession calls f, one call into the session on the client's behalf,
 // with a context that a CancelRequest for this connection cancels and
 // that Options.StatementTimeout ends. qerr is f's error as the client
@@ -367,14 +368,10 @@ func (c *conn) runSession(f func(ctx context.Context) error) (qerr, connErr erro
 		c.sendDeadline = timeoutAt.Add(fatalWriteTimeout)
 	}
 	c.mu.Lock()
-	c.cancelQuery, c.canceled, c.timeoutAt = cancel, false, timeoutAt
+	c.cancelQuery, c.canceled = cancel, false
 	c.mu.Unlock()
 	if !timeoutAt.IsZero() {
-		if c.stmtTimer == nil {
-			c.stmtTimer = time.AfterFunc(time.Until(timeoutAt), c.timeoutRunning)
-		} else {
-			c.stmtTimer.Reset(time.Until(timeoutAt))
-		}
+		c.stmtTimer.Start(timeoutAt, cancel)
 		defer c.stmtTimer.Stop()
 	}
 
@@ -382,7 +379,7 @@ func (c *conn) runSession(f func(ctx context.Context) error) (qerr, connErr erro
 
 	c.mu.Lock()
 	canceled := c.canceled
-	c.cancelQuery, c.timeoutAt = nil, time.Time{}
+	c.cancelQuery = nil
 	c.mu.Unlock()
 
 	if c.ctx.Err() != nil {
@@ -401,22 +398,11 @@ func (c *conn) runSession(f func(ctx context.Context) error) (qerr, connErr erro
 	case canceled:
 		c.log.Debug("pgwire: statement canceled", "err", err)
 		return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to user request"), nil
-	case errors.Is(context.Cause(ctx), errStatementTimeout):
+	case errors.Is(context.Cause(ctx), netserver.ErrStatementTimeout):
 		c.log.Debug("pgwire: statement timed out", "err", err)
 		return sqlerr.New(sqlerr.QueryCanceled, "canceling statement due to statement timeout"), nil
 	}
 	return err, nil
-}
-
-// timeoutRunning is stmtTimer's function: it ends the running statement
-// if its time is up. A firing meant for an earlier statement (the timer
-// fired as that one ended) finds a later time or none, and does nothing.
-func (c *conn) timeoutRunning() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cancelQuery != nil && !c.timeoutAt.IsZero() && !time.Now().Before(c.timeoutAt) {
-		c.cancelQuery(errStatementTimeout)
-	}
 }
 
 // cancelRunningQuery cancels the running query, if any, when secret
@@ -463,6 +449,14 @@ func (c *conn) ForceClose() {
 	c.raw.Close()
 }
 
+// trackDeadlines starts tracking nc's deadlines afresh, none in force
+// (after SetDeadline cleared them, or before the first). Through c.nc,
+// which TLS may replace during startup.
+func (c *conn) trackDeadlines() {
+	c.readDeadline = netserver.NewDeadline(func(t time.Time) error { return c.nc.SetReadDeadline(t) })
+	c.writeDeadline = netserver.NewDeadline(func(t time.Time) error { return c.nc.SetWriteDeadline(t) })
+}
+
 // clientError turns err into what the client may see. Errors that are not
 // *sqlerr.Error are logged and become XX000 "internal error": their text may
 // depend on protected data.
@@ -491,7 +485,7 @@ func (c *conn) sendError(err error) {
 // connection.
 func (c *conn) fatal(e *sqlerr.Error) error {
 	c.send(errorResponse("FATAL", e))
-	_ = c.nc.SetWriteDeadline(time.Now().Add(fatalWriteTimeout))
+	_ = c.writeDeadline.Exactly(time.Now().Add(fatalWriteTimeout))
 	c.flushNoDeadline()
 	return &fatalError{e: e}
 }
@@ -530,7 +524,7 @@ func (c *conn) send(msg pgproto3.BackendMessage) {
 func (c *conn) flush() error {
 	if len(c.wbuf) > 0 {
 		// A zero deadline clears one left by an earlier statement.
-		if err := c.nc.SetWriteDeadline(writeDeadline(c.srv.opts.WriteTimeout, c.sendDeadline)); err != nil {
+		if err := c.writeDeadline.Within(writeDeadline(c.srv.opts.WriteTimeout, c.sendDeadline), netserver.Slack(c.srv.opts.WriteTimeout)); err != nil {
 			return fmt.Errorf("pgwire: setting write deadline: %w", err)
 		}
 	}

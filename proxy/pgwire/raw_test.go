@@ -354,6 +354,33 @@ func TestIdleTimeout(t *testing.T) {
 	c.expectClosed()
 }
 
+// A connection that sends a message more often than its idle timeout
+// stays open however long it lasts: the idle deadline is moved only now
+// and then (netserver.Deadline), but never falls sooner than the idle
+// timeout after the last message. Closed once it is idle.
+func TestIdleTimeoutSparesAnActiveConnection(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	ts := startServer(t, Options{IdleTimeout: idle})
+	c := dialRaw(t, ts.addr)
+	c.loginReady()
+	for start := time.Now(); time.Since(start) < 5*idle; {
+		time.Sleep(idle * 2 / 3)
+		c.send(&pgproto3.Sync{})
+		if _, ok := c.receive().(*pgproto3.ReadyForQuery); !ok {
+			t.Fatalf("after %v of activity: not ready", time.Since(start))
+		}
+	}
+	start := time.Now()
+	e := c.expectError()
+	if e.Code != "57P05" {
+		t.Errorf("got %s %s %q", e.Severity, e.Code, e.Message)
+	}
+	if d := time.Since(start); d < idle {
+		t.Errorf("closed after %v idle, sooner than the idle timeout of %v", d, idle)
+	}
+	c.expectClosed()
+}
+
 func TestPanicInSessionDropsOnlyThatConnection(t *testing.T) {
 	ts := startServer(t, Options{})
 	c := dialRaw(t, ts.addr)
