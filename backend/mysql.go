@@ -118,6 +118,7 @@ func mysqlConfig(dsn string) (*mysql.Config, error) {
 	cfg.ColumnsWithAlias = false
 	cfg.CheckConnLiveness = true
 	cfg.Logger = mysqlLogger{}
+	cfg.DialFunc = dialMySQL
 	if cfg.Timeout == 0 {
 		cfg.Timeout = defaultConnectTimeout
 	}
@@ -149,7 +150,8 @@ type mysqlSessionConnector struct {
 }
 
 func (c mysqlSessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
+	var socket dialedSocket
+	conn, err := c.Connector.Connect(context.WithValue(ctx, dialedSocketKey{}, &socket))
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +167,7 @@ func (c mysqlSessionConnector) Connect(ctx context.Context) (driver.Conn, error)
 		}
 	}
 	if dc, ok := conn.(mysqlDriverConn); ok {
-		return newStmtCachingConn(dc), nil // mysqlstmt.go
+		return newStmtCachingConn(dc, socket.conn), nil // mysqlstmt.go
 	}
 	return conn, nil
 }

@@ -269,14 +269,29 @@ func TestMySQLErrors(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err := m.Query(cctx, `SELECT SLEEP(20)`)
-	if err == nil || errors.Is(err, ErrUnavailable) {
-		t.Errorf("canceled SLEEP: err = %v, want a non-ErrUnavailable error", err)
+	if err == nil || errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("canceled SLEEP: err = %v, want the context's error (DeadlineExceeded), not ErrUnavailable", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("cancel took %v", d)
 	}
 	if rows := mustQuery(t, m, `SELECT CAST(1 AS SIGNED)`); !reflect.DeepEqual(rows.Values, [][]any{{int64(1)}}) {
 		t.Errorf("after cancel: %#v", rows.Values)
+	}
+	// The same for a statement with parameters (a prepared statement the
+	// connection keeps), canceled by its caller.
+	cctx2, cancel2 := context.WithCancel(ctx)
+	time.AfterFunc(300*time.Millisecond, cancel2)
+	start = time.Now()
+	_, err = m.Query(cctx2, `SELECT SLEEP(?)`, int64(20))
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+		t.Errorf("canceled prepared SLEEP: err = %v, want context.Canceled, not ErrUnavailable", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("cancel took %v", d)
+	}
+	if rows := mustQuery(t, m, `SELECT CAST(2 AS SIGNED)`); !reflect.DeepEqual(rows.Values, [][]any{{int64(2)}}) {
+		t.Errorf("after the second cancel: %#v", rows.Values)
 	}
 }
 

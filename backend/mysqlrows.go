@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 )
 
 // A statement runs on the driver's connection itself (sql.Conn.Raw), not
@@ -48,15 +49,21 @@ func queryMySQLDriver(ctx context.Context, dc any, query string, args []any) (*R
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.QueryContext(ctx, query, named)
-	if err != nil {
-		return nil, err
+	var socket net.Conn
+	if sc, ok := dc.(*stmtCachingConn); ok {
+		socket = sc.socket
 	}
-	res, err := readMySQLDriverRows(ctx, rows)
-	if cerr := rows.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	return res, err
+	return cancelByClosing(ctx, socket, func(ctx context.Context) (*Rows, error) {
+		rows, err := q.QueryContext(ctx, query, named)
+		if err != nil {
+			return nil, err
+		}
+		res, err := readMySQLDriverRows(ctx, rows)
+		if cerr := rows.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		return res, err
+	})
 }
 
 // mysqlNamedArgs converts args to driver values the way database/sql

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"log/slog"
+	"net"
 
 	"github.com/go-sql-driver/mysql"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -40,15 +41,18 @@ type mysqlDriverConn interface {
 type stmtCachingConn struct {
 	mysqlDriverConn
 	stmts *lru.Cache[string, driver.Stmt]
+	// socket is the connection's network connection (nil if the dial did
+	// not say): closing it ends a running statement (mysqlcancel.go).
+	socket net.Conn
 }
 
-func newStmtCachingConn(c mysqlDriverConn) *stmtCachingConn {
+func newStmtCachingConn(c mysqlDriverConn, socket net.Conn) *stmtCachingConn {
 	stmts, _ := lru.NewWithEvict[string, driver.Stmt](mysqlStmtCacheSize, func(_ string, st driver.Stmt) {
 		if err := st.Close(); err != nil {
 			slog.Debug("backend: mysql: closing an evicted prepared statement", "err", err)
 		}
 	})
-	return &stmtCachingConn{mysqlDriverConn: c, stmts: stmts}
+	return &stmtCachingConn{mysqlDriverConn: c, stmts: stmts, socket: socket}
 }
 
 // QueryContext runs a statement without parameters as text (COM_QUERY),
