@@ -338,10 +338,17 @@ start_proxy() { # start_proxy NAME CACHE_SIZE [mysql] → sets PROXY_PORT, PROXY
 # start_relay NAME TARGET_PORT → sets RELAY_PORT, RELAY_PID: a bare Go relay
 # (loadgen relay, bench/loadgen/relay.go) to 127.0.0.1:TARGET_PORT, the
 # floor of a proxy written in Go; stopped with the proxies.
+# start_relay NAME --answer PROTOCOL starts instead a server that answers
+# every query from memory (loadgen answer, bench/loadgen/answer.go), the
+# floor of a cache hit's round trip.
 start_relay() {
   local name=$1 port
   port=$(free_port)
-  "$LG" relay --listen "127.0.0.1:$port" --target "127.0.0.1:$2" --for 6h >"$WORK/$name.log" 2>&1 &
+  if [ "$2" = --answer ]; then
+    "$LG" answer --protocol "$3" --listen "127.0.0.1:$port" --for 6h >"$WORK/$name.log" 2>&1 &
+  else
+    "$LG" relay --listen "127.0.0.1:$port" --target "127.0.0.1:$2" --for 6h >"$WORK/$name.log" 2>&1 &
+  fi
   RELAY_PID=$!
   PROXY_PIDS+=("$RELAY_PID")
   for _ in $(seq 1 100); do
@@ -371,6 +378,9 @@ start_relay relay-pg "$PG_PORT"
 PG_RELAY_PID=$RELAY_PID
 PG_RELAY_DSN="postgres://postgres@127.0.0.1:$RELAY_PORT/postgres?sslmode=disable"
 log "bare Go relay to PostgreSQL on :$RELAY_PORT"
+start_relay answer-pg --answer postgres
+PG_ANSWER_DSN="postgres://bench:bench@127.0.0.1:$RELAY_PORT/bench?sslmode=disable"
+log "server answering from memory (PostgreSQL protocol) on :$RELAY_PORT"
 
 # Workloads 1 and 2: one DP aggregate over visits.
 DPQ="SELECT diagnosis, COUNT(*), AVG(cost) FROM visits GROUP BY diagnosis"
@@ -439,13 +449,16 @@ done
 
 # Workload 3: the same DP query repeated, answered from the cache. Next
 # to each 1-client run, its floors: SELECT 1 answered by dpproxy itself
-# (session/local.go: no cache, no backend) and by PostgreSQL directly.
-log "workload 3: cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $RUNS runs (floors: SELECT 1, ${D_FLOOR}s each)"
+# (session/local.go: no cache, no backend) and by PostgreSQL directly, and
+# the same query answered from memory by a server that does nothing else
+# (loadgen answer).
+log "workload 3: cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $RUNS runs (floors: SELECT 1 and an answer from memory, ${D_FLOOR}s each)"
 CQ="SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region"
 for r in $(seq 1 "$RUNS"); do
   record w3.c1 "$r" "$("$LG" run --dsn "$P_CACHE" --query "$CQ" --clients 1 --duration "${D_CACHE1}s")"
   record w3.floor.local "$r" "$("$LG" run --dsn "$P_CACHE" --query "SELECT 1" --clients 1 --duration "${D_FLOOR}s")"
   record w3.floor.direct "$r" "$("$LG" run --dsn "$PG_DSN" --query "SELECT 1" --clients 1 --duration "${D_FLOOR}s")"
+  record w3.floor.answer "$r" "$("$LG" run --dsn "$PG_ANSWER_DSN" --query "$CQ" --clients 1 --duration "${D_FLOOR}s")"
   record w3.c16 "$r" "$("$LG" run --dsn "$P_CACHE" --query "$CQ" --clients 16 --duration "${D_CACHE}s")"
 done
 
@@ -517,6 +530,9 @@ if [ -z "$MYSQL_NOTE" ]; then
   MY_RELAY_PID=$RELAY_PID
   M_RELAY="root@tcp(127.0.0.1:$RELAY_PORT)/bench"
   log "bare Go relay to MariaDB on :$RELAY_PORT"
+  start_relay answer-my --answer mysql
+  M_ANSWER="bench:bench@tcp(127.0.0.1:$RELAY_PORT)/bench"
+  log "server answering from memory (MySQL protocol) on :$RELAY_PORT"
   MY_REWRITTEN=$(backend_sql "$WORK/my-nocache.yaml" "$DPQ")
   [ -n "$MY_REWRITTEN" ] || { log "could not get the rewritten MySQL SQL from dpproxy explain"; exit 1; }
   printf '%s\n' "$MY_REWRITTEN" >"$OUT/rewritten-mysql.sql"
@@ -529,11 +545,12 @@ if [ -z "$MYSQL_NOTE" ]; then
       --target w2.mariadb.direct_original --dsn "$MY_DSN" --query "$DPQ" \
       --target w2.mariadb.direct_floor --dsn "$MY_DSN" --query "$FLOORQ"
   done
-  log "workload 9 (3): cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $MY_RUNS runs (floors: SELECT 1, ${D_FLOOR}s each)"
+  log "workload 9 (3): cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $MY_RUNS runs (floors: SELECT 1 and an answer from memory, ${D_FLOOR}s each)"
   for r in $(seq 1 "$MY_RUNS"); do
     record w9.w3.c1 "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$CQ" --clients 1 --duration "${D_CACHE1}s")"
     record w9.w3.floor.local "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "SELECT 1" --clients 1 --duration "${D_FLOOR}s")"
     record w9.w3.floor.direct "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "SELECT 1" --clients 1 --duration "${D_FLOOR}s")"
+    record w9.w3.floor.answer "$r" "$("${MLG[@]}" --dsn "$M_ANSWER" --query "$CQ" --clients 1 --duration "${D_FLOOR}s")"
     record w9.w3.c16 "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$CQ" --clients 16 --duration "${D_CACHE}s")"
   done
   MPQ='SELECT clinic_id, name, city FROM clinics WHERE clinic_id = ?'
@@ -639,7 +656,7 @@ log "writing bench/results and BENCHMARKS.md"
   echo "mariadb_runs=$MY_RUNS"
   echo "mariadb_visits=$MY_VISITS"
   echo "mariadb_load_seconds=$MY_LOAD_SECS"
-  echo "durations=w1 $W1_COUNT queries/run; w2b $W2K_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s; w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 1 warm-up + 2 queries per visits size; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs; floors: bare Go relay as w4 in $W4R_RUNS runs (w9: ${D_MYRELAY}s), SELECT 1 ${D_FLOOR}s next to each 1-client cache-hit run, w5 on PostgreSQL alone ${D_W5DIRECT}s × $W5D_RUNS runs"
+  echo "durations=w1 $W1_COUNT queries/run; w2b $W2K_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s; w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 1 warm-up + 2 queries per visits size; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs; floors: bare Go relay as w4 in $W4R_RUNS runs (w9: ${D_MYRELAY}s), SELECT 1 and an answer from memory ${D_FLOOR}s each next to each 1-client cache-hit run, w5 on PostgreSQL alone ${D_W5DIRECT}s × $W5D_RUNS runs"
   echo "idle_conns=$IDLE_CONNS"
   echo "scale_sizes=$SCALE_SIZES"
   echo "scale_client_seconds=$D_SCALE"

@@ -69,7 +69,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen load|load-mysql|run|alternate|idle|relay [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen load|load-mysql|run|alternate|idle|relay|answer [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -86,6 +86,8 @@ func main() {
 		err = cmdIdle(os.Args[2:])
 	case "relay":
 		err = cmdRelay(os.Args[2:])
+	case "answer":
+		err = cmdAnswer(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

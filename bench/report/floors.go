@@ -22,6 +22,10 @@ import (
 //   - w3.floor.local, w3.floor.direct (and w9.w3.floor.*): SELECT 1 with
 //     one client, answered by dpproxy itself (session/local.go: no cache,
 //     no backend) and by the database directly: the floors of a round trip;
+//   - w3.floor.answer (and w9.w3.floor.answer): the cache-hit query sent
+//     to `loadgen answer` (bench/loadgen/answer.go), a Go server that
+//     answers every query with the same rows from memory and does nothing
+//     else: the floor of any server's round trip with that client;
 //   - w5.direct: workload 5's rewritten SQL (distinct text) sent directly
 //     to PostgreSQL by 32 clients: the backend's ceiling for charged
 //     queries;
@@ -91,10 +95,11 @@ type myPassFloor struct {
 	proxyCPU, relayCPU            []float64
 }
 
-// cacheFloor is a cache hit's p50 with the p50 of the two round-trip
-// floors, run by run.
+// cacheFloor is a cache hit's p50 with the p50 of the round-trip floors,
+// run by run: dpproxy's own SELECT 1, the database's, and a server
+// answering from memory.
 type cacheFloor struct {
-	hit, local, server []float64
+	hit, local, server, answer []float64
 }
 
 // chargedCeiling is workload 5 with its ceilings: PostgreSQL alone on the
@@ -164,8 +169,11 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 			proxyCPU: runValues(series, m+"proxy", cpu), relayCPU: runValues(series, m+"relay", cpu),
 		}
 	}
-	f.hit = cacheFloor{runValues(series, "w3.c1", p50), runValues(series, "w3.floor.local", p50), runValues(series, "w3.floor.direct", p50)}
-	f.myHit = cacheFloor{runValues(series, "w9.w3.c1", p50), runValues(series, "w9.w3.floor.local", p50), runValues(series, "w9.w3.floor.direct", p50)}
+	hitFloor := func(w string) cacheFloor {
+		return cacheFloor{runValues(series, w+".c1", p50), runValues(series, w+".floor.local", p50),
+			runValues(series, w+".floor.direct", p50), runValues(series, w+".floor.answer", p50)}
+	}
+	f.hit, f.myHit = hitFloor("w3"), hitFloor("w9.w3")
 	for _, r := range series["w5"] {
 		if r.Seconds > 0 {
 			f.w5.charged = append(f.w5.charged, float64(r.LedgerChg)/r.Seconds)
@@ -196,7 +204,7 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 // cacheFloorRows are workload 3's (or 9's) floors: server names the
 // database answering SELECT 1 directly.
 func cacheFloorRows(w, server string, c cacheFloor) []Row {
-	if len(c.local) == 0 && len(c.server) == 0 {
+	if len(c.local) == 0 && len(c.server) == 0 && len(c.answer) == 0 {
 		return nil
 	}
 	rows := []Row{
@@ -206,6 +214,11 @@ func cacheFloorRows(w, server string, c cacheFloor) []Row {
 		mk(w, "cache hit p50 ÷ "+server+"'s own SELECT 1 p50", "×", pairRatio(c.hit, c.server), "", nil),
 	}
 	rows[1].Note = strings.TrimSpace(rows[1].Note + " a round trip to the database itself: the same client on the same cores")
+	if len(c.answer) > 0 {
+		answer := mk(w, "floor: the same query answered from memory by a Go server doing nothing else (loadgen answer), p50", "µs", c.answer, "", nil)
+		answer.Note = strings.TrimSpace(answer.Note + " the least any server's round trip takes with this client on these cores")
+		rows = append(rows, answer, mk(w, "cache hit p50 ÷ the answer from memory's p50", "×", pairRatio(c.hit, c.answer), "", nil))
+	}
 	return rows
 }
 
@@ -379,18 +392,21 @@ func mysqlFloorText(label string, binary bool, m myPassFloor) (text, outOfReach 
 
 // cacheFloorText compares a cache hit's p50 with the round-trip floors of
 // one front end; server names the database answering SELECT 1 directly.
-// dpproxy's own SELECT 1 is parsed each time (a hit's statement is
-// memoized), so the hit itself may be the fastest round trip: the target
-// is out of reach only when no round trip measured here (the database's
-// SELECT 1, dpproxy's, the hit) was within it in any run.
+// The server answering from memory is the floor of any server: when it
+// is above the target in every run (and the hit too), the target is out
+// of reach. Without it, dpproxy's own SELECT 1 is parsed each time (a
+// hit's statement is memoized), so the hit itself may be the fastest
+// round trip: the target is then out of reach only when no round trip
+// measured here (the database's SELECT 1, dpproxy's, the hit) was within
+// it in any run.
 func cacheFloorText(front, server string, c cacheFloor) (text, outOfReach string) {
-	hit, local, srv := statOf(c.hit), statOf(c.local), statOf(c.server)
+	hit, local, srv, ans := statOf(c.hit), statOf(c.local), statOf(c.server), statOf(c.answer)
 	if hit.n == 0 {
 		return "", ""
 	}
 	t := targetCacheHitP50US
 	s := fmt.Sprintf("%s front end: a cache hit takes %s µs p50", front, fmt1(hit.med))
-	if local.n == 0 && srv.n == 0 {
+	if local.n == 0 && srv.n == 0 && ans.n == 0 {
 		if hit.med <= t {
 			return s + "; the target is met.", ""
 		}
@@ -402,7 +418,16 @@ func cacheFloorText(front, server string, c cacheFloor) (text, outOfReach string
 	if srv.n > 0 {
 		s += fmt.Sprintf("; %s's own `SELECT 1`, sent to it directly by the same client, takes %s µs (%s)", server, fmt1(srv.med), rangeUS(srv))
 	}
+	if ans.n > 0 {
+		s += fmt.Sprintf("; a Go server answering the same query from memory and doing nothing else (`loadgen answer`) takes %s µs (%s)",
+			fmt1(ans.med), rangeUS(ans))
+	}
 	s += "."
+	vsAnswer := ""
+	if ans.n > 0 && hit.n > 0 {
+		vsAnswer = fmt.Sprintf(" The hit takes %s µs more than the answer from memory: that much is dpproxy's (its front end, "+
+			"session and cache, and the wake-ups they cause).", fmt1(hit.med-ans.med))
+	}
 	vsLocal := ""
 	if local.n > 0 {
 		if d := hit.med - local.med; d > 0 {
@@ -414,8 +439,14 @@ func cacheFloorText(front, server string, c cacheFloor) (text, outOfReach string
 	}
 	switch {
 	case hit.med <= t:
-		return s + " The target is met.", ""
-	case srv.n > 0 && local.n > 0 && srv.min > t && local.min > t && hit.min > t:
+		return s + " The target is met." + vsAnswer, ""
+	case ans.n > 0 && ans.min > t && hit.min > t:
+		return s + fmt.Sprintf(" Even the server answering from memory took more than %s µs in every run: with this client "+
+				"on the same two cores one loopback round trip (the client's driver, two socket hops, the wake-ups) costs more "+
+				"than the target, so a p50 of ≤ %s µs is out of reach on this machine for any server, dpproxy included.",
+				fmtT(t), fmtT(t)) + vsAnswer,
+			fmt.Sprintf("a server answering from memory, doing nothing else, takes %s µs p50 here (%s)", fmt1(ans.med), rangeUS(ans))
+	case (ans.n == 0 || ans.min > t) && srv.n > 0 && local.n > 0 && srv.min > t && local.min > t && hit.min > t:
 		return s + fmt.Sprintf(" No round trip measured in this run (%s's own `SELECT 1`, dpproxy's, the hit itself) took %s µs "+
 				"or less in any run: with the client on the same two cores, one loopback round trip (the client's driver, two "+
 				"socket hops, the wakeups) costs more than the target here, so a p50 of ≤ %s µs is out of reach on this machine, "+
@@ -424,10 +455,10 @@ func cacheFloorText(front, server string, c cacheFloor) (text, outOfReach string
 				fmtT(t), server, fmt1(srv.med), fmt1(local.med))
 	case srv.n > 0 && srv.min <= t:
 		return s + fmt.Sprintf(" Missed by %s µs, while %s answers its own `SELECT 1` within the target in at least one run: "+
-			"dpproxy's round trip (its front end, Go's scheduler) costs more than the database's.", fmt1(hit.med-t), server) + vsLocal, ""
+			"dpproxy's round trip (its front end, Go's scheduler) costs more than the database's.", fmt1(hit.med-t), server) + vsLocal + vsAnswer, ""
 	}
 	return s + fmt.Sprintf(" Missed by %s µs; a round trip within the target was measured in at least one run, so this run "+
-		"does not show the target out of reach.", fmt1(hit.med-t)) + vsLocal, ""
+		"does not show the target out of reach.", fmt1(hit.med-t)) + vsLocal + vsAnswer, ""
 }
 
 // chargedCeilingText compares workload 5's target with its ceilings.
@@ -563,8 +594,12 @@ from them):
   answered by dpproxy itself (no cache, no backend: a query without FROM
   made of constants, parsed each time where a cache hit's text is
   memoized) and sent directly to PostgreSQL (and, for workload 9,
-  the same through the MySQL front end and directly to MariaDB), next to
-  each cache-hit run.
+  the same through the MySQL front end and directly to MariaDB); and the
+  cache-hit query sent to a Go server that answers every query with the
+  same rows from memory and does nothing else (` + "`loadgen answer`" + `,
+  ` + "`bench/loadgen/answer.go`" + `: no authentication, no parsing, no
+  session), over each protocol: the least any server's round trip takes
+  with that client on these cores. Next to each cache-hit run.
 - **Ceilings of workload 5**: its rewritten SQL (from ` + "`dpproxy explain`" + `,
   the constant made distinct for each query as in workload 5) sent
   directly to PostgreSQL by 32 clients, with no proxy and no ledger; and

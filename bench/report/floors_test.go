@@ -134,6 +134,22 @@ func TestCacheFloorText(t *testing.T) {
 			c:         cacheFloor{hit: []float64{62, 70, 73}},
 			wantParts: []string{"floors were not measured"},
 		},
+		{
+			name:      "the answer from memory above 50 µs in every run",
+			c:         cacheFloor{hit: []float64{88, 90, 95}, local: []float64{94, 107, 110}, server: []float64{91, 97, 97}, answer: []float64{64, 72, 69}},
+			out:       true,
+			wantParts: []string{"answering the same query from memory", "takes 69.0 µs", "out of reach on this machine for any server", "21.0 µs more than the answer from memory"},
+		},
+		{
+			name:      "the answer from memory within 50 µs once: not out of reach, though the databases are",
+			c:         cacheFloor{hit: []float64{62, 70, 73}, local: []float64{74, 80, 77}, server: []float64{71, 77, 75}, answer: []float64{45, 52, 60}},
+			wantParts: []string{"Missed by 20.0 µs", "does not show the target out of reach", "18.0 µs more than the answer from memory"},
+		},
+		{
+			name:      "met, with the answer from memory",
+			c:         cacheFloor{hit: []float64{42, 45, 47}, answer: []float64{36, 38, 41}},
+			wantParts: []string{"The target is met", "7.0 µs more than the answer from memory"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text, reason := cacheFloorText("PostgreSQL", "PostgreSQL", tc.c)

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"net"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+)
+
+// serveAnswers runs serve on a loopback listener until the test ends.
+func serveAnswers(t *testing.T, serve func(net.Conn) error) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _ = serve(c) }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// The answer server speaks enough of each protocol for the clients the
+// bench uses (pgx, go-sql-driver) to connect and read the eight rows of
+// every query, twice on one connection.
+func TestAnswerPostgres(t *testing.T) {
+	addr := serveAnswers(t, answerPostgres(pgAnswer()))
+	ctx := context.Background()
+	for _, mode := range []string{"simple"} {
+		c, err := connect(ctx, "postgres://bench:bench@"+addr+"/bench?sslmode=disable", mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		for range 2 {
+			rows, err := c.Query(ctx, "SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]any, error) { return r.Values() })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 8 || got[0][0] != "central" || got[0][1] != int64(22064) {
+				t.Fatalf("rows %v", got)
+			}
+		}
+	}
+}
+
+func TestAnswerMySQL(t *testing.T) {
+	addr := serveAnswers(t, answerMySQL(myAnswer()))
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = "bench", "bench", "tcp", addr, "bench"
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	for range 2 {
+		rows, err := db.Query("SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for rows.Next() {
+			var region string
+			var count int64
+			var avg float64
+			if err := rows.Scan(&region, &count, &avg); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 && (region != "central" || count != 22064 || avg < 38422 || avg > 38423) {
+				t.Fatalf("first row %q %d %v", region, count, avg)
+			}
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n != 8 {
+			t.Fatalf("%d rows, want 8", n)
+		}
+	}
+	if err := db.Ping(); err != nil {
+		t.Fatal(err)
+	}
+}
