@@ -49,10 +49,10 @@ type conn struct {
 
 	pr  packetReader
 	seq uint8
-	// readDeadline (the idle timeout) and writeDeadline are moved only
-	// when outside their slack (netserver.Deadline).
-	readDeadline, writeDeadline netserver.Deadline
-	wbuf                        []byte
+	// deadlines (the idle timeout's and the writes') are moved only when
+	// outside their slack (netserver.Deadline).
+	deadlines netserver.ConnDeadlines
+	wbuf      []byte
 	// sendDeadline ends the sending of a command's results: the statement
 	// timeout (plus errorWriteTimeout to deliver its error) covers them
 	// too. Zero between commands.
@@ -90,7 +90,7 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 		stmts:  make(map[uint32]*statement),
 	}
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
-	c.trackDeadlines()
+	c.deadlines = netserver.NewConnDeadlines(func() net.Conn { return c.nc })
 	c.pr = packetReader{r: nc, max: maxHandshakePacket}
 	return c
 }
@@ -145,10 +145,9 @@ func (c *conn) run() error {
 		return err
 	}
 	c.pr.max = c.srv.opts.MaxPacketSize
-	if err := c.nc.SetDeadline(time.Time{}); err != nil {
+	if err := c.deadlines.Clear(); err != nil {
 		return fmt.Errorf("mysqlwire: clearing authentication deadline: %w", err)
 	}
-	c.trackDeadlines() // none in force now
 	c.log = c.log.With("user", c.user)
 	c.log.Debug("mysqlwire: session started", "database", database, "tls", c.tls)
 	return c.loop()
@@ -365,7 +364,7 @@ func (c *conn) loop() error {
 		}
 		// Left in force while the command runs: nothing reads the
 		// connection then.
-		if err := c.readDeadline.Within(idle, netserver.Slack(t)); err != nil {
+		if err := c.deadlines.Read.Within(idle, netserver.Slack(t)); err != nil {
 			return fmt.Errorf("mysqlwire: setting idle deadline: %w", err)
 		}
 		c.seq = 0
@@ -472,7 +471,7 @@ func (c *conn) flush() error {
 		return nil
 	}
 	// A zero deadline clears one left by an earlier command.
-	if err := c.writeDeadline.Within(c.sendBy(), netserver.Slack(c.srv.opts.WriteTimeout)); err != nil && !errors.Is(err, net.ErrClosed) {
+	if err := c.deadlines.Write.Within(c.sendBy(), netserver.Slack(c.srv.opts.WriteTimeout)); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("mysqlwire: setting write deadline: %w", err)
 	}
 	return c.write()
@@ -483,7 +482,7 @@ func (c *conn) flushWithin(d time.Duration) error {
 	if len(c.wbuf) == 0 {
 		return nil
 	}
-	if err := c.writeDeadline.Exactly(time.Now().Add(d)); err != nil && !errors.Is(err, net.ErrClosed) {
+	if err := c.deadlines.Write.Exactly(time.Now().Add(d)); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("mysqlwire: setting write deadline: %w", err)
 	}
 	return c.write()
@@ -514,14 +513,6 @@ func (c *conn) sendBy() time.Time {
 		d = c.sendDeadline
 	}
 	return d
-}
-
-// trackDeadlines starts tracking nc's deadlines afresh, none in force
-// (after SetDeadline cleared them, or before the first). Through c.nc,
-// which TLS may replace during the handshake.
-func (c *conn) trackDeadlines() {
-	c.readDeadline = netserver.NewDeadline(func(t time.Time) error { return c.nc.SetReadDeadline(t) })
-	c.writeDeadline = netserver.NewDeadline(func(t time.Time) error { return c.nc.SetWriteDeadline(t) })
 }
 
 // status is the server status flags sent in OK and EOF packets.

@@ -3,6 +3,7 @@ package netserver
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"time"
 )
@@ -64,6 +65,30 @@ func (d *Deadline) Within(want time.Time, slack time.Duration) error {
 func (d *Deadline) Exactly(at time.Time) error {
 	d.at = at
 	return d.set(at)
+}
+
+// ConnDeadlines are a connection's read and write deadlines (Deadline).
+type ConnDeadlines struct {
+	Read, Write Deadline
+	conn        func() net.Conn
+}
+
+// NewConnDeadlines tracks the deadlines of the connection conn returns,
+// none in force. conn is called at each change: TLS may replace the
+// connection during startup.
+func NewConnDeadlines(conn func() net.Conn) ConnDeadlines {
+	return ConnDeadlines{
+		Read:  NewDeadline(func(t time.Time) error { return conn().SetReadDeadline(t) }),
+		Write: NewDeadline(func(t time.Time) error { return conn().SetWriteDeadline(t) }),
+		conn:  conn,
+	}
+}
+
+// Clear clears both deadlines, including one set on the connection
+// directly (the authentication deadline).
+func (d *ConnDeadlines) Clear() error {
+	d.Read.at, d.Write.at = time.Time{}, time.Time{}
+	return d.conn().SetDeadline(time.Time{})
 }
 
 // ErrStatementTimeout is the cause (context.Cause) of a statement's

@@ -51,12 +51,12 @@ type conn struct {
 
 	rd *limitedReader
 	be *pgproto3.Backend
-	// readDeadline (the idle timeout) and writeDeadline are moved only
-	// when outside their slack (netserver.Deadline): from the end of
+	// deadlines (the idle timeout's and the writes') are moved only when
+	// outside their slack (netserver.Deadline): from the end of
 	// authentication on, they are the only writers of nc's deadlines but
 	// for the last words of ShutdownIfIdle.
-	readDeadline, writeDeadline netserver.Deadline
-	wbuf                        []byte
+	deadlines netserver.ConnDeadlines
+	wbuf      []byte
 	werr                        error // sticky encoding error, reported by the next flush
 	// sendDeadline ends the sending of a statement's results: the
 	// statement timeout (plus fatalWriteTimeout to deliver its error)
@@ -108,7 +108,7 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 		portals:  make(map[string]*portal),
 	}
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
-	c.trackDeadlines()
+	c.deadlines = netserver.NewConnDeadlines(func() net.Conn { return c.nc })
 	c.rd = newLimitedReader(nc, maxStartupPacketLen)
 	c.be = pgproto3.NewBackend(c.rd, nc)
 	return c
@@ -191,10 +191,9 @@ func (c *conn) run() error {
 	c.sendParameterStatus(params)
 	c.send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret})
 	c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
-	if err := c.nc.SetDeadline(time.Time{}); err != nil {
+	if err := c.deadlines.Clear(); err != nil {
 		return fmt.Errorf("pgwire: clearing authentication deadline: %w", err)
 	}
-	c.trackDeadlines() // none in force now
 	c.rd.max = c.srv.opts.MaxMessageSize
 	if err := c.flush(); err != nil {
 		return err
@@ -245,7 +244,7 @@ func (c *conn) loop() error {
 		if t > 0 {
 			deadline = time.Now().Add(t)
 		}
-		if err := c.readDeadline.Within(deadline, netserver.Slack(t)); err != nil {
+		if err := c.deadlines.Read.Within(deadline, netserver.Slack(t)); err != nil {
 			return fmt.Errorf("pgwire: setting read deadline: %w", err)
 		}
 		msg, err := c.receive()
@@ -449,14 +448,6 @@ func (c *conn) ForceClose() {
 	c.raw.Close()
 }
 
-// trackDeadlines starts tracking nc's deadlines afresh, none in force
-// (after SetDeadline cleared them, or before the first). Through c.nc,
-// which TLS may replace during startup.
-func (c *conn) trackDeadlines() {
-	c.readDeadline = netserver.NewDeadline(func(t time.Time) error { return c.nc.SetReadDeadline(t) })
-	c.writeDeadline = netserver.NewDeadline(func(t time.Time) error { return c.nc.SetWriteDeadline(t) })
-}
-
 // clientError turns err into what the client may see. Errors that are not
 // *sqlerr.Error are logged and become XX000 "internal error": their text may
 // depend on protected data.
@@ -485,7 +476,7 @@ func (c *conn) sendError(err error) {
 // connection.
 func (c *conn) fatal(e *sqlerr.Error) error {
 	c.send(errorResponse("FATAL", e))
-	_ = c.writeDeadline.Exactly(time.Now().Add(fatalWriteTimeout))
+	_ = c.deadlines.Write.Exactly(time.Now().Add(fatalWriteTimeout))
 	c.flushNoDeadline()
 	return &fatalError{e: e}
 }
@@ -524,7 +515,7 @@ func (c *conn) send(msg pgproto3.BackendMessage) {
 func (c *conn) flush() error {
 	if len(c.wbuf) > 0 {
 		// A zero deadline clears one left by an earlier statement.
-		if err := c.writeDeadline.Within(writeDeadline(c.srv.opts.WriteTimeout, c.sendDeadline), netserver.Slack(c.srv.opts.WriteTimeout)); err != nil {
+		if err := c.deadlines.Write.Within(writeDeadline(c.srv.opts.WriteTimeout, c.sendDeadline), netserver.Slack(c.srv.opts.WriteTimeout)); err != nil {
 			return fmt.Errorf("pgwire: setting write deadline: %w", err)
 		}
 	}
