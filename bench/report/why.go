@@ -81,7 +81,9 @@ workloads 4 and 9 through a bare Go relay (` + "`loadgen relay`" + `, which copi
 the bytes both ways and does nothing else: the least any proxy written in
 Go with a goroutine per connection does), ` + "`SELECT 1`" + ` with one client
 answered by dpproxy itself and by the database directly (what a round
-trip costs), and workload 5's rewritten SQL sent straight to PostgreSQL and
+trip costs), the cache-hit query answered from memory by a Go server that
+does nothing else (` + "`loadgen answer`" + `: the least any server's round
+trip takes with that client), and workload 5's rewritten SQL sent straight to PostgreSQL and
 the embedded ledger's own benchmark (what the backend and the ledger each
 reach alone). The machine has two cores shared by the database, the load
 generator and the proxy, so every throughput figure is a share of the same
