@@ -57,7 +57,7 @@ type conn struct {
 	// for the last words of ShutdownIfIdle.
 	deadlines netserver.ConnDeadlines
 	wbuf      []byte
-	werr                        error // sticky encoding error, reported by the next flush
+	werr      error // sticky encoding error, reported by the next flush
 	// sendDeadline ends the sending of a statement's results: the
 	// statement timeout (plus fatalWriteTimeout to deliver its error)
 	// covers them too. Zero between statements.
