@@ -13,8 +13,11 @@ import (
 // Given a context that can end, go-sql-driver hands it to a goroutine of
 // the connection before each statement and signals that goroutine again
 // after it: two goroutine wake-ups per statement, each of which may wake
-// a thread on another core. On a two-core machine that cost a tenth of
-// the MySQL front end's passthrough rate. Here the driver sees a context
+// a thread on another core. On a two-core machine that cost the MySQL
+// front end's passthrough about a fifth of its one-client latency (p50
+// 345-390 µs against 260-325 µs without; with 16 clients, whose
+// goroutines keep both cores busy, 2-3 µs of CPU per query). Here the
+// driver sees a context
 // that cannot end, and the statement's own context closes the
 // connection's socket if it ends first (context.AfterFunc: no goroutine
 // until then), as the driver's watcher would: the statement fails at
