@@ -10,9 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -52,36 +49,18 @@ func cmdAnswer(args []string) error {
 	default:
 		return fmt.Errorf("answer: unknown protocol %q", *protocol)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *life)
-	defer cancel()
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("answer: %w", err)
-	}
-	fmt.Println(ln.Addr().String())
-	go func() { <-ctx.Done(); ln.Close() }()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("answer: %w", err)
+	return serveFor("answer", *listen, *life, answerEach(serve))
+}
+
+// answerEach runs serve on a connection until it ends or ctx does.
+func answerEach(serve func(net.Conn) error) func(context.Context, net.Conn) {
+	return func(ctx context.Context, c net.Conn) {
+		defer c.Close()
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		defer stop()
+		if err := serve(c); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			fmt.Fprintln(os.Stderr, "answer:", err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer c.Close()
-			stop := context.AfterFunc(ctx, func() { c.Close() })
-			defer stop()
-			if err := serve(c); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				fmt.Fprintln(os.Stderr, "answer:", err)
-			}
-		}()
 	}
 }
 

@@ -17,16 +17,15 @@ func serveAnswers(t *testing.T, serve func(net.Conn) error) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); _ = serve(c) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveOn(ctx, "answer", ln, answerEach(serve)) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serveOn: %v", err)
 		}
-	}()
+	})
 	return ln.Addr().String()
 }
 

@@ -35,30 +35,46 @@ func cmdRelay(args []string) error {
 	if *target == "" {
 		return errors.New("relay: --target is required")
 	}
+	return serveFor("relay", *listen, *life, func(ctx context.Context, client net.Conn) {
+		relayConn(ctx, client, *target)
+	})
+}
+
+// serveFor accepts connections on listen, prints its address, and runs
+// handle for each on its own goroutine until life has passed or SIGINT or
+// SIGTERM comes; it then waits for the handlers (ctx ends with it). name
+// prefixes its errors.
+func serveFor(name, listen string, life time.Duration, handle func(ctx context.Context, c net.Conn)) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *life)
+	ctx, cancel := context.WithTimeout(ctx, life)
 	defer cancel()
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return fmt.Errorf("relay: %w", err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	fmt.Println(ln.Addr().String())
+	return serveOn(ctx, name, ln, handle)
+}
+
+// serveOn runs handle for each connection ln accepts until ctx ends (it
+// closes ln), then waits for the handlers.
+func serveOn(ctx context.Context, name string, ln net.Listener, handle func(ctx context.Context, c net.Conn)) error {
 	go func() { <-ctx.Done(); ln.Close() }()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		client, err := ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("relay: %w", err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			relayConn(ctx, client, *target)
+			handle(ctx, c)
 		}()
 	}
 }
