@@ -179,6 +179,19 @@ func openDB(t testing.TB, addr, user, password, database, params string) *sql.DB
 	return db
 }
 
+// analystConn starts a server with opts and returns one connection of
+// the analyst to it, closed when the test ends.
+func analystConn(t *testing.T, opts mysqlwire.Options) *sql.Conn {
+	t.Helper()
+	db := openDB(t, startServer(t, opts), "analyst", "analyst", "demo", "")
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
 func mysqlErrNumber(err error) uint16 {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
@@ -262,14 +275,8 @@ func TestGoSQLDriver(t *testing.T) {
 }
 
 func TestSessionQuestions(t *testing.T) {
-	addr := startServer(t, mysqlwire.Options{})
-	db := openDB(t, addr, "analyst", "analyst", "demo", "")
+	conn := analystConn(t, mysqlwire.Options{})
 	ctx := context.Background()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	var comment string
 	if err := conn.QueryRowContext(ctx, "select @@version_comment limit 1").Scan(&comment); err != nil || !strings.Contains(comment, "dpproxy") {
 		t.Errorf("@@version_comment: %q %v", comment, err)

@@ -14,14 +14,8 @@ import (
 // timer per connection, re-armed only when it fires early).
 func TestStatementTimeout(t *testing.T) {
 	const limit = 400 * time.Millisecond
-	addr := startServer(t, mysqlwire.Options{StatementTimeout: limit})
-	db := openDB(t, addr, "analyst", "analyst", "demo", "")
+	conn := analystConn(t, mysqlwire.Options{StatementTimeout: limit})
 	ctx := context.Background()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 
 	// Short statements for 3 limits' time: none is ended.
 	for start := time.Now(); time.Since(start) < 3*limit; {
@@ -35,7 +29,7 @@ func TestStatementTimeout(t *testing.T) {
 	// 25⁶ ≈ 244 million rows: far longer than the limit.
 	start := time.Now()
 	var n int64
-	err = conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM clinics a, clinics b, clinics c, clinics d, clinics e, clinics f").Scan(&n)
+	err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM clinics a, clinics b, clinics c, clinics d, clinics e, clinics f").Scan(&n)
 	took := time.Since(start)
 	if code := mysqlErrNumber(err); code != mysqlwire.ErrQueryTimeout {
 		t.Fatalf("the long statement: %v (error %d) after %v, want error %d", err, code, took, mysqlwire.ErrQueryTimeout)
@@ -55,14 +49,8 @@ func TestStatementTimeout(t *testing.T) {
 // last command).
 func TestIdleTimeout(t *testing.T) {
 	const idle = 300 * time.Millisecond
-	addr := startServer(t, mysqlwire.Options{IdleTimeout: idle})
-	db := openDB(t, addr, "analyst", "analyst", "demo", "")
+	conn := analystConn(t, mysqlwire.Options{IdleTimeout: idle})
 	ctx := context.Background()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	for start := time.Now(); time.Since(start) < 5*idle; {
 		time.Sleep(idle * 2 / 3)
 		if err := conn.PingContext(ctx); err != nil {
