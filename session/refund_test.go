@@ -6,6 +6,7 @@ import (
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/internal/fixture"
 	"github.com/dpproxy/dpproxy/rewrite"
 )
 
@@ -21,7 +22,7 @@ func TestRefundsOnlyWhatNeverReachedTheData(t *testing.T) {
 		`INSERT INTO visits VALUES (1, 'a', 9000000000000000000), (1, 'a', 9000000000000000000), (2, 'b', 5)`,
 		`CREATE TABLE notes (body TEXT)`,
 		`INSERT INTO notes VALUES ('a')`)
-	acct := accountantIn(t, dir)
+	acct := fixture.Accountant(t, dir, 10)
 	pol, err := config.Parse([]byte(`
 backend: {kind: sqlite, path: data.db}
 defaults: {epsilon: 0.5, max_groups_per_unit: 1, max_rows_per_unit: 2}

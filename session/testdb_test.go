@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/dpproxy/dpproxy/backend"
-	"github.com/dpproxy/dpproxy/budget"
 )
 
 // sqliteBackend creates the SQLite database dir/name with stmts run in it
@@ -32,21 +31,4 @@ func sqliteBackend(t *testing.T, dir, name string, maxConns int, stmts ...string
 	}
 	t.Cleanup(func() { be.Close() })
 	return be
-}
-
-// accountantIn is an accountant over a ledger in dir giving ana ε = 10,
-// closed when the test ends.
-func accountantIn(t *testing.T, dir string) *budget.Accountant {
-	t.Helper()
-	ctx := context.Background()
-	store, err := budget.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	acct, err := budget.NewAccountant(ctx, store, map[string]budget.Cost{"ana": {Epsilon: 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return acct
 }

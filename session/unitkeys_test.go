@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/internal/fixture"
 	"github.com/dpproxy/dpproxy/rewrite"
 )
 
@@ -139,7 +140,7 @@ func TestKeyUnitsServed(t *testing.T) {
 		`INSERT INTO members VALUES (1, 30, 1), (2, 40, 1), (3, 50, 2)`,
 		`CREATE TABLE shops (shop_id INTEGER, city TEXT)`,
 		`INSERT INTO shops VALUES (1, 'Oslo'), (2, 'Bergen')`)
-	acct := accountantIn(t, dir)
+	acct := fixture.Accountant(t, dir, 10)
 	pol, err := config.Parse([]byte(`
 backend: {kind: sqlite, path: served.db}
 defaults: {epsilon: 0.5, max_groups_per_unit: 2, max_rows_per_unit: 3}
