@@ -357,14 +357,9 @@ func (c *conn) loop() error {
 		if ok, _ := c.life.EnterIdle(c.srv.ns.ShuttingDown()); !ok {
 			return nil // MySQL has no message to tell a client it is shut out
 		}
-		var idle time.Time
-		t := c.srv.opts.IdleTimeout
-		if t > 0 {
-			idle = time.Now().Add(t)
-		}
 		// Left in force while the command runs: nothing reads the
 		// connection then.
-		if err := c.deadlines.Read.Within(idle, netserver.Slack(t)); err != nil {
+		if err := c.deadlines.Idle(c.srv.opts.IdleTimeout); err != nil {
 			return fmt.Errorf("mysqlwire: setting idle deadline: %w", err)
 		}
 		c.seq = 0

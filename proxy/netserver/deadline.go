@@ -85,6 +85,16 @@ func NewConnDeadlines(conn func() net.Conn) ConnDeadlines {
 	}
 }
 
+// Idle makes the read deadline fall idle after now (within its slack);
+// idle <= 0 clears it.
+func (d *ConnDeadlines) Idle(idle time.Duration) error {
+	var want time.Time
+	if idle > 0 {
+		want = time.Now().Add(idle)
+	}
+	return d.Read.Within(want, Slack(idle))
+}
+
 // Clear clears both deadlines, including one set on the connection
 // directly (the authentication deadline).
 func (d *ConnDeadlines) Clear() error {

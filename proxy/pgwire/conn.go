@@ -239,12 +239,7 @@ func (c *conn) loop() error {
 			}
 			return errClosedByServer
 		}
-		var deadline time.Time
-		t := c.srv.opts.IdleTimeout
-		if t > 0 {
-			deadline = time.Now().Add(t)
-		}
-		if err := c.deadlines.Read.Within(deadline, netserver.Slack(t)); err != nil {
+		if err := c.deadlines.Idle(c.srv.opts.IdleTimeout); err != nil {
 			return fmt.Errorf("pgwire: setting read deadline: %w", err)
 		}
 		msg, err := c.receive()
