@@ -30,8 +30,8 @@ type bounded struct {
 func readBounded(ctx context.Context, be backend.Backend, plan *rewrite.Plan) (bounded, error) {
 	data := bounded{rows: &backend.Rows{}}
 	ran := 0
-	query := func(sql string) (*backend.Rows, error) {
-		rows, err := be.Query(ctx, sql)
+	query := func(sql string, args ...any) (*backend.Rows, error) {
+		rows, err := be.Query(ctx, sql, args...)
 		if err != nil && ran == 0 && beforeData(err) {
 			// Only a failure of the first query is one that no query
 			// reached the data before (found in review: a later one's
@@ -43,7 +43,13 @@ func readBounded(ctx context.Context, be backend.Backend, plan *rewrite.Plan) (b
 		return rows, err
 	}
 	if plan.BackendSQL != "" {
-		rows, err := query(plan.BackendSQL)
+		sql, args := plan.BackendSQL, []any(nil)
+		if b := plan.Bound; b != nil {
+			// Its constants as parameters: one statement, prepared once
+			// per backend connection, for every query of this form.
+			sql, args = b.SQL, b.Args
+		}
+		rows, err := query(sql, args...)
 		if err != nil {
 			return bounded{}, err
 		}

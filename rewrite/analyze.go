@@ -43,6 +43,10 @@ type Options struct {
 	// R2T answers the auto-bound queries it can (a count or sum without
 	// GROUP BY) with R2T instead of a quantile-chosen bound (r2t.go).
 	R2T bool
+	// BindConstants sets Plan.Bound, the backend SQL with the query's
+	// constants as parameters (constants.go), when the dialect is
+	// PostgreSQL's.
+	BindConstants bool
 }
 
 // Query is an analyzed SELECT: exactly one of Plan (protected data, answered
@@ -167,12 +171,20 @@ func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Quer
 		return &Query{Empty: empty}, nil
 	}
 	if inner := derivedTable(sel); inner != nil {
-		return a.planOuter(sel, inner)
+		q, err := a.planOuter(sel, inner)
+		if err != nil {
+			return nil, a.consts.inlineError(err)
+		}
+		if q.Plan != nil {
+			a.finishConstants(q.Plan)
+		}
+		return q, nil
 	}
 	plan, err := a.plan(sel)
 	if err != nil {
-		return nil, err
+		return nil, a.consts.inlineError(err)
 	}
+	a.finishConstants(plan)
 	return &Query{Plan: plan}, nil
 }
 
@@ -190,6 +202,8 @@ type analyzer struct {
 	pol   *config.Policy
 	table *config.ProtectedTable
 	opts  Options
+	// consts are the query's constants the emitter marked (constants.go).
+	consts constantTable
 	// alias is the name the query gives the table (its own name by default).
 	alias string
 	// valueExprs are the conditional aggregates' CASE values by their SQL,

@@ -164,6 +164,7 @@ func (e *emitter) comparison(x *ast.BinaryOperationExpr) (string, error) {
 	if e.needsCollation(lk, rk, x.L, x.R) {
 		l, r = collated(l), collated(r)
 	}
+	l, r = e.constant(l, x.L), e.constant(r, x.R)
 	ops := map[opcode.Op]string{opcode.EQ: "=", opcode.NE: "<>", opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">="}
 	return "(" + l + " " + ops[x.Op] + " " + r + ")", nil
 }
@@ -211,11 +212,12 @@ func (e *emitter) in(x *ast.PatternInExpr) (string, error) {
 		if e.needsCollation(k, ik, x.Expr, item) {
 			s, collate = collated(s), true
 		}
-		items[i] = s
+		items[i] = e.constant(s, item)
 	}
 	if collate {
 		v = collated(v) // every item then compares under "C"
 	}
+	v = e.constant(v, x.Expr)
 	not := ""
 	if x.Not {
 		not = "NOT "
@@ -327,6 +329,7 @@ func (e *emitter) between(x *ast.BetweenExpr) (string, error) {
 	if e.needsCollation(k, lk, x.Expr, x.Left) || e.needsCollation(k, hk, x.Expr, x.Right) {
 		v, lo, hi = collated(v), collated(lo), collated(hi)
 	}
+	v, lo, hi = e.constant(v, x.Expr), e.constant(lo, x.Left), e.constant(hi, x.Right)
 	not := ""
 	if x.Not {
 		not = "NOT "
@@ -366,7 +369,27 @@ func (e *emitter) like(x *ast.PatternLikeOrIlikeExpr) (string, error) {
 	if x.Not {
 		not = "NOT "
 	}
-	return "(" + v + " " + not + "LIKE " + p + " ESCAPE " + esc + ")", nil
+	return "(" + v + " " + not + "LIKE " + e.constant(p, x.Pattern) + " ESCAPE " + esc + ")", nil
+}
+
+// constant marks the final SQL text of an operand that is one of the
+// query's constants, so that the plan can send it as a parameter
+// (constants.go); other operands are returned as they are.
+func (e *emitter) constant(sql string, expr ast.ExprNode) string {
+	switch x := unparen(expr).(type) {
+	case *test_driver.ValueExpr:
+	case *ast.UnaryOperationExpr:
+		if _, lit := x.V.(*test_driver.ValueExpr); x.Op != opcode.Minus || !lit {
+			return sql
+		}
+	case *ast.FuncCallExpr:
+		if typedLiteral(x) == nil {
+			return sql
+		}
+	default:
+		return sql
+	}
+	return e.a.consts.mark(sql)
 }
 
 // operand writes a column reference or a constant.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 )
@@ -586,6 +587,30 @@ var executeCases = []executeCase{
 			return expectRow(rows, 4, 3, 251000, 4, 180)
 		},
 	},
+	// Constants of every kind, which Plan.Bound sends as parameters typed
+	// as PostgreSQL types the literals (people's ages: -5, 50, 150, 30;
+	// incomes 1000, 300000, NULL, 50000).
+	{
+		// An integer too large for the integer column: bigint, not an
+		// integer parameter that could not hold it.
+		sql:   `SELECT COUNT(*) FROM people WHERE age > -10 AND age < 2147483648`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 4) },
+	},
+	{
+		// Decimals compared with an integer column: numeric, not an
+		// integer parameter that could not read them.
+		sql:   `SELECT COUNT(*) FROM people WHERE age = 50.0 OR age < 30.5`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3) },
+	},
+	{
+		sql:   `SELECT COUNT(*) FROM people WHERE income IN (1000, 50000) OR income BETWEEN 299999.5 AND 3e5`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 3) },
+	},
+	{
+		// Strings in IN and LIKE; one constant twice (0), one parameter.
+		sql:   `SELECT COUNT(*) FROM people WHERE sex IN ('F', 'X') AND sex LIKE '_' AND age > 0 AND income > 0`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 1) },
+	},
 	{
 		sql: `SELECT sex, COUNT(*) FROM people WHERE age > 0 GROUP BY sex`,
 		check: func(rows [][]float64, keys []string) error {
@@ -834,48 +859,39 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 	t.Run("r2t", func(t *testing.T) { checkR2T(t, db, d) })
 	checkKeyUnits(t, db, d)
 	pol := testPolicy(t)
+	// On PostgreSQL each case runs twice: as BackendSQL, and as Plan.Bound
+	// with its constants as parameters, sent the two ways the backend
+	// sends them (an unnamed statement with untyped text parameters the
+	// first time, a prepared one after), which must compute the same.
+	binds := []bool{false}
+	if d.Name() == "postgres" {
+		binds = append(binds, true)
+	}
+	bound := 0
 	for _, c := range executeCases {
-		t.Run(c.sql, func(t *testing.T) {
-			stmts, err := Parse(c.sql, PostgresFrontEnd)
-			if err != nil {
-				t.Fatal(err)
+		for _, bind := range binds {
+			name := c.sql
+			if bind {
+				name = "bound/" + c.sql
 			}
-			q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1, BiasBounds: c.bias})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := q.Plan
-			// Random choices differ run to run; the results must not.
-			for run := 0; run < 5; run++ {
-				raws := queryRaw(t, db, p.BackendSQL)
-				// Plans that weight groups return a row per group and k.
-				raws, err = p.FoldGroups(raws)
+			t.Run(name, func(t *testing.T) {
+				stmts, err := Parse(c.sql, PostgresFrontEnd)
 				if err != nil {
 					t.Fatal(err)
 				}
-				var values [][]float64
-				var keys []string
-				for _, raw := range raws {
-					var nums []float64
-					key := ""
-					for i, v := range raw {
-						if i == p.GroupCountColumn {
-							continue
-						}
-						if i < len(p.Groups) {
-							key = keyText(v)
-							continue
-						}
-						nums = append(nums, number(t, v))
-					}
-					values = append(values, nums)
-					keys = append(keys, key)
+				q, err := Analyze(stmts[0], pol, Options{Dialect: d, Epsilon: 1, BiasBounds: c.bias, BindConstants: bind})
+				if err != nil {
+					t.Fatal(err)
 				}
-				if err := c.check(values, keys); err != nil {
-					t.Fatalf("run %d: %v\nSQL: %s", run, err, p.BackendSQL)
+				if bind && q.Plan.Bound != nil {
+					bound++
 				}
-			}
-		})
+				runExecuteCase(t, db, c, q.Plan, bind)
+			})
+		}
+	}
+	if d.Name() == "postgres" && bound < 20 {
+		t.Errorf("only %d cases had constants to bind: the bound form is barely tested", bound)
 	}
 	// Quantile histograms: group keys, then the bucket, then its mass.
 	for _, c := range histogramCases {
@@ -963,6 +979,55 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 // not) and checks it: each row is the group keys, extra more key columns
 // (numbers), then a value, summed per "key|...|extra" ("extra" alone
 // without GROUP BY).
+// runExecuteCase runs a case's plan five times and checks every result:
+// its BackendSQL, or with bind its Bound form when it has one.
+func runExecuteCase(t *testing.T, db *sql.DB, c executeCase, p *Plan, bind bool) {
+	t.Helper()
+	sql, args := p.BackendSQL, []any(nil)
+	if bind && p.Bound != nil {
+		sql, args = p.Bound.SQL, p.Bound.Args
+	}
+	// Random choices differ run to run; the results must not.
+	for run := 0; run < 5; run++ {
+		mode := pgx.QueryExecModeCacheStatement
+		if run == 0 {
+			mode = pgx.QueryExecModeExec
+		}
+		var raws [][]any
+		if args == nil {
+			raws = queryRaw(t, db, sql)
+		} else {
+			raws = queryRaw(t, db, sql, append([]any{mode}, args...)...)
+		}
+		// Plans that weight groups return a row per group and k.
+		raws, err := p.FoldGroups(raws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var values [][]float64
+		var keys []string
+		for _, raw := range raws {
+			var nums []float64
+			key := ""
+			for i, v := range raw {
+				if i == p.GroupCountColumn {
+					continue
+				}
+				if i < len(p.Groups) {
+					key = keyText(v)
+					continue
+				}
+				nums = append(nums, number(t, v))
+			}
+			values = append(values, nums)
+			keys = append(keys, key)
+		}
+		if err := c.check(values, keys); err != nil {
+			t.Fatalf("run %d: %v\nSQL: %s\nargs: %q", run, err, sql, args)
+		}
+	}
+}
+
 func checkSideQuery(t *testing.T, db *sql.DB, pol *config.Policy, d Dialect, c histogramCase, extra int, pick func(*Plan) []string) {
 	t.Run(c.sql, func(t *testing.T) {
 		stmts, err := Parse(c.sql, PostgresFrontEnd)
@@ -998,9 +1063,9 @@ func checkSideQuery(t *testing.T, db *sql.DB, pol *config.Policy, d Dialect, c h
 }
 
 // queryRaw runs sql and returns its rows as the driver scans them.
-func queryRaw(t *testing.T, db *sql.DB, sql string) [][]any {
+func queryRaw(t *testing.T, db *sql.DB, sql string, args ...any) [][]any {
 	t.Helper()
-	rows, err := db.QueryContext(context.Background(), sql)
+	rows, err := db.QueryContext(context.Background(), sql, args...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, sql)
 	}

@@ -221,7 +221,12 @@ type Plan struct {
 	// the backend SQL has no per-unit step.
 	OneRowPerUnit bool
 
-	BackendSQL   string
+	BackendSQL string
+	// Bound, when set, is BackendSQL with the query's constants as
+	// parameters (Options.BindConstants, constants.go): what the engine
+	// sends to PostgreSQL, one statement for every query that differs
+	// only in its constants.
+	Bound        *BoundSQL
 	Groups       []GroupColumn
 	Aggregates   []Aggregate
 	Measurements []Measurement

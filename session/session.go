@@ -589,7 +589,8 @@ func (s *Session) runCommand(ctx context.Context, cmd *sessionCommand, sql strin
 // analyzeOptions are the session's options for rewrite.Analyze at eps.
 func (s *Session) analyzeOptions(eps float64, casts rewrite.CastLookup) rewrite.Options {
 	return rewrite.Options{Dialect: s.engine.Dialect(), Epsilon: eps, FrontEnd: s.frontEnd, Casts: casts, ReportBias: s.reportBias,
-		BiasBounds: s.intervals != "" && s.intervals != intervalsOff, R2T: s.autoBound == autoBoundR2T}
+		BiasBounds: s.intervals != "" && s.intervals != intervalsOff, R2T: s.autoBound == autoBoundR2T,
+		BindConstants: true}
 }
 
 // showSetting answers SHOW dpproxy.<name>.
