@@ -480,22 +480,28 @@ done
 
 # Workload 5: many small DP queries with distinct text (no cache hit
 # possible), each charged to the durable ledger. Its backend ceiling
-# (w5.direct): the SQL dpproxy sends for them (dpproxy explain, with a
-# marker constant made distinct again) straight to PostgreSQL, 32 clients.
+# (w5.direct): the SQL dpproxy sends for them (dpproxy explain --backend:
+# one statement, the query's constant its one parameter) straight to
+# PostgreSQL, prepared once per connection as dpproxy's backend does, the
+# parameter distinct for each execution, 32 clients. The marker constant
+# is as large as the run's (a bigint), so its parameter's type is theirs.
 LQ='SELECT COUNT(*) FROM patients WHERE patient_id = {i}'
-W5_MARK=987654321
-W5_REWRITTEN=$(backend_sql "$WORK/nocache.yaml" "${LQ//\{i\}/$W5_MARK}")
-W5_DIRECT_Q= W5_DIRECT_NOTE=
-case "$W5_REWRITTEN" in
-  *"$W5_MARK"*) W5_DIRECT_Q=${W5_REWRITTEN//$W5_MARK/\{i\}}; printf '%s\n' "$W5_DIRECT_Q" >"$OUT/rewritten-w5.sql" ;;
-  *) W5_DIRECT_NOTE="workload 5's rewritten SQL does not carry the query's constant: its PostgreSQL ceiling not measured"
-     log "$W5_DIRECT_NOTE" ;;
-esac
+W5_MARK=98765432109
+W5_EXPLAIN=$("$BIN/dpproxy" explain --backend --config "$WORK/nocache.yaml" "${LQ//\{i\}/$W5_MARK}" 2>>"$WORK/explain.log")
+W5_DIRECT_Q=$(printf '%s\n' "$W5_EXPLAIN" | awk 'f == 1 {sub(/^  /, ""); print; exit} /^sent with the constants as parameters:/ {f = 1}')
+W5_DIRECT_NOTE=
+if [ -n "$W5_DIRECT_Q" ] && printf '%s\n' "$W5_EXPLAIN" | grep -qx "  parameters: \$1 = '$W5_MARK'"; then
+  printf '%s\n' "$W5_DIRECT_Q" >"$OUT/rewritten-w5.sql"
+else
+  W5_DIRECT_Q=
+  W5_DIRECT_NOTE="workload 5's backend SQL does not take the query's constant as its one parameter: its PostgreSQL ceiling not measured"
+  log "$W5_DIRECT_NOTE"
+fi
 log "workload 5: small DP queries, distinct text, 32 clients, ${D_LEDGER}s, $RUNS runs (PostgreSQL alone: ${D_W5DIRECT}s, $W5D_RUNS runs)"
 for r in $(seq 1 "$RUNS"); do
   record w5 "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients 32 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --pid "$NOCACHE_PID")"
   if [ -n "$W5_DIRECT_Q" ] && [ "$r" -le "$W5D_RUNS" ]; then
-    record w5.direct "$r" "$("$LG" run --dsn "$PG_DSN" --query "$W5_DIRECT_Q" --clients 32 --duration "${D_W5DIRECT}s")"
+    record w5.direct "$r" "$("$LG" run --dsn "$PG_DSN" --query "$W5_DIRECT_Q" --mode prepared --param-max 0 --clients 32 --duration "${D_W5DIRECT}s")"
   fi
 done
 

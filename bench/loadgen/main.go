@@ -6,15 +6,17 @@
 //	    create database DB if missing and load the same dataset into it
 //	    (MySQL or MariaDB, demo.LoadMySQLWith)
 //	loadgen run    --dsn DSN [--dsn DSN ...] --query SQL [--query SQL ...] [--clients C]
-//	               [--duration D] [--count N] [--mode simple|extended]
+//	               [--duration D] [--count N] [--mode simple|extended|prepared]
 //	               [--param-max K] [--ledger FILE] [--driver pgx|mysql] [--pid PID]
 //	    run a query mix with C clients (one connection each, spread over
 //	    the DSNs: several proxies sharing a ledger) for D or until
 //	    each client has run N queries; print one JSON object: queries/s and
 //	    latency percentiles. In a query, {i} is replaced by a number unique
 //	    to each execution (distinct query text) and the parameter ($1 with
-//	    pgx, ? with mysql) by a random integer in [1, K]. With pgx: a
-//	    parameter in extended mode (unnamed statement), a literal in simple
+//	    pgx, ? with mysql) by a random integer in [1, K] (K = 0: a number
+//	    unique to each execution, as {i}). With pgx: a parameter in extended
+//	    mode (unnamed statement) and in prepared mode (each text prepared
+//	    once per connection, like pgbench -M prepared), a literal in simple
 //	    mode. With --driver mysql (go-sql-driver, DSN in its form): simple
 //	    is the text protocol (COM_QUERY, the value interpolated by the
 //	    driver), extended the binary protocol (COM_STMT_PREPARE, EXECUTE and
@@ -299,6 +301,9 @@ func connect(ctx context.Context, dsn, mode string) (*pgx.Conn, error) {
 		// pgbench -M extended sends, and what works through PgBouncer's
 		// transaction pooling.
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	case "prepared":
+		// Each text prepared once per connection, then Bind/Execute.
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
 	default:
 		return nil, fmt.Errorf("unknown mode %q", mode)
 	}
@@ -316,7 +321,7 @@ func cmdRun(args []string) error {
 	count := fs.Int64("count", 0, "queries per client (0: until --duration)")
 	warmup := fs.Int("warmup", 3, "unmeasured queries per client first")
 	mode := fs.String("mode", "simple", "simple or extended protocol")
-	paramMax := fs.Int("param-max", 25, "$1 is a random integer in [1, param-max]")
+	paramMax := fs.Int("param-max", 25, "$1 is a random integer in [1, param-max]; 0: a number unique to each execution")
 	ledger := fs.String("ledger", "", "dpproxy ledger file to read before and after")
 	driver := fs.String("driver", "pgx", "pgx (PostgreSQL protocol) or mysql (go-sql-driver, MySQL protocol)")
 	pid := fs.Int("pid", 0, "process (the proxy under test) whose CPU time per query to report")
@@ -373,7 +378,11 @@ func cmdRun(args []string) error {
 			q = strings.ReplaceAll(q, "{i}", strconv.FormatInt(seq.Add(1), 10))
 		}
 		var param any
-		if strings.Contains(q, placeholder) {
+		switch {
+		case !strings.Contains(q, placeholder):
+		case *paramMax == 0:
+			param = seq.Add(1)
+		default:
 			param = int32(1 + r.IntN(*paramMax))
 		}
 		return c.query(ctx, q, param)

@@ -26,9 +26,10 @@ import (
 //     to `loadgen answer` (bench/loadgen/answer.go), a Go server that
 //     answers every query with the same rows from memory and does nothing
 //     else: the floor of any server's round trip with that client;
-//   - w5.direct: workload 5's rewritten SQL (distinct text) sent directly
-//     to PostgreSQL by 32 clients: the backend's ceiling for charged
-//     queries;
+//   - w5.direct: workload 5's SQL as dpproxy sends it (one statement,
+//     prepared per connection, the query's constant a parameter, distinct
+//     for each execution) sent directly to PostgreSQL by 32 clients: the
+//     backend's ceiling for charged queries;
 //   - BenchmarkCommitParallel (gobench.txt): the embedded ledger alone, 32
 //     committers, no backend.
 //
@@ -271,7 +272,7 @@ func chargedCeilingRows(w string, c chargedCeiling, directNote string) []Row {
 	}
 	if len(c.direct) > 0 {
 		rows = append(rows,
-			mk(w, "ceiling: the rewritten SQL, distinct text, directly on PostgreSQL with 32 clients (no proxy, no ledger)", "q/s", c.direct, "", nil),
+			mk(w, "ceiling: the SQL dpproxy sends (prepared, the constant a parameter), directly on PostgreSQL with 32 clients (no proxy, no ledger)", "q/s", c.direct, "", nil),
 			mk(w, "charged queries/s ÷ PostgreSQL's ceiling", "×", pairRatio(c.charged, c.direct), "", nil),
 		)
 	}
@@ -471,7 +472,7 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 	s := fmt.Sprintf("dpproxy charged %s queries/s (%s).", fmtQPS(ch.med), rangeQPS(ch))
 	var why []string
 	if d.n > 0 {
-		s += fmt.Sprintf(" PostgreSQL alone runs the same queries' rewritten SQL (distinct text, 32 clients, no proxy, no ledger) "+
+		s += fmt.Sprintf(" PostgreSQL alone runs the SQL dpproxy sends for them (one statement prepared per connection, the constant a parameter; 32 clients, no proxy, no ledger) "+
 			"at %s q/s (%s)", fmtQPS(d.med), rangeQPS(d))
 		switch {
 		case d.max < t && ch.med <= d.med:

@@ -611,7 +611,11 @@ authenticated) before the clock starts.
    transaction (group commit) is one WAL commit with ` + "`synchronous=FULL`" + `,
    i.e. one fsync; they are counted from the ledger file (charges of one
    transaction share its timestamp). WAL checkpoints add a few fsyncs not
-   counted here.
+   counted here. Distinct texts to dpproxy, one statement to PostgreSQL:
+   dpproxy sends the query's constant as a parameter (` + "`dpproxy explain`" + `
+   shows the SQL as sent), and its ceiling is that SQL sent straight to
+   PostgreSQL, prepared once per connection, with a distinct value each
+   time.
 6. **10,000 idle connections** — each authenticated with SCRAM and one
    ` + "`SELECT 1`" + `, opened 32 at a time, then held idle: dpproxy's VmRSS
    (/proc/PID/status) on a freshly started process (target ≤ 500 MB, and

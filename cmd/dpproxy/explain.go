@@ -67,7 +67,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(stmts) != 1 {
 		return fmt.Errorf("explain takes exactly one statement, got %d", len(stmts))
 	}
-	q, err := rewrite.Analyze(stmts[0], pol, rewrite.Options{Dialect: dialect, Epsilon: eps, FrontEnd: rewrite.PostgresFrontEnd})
+	q, err := rewrite.Analyze(stmts[0], pol, rewrite.Options{Dialect: dialect, Epsilon: eps, FrontEnd: rewrite.PostgresFrontEnd, BindConstants: true})
 	if err != nil {
 		return explainError(err)
 	}
@@ -85,6 +85,11 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "  %s\n", op)
 	}
 	fmt.Fprintf(stdout, "\nbackend SQL (%s):\n  %s\n\n", dialect.Name(), strings.Join(q.Plan.BackendQueries(), "\n  "))
+	if b := q.Plan.Bound; b != nil {
+		// What serve sends: one statement for every query that differs
+		// only in its constants (pg_stat_statements shows it so).
+		fmt.Fprintf(stdout, "sent with the constants as parameters:\n  %s\n  parameters: %s\n\n", b.SQL, boundArgs(b.Args))
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	var names []string
 	for _, c := range table.Columns {
@@ -103,6 +108,15 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// boundArgs lists a bound query's parameters as $1 = 'value', ...
+func boundArgs(args []any) string {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		parts[i] = fmt.Sprintf("$%d = '%s'", i+1, strings.ReplaceAll(fmt.Sprint(a), "'", "''"))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func explainError(err error) error {

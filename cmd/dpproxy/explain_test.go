@@ -68,3 +68,46 @@ protected_tables:
 		t.Errorf("an unreadable database: %v", err)
 	}
 }
+
+// On PostgreSQL explain also shows the SQL as serve sends it, the query's
+// constants as parameters; other backends get the constants in the SQL.
+func TestExplainShowsTheConstantsAsParameters(t *testing.T) {
+	dir := t.TempDir()
+	policy := func(backend string) string {
+		p := filepath.Join(dir, "policy.yaml")
+		yaml := `
+backend: ` + backend + `
+analysts:
+  - name: ana
+    password:
+      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
+    budget: {epsilon: 1}
+defaults: {epsilon: 0.5, max_groups_per_unit: 2, max_rows_per_unit: 3}
+protected_tables:
+  - {name: members, privacy_unit: member_id, columns: [{name: member_id, type: int}, {name: city, type: text}, {name: age, type: int, bounds: [0, 100]}]}
+`
+		if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const q = "SELECT SUM(age) FROM members WHERE age > 17 AND city = 'Oslo'"
+	out, _, err := runCmd(t, "", "explain", "--config", policy(`{kind: postgres, dsn: "postgres://ana@127.0.0.1:1/none"}`), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `("age" > 17) AND ("city" = 'Oslo')`) {
+		t.Errorf("the backend SQL has lost its constants:\n%s", out)
+	}
+	if !strings.Contains(out, "sent with the constants as parameters:") || !strings.Contains(out, `("age" > $1::integer) AND ("city" = $2)`) ||
+		!strings.Contains(out, "parameters: $1 = '17', $2 = 'Oslo'") {
+		t.Errorf("no SQL as sent, with parameters:\n%s", out)
+	}
+	out, _, err = runCmd(t, "", "explain", "--config", policy(`{kind: sqlite, path: "`+filepath.Join(dir, "none.db")+`"}`), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "parameters") || !strings.Contains(out, `("city" = 'Oslo')`) {
+		t.Errorf("SQLite gets its constants in the SQL:\n%s", out)
+	}
+}
