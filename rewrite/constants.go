@@ -25,7 +25,9 @@ import (
 // can hold one (Dialect.QuoteString refuses it), so a marker that escaped
 // would fail the statement rather than change it.
 
-// constantTable numbers the constants of one analysis by their SQL text.
+// constantTable numbers the constants of one analysis by their SQL text:
+// equal constants get the same marker, so that expressions the analysis
+// compares by their SQL (conditional aggregates' values) still match.
 type constantTable struct {
 	texts  []string
 	values []boundConstant
@@ -64,12 +66,15 @@ func (t *constantTable) inline(sql string) string {
 	return b.String()
 }
 
-// bind replaces every marker in sql with a PostgreSQL parameter, numbered
-// in order of first appearance, and returns the parameters' values. A
+// bind replaces every marker in sql with a PostgreSQL parameter, one per
+// occurrence, numbered in order, and returns the parameters' values. A
 // number gets the type PostgreSQL gives the same literal (integer, bigint
 // or numeric), so that operators resolve as they would for the literal;
 // a string stays untyped, as a quoted literal is, and takes the type its
-// context gives it.
+// context gives it. Each occurrence has its own parameter because that
+// type is the context's: one parameter for '2025-01-05' compared with a
+// date and with a text column would take the date type at the first and
+// then fail at the second, where two literals do not.
 func (t *constantTable) bind(sql string) (string, []any) {
 	if strings.IndexByte(sql, 0) < 0 {
 		return sql, nil
@@ -77,17 +82,11 @@ func (t *constantTable) bind(sql string) (string, []any) {
 	var (
 		b    strings.Builder
 		args []any
-		num  = map[int]int{}
 	)
 	b.Grow(len(sql) + 8*len(t.texts))
 	t.each(sql, &b, func(i int) {
-		n, seen := num[i]
-		if !seen {
-			args = append(args, t.values[i].value)
-			n = len(args)
-			num[i] = n
-		}
-		b.WriteString("$" + strconv.Itoa(n) + t.values[i].cast)
+		args = append(args, t.values[i].value)
+		b.WriteString("$" + strconv.Itoa(len(args)) + t.values[i].cast)
 	})
 	return b.String(), args
 }

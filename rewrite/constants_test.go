@@ -62,12 +62,13 @@ func TestConstantTableInlineAndBind(t *testing.T) {
 	if got, want := tab.inline(sql), "SELECT 1 FROM t WHERE (a > 18) AND (b = 'it''s') AND (c < 18)"; got != want {
 		t.Errorf("inline:\n got %s\nwant %s", got, want)
 	}
-	// Numbered in order of appearance in this SQL, each constant once.
+	// Numbered in order of appearance in this SQL, one per occurrence:
+	// each takes its type from its own context, as a literal does.
 	bound, args := tab.bind("WHERE (b = " + name + ") AND (a > " + age + ") AND (c < " + again + ")")
-	if want := "WHERE (b = $1) AND (a > $2::integer) AND (c < $2::integer)"; bound != want {
+	if want := "WHERE (b = $1) AND (a > $2::integer) AND (c < $3::integer)"; bound != want {
 		t.Errorf("bind:\n got %s\nwant %s", bound, want)
 	}
-	if !reflect.DeepEqual(args, []any{"it's", "18"}) {
+	if !reflect.DeepEqual(args, []any{"it's", "18", "18"}) {
 		t.Errorf("bind args = %q", args)
 	}
 	// A SQL without markers is returned as it is, with no arguments.

@@ -107,6 +107,13 @@ var executeCases = []executeCase{
 		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 2) },
 	},
 	{
+		// One constant compared with a date and with a text column: each
+		// occurrence its own parameter, typed by its context (p3's six
+		// visits from 2025-01-05, 2 kept; no note is that text).
+		sql:   `SELECT COUNT(*) FROM visits WHERE visit_date >= '2025-01-05' OR note = '2025-01-05'`,
+		check: func(rows [][]float64, _ []string) error { return expectRow(rows, 2) },
+	},
+	{
 		// Superset's time filter: the call with an ISO format is its
 		// constant.
 		sql:   `SELECT COUNT(*) FROM visits WHERE visit_date >= TO_TIMESTAMP('2025-01-05 00:00:00.000000', 'YYYY-MM-DD HH24:MI:SS.US')`,
