@@ -1,1 +1,1 @@
-SELECT COUNT(*) FROM (SELECT 1 AS "dp_one" FROM "patients" WHERE ("patient_id" = {i})) AS "dp_rows"
+SELECT COUNT(*) FROM (SELECT 1 AS "dp_one" FROM "patients" WHERE ("patient_id" = $1::bigint)) AS "dp_rows"
