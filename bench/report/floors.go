@@ -31,7 +31,8 @@ import (
 //     for each execution) sent directly to PostgreSQL by 32 clients: the
 //     backend's ceiling for charged queries;
 //   - BenchmarkCommitParallel (gobench.txt): the embedded ledger alone, 32
-//     committers, no backend.
+//     committers, no backend: its charges/s, and its CPU per charge, which
+//     with workload 4's relaying bounds the charged rate the cores allow.
 //
 // An impossibility is claimed only when every repetition of the run
 // supports it (the floor above the target in every run, or the ceiling
@@ -120,6 +121,10 @@ type chargedCeiling struct {
 	// protocol): a repeated text, so no parse, no plan, no noise, no
 	// ledger; only the messages a charged query relays too.
 	passCPU []float64
+	// ledgerCPU is the embedded ledger's CPU per charge with 32
+	// committers (BenchmarkCommitParallel): the reservation, the group
+	// commit and its share of the fsync, which every charged query needs.
+	ledgerCPU []float64
 }
 
 // cpuCeiling is cores / (PostgreSQL's and the clients' CPU per query,
@@ -194,6 +199,7 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 	}
 	f.w5.passCPU = f.pass["simple"].proxyCPU
 	f.w5.ledger = bench["CommitParallel"]["charges/s"]
+	f.w5.ledgerCPU = bench["CommitParallel"]["cpu-us/charge"]
 	if r := series["w10.clients.cachehit.c1"]; len(r) > 0 {
 		f.hitCPU1 = r[0].ProcCPUUS
 	}
@@ -291,6 +297,12 @@ func chargedCeilingRows(w string, c chargedCeiling, directNote string) []Row {
 	}
 	if ceil := c.cpuCeiling(leastOf(c.passCPU)); ceil > 0 {
 		r := mk(w, "ceiling: the machine's CPU if a charged query cost dpproxy no more than a passthrough (cores ÷ (direct CPU + workload 4's), the least of each)", "q/s", []float64{ceil}, "", nil)
+		r.Note = fmt.Sprintf("%d cores", c.cores)
+		rows = append(rows, r)
+	}
+	if pass, ledger := leastOf(c.passCPU), leastOf(c.ledgerCPU); pass > 0 && ledger > 0 {
+		rows = append(rows, mk(w, "CPU time per charge of the embedded ledger alone (BenchmarkCommitParallel, the whole process)", "µs", positive(c.ledgerCPU), "", nil))
+		r := mk(w, "ceiling: the machine's CPU if a charged query cost dpproxy no more than a passthrough and a durable charge (cores ÷ (direct CPU + workload 4's + the ledger's per charge), the least of each)", "q/s", []float64{c.cpuCeiling(pass + ledger)}, "", nil)
 		r.Note = fmt.Sprintf("%d cores", c.cores)
 		rows = append(rows, r)
 	}
@@ -511,6 +523,19 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 				s += fmt.Sprintf(", below %s: the target is out of reach on this machine whatever dpproxy does beyond relaying.", fmtQPS(t))
 				why = append(why, fmt.Sprintf("the machine's CPU allows at most %s q/s even at the cost of a passthrough (PostgreSQL and the clients %s µs, dpproxy's relaying %s µs per query on %d cores)",
 					fmtQPS(ceil), fmt1(least), fmt1(pass), c.cores))
+			} else if ledger := leastOf(c.ledgerCPU); ledger > 0 {
+				both := c.cpuCeiling(pass + ledger)
+				s += fmt.Sprintf(". A charged query is also charged: the embedded ledger spends %s µs of CPU per charge at the least "+
+					"(BenchmarkCommitParallel, 32 committers: the reservation, the group commit and its share of the fsync, the whole process counted), "+
+					"so even if a charged query cost dpproxy no more than relaying and charging, the cores would carry at most %s queries/s",
+					fmt1(ledger), fmtQPS(both))
+				if both < t {
+					s += fmt.Sprintf(", below %s: the target is out of reach on this machine with the embedded ledger, whatever dpproxy does beyond relaying and charging.", fmtQPS(t))
+					why = append(why, fmt.Sprintf("the machine's CPU allows at most %s q/s even at the cost of a passthrough and a durable charge (PostgreSQL and the clients %s µs, dpproxy's relaying %s µs, the ledger %s µs per query on %d cores)",
+						fmtQPS(both), fmt1(least), fmt1(pass), fmt1(ledger), c.cores))
+				} else {
+					s += "."
+				}
 			} else {
 				s += "."
 			}

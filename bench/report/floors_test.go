@@ -287,3 +287,65 @@ func TestReportFloors(t *testing.T) {
 		t.Log(got[max(i, 0):])
 	}
 }
+
+// Workload 5's CPU ceiling counts the ledger's CPU per charge when the
+// passthrough's alone leaves room: out of reach only when relaying and
+// charging together exceed the cores at 20,000 a second.
+func TestChargedCeilingCountsTheLedger(t *testing.T) {
+	for _, c := range []struct {
+		ledgerCPU string
+		want      []string
+		not       string
+	}{
+		// 2 cores / (49 + 47) µs = 20,833 q/s: relaying alone leaves room;
+		// / (49 + 47 + 49) µs = 13,793 q/s with the ledger: out of reach.
+		{"49.0", []string{
+			"the cores would carry at most 20,833 queries/s. A charged query is also charged: the embedded ledger spends 49.0 µs of CPU per charge at the least",
+			"the cores would carry at most 13,793 queries/s, below 20,000: the target is out of reach on this machine with the embedded ledger",
+			"| 5 small DP queries, distinct text, 32 clients | CPU time per charge of the embedded ledger alone (BenchmarkCommitParallel, the whole process) | 49.0 µs |",
+		}, "Neither ceiling rules the target out"},
+		// / (49 + 47 + 1) µs = 20,619 q/s: room left, the target missed.
+		{"1.0", []string{"the cores would carry at most 20,619 queries/s.", "Neither ceiling rules the target out in this run"}, "out of reach on this machine with the embedded ledger"},
+	} {
+		dir := t.TempDir()
+		var raw strings.Builder
+		for r := 1; r <= 3; r++ {
+			for series, data := range map[string]map[string]any{
+				"w4.simple.proxy":     {"qps": 12126.0, "proc_cpu_us_per_query": 47.0},
+				"w4.simple.pgbouncer": {"qps": 12826.0, "proc_cpu_us_per_query": 28.5},
+				"w4.simple.direct":    {"qps": 20000.0},
+				"w5":                  {"seconds": 8.0, "ledger_charges": 48000, "ledger_transactions": 5000, "p50_us": 5000.0, "proc_cpu_us_per_query": 180.0},
+				"w5.direct":           {"qps": 39000.0, "machine_cpu_us_per_query": 49.0, "machine_busy": 0.98, "machine_cores": 2},
+			} {
+				b, err := json.Marshal(map[string]any{"series": series, "run": r, "data": data})
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw.Write(append(b, '\n'))
+			}
+		}
+		gobench := "BenchmarkCommitParallel-2   \t    8841\t     69491 ns/op\t     20394 charges/s\t  " + c.ledgerCPU + " cpu-us/charge\t         0.05 tx/charge\n"
+		for name, content := range map[string]string{"raw.jsonl": raw.String(), "run.txt": "total_seconds=1100\n", "gobench.txt": gobench} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		md := filepath.Join(dir, "BENCHMARKS.md")
+		if err := run(dir, md); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := string(b)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("ledger %s µs: BENCHMARKS.md lacks %q", c.ledgerCPU, w)
+			}
+		}
+		if strings.Contains(got, c.not) {
+			t.Errorf("ledger %s µs: BENCHMARKS.md says %q", c.ledgerCPU, c.not)
+		}
+	}
+}

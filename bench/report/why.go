@@ -85,7 +85,7 @@ trip costs), the cache-hit query answered from memory by a Go server that
 does nothing else (` + "`loadgen answer`" + `: the least any server's round
 trip takes with that client), and workload 5's SQL as dpproxy sends it (prepared, its constant a parameter) sent straight to PostgreSQL and
 the embedded ledger's own benchmark (what the backend and the ledger each
-reach alone). The machine has two cores shared by the database, the load
+reach alone, and the ledger's CPU per durable charge). The machine has two cores shared by the database, the load
 generator and the proxy, so every throughput figure is a share of the same
 CPU, and the machine's own speed varies between runs (PgBouncer's CPU per
 query was 17 µs in one full run and 30 µs in the next): the ratios,
