@@ -17,13 +17,14 @@ import (
 //
 // The emitter writes each such constant as a marker, "\x00" + its number +
 // "\x00", and records its SQL text in the analysis' constantTable. When the
-// plan is complete, finish replaces every marker: with the constant's text
+// plan is complete, finishConstants replaces every marker: with its text
 // in every SQL the plan holds (BackendSQL stays what it was, for EXPLAIN,
 // the result cache and the golden files), and with a parameter in
-// Plan.Bound. No SQL with a marker leaves the rewrite package: PostgreSQL,
-// MySQL and SQLite all refuse a NUL byte in a statement, and no constant
-// can hold one (Dialect.QuoteString refuses it), so a marker that escaped
-// would fail the statement rather than change it.
+// Plan.Bound. No SQL with a marker leaves the rewrite package (tested on
+// every plan of the golden queries); one that did would fail rather than
+// run changed: no constant can hold a NUL byte (Dialect.QuoteString
+// refuses it), PostgreSQL refuses one in a statement, and a backend that
+// ends the statement there is left inside an unclosed parenthesis.
 
 // constantTable numbers the constants of one analysis by their SQL text:
 // equal constants get the same marker, so that expressions the analysis
