@@ -240,24 +240,11 @@ func TestReportFloors(t *testing.T) {
 		add("w2k.direct_per_unit", r, map[string]any{"p50_us": 60000.0})
 		add("w2k.direct_original", r, map[string]any{"p50_us": 10000.0})
 	}
-	for name, content := range map[string]string{
+	got := reportOf(t, dir, map[string]string{
 		"raw.jsonl":   raw.String(),
 		"run.txt":     "total_seconds=1190\nquick=0\nidle_conns=10000\nmysql_note=--no-mysql\n",
 		"gobench.txt": "BenchmarkCommitParallel-2   \t    8841\t     69491 ns/op\t     14390 charges/s\t         0.03167 tx/charge\n",
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	md := filepath.Join(dir, "BENCHMARKS.md")
-	if err := run(dir, md); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(md)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := string(b)
+	})
 	for _, w := range []string{
 		"| 3 cache hit, 1 client | floor: SELECT 1 directly on PostgreSQL, p50 | 74.0 µs |",
 		"| 4 passthrough, public table, 16 clients, simple protocol | CPU per query, bare Go relay ÷ PgBouncer (the floor of dpproxy's ≤ 1.2 target) | 1.439 × |",
@@ -307,7 +294,6 @@ func TestChargedCeilingCountsTheLedger(t *testing.T) {
 		// / (49 + 47 + 1) µs = 20,619 q/s: room left, the target missed.
 		{"1.0", []string{"the cores would carry at most 20,619 queries/s.", "Neither ceiling rules the target out in this run"}, "out of reach on this machine with the embedded ledger"},
 	} {
-		dir := t.TempDir()
 		var raw strings.Builder
 		for r := 1; r <= 3; r++ {
 			for series, data := range map[string]map[string]any{
@@ -325,20 +311,7 @@ func TestChargedCeilingCountsTheLedger(t *testing.T) {
 			}
 		}
 		gobench := "BenchmarkCommitParallel-2   \t    8841\t     69491 ns/op\t     20394 charges/s\t  " + c.ledgerCPU + " cpu-us/charge\t         0.05 tx/charge\n"
-		for name, content := range map[string]string{"raw.jsonl": raw.String(), "run.txt": "total_seconds=1100\n", "gobench.txt": gobench} {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		md := filepath.Join(dir, "BENCHMARKS.md")
-		if err := run(dir, md); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(md)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := string(b)
+		got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw.String(), "run.txt": "total_seconds=1100\n", "gobench.txt": gobench})
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("ledger %s µs: BENCHMARKS.md lacks %q", c.ledgerCPU, w)
@@ -348,4 +321,24 @@ func TestChargedCeilingCountsTheLedger(t *testing.T) {
 			t.Errorf("ledger %s µs: BENCHMARKS.md says %q", c.ledgerCPU, c.not)
 		}
 	}
+}
+
+// reportOf writes the result files into dir and returns the BENCHMARKS.md
+// the report makes of them.
+func reportOf(t *testing.T, dir string, files map[string]string) string {
+	t.Helper()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md := filepath.Join(dir, "BENCHMARKS.md")
+	if err := run(dir, md); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

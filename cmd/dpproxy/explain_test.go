@@ -27,22 +27,7 @@ func TestExplainFromTheBackend(t *testing.T) {
 	}
 	db.Close()
 	policy := func(path string) string {
-		p := filepath.Join(dir, "policy-"+filepath.Base(path)+".yaml")
-		yaml := fmt.Sprintf(`
-backend: {kind: sqlite, path: %q}
-analysts:
-  - name: ana
-    password:
-      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
-    budget: {epsilon: 1}
-defaults: {epsilon: 0.5, max_groups_per_unit: 2, max_rows_per_unit: 3}
-protected_tables:
-  - {name: members, privacy_unit: member_id, columns: [{name: member_id, type: int}, {name: age, type: int, bounds: [0, 100]}]}
-`, path)
-		if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return writeMembersPolicy(t, filepath.Join(dir, "policy-"+filepath.Base(path)+".yaml"), fmt.Sprintf("{kind: sqlite, path: %q}", path), "")
 	}
 	const q = "SELECT SUM(age) FROM members WHERE member_id = 7"
 	offline, _, err := runCmd(t, "", "explain", "--config", policy(dbPath), q)
@@ -74,22 +59,7 @@ protected_tables:
 func TestExplainShowsTheConstantsAsParameters(t *testing.T) {
 	dir := t.TempDir()
 	policy := func(backend string) string {
-		p := filepath.Join(dir, "policy.yaml")
-		yaml := `
-backend: ` + backend + `
-analysts:
-  - name: ana
-    password:
-      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
-    budget: {epsilon: 1}
-defaults: {epsilon: 0.5, max_groups_per_unit: 2, max_rows_per_unit: 3}
-protected_tables:
-  - {name: members, privacy_unit: member_id, columns: [{name: member_id, type: int}, {name: city, type: text}, {name: age, type: int, bounds: [0, 100]}]}
-`
-		if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return writeMembersPolicy(t, filepath.Join(dir, "policy.yaml"), backend, "{name: city, type: text}, ")
 	}
 	const q = "SELECT SUM(age) FROM members WHERE age > 17 AND city = 'Oslo'"
 	out, _, err := runCmd(t, "", "explain", "--config", policy(`{kind: postgres, dsn: "postgres://ana@127.0.0.1:1/none"}`), q)
@@ -110,4 +80,26 @@ protected_tables:
 	if strings.Contains(out, "parameters") || !strings.Contains(out, `("city" = 'Oslo')`) {
 		t.Errorf("SQLite gets its constants in the SQL:\n%s", out)
 	}
+}
+
+// writeMembersPolicy writes, at path, a policy with the given backend and
+// one protected table, members (its unit member_id, age bounded to
+// [0, 100], and extra columns before age), and returns path.
+func writeMembersPolicy(t *testing.T, path, backend, extra string) string {
+	t.Helper()
+	yaml := `
+backend: ` + backend + `
+analysts:
+  - name: ana
+    password:
+      scram_sha_256: "SCRAM-SHA-256$4096:AKJlzvT0L3Yl8dGrNHGF0Q==$10z/ljTtokZGF0fgZQj8wiR1hWxLssvdON/R5HwQ9v8=:XzL5XZGjBdDj5s8M6TL0PcVHvKxVSJWDCBOCwfR2PXU="
+    budget: {epsilon: 1}
+defaults: {epsilon: 0.5, max_groups_per_unit: 2, max_rows_per_unit: 3}
+protected_tables:
+  - {name: members, privacy_unit: member_id, columns: [{name: member_id, type: int}, ` + extra + `{name: age, type: int, bounds: [0, 100]}]}
+`
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
