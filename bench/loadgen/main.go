@@ -320,7 +320,7 @@ func cmdRun(args []string) error {
 	duration := fs.Duration("duration", 10*time.Second, "how long to run")
 	count := fs.Int64("count", 0, "queries per client (0: until --duration)")
 	warmup := fs.Int("warmup", 3, "unmeasured queries per client first")
-	mode := fs.String("mode", "simple", "simple or extended protocol")
+	mode := fs.String("mode", "simple", "simple, extended or prepared (pgx only) protocol")
 	paramMax := fs.Int("param-max", 25, "$1 is a random integer in [1, param-max]; 0: a number unique to each execution")
 	ledger := fs.String("ledger", "", "dpproxy ledger file to read before and after")
 	driver := fs.String("driver", "pgx", "pgx (PostgreSQL protocol) or mysql (go-sql-driver, MySQL protocol)")
