@@ -1,6 +1,7 @@
 package mysqlwire
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -25,6 +26,12 @@ const maxRetainedWriteBuf = 64 << 10
 // errorWriteTimeout is the time past the statement timeout given to
 // deliver a timed-out statement's error.
 const errorWriteTimeout = 5 * time.Second
+
+// readBufferSize is the client socket's read buffer: one read system call
+// takes every packet that has arrived (a binary-protocol client sends its
+// close, prepare and execute back to back), where reading each packet's
+// header and body straight from the socket cost two.
+const readBufferSize = 4 << 10
 
 // maxHandshakePacket bounds every packet before the client is
 // authenticated (handshake response, auth switch and caching_sha2
@@ -91,7 +98,7 @@ func (s *Server) newConn(ctx context.Context, nc net.Conn) *conn {
 	}
 	c.log = s.log.With("conn", c.id, "remote", nc.RemoteAddr().String())
 	c.deadlines = netserver.NewConnDeadlines(func() net.Conn { return c.nc })
-	c.pr = packetReader{r: nc, max: maxHandshakePacket}
+	c.pr = packetReader{r: bufio.NewReaderSize(nc, readBufferSize), max: maxHandshakePacket}
 	return c
 }
 
@@ -194,7 +201,10 @@ func (c *conn) handshake() (string, error) {
 		if c.srv.opts.TLS == nil {
 			return "", c.fail(mysqlError{ErrUnknown, "08S01", "TLS is not configured on this server"})
 		}
-		tc := tls.Server(c.raw, c.srv.opts.TLS)
+		// A client starts TLS right after its SSL request, without
+		// waiting for an answer: the first bytes of its handshake may
+		// already be in the read buffer.
+		tc := tls.Server(bufferedConn{Conn: c.raw, r: c.pr.r}, c.srv.opts.TLS)
 		hctx, cancel := context.WithTimeout(c.ctx, c.srv.opts.AuthTimeout)
 		err := tc.HandshakeContext(hctx)
 		cancel()
@@ -202,7 +212,7 @@ func (c *conn) handshake() (string, error) {
 			return "", fmt.Errorf("mysqlwire: TLS handshake: %w", err)
 		}
 		c.nc, c.tls = tc, true
-		c.pr.r = tc
+		c.pr.r = tc // tls.Conn reads whole records: no second buffer
 		if pkt, err = c.readPacket(); err != nil {
 			return "", c.readError(err)
 		}
@@ -405,6 +415,15 @@ func (c *conn) ForceClose() {
 	c.life.TakeOver()
 	c.cancel()
 }
+
+// bufferedConn is a socket whose reads go through a buffer that may
+// already hold what was read ahead of the TLS handshake.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (b bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 
 // readPacket reads one logical packet at the expected sequence id.
 func (c *conn) readPacket() ([]byte, error) {
