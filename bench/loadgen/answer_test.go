@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
@@ -94,5 +95,40 @@ func TestAnswerMySQL(t *testing.T) {
 	}
 	if err := db.Ping(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A MySQL query runs without the run's context (see myClient.query), so
+// the run's end must still end it: a server that never answers the
+// query leaves the client blocked until the run's context ends, which
+// closes the socket.
+func TestMySQLQueryEndsWithTheRun(t *testing.T) {
+	addr := serveAnswers(t, answerMySQL(nil)) // answers the ping, never a query
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := connectMySQL(ctx, "bench:bench@tcp("+addr+")/bench", "simple")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not closed before the query has returned: closing waits for it.
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.query(ctx, "SELECT 1", nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the query returned before the run ended: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	select {
+	case err := <-done:
+		c.close()
+		if err == nil {
+			t.Fatal("the query ended by the run's end reported no error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run ended but the query it left waiting did not")
 	}
 }
