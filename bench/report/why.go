@@ -129,7 +129,11 @@ profiles of ` + "`dpproxy serve`" + ` (` + "`DPPROXY_CPUPROFILE`" + `) under the
 		"each move of a runtime timer wakes a thread on the other core (2.1 context switches per hit against 1.6 without, " +
 		"on the development machine), so they now move them only when the one in force is out of its slack " +
 		"(`netserver.Deadline`, `netserver.StatementTimer`: 1/16 of the timeout, at most a second, never sooner than " +
-		"asked): 59 µs p50 before against 47 µs after, in turns in one run. What is left of the p50 is the round trip " +
+		"asked): 59 µs p50 before against 47 µs after, in turns in one run. The load generator's MySQL client " +
+		"(go-sql-driver) ran each query with the run's context, which the driver hands to a watcher goroutine and " +
+		"database/sql watches with a goroutine per result: two wake-ups per query on the client's side, for every " +
+		"server measured (MariaDB's own SELECT 1: 61–79 µs p50 against 37–43 µs without, on the development " +
+		"machine); it runs them without now, and the run's end closes its sockets. What is left of the p50 is the round trip " +
 		"itself: two socket wakeups through Go's scheduler and the client's own work")
 	if f.hitCPU1 > 0 {
 		fmt.Fprintf(&body, " (the scale table's 1-client row shows %s µs of dpproxy CPU per hit)", fmtNum(f.hitCPU1))
@@ -363,5 +367,14 @@ CPU per text-protocol query 94 → 89 µs, binary 139 → 118–135 µs. The
 profile of the text protocol: system calls 46 % (the write to MariaDB
 alone 22 %), Go's scheduler 10 %; go-sql-driver does not expose the
 packets, so text rows are decoded before they are encoded again, but the
-decoding is 2 % of the profile.
+decoding is 2 % of the profile. The front end read each client packet
+straight from the socket, its header and its body apart, two reads per
+packet; it now reads through a 4 KiB buffer, one read for whatever has
+arrived (a binary-protocol client sends its close and its next prepare
+back to back): in turns on the development machine, 16 clients, binary
+protocol 5,400–6,600 → 5,900–7,300 q/s, dpproxy's CPU per query 109–134 →
+98–117 µs. Since then the binary protocol's system calls are what it
+must make: three writes per query (the prepare's answer, the execute to
+MariaDB, its rows to the client) and the reads of the client's two
+messages and of MariaDB's answer.
 `
