@@ -59,11 +59,13 @@ type SQLiteStore struct {
 	// version is the schema version of a read-only ledger (0: current);
 	// a version 1 ledger records no tables.
 	version int
-	// wconn is the writer goroutine's own connection; ins is prepared on it.
-	wconn *sql.Conn
-	ins   *sql.Stmt
-	// insMany inserts insertChunk charges at once (insertChunk).
-	insMany *sql.Stmt
+	// wconn is the writer goroutine's own connection; the statements
+	// below are prepared on it and used by the writer alone.
+	wconn           *sql.Conn
+	begin, commitTx *sql.Stmt
+	// inserts[n-1] inserts n charges with one statement, for n up to
+	// insertChunk; prepared when first needed (insertStmt).
+	inserts [insertChunk]*sql.Stmt
 	lock    *os.File
 
 	mu      sync.Mutex // guards closed and senders.Add
@@ -173,25 +175,55 @@ func openSQLite(ctx context.Context, abs, dir string) (_ *SQLiteStore, err error
 			return nil, fmt.Errorf("budget: syncing ledger directory: %w", err)
 		}
 	}
-	ins, err := wconn.PrepareContext(ctx,
-		`INSERT INTO charges (analyst, epsilon, delta, query, at_ns, tables) VALUES (?, ?, ?, ?, ?, ?)`)
-	if err != nil {
+	s := &SQLiteStore{
+		path:  abs,
+		db:    db,
+		wconn: wconn,
+		reqs:  make(chan *appendReq, maxBatch),
+		done:  make(chan struct{}),
+	}
+	defer func() {
+		if err != nil {
+			s.closeStatements()
+		}
+	}()
+	if s.begin, err = wconn.PrepareContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return nil, fmt.Errorf("budget: ledger %s: preparing BEGIN: %w", abs, err)
+	}
+	if s.commitTx, err = wconn.PrepareContext(ctx, "COMMIT"); err != nil {
+		return nil, fmt.Errorf("budget: ledger %s: preparing COMMIT: %w", abs, err)
+	}
+	// Prepared now, so that an insert the schema rejects fails here.
+	if _, err = s.insertStmt(ctx, insertChunk); err != nil {
 		return nil, fmt.Errorf("budget: ledger %s: preparing insert: %w", abs, err)
 	}
-	insMany, err := wconn.PrepareContext(ctx, insertChargesSQL(insertChunk))
-	if err != nil {
-		ins.Close()
-		return nil, fmt.Errorf("budget: ledger %s: preparing insert: %w", abs, err)
+	return s, nil
+}
+
+// insertStmt returns the statement that inserts n charges (1 ≤ n ≤
+// insertChunk), preparing it on the writer's connection the first time.
+// Only the writer goroutine (and the opening, before it runs) calls it.
+func (s *SQLiteStore) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	if st := s.inserts[n-1]; st != nil {
+		return st, nil
 	}
-	return &SQLiteStore{
-		path:    abs,
-		db:      db,
-		wconn:   wconn,
-		ins:     ins,
-		insMany: insMany,
-		reqs:    make(chan *appendReq, maxBatch),
-		done:    make(chan struct{}),
-	}, nil
+	st, err := s.wconn.PrepareContext(ctx, insertChargesSQL(n))
+	if err != nil {
+		return nil, err
+	}
+	s.inserts[n-1] = st
+	return st, nil
+}
+
+// closeStatements closes the writer's prepared statements.
+func (s *SQLiteStore) closeStatements() error {
+	var errs []error
+	for _, st := range append([]*sql.Stmt{s.begin, s.commitTx}, s.inserts[:]...) {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ledgerDSN returns the modernc.org/sqlite DSN for the ledger at abs. The
@@ -453,7 +485,7 @@ func (s *SQLiteStore) commit(batch []*appendReq) {
 // started it runs to its end so every caller learns the real outcome.
 func (s *SQLiteStore) write(reqs []*appendReq) error {
 	ctx := context.Background()
-	if _, err := s.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := s.begin.ExecContext(ctx); err != nil {
 		return err
 	}
 	// One time for the transaction: the latest its charges were given
@@ -477,40 +509,28 @@ func (s *SQLiteStore) write(reqs []*appendReq) error {
 		}
 		tables[i] = string(t)
 	}
-	rest := reqs
-	for len(rest) >= insertChunk {
-		if err := s.insertChunk(ctx, rest[:insertChunk], tables[:insertChunk], ns); err != nil {
+	for rest := reqs; len(rest) > 0; {
+		n := min(len(rest), insertChunk)
+		if err := s.insertChunk(ctx, rest[:n], tables[:n], ns); err != nil {
 			rollback(s.wconn)
 			return err
 		}
-		rest, tables = rest[insertChunk:], tables[insertChunk:]
-	}
-	for i, r := range rest {
-		res, err := s.ins.ExecContext(ctx, r.c.Analyst, r.c.Cost.Epsilon, r.c.Cost.Delta, r.c.Query, ns, tables[i])
-		if err != nil {
-			rollback(s.wconn)
-			return err
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			rollback(s.wconn)
-			return err
-		}
-		r.c.ID = id
+		rest, tables = rest[n:], tables[n:]
 	}
 	for _, r := range reqs {
 		r.c.At = time.Unix(0, ns).UTC()
 	}
-	if _, err := s.wconn.ExecContext(ctx, "COMMIT"); err != nil {
+	if _, err := s.commitTx.ExecContext(ctx); err != nil {
 		rollback(s.wconn)
 		return err
 	}
 	return nil
 }
 
-// insertChunk is how many charges one INSERT statement of the writer
+// insertChunk is the most charges one INSERT statement of the writer
 // carries: a transaction of many charges costs a fraction of one
-// statement per charge.
+// statement per charge, and one of a few charges (what 32 clients
+// gather) a single statement.
 const insertChunk = 16
 
 // insertChargesSQL inserts n charges and returns what identifies each.
@@ -527,8 +547,8 @@ func insertChargesSQL(n int) string {
 	return b.String()
 }
 
-// insertChunk inserts the insertChunk charges of reqs (tables[i] is the
-// JSON of reqs[i]'s tables) with one statement and sets their IDs. SQLite
+// insertChunk inserts the charges of reqs (at most insertChunk; tables[i]
+// is the JSON of reqs[i]'s tables) with one statement and sets their IDs. SQLite
 // returns the rows of RETURNING in no promised order, so each row goes to
 // a request with its exact content; requests with equal content are
 // indistinguishable, and which of them gets which ID does not matter.
@@ -537,7 +557,11 @@ func (s *SQLiteStore) insertChunk(ctx context.Context, reqs []*appendReq, tables
 	for i, r := range reqs {
 		args = append(args, r.c.Analyst, r.c.Cost.Epsilon, r.c.Cost.Delta, r.c.Query, ns, tables[i])
 	}
-	rows, err := s.insMany.QueryContext(ctx, args...)
+	st, err := s.insertStmt(ctx, len(reqs))
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return err
 	}
@@ -691,7 +715,7 @@ func (s *SQLiteStore) Close() error {
 		s.senders.Wait()
 		close(s.reqs)
 		<-s.done
-		s.closeErr = errors.Join(s.ins.Close(), s.insMany.Close(), s.wconn.Close(), s.db.Close(), s.lock.Close())
+		s.closeErr = errors.Join(s.closeStatements(), s.wconn.Close(), s.db.Close(), s.lock.Close())
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("budget: closing ledger %s: %w", s.path, s.closeErr)
 		}

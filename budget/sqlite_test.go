@@ -280,8 +280,9 @@ func TestGroupCommit(t *testing.T) {
 }
 
 // TestGroupCommitIDs queues charges of different content, two of them
-// equal, in one transaction (inserted insertChunk at a time and the rest
-// one by one): every caller gets the ID of the row that holds its charge.
+// equal, in one transaction (two statements of insertChunk charges and
+// one of the 5 left): every caller gets the ID of the row that holds its
+// charge.
 func TestGroupCommitIDs(t *testing.T) {
 	s, path := openTestStore(t)
 	unblock, first := startBlocked(t, s, path)
