@@ -2,17 +2,9 @@ package integration
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -21,44 +13,16 @@ import (
 	"time"
 
 	"github.com/dpproxy/dpproxy/demo"
+	"github.com/dpproxy/dpproxy/internal/testcert"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
-
-// selfSignedCert writes a fresh certificate and key for 127.0.0.1.
-func selfSignedCert(t *testing.T) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "dpproxy test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:     []string{"localhost"},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
-	return certFile, keyFile
-}
 
 // TLS from the policy: psql and pgx with sslmode=require get an encrypted
 // session and DP answers.
 func TestTLSFromPolicy(t *testing.T) {
 	ctx := context.Background()
-	certFile, keyFile := selfSignedCert(t)
+	certFile, keyFile := testcert.Write(t, t.TempDir())
 	dbPath := filepath.Join(t.TempDir(), "demo.db")
 	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
 		t.Fatal(err)
@@ -149,7 +113,7 @@ func TestCancelLongBackendQuery(t *testing.T) {
 // sslmode=require and the mariadb client with --ssl are answered.
 func TestTLSRequired(t *testing.T) {
 	ctx := context.Background()
-	certFile, keyFile := selfSignedCert(t)
+	certFile, keyFile := testcert.Write(t, t.TempDir())
 	dbPath := filepath.Join(t.TempDir(), "demo.db")
 	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/demo"
+	"github.com/dpproxy/dpproxy/internal/testcert"
 )
 
 // writeMySQLPolicy is writePolicy with the analyst "analyst" (password
@@ -330,7 +331,7 @@ func TestMySQLClientsMariaDBBackend(t *testing.T) {
 // verifier) and mysql_native_password through an auth switch, and the
 // mariadb CLI with --ssl.
 func TestMySQLTLS(t *testing.T) {
-	certFile, keyFile := selfSignedCert(t)
+	certFile, keyFile := testcert.Write(t, t.TempDir())
 	dbPath := filepath.Join(t.TempDir(), "demo.db")
 	if err := demo.GenerateSQLite(context.Background(), dbPath); err != nil {
 		t.Fatal(err)

@@ -2,21 +2,15 @@ package mysqlwire_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"database/sql"
-	"math/big"
 	"net"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/dpproxy/dpproxy/internal/testcert"
 	"github.com/dpproxy/dpproxy/proxy/mysqlwire"
 )
 
@@ -24,24 +18,11 @@ import (
 // certificate for 127.0.0.1.
 func testTLSConfig(t *testing.T) *tls.Config {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, err := tls.LoadX509KeyPair(testcert.Write(t, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "dpproxy test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 }
 
 // joinedSSLRequest is a client socket that holds back the SSL request (a
@@ -59,7 +40,7 @@ func (c *joinedSSLRequest) Write(p []byte) (int, error) {
 		c.held = append([]byte{}, p...)
 		return len(p), nil
 	}
-	if c.held != nil && len(c.held) > 0 {
+	if len(c.held) > 0 {
 		joined := append(c.held, p...)
 		c.held = c.held[:0]
 		if _, err := c.Conn.Write(joined); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgproto3/v2"
 
+	"github.com/dpproxy/dpproxy/internal/testcert"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -110,7 +111,7 @@ func (fuzzSession) Close() {}
 
 func newFuzzServer(t testing.TB) (*Server, *panicRecorder) {
 	rec := &panicRecorder{}
-	certFile, keyFile := selfSignedCert(t, t.TempDir())
+	certFile, keyFile := testcert.Write(t, t.TempDir())
 	tlsConfig, err := LoadTLS(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)

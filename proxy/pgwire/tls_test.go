@@ -2,16 +2,7 @@ package pgwire
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,51 +10,15 @@ import (
 
 	"github.com/jackc/pgproto3/v2"
 	"github.com/jackc/pgx/v5"
-)
 
-// selfSignedCert writes a self-signed certificate for localhost and
-// 127.0.0.1 and its key to dir as PEM files.
-func selfSignedCert(t testing.TB, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "dpproxy test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
+	"github.com/dpproxy/dpproxy/internal/testcert"
+)
 
 // startTLSServer serves with a fresh self-signed certificate, returned
 // as a file for clients that verify it.
 func startTLSServer(t *testing.T, opts Options) (ts *testServer, certFile string) {
 	t.Helper()
-	certFile, keyFile := selfSignedCert(t, t.TempDir())
+	certFile, keyFile := testcert.Write(t, t.TempDir())
 	cfg, err := LoadTLS(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -208,11 +163,11 @@ func TestPsqlTLS(t *testing.T) {
 
 func TestLoadTLSErrors(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile := selfSignedCert(t, dir)
+	certFile, keyFile := testcert.Write(t, dir)
 	if _, err := LoadTLS(filepath.Join(dir, "missing.crt"), keyFile); err == nil || !strings.Contains(err.Error(), "missing.crt") {
 		t.Errorf("missing certificate: %v", err)
 	}
-	otherCert, _ := selfSignedCert(t, t.TempDir())
+	otherCert, _ := testcert.Write(t, t.TempDir())
 	if _, err := LoadTLS(otherCert, keyFile); err == nil {
 		t.Error("a key that does not match the certificate was accepted")
 	}
