@@ -221,7 +221,7 @@ type myClient struct {
 // that can end to a watcher goroutine for each query, and database/sql
 // starts a goroutine per result to watch it, two wake-ups per query that
 // doubled a one-client round trip on two cores (MariaDB's own SELECT 1:
-// 64-79 µs p50 against 38-39 µs without). The run's end closes the
+// 61-79 µs p50 against 37-43 µs without). The run's end closes the
 // socket instead (connectMySQL), as dpproxy's own MySQL backend does.
 func (m myClient) query(_ context.Context, q string, param any) (int64, error) {
 	ctx := context.Background()
