@@ -212,7 +212,7 @@ func (c *conn) handshake() (string, error) {
 			return "", fmt.Errorf("mysqlwire: TLS handshake: %w", err)
 		}
 		c.nc, c.tls = tc, true
-		c.pr.r = tc // tls.Conn reads whole records: no second buffer
+		c.pr.r = tc // it reads the socket through the buffer above
 		if pkt, err = c.readPacket(); err != nil {
 			return "", c.readError(err)
 		}
