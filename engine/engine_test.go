@@ -40,7 +40,10 @@ func planWithOptions(t testing.TB, pol *config.Policy, query string, opts rewrit
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Dialect, opts.Epsilon = rewrite.SQLite, pol.Defaults.Epsilon
+	if opts.Dialect == nil {
+		opts.Dialect = rewrite.SQLite
+	}
+	opts.Epsilon = pol.Defaults.Epsilon
 	q, err := rewrite.Analyze(stmts[0], pol, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -136,12 +137,16 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	// over all its groups) is a window over this level's rows (with a
 	// selection it is over the groups kept, below).
 	totalHere := totalCapped && p.Selection == nil
-	if totalHere {
+	// On some backends T is computed only for the units that can exceed
+	// C (heavy.go): for a query of the table alone, where the units are
+	// its column's values and every output column below is a sum.
+	heavy := totalHere && e.d.HeavyUnitTotals() && !e.a.qualified() && !weightGroups && len(excess) == 0
+	unitGroup := " GROUP BY " + strings.Join(append([]string{q("dp_u")}, groupRefs...), ", ")
+	if totalHere && !heavy {
 		middle = append(middle, e.d.SumSmallInts(capped("COUNT(*)", linf), q("dp_u"))+" AS "+q("dp_t"))
 	}
 	middleSQL := "SELECT " + e.d.UnitGroupHint() + strings.Join(middle, ", ") +
-		" FROM (" + innerSQL + ") AS " + q("dp_rows") +
-		" GROUP BY " + strings.Join(append([]string{q("dp_u")}, groupRefs...), ", ")
+		" FROM (" + innerSQL + ") AS " + q("dp_rows") + unitGroup
 
 	// Outer: aggregate per group across units, each unit's counts capped
 	// at Linf and its sums scaled to Linf values (see capped and scaled).
@@ -167,18 +172,13 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 			return "CASE WHEN " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit) + " THEN " + x + " ELSE 0 END"
 		}
 	}
-	if b.assigned {
-		outerCols[b.rowCnt] = "SUM(" + gate(weigh(capped(q("dp_n"), linf))) + ")"
+	cells := e.cellValues(p, b)
+	for col, x := range cells {
+		outerCols[col] = "SUM(" + gate(weigh(x)) + ")"
 	}
-	for j, v := range b.values {
-		c := q(columnName("dp_c", j))
-		outerCols[v.count] = "SUM(" + gate(weigh(capped(c, linf))) + ")"
-		outerCols[v.sum] = "SUM(" + gate(weigh(scaled(q(columnName("dp_s", j)), c, linf))) + ")"
+	for _, v := range b.values {
 		if !e.summable(v.col) {
 			outerCols[v.sum] = "0" // only counted: text, booleans, dates and the unit are not summed
-		}
-		if v.sq >= 0 {
-			outerCols[v.sq] = "SUM(" + gate(weigh(scaled(q(columnName("dp_q", j)), c, linf))) + ")"
 		}
 	}
 	if p.UnitsColumn >= 0 {
@@ -186,6 +186,12 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		if gated {
 			outerCols[p.UnitsColumn] = "SUM(" + gate("1") + ")"
 		}
+	}
+	if heavy {
+		perUnit := append(slices.Clone(middle), e.d.SumSmallInts(capped("COUNT(*)", linf), q("dp_u"))+" AS "+q("dp_t"))
+		return e.heavyUnitsSQL(p, outerCols, cells, groupRefs,
+			"SELECT "+e.d.UnitGroupHint()+strings.Join(middle, ", ")+" FROM ("+innerSQL+") AS "+q("dp_rows")+unitGroup,
+			"SELECT "+strings.Join(perUnit, ", ")+" FROM (SELECT "+strings.Join(inner, ", ")+e.heavyUnitsFrom(p, table, where)+") AS "+q("dp_rows")+unitGroup), nil
 	}
 	keep, having := "", ""
 	switch {
@@ -229,6 +235,32 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		from = "(SELECT " + strings.Join(totals, ", ") + " FROM (SELECT " + strings.Join(cells, ", ") + " FROM " + from + ") AS " + q("dp_cells") + ") AS " + q("dp_clip")
 	}
 	return "SELECT " + strings.Join(outerCols, ", ") + " FROM " + from + groupBy + having, nil
+}
+
+// cellValues returns, for each backend column the outer level sums over
+// the (unit, group) cells, the value of one cell before the weights of
+// the outer level (the total bound's, partition selection's gate): the
+// unit's count there capped at Linf, or its sum scaled to Linf values.
+// Columns summed only when their column is summable are there; the
+// caller writes 0 for the others.
+func (e *emitter) cellValues(p *Plan, b *backendColumns) map[int]string {
+	q := e.d.QuoteIdent
+	linf := p.MaxRowsPerUnit
+	cells := map[int]string{}
+	if b.assigned {
+		cells[b.rowCnt] = capped(q("dp_n"), linf)
+	}
+	for j, v := range b.values {
+		c := q(columnName("dp_c", j))
+		cells[v.count] = capped(c, linf)
+		if e.summable(v.col) {
+			cells[v.sum] = scaled(q(columnName("dp_s", j)), c, linf)
+		}
+		if v.sq >= 0 {
+			cells[v.sq] = scaled(q(columnName("dp_q", j)), c, linf)
+		}
+	}
+	return cells
 }
 
 // tableRef writes the protected table's name, schema-qualified when the

@@ -39,6 +39,22 @@ type Dialect interface {
 	// on 2.1 M visits: see mysqlDialect). A DOUBLE holds every such sum
 	// over fewer than 2⁴³ groups exactly (below 2⁵³).
 	SumSmallInts(arg, partition string) string
+	// HeavyUnitTotals reports whether the bounding query computes the
+	// total bound's T only for the units whose rows can exceed it, as a
+	// correction added to the unweighted sums (heavy.go), instead of as a
+	// window over every (unit, group) row: MariaDB 10.11 spends 0.75 s of
+	// its 2.4 s bounding query on 2.1 M visits in that window, and 0.3 s
+	// on the correction; PostgreSQL's window costs less than the
+	// correction's extra pass (1.78 s against 1.90 s).
+	HeavyUnitTotals() bool
+	// NullSafeEqual writes a comparison of a and b that is true when both
+	// are NULL.
+	NullSafeEqual(a, b string) string
+	// OrderedJoin is the keyword of an inner join whose left side the
+	// backend must read first: MySQL's STRAIGHT_JOIN (MariaDB would
+	// otherwise scan the large table on the right once per row, looking
+	// each up in the small derived table on the left), JOIN elsewhere.
+	OrderedJoin() string
 }
 
 // Postgres is the PostgreSQL dialect (standard_conforming_strings=on).
@@ -79,6 +95,17 @@ func (d ansiDialect) SumSmallInts(arg, partition string) string {
 		arg = "CAST(" + arg + " AS integer)"
 	}
 	return "SUM(" + arg + ") OVER (PARTITION BY " + partition + ")"
+}
+
+func (ansiDialect) HeavyUnitTotals() bool { return false }
+
+func (ansiDialect) OrderedJoin() string { return "JOIN" }
+
+func (d ansiDialect) NullSafeEqual(a, b string) string {
+	if d.name == "sqlite" {
+		return a + " IS " + b
+	}
+	return a + " IS NOT DISTINCT FROM " + b
 }
 
 func (d ansiDialect) TimeBucket(b *TimeBucket, col string) string {
@@ -147,6 +174,12 @@ func (mysqlDialect) UnitGroupHint() string { return "SQL_BIG_RESULT " }
 func (mysqlDialect) SumSmallInts(arg, partition string) string {
 	return "CAST(SUM((" + arg + ") * 1e0) OVER (PARTITION BY " + partition + ") AS SIGNED)"
 }
+
+func (mysqlDialect) HeavyUnitTotals() bool { return true }
+
+func (mysqlDialect) OrderedJoin() string { return "STRAIGHT_JOIN" }
+
+func (mysqlDialect) NullSafeEqual(a, b string) string { return a + " <=> " + b }
 
 func (mysqlDialect) TimeBucket(b *TimeBucket, col string) string {
 	if b.Func == "extract" {

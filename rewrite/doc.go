@@ -21,7 +21,9 @@
 //     outer one caps each unit's counts at Linf, scales its sums down to
 //     Linf values and aggregates per group and k (or per group, keeping L0
 //     random groups per unit). Plan.FoldGroups then weights the rows of
-//     each group by min(1, L0/k). On PostgreSQL the plan also holds the
+//     each group by min(1, L0/k). With the total bound, the outer level
+//     weighs each unit's cells by min(1, C/T) (bounding.go; on MySQL
+//     computed for heavy units only: heavy.go). On PostgreSQL the plan also holds the
 //     same SQL with the query's constants as parameters (Plan.Bound,
 //     constants.go): queries that differ only in their constants are then
 //     one statement, which the backend prepares once per connection.

@@ -63,6 +63,11 @@ var fixture = []string{
 	`INSERT INTO extremes VALUES (1, -9223372036854775808), (2, 25)`,
 	`CREATE TABLE trips (patient_id INTEGER, city TEXT, km NUMERIC)`,
 	`INSERT INTO trips VALUES (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'x', 10), (1, 'y', 50), (2, 'x', 100), (2, 'x', 100), (2, 'y', 0), (2, 'y', 0), (2, 'z', 20), (2, 'z', 20)`,
+	// tolls: rows with a NULL unit, one unit to the bounding query: 4 in
+	// x and 2 in y, capped at Linf = 2 each, T = 4 > C = 3, so weighted
+	// 3/4; p1 has one row in x, p2 one in z (a group of light units only).
+	`CREATE TABLE tolls (patient_id INTEGER, city TEXT)`,
+	`INSERT INTO tolls VALUES (NULL, 'x'), (NULL, 'x'), (NULL, 'x'), (NULL, 'x'), (NULL, 'y'), (NULL, 'y'), (1, 'x'), (2, 'z')`,
 	`CREATE TABLE legs (patient_id INTEGER, ward TEXT)`,
 	`INSERT INTO legs VALUES (1, 'a'), (1, 'b'), (1, 'c'), (1, 'd'), (2, 'a'), (2, 'a'), (2, 'a'), (2, 'a'), (2, 'a')`,
 	`INSERT INTO people VALUES (-5, 'F', 1000), (50, 'M', 300000), (150, 'F', NULL), (30, 'X', 50000)`,
@@ -900,6 +905,7 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 	if d.Name() == "postgres" && bound < 20 {
 		t.Errorf("only %d cases had constants to bind: the bound form is barely tested", bound)
 	}
+	t.Run("heavy units", func(t *testing.T) { checkHeavyUnits(t, db, d) })
 	// Quantile histograms: group keys, then the bucket, then its mass.
 	for _, c := range histogramCases {
 		checkSideQuery(t, db, pol, d, c, 1, func(p *Plan) []string {
@@ -1250,4 +1256,76 @@ func parseNumber(t *testing.T, s string) float64 {
 		t.Fatalf("not a number: %q", s)
 	}
 	return f
+}
+
+// heavyUnitsForm is a dialect that computes the total bound's T for heavy
+// units only (heavy.go), whatever its backend's own choice.
+type heavyUnitsForm struct{ Dialect }
+
+func (heavyUnitsForm) HeavyUnitTotals() bool { return true }
+
+// The total bound computes the same in both its forms (the window over
+// every cell, and the correction over heavy units: heavy.go) on every
+// backend, with rows of no unit and with a WHERE that ORs.
+func checkHeavyUnits(t *testing.T, db *sql.DB, d Dialect) {
+	cases := []executeCase{
+		{sql: `SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city`, check: expectTripTotals},
+		{
+			// Under the WHERE: p1 keeps its 4 x rows (capped at 2, T = 2,
+			// sum 40 scaled to 20); p2 its 2 y rows (km 0) and 2 z rows
+			// (km 20), T = 4, weighted 3/4.
+			sql: `SELECT city, COUNT(*), COUNT(km), SUM(km) FROM trips WHERE km < 50 OR city = 'z' GROUP BY city`,
+			check: func(rows [][]float64, keys []string) error {
+				want := map[string]string{"x": "[2 2 20]", "y": "[1.5 1.5 0]", "z": "[1.5 1.5 30]"}
+				for i, r := range rows {
+					if got := fmt.Sprint(roundAll(r)); got != want[keys[i]] {
+						return fmt.Errorf("city %s: %v, want %s", keys[i], r, want[keys[i]])
+					}
+				}
+				if len(rows) != len(want) {
+					return fmt.Errorf("%d groups %v, want %d", len(rows), keys, len(want))
+				}
+				return nil
+			},
+		},
+		{
+			// The NULL unit: x 2·¾ + p1's 1, y 2·¾; z p2's 1 (no heavy
+			// unit there: no correction).
+			sql: `SELECT city, COUNT(*) FROM tolls GROUP BY city`,
+			check: func(rows [][]float64, keys []string) error {
+				got := map[string]float64{}
+				for i, r := range rows {
+					got[keys[i]] = math.Round(r[0]*1e9) / 1e9
+				}
+				if fmt.Sprint(got) != fmt.Sprint(map[string]float64{"x": 2.5, "y": 1.5, "z": 1}) {
+					return fmt.Errorf("got %v, want x 2.5, y 1.5, z 1", got)
+				}
+				return nil
+			},
+		},
+	}
+	forms := []Dialect{d}
+	if !d.HeavyUnitTotals() {
+		forms = append(forms, heavyUnitsForm{d})
+	}
+	pol := testPolicy(t)
+	for _, form := range forms {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("heavy %v/%s", form.HeavyUnitTotals(), c.sql), func(t *testing.T) {
+				stmts, err := Parse(c.sql, PostgresFrontEnd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				q, err := Analyze(stmts[0], pol, Options{Dialect: form, Epsilon: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				heavy := strings.Contains(q.Plan.BackendSQL, "dp_fix")
+				if !q.Plan.TotalCapped() || heavy != form.HeavyUnitTotals() {
+					t.Fatalf("total capped %v, heavy-units form %v, want true, %v:\n%s", q.Plan.TotalCapped(), heavy, form.HeavyUnitTotals(), q.Plan.BackendSQL)
+				}
+				runExecuteCase(t, db, c, q.Plan, false)
+			})
+		}
+	}
 }
