@@ -347,6 +347,5 @@ func (e *emitter) clamp(col *config.Column) string {
 	if col.Bounds == nil {
 		return ref
 	}
-	lo, hi := formatNumber(col.Bounds.Lo), formatNumber(col.Bounds.Hi)
-	return "CASE WHEN " + ref + " < " + lo + " THEN " + lo + " WHEN " + ref + " > " + hi + " THEN " + hi + " ELSE " + ref + " END"
+	return e.d.Clamp(ref, formatNumber(col.Bounds.Lo), formatNumber(col.Bounds.Hi))
 }
