@@ -388,6 +388,9 @@ DPQ="SELECT diagnosis, COUNT(*), AVG(cost) FROM visits GROUP BY diagnosis"
 # else, the least work any bounding of each patient's contribution per
 # group must do.
 FLOORQ="SELECT COUNT(*) FROM (SELECT patient_id, diagnosis FROM visits GROUP BY patient_id, diagnosis) AS t"
+# The same floor as MariaDB runs it fastest: by sorting, with the hint the
+# rewrite's per-(unit, group) level carries (SQL_BIG_RESULT).
+MY_FLOORQ_SORTED="SELECT COUNT(*) FROM (SELECT SQL_BIG_RESULT patient_id, diagnosis FROM visits GROUP BY patient_id, diagnosis) AS t"
 # backend_sql POLICY QUERY: the backend SQL dpproxy explain gives for
 # QUERY, having read the database as dpproxy serve does (--backend: a
 # table whose unit is its primary key has no per-person step) (awk reads
@@ -549,7 +552,8 @@ if [ -z "$MYSQL_NOTE" ]; then
       --target w9.w1.proxy --dsn "$M_NOCACHE" --query "$DPQ" \
       --target w9.w1.direct_rewritten --dsn "$MY_DSN" --query "$MY_REWRITTEN" \
       --target w2.mariadb.direct_original --dsn "$MY_DSN" --query "$DPQ" \
-      --target w2.mariadb.direct_floor --dsn "$MY_DSN" --query "$FLOORQ"
+      --target w2.mariadb.direct_floor --dsn "$MY_DSN" --query "$FLOORQ" \
+      --target w2.mariadb.direct_floor_sorted --dsn "$MY_DSN" --query "$MY_FLOORQ_SORTED"
   done
   log "workload 9 (3): cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $MY_RUNS runs (floors: SELECT 1 and an answer from memory, ${D_FLOOR}s each)"
   for r in $(seq 1 "$MY_RUNS"); do

@@ -10,24 +10,25 @@ import (
 // The workloads and figures of the rows the "why" section reads (as
 // main.go names them).
 const (
-	w3Name       = "3 cache hit, 1 client"
-	w4Prefix     = "4 passthrough, public table, 16 clients, "
-	w5Name       = "5 small DP queries, distinct text, 32 clients"
-	w5Charged    = "charged queries/s (ledger charges ÷ run time)"
-	w9w3Name     = "9 MySQL front end: 3 cache hit, 1 client"
-	w9w4Prefix   = "9 MySQL front end: 4 passthrough, public table, 16 clients, "
-	figTPSPgb    = "dpproxy TPS ÷ PgBouncer TPS"
-	figCPUPgb    = "CPU per query, dpproxy ÷ PgBouncer"
-	figMyTPS     = "dpproxy TPS ÷ direct MariaDB TPS"
-	figP50       = "p50 latency"
-	myTextLabel  = "text protocol (COM_QUERY)"
-	myBinLabel   = "binary protocol (prepare, execute, close per query)"
-	w2Name       = "2 cost of contribution bounding"
-	w2MyName     = "2 cost of contribution bounding, MariaDB"
-	figW2PG      = "rewritten ÷ floor, on PostgreSQL (p50)"
-	figW2My      = "rewritten ÷ floor, on MariaDB (p50)"
-	w6RSSFigure  = "dpproxy resident memory (VmRSS)"
-	wholeRunSecs = 1200
+	w3Name        = "3 cache hit, 1 client"
+	w4Prefix      = "4 passthrough, public table, 16 clients, "
+	w5Name        = "5 small DP queries, distinct text, 32 clients"
+	w5Charged     = "charged queries/s (ledger charges ÷ run time)"
+	w9w3Name      = "9 MySQL front end: 3 cache hit, 1 client"
+	w9w4Prefix    = "9 MySQL front end: 4 passthrough, public table, 16 clients, "
+	figTPSPgb     = "dpproxy TPS ÷ PgBouncer TPS"
+	figCPUPgb     = "CPU per query, dpproxy ÷ PgBouncer"
+	figMyTPS      = "dpproxy TPS ÷ direct MariaDB TPS"
+	figP50        = "p50 latency"
+	myTextLabel   = "text protocol (COM_QUERY)"
+	myBinLabel    = "binary protocol (prepare, execute, close per query)"
+	w2Name        = "2 cost of contribution bounding"
+	w2MyName      = "2 cost of contribution bounding, MariaDB"
+	figW2PG       = "rewritten ÷ floor, on PostgreSQL (p50)"
+	figW2My       = "rewritten ÷ floor, on MariaDB (p50)"
+	figW2MySorted = "rewritten ÷ floor sorted (SQL_BIG_RESULT), on MariaDB (p50)"
+	w6RSSFigure   = "dpproxy resident memory (VmRSS)"
+	wholeRunSecs  = 1200
 )
 
 type rowKey struct{ workload, figure string }
@@ -97,6 +98,9 @@ profiles of ` + "`dpproxy serve`" + ` (` + "`DPPROXY_CPUPROFILE`" + `) under the
 	var body strings.Builder
 	fmt.Fprintf(&body, "\n**2, the bounded query (≤ 1.2× its floor on PostgreSQL, ≤ 1.5× on MariaDB): PostgreSQL %s, MariaDB %s in this run.**",
 		verdict(rows, rowKey{w2Name, figW2PG}, fmtX), verdict(rows, rowKey{w2MyName, figW2My}, fmtX))
+	if r, ok := findRow(rows, rowKey{w2MyName, figW2MySorted}); ok && !math.IsNaN(r.Median) {
+		fmt.Fprintf(&body, " Against the floor MariaDB sorts (`SQL_BIG_RESULT`): %s.", fmtX(r.Median))
+	}
 	body.WriteString(bounded2MD)
 
 	// 3.
@@ -322,11 +326,22 @@ outer level, larger sort buffers (32 MB: 2.88 s, 256 MB: 3.05 s, against
 2.69 s), integer cents (` + "`CAST(… * 100 AS SIGNED)`" + `, 2.72 s) or DOUBLE
 at the row level; earlier: ORDER BY NULL, binary collations instead of
 ` + "`CAST … AS BINARY`" + `, DOUBLE arithmetic in the outer level (5 %, not
-exact). Every bound across a person's groups (the total T, or, over a
-public key list without a total bound, the number of their groups) costs
-MariaDB a window over the per-(person, group) rows, which the floor does
-not have: such a query runs at about 1.4× the floor before its outer
-level. MariaDB needs ` + "`tmp_table_size`" + ` and
+exact). What removed the window: the weight min(1, C/T) differs from 1
+only for a person with more than C rows, so on MariaDB the query now sums
+every cell unweighted and adds, per group, a correction computed over
+those people alone (` + "`rewrite/heavy.go`" + `: found by counting each
+person's rows, which the index on the person serves in 0.18 s, then their
+rows read through it): 2.36 s → 1.86 s against a floor of 1.27 s, outputs
+identical to the digit (PostgreSQL keeps its window: 1.78 s against
+1.90 s for the correction form). Values are clamped with
+` + "`LEAST(GREATEST(x, lo), hi)`" + ` instead of a CASE: 2.12 s → 1.96 s in
+another set. The plain floor lets MariaDB group in a temporary table;
+with ` + "`SQL_BIG_RESULT`" + ` it sorts and counts in 0.73 s, but the
+rewrite's per-(person, group) level with the query's sums sorts in
+1.25 s, no faster than the plain floor: the results table gives the
+rewrite's ratio to both.
+Over a public key list without a total bound, the number of a person's
+groups is still a window over the per-(person, group) rows. MariaDB needs ` + "`tmp_table_size`" + ` and
 ` + "`max_heap_table_size`" + ` of at least 256 MB (with 16 MB: 17 s instead
 of 2.7 s); ` + "`dpproxy check`" + ` warns below that, and on PostgreSQL
 suggests the index that serves each GROUP BY column
