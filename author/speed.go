@@ -14,7 +14,9 @@ import (
 // What makes the bounding query fast, measured on 2.1 M visits
 // (BENCHMARKS.md): it groups one row per (person, group), so MariaDB needs
 // room for that grouping in memory, and PostgreSQL reads it fastest from
-// an index that holds the person, the group and the bounded values.
+// an index that holds the person, the group and the bounded values; with
+// a total bound, MariaDB finds the people beyond it through an index on
+// the person.
 
 // mysqlTempTableFloor is the in-memory temporary table size below which
 // MariaDB writes the bounding query's grouping to disk (2.1 M visits:
@@ -41,6 +43,24 @@ func checkSpeed(ctx context.Context, pol *config.Policy, be backend.Backend, q q
 		heap, ok2 := sqltypes.Number(rows.Values[0][1])
 		if size := min(tmp, heap); ok1 && ok2 && size < mysqlTempTableFloor {
 			r.add(Warning, "backend settings", "tmp_table_size and max_heap_table_size allow %d MB of in-memory temporary tables: queries on protected tables group one row per person and group, and MariaDB writes larger groupings to disk (about 6× slower at 2 M rows); set both to at least 256M in the server's configuration", int64(size)>>20)
+		}
+		// With a total bound, MySQL's bounding query counts each person's
+		// rows to find those beyond it, then reads theirs again
+		// (rewrite's heavy.go): an index on the person serves both.
+		for i := range pol.ProtectedTables {
+			t := &pol.ProtectedTables[i]
+			unit := personColumn(pol, t)
+			if unit == "" || t.MaxTotalRowsPerUnit <= 0 || keyed[t.Name] {
+				continue
+			}
+			indexed, err := mysqlIndexLeads(ctx, be, t.Schema, t.Name, unit)
+			if err != nil {
+				return err
+			}
+			if !indexed {
+				r.add(Info, t.Name+"."+unit, "grouped queries with max_total_rows_per_unit count each person's rows to find those beyond it, then read those people's rows again: an index on %s makes the count read the index alone (0.18 s instead of 0.30 s over 2.1 M visits) and the second read find their rows without a scan: ALTER TABLE %s ADD INDEX (%s)",
+					unit, q.table(t.Schema, t.Name), q(unit))
+			}
 		}
 	case config.BackendPostgres:
 		for i := range pol.ProtectedTables {
@@ -81,6 +101,21 @@ func checkSpeed(ctx context.Context, pol *config.Policy, be backend.Backend, q q
 		}
 	}
 	return nil
+}
+
+// mysqlIndexLeads reports whether an index of the table starts with
+// column.
+func mysqlIndexLeads(ctx context.Context, be backend.Backend, schema, table, column string) (bool, error) {
+	rows, err := be.Query(ctx, `SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE())
+		AND TABLE_NAME = ? AND SEQ_IN_INDEX = 1 AND LOWER(COLUMN_NAME) = LOWER(?)`, schema, table, column)
+	if err != nil {
+		return false, fmt.Errorf("reading the indexes of %s: %w", table, err)
+	}
+	if len(rows.Values) != 1 {
+		return false, nil
+	}
+	n, _ := sqltypes.Number(rows.Values[0][0])
+	return n > 0, nil
 }
 
 // postgresIndexes lists a table's indexes, each as its columns (key and

@@ -238,6 +238,25 @@ func TestPolicyAuthorMariaDB(t *testing.T) {
 	if code != 0 || warned != (min(tmp, heap) < 256<<20) {
 		t.Errorf("check with tmp_table_size %d, max_heap_table_size %d: exit %d\n%s", tmp, heap, code, out)
 	}
+	// With a total bound, an index on the person is suggested where the
+	// table has none that starts with it.
+	total := strings.Replace(tablesYAML, "max_rows_per_unit: 5", "max_rows_per_unit: 5\n    max_total_rows_per_unit: 8", 1)
+	if total == tablesYAML {
+		t.Fatal("the policy has no visits bound to extend")
+	}
+	os.WriteFile(path, []byte("backend:\n  kind: mysql\n  dsn: "+strconv.Quote(c.readerDSN)+"\nledger:\n  path: ledger.db\n"+fmt.Sprintf(analystYAML, 10.0)+total), 0o600)
+	suggestion := "info    visits.patient_id: grouped queries with max_total_rows_per_unit count each person's rows"
+	for _, indexed := range []bool{true, false} {
+		if !indexed {
+			if _, err := db.Exec("ALTER TABLE visits DROP INDEX visits_patient_id"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, _, code := dpproxyCmd(t, "check", "--config", path)
+		if code != 0 || strings.Contains(out, suggestion) == indexed || !indexed && !strings.Contains(out, "ALTER TABLE `visits` ADD INDEX (`patient_id`)") {
+			t.Errorf("check with a total bound, index on patient_id %v: exit %d\n%s", indexed, code, out)
+		}
+	}
 }
 
 // serveExample runs the walk-through's last steps on an example policy:
