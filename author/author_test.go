@@ -134,6 +134,7 @@ protected_tables:
       - {name: height, type: float}
   - name: orders
     privacy_unit: person_id
+    max_total_rows_per_unit: 6
     columns:
       - {name: person_id, type: int}
       - {name: amount, type: numeric, bounds: [0, 60]}
@@ -172,7 +173,9 @@ public_tables: [shops, missing_public]
 		"warning orders: max_rows_per_unit 4 truncates 60.0% of the 10 people (38.2% of the rows; the most rows one person has is 10)",
 		// shops s0, s1, s2: persons with ≥ 3 orders are in 3 shops: 8 of 10
 		"warning orders.shop: max_groups_per_unit 2: GROUP BY shop keeps 2 of the groups of 80.0% of the people (the most one person is in is 3)",
-		"4 error(s), 3 warning(s)",
+		// more than 6 orders: persons 7..10
+		"warning orders: max_total_rows_per_unit 6 weighs down the rows of 40.0% of the 10 people in a grouped query (those with more than 6 rows; the most rows one person has is 10)\n",
+		"4 error(s), 4 warning(s)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
