@@ -174,7 +174,7 @@ public_tables: [shops, missing_public]
 		// shops s0, s1, s2: persons with ≥ 3 orders are in 3 shops: 8 of 10
 		"warning orders.shop: max_groups_per_unit 2: GROUP BY shop keeps 2 of the groups of 80.0% of the people (the most one person is in is 3)",
 		// more than 6 orders: persons 7..10
-		"warning orders: max_total_rows_per_unit 6 weighs down the rows of 40.0% of the 10 people in a grouped query (those with more than 6 rows; the most rows one person has is 10)\n",
+		"warning orders: max_total_rows_per_unit 6: 40.0% of the 10 people have more rows (the most one person has is 10), which a grouped query weighs down to 6 in all where capping each group at max_rows_per_unit leaves more\n",
 		"4 error(s), 4 warning(s)",
 	} {
 		if !strings.Contains(out, want) {
@@ -184,6 +184,16 @@ public_tables: [shops, missing_public]
 	// people has column errors: its data is not read (the queries would fail).
 	if strings.Contains(out, "people.age") {
 		t.Errorf("bounds of a table with column errors were measured:\n%s", out)
+	}
+	// A total bound of L0·Linf = 8 binds nothing: not reported.
+	pol.ProtectedTables[1].MaxTotalRowsPerUnit = 8
+	if r, err = Check(context.Background(), pol, be); err != nil {
+		t.Fatal(err)
+	}
+	sb.Reset()
+	r.Write(&sb)
+	if out := sb.String(); strings.Contains(out, "max_total_rows_per_unit") {
+		t.Errorf("a total bound that binds nothing is reported:\n%s", out)
 	}
 }
 

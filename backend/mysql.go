@@ -30,8 +30,11 @@ const mysqlSQLMode = "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_S
 var mysqlSessionSetup = []string{
 	// Every transaction, including single statements in autocommit mode,
 	// is read-only unless a statement changes it back, which dpproxy
-	// never sends.
-	"SET SESSION TRANSACTION READ ONLY",
+	// never sends. Each statement reads one snapshot, whatever the
+	// server's default isolation (READ UNCOMMITTED would let the parts of
+	// one bounding query see different rows: rewrite's heavy.go reads a
+	// table three times and relies on them agreeing).
+	"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY",
 	"SET SESSION sql_mode = '" + mysqlSQLMode + "'",
 	// TIMESTAMP values are converted to the session time zone; read them
 	// in UTC, the location the driver is told to use.
@@ -127,7 +130,7 @@ func mysqlConfig(dsn string) (*mysql.Config, error) {
 	// overridden anyway so that the DSN does not mislead.
 	for k := range cfg.Params {
 		switch strings.ToLower(k) {
-		case "sql_mode", "time_zone", "tx_read_only", "transaction_read_only", "autocommit":
+		case "sql_mode", "time_zone", "tx_read_only", "transaction_read_only", "tx_isolation", "transaction_isolation", "autocommit":
 			delete(cfg.Params, k)
 		}
 	}

@@ -72,7 +72,7 @@ func openMySQLT(t *testing.T, dsn string, maxConns int) *MySQL {
 }
 
 func TestMySQLConfigForcesOptions(t *testing.T) {
-	cfg, err := mysqlConfig("u:p@tcp(db:3306)/x?parseTime=false&interpolateParams=true&multiStatements=true&allowAllFiles=true&sql_mode=%27ANSI_QUOTES%27&time_zone=%27%2B02:00%27&autocommit=0&wait_timeout=60")
+	cfg, err := mysqlConfig("u:p@tcp(db:3306)/x?parseTime=false&interpolateParams=true&multiStatements=true&allowAllFiles=true&sql_mode=%27ANSI_QUOTES%27&time_zone=%27%2B02:00%27&autocommit=0&tx_isolation=%27READ-UNCOMMITTED%27&wait_timeout=60")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,8 +200,8 @@ func TestMySQLReadOnly(t *testing.T) {
 	ctx := context.Background()
 	tbl := "`" + name + "`.t"
 
-	rows := mustQuery(t, m, `SELECT @@SESSION.sql_mode, @@SESSION.time_zone`)
-	if !reflect.DeepEqual(rows.Values, [][]any{{mysqlSQLMode, "+00:00"}}) {
+	rows := mustQuery(t, m, `SELECT @@SESSION.sql_mode, @@SESSION.time_zone, @@SESSION.tx_isolation`)
+	if !reflect.DeepEqual(rows.Values, [][]any{{mysqlSQLMode, "+00:00", "REPEATABLE-READ"}}) {
 		t.Errorf("session: %#v", rows.Values)
 	}
 	// A statement that changes the session default does not open the

@@ -255,7 +255,7 @@ func TestPolicyAuthorMariaDB(t *testing.T) {
 		out, _, code := dpproxyCmd(t, "check", "--config", path)
 		// The demo's patients have 13 visits on average: many above 8,
 		// whose rows the bounding query reads twice on MariaDB.
-		slower := strings.Contains(out, "max_total_rows_per_unit 8 weighs down the rows of") && strings.Contains(out, "MariaDB's bounding query reads their rows a second time")
+		slower := strings.Contains(out, "max_total_rows_per_unit 8: ") && strings.Contains(out, "MariaDB's bounding query reads these people's rows a second time")
 		if code != 0 || !slower || strings.Contains(out, suggestion) == indexed || !indexed && !strings.Contains(out, "ALTER TABLE `visits` ADD INDEX (`patient_id`)") {
 			t.Errorf("check with a total bound, index on patient_id %v: exit %d\n%s", indexed, code, out)
 		}

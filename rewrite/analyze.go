@@ -225,6 +225,8 @@ type analyzer struct {
 	// correlated is set when an EXISTS subquery refers to the protected
 	// table: its columns are then qualified everywhere (exists.go).
 	correlated bool
+	// subquery is set when WHERE holds a subquery (of public tables).
+	subquery bool
 }
 
 func (a *analyzer) plan(sel *ast.SelectStmt) (*Plan, error) {
@@ -613,6 +615,7 @@ func (a *analyzer) checkShape(sel *ast.SelectStmt) error {
 		return err
 	}
 	a.correlated = sel.Where != nil && hasExists(sel.Where)
+	a.subquery = sel.Where != nil && hasSubquery(sel.Where)
 	if sel.GroupBy != nil && sel.GroupBy.Rollup {
 		return unsupported("WITH ROLLUP")
 	}

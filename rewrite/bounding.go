@@ -139,8 +139,11 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	totalHere := totalCapped && p.Selection == nil
 	// On some backends T is computed only for the units that can exceed
 	// C (heavy.go): for a query of the table alone, where the units are
-	// its column's values and every output column below is a sum.
-	heavy := totalHere && e.d.HeavyUnitTotals() && !e.a.qualified() && !weightGroups && len(excess) == 0
+	// its column's values and every output column below is a sum, and
+	// whose WHERE reads nothing but the table (a subquery, read three
+	// times, could give its rows differently each time: LIMIT without an
+	// order, found in review).
+	heavy := totalHere && e.d.HeavyUnitTotals() && !e.a.qualified() && !e.a.subquery && !weightGroups && len(excess) == 0
 	unitGroup := " GROUP BY " + strings.Join(append([]string{q("dp_u")}, groupRefs...), ", ")
 	if totalHere && !heavy {
 		middle = append(middle, e.d.SumSmallInts(capped("COUNT(*)", linf), q("dp_u"))+" AS "+q("dp_t"))

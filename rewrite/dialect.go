@@ -53,7 +53,11 @@ type Dialect interface {
 	// Clamp writes x clamped to [lo, hi] (numeric literals); NULL stays
 	// NULL. PostgreSQL's LEAST and GREATEST skip NULLs, so the portable
 	// form is a CASE; MySQL's return NULL for a NULL, and MariaDB 10.11
-	// evaluates them 0.1 s faster than the CASE over 2.1 M visits.
+	// evaluates them 0.1 s faster than the CASE over 2.1 M visits. They
+	// compare as text when an argument is text, so x is first made a
+	// number (x + 0), as the CASE's comparisons with numbers do (a text
+	// column declared numeric: '0500' is 500, clamped to 100, found in
+	// review).
 	Clamp(x, lo, hi string) string
 	// OrderedJoin is the keyword of an inner join whose left side the
 	// backend must read first: MySQL's STRAIGHT_JOIN (MariaDB would
@@ -189,7 +193,7 @@ func (mysqlDialect) HeavyUnitTotals() bool { return true }
 func (mysqlDialect) OrderedJoin() string { return "STRAIGHT_JOIN" }
 
 func (mysqlDialect) Clamp(x, lo, hi string) string {
-	return "LEAST(GREATEST(" + x + ", " + lo + "), " + hi + ")"
+	return "LEAST(GREATEST(" + x + " + 0, " + lo + "), " + hi + ")"
 }
 
 func (mysqlDialect) NullSafeEqual(a, b string) string { return a + " <=> " + b }

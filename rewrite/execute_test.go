@@ -1304,6 +1304,17 @@ func checkHeavyUnits(t *testing.T, db *sql.DB, d Dialect) {
 			},
 		},
 	}
+	cases = append(cases,
+		executeCase{
+			// Squares: x p1 400·2/4 + p2 20000·½, y p1 2500, z p2 800·½.
+			sql:   `SELECT city, VARIANCE(km) FROM trips GROUP BY city`,
+			check: expectRounded(map[string]string{"x": "[3 120 10200]", "y": "[2 50 2500]", "z": "[1 20 400]"}),
+		},
+		executeCase{
+			// A text column: counted, its sum column 0.
+			sql:   `SELECT city, COUNT(city) FROM tolls GROUP BY city`,
+			check: expectRounded(map[string]string{"x": "[2.5 0]", "y": "[1.5 0]", "z": "[1 0]"}),
+		})
 	forms := []Dialect{d}
 	if !d.HeavyUnitTotals() {
 		forms = append(forms, heavyUnitsForm{d})
@@ -1327,5 +1338,20 @@ func checkHeavyUnits(t *testing.T, db *sql.DB, d Dialect) {
 				runExecuteCase(t, db, c, q.Plan, false)
 			})
 		}
+	}
+}
+
+// expectRounded compares each group's row, rounded to 9 places, with
+// want's text.
+func expectRounded(want map[string]string) func([][]float64, []string) error {
+	return func(rows [][]float64, keys []string) error {
+		got := map[string]string{}
+		for i, r := range rows {
+			got[keys[i]] = fmt.Sprint(roundAll(r))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("got %v, want %v", got, want)
+		}
+		return nil
 	}
 }

@@ -41,6 +41,24 @@ func (f *existsFinder) Enter(n ast.Node) (ast.Node, bool) {
 
 func (f *existsFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
+// hasSubquery reports whether e holds a subquery (EXISTS, IN, ...).
+func hasSubquery(e ast.ExprNode) bool {
+	f := &subqueryFinder{}
+	e.Accept(f)
+	return f.found
+}
+
+type subqueryFinder struct{ found bool }
+
+func (f *subqueryFinder) Enter(n ast.Node) (ast.Node, bool) {
+	if _, ok := n.(*ast.SubqueryExpr); ok {
+		f.found = true
+	}
+	return n, f.found
+}
+
+func (f *subqueryFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
 // existsPublic writes [NOT] EXISTS (subquery) for a subquery over public
 // tables (see the file comment).
 func (e *emitter) existsPublic(x *ast.ExistsSubqueryExpr) (string, error) {
