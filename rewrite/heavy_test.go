@@ -25,7 +25,7 @@ func TestHeavyUnitsFormChosen(t *testing.T) {
 		{sql: `SELECT city, COUNT(*) FROM trips WHERE EXISTS (SELECT 1 FROM clinics WHERE clinics.city = trips.city) GROUP BY city`, dialect: MySQL},
 		{sql: `SELECT t.city, COUNT(*) FROM trips AS t JOIN clinics AS c ON c.city = t.city GROUP BY t.city`, dialect: MySQL},
 		{sql: `SELECT city, COUNT(*) FROM trips GROUP BY city`, dialect: MySQL, bias: true},
-		{sql: `SELECT ward, COUNT(*) FROM legs GROUP BY ward`, dialect: MySQL}, // partition selection
+		{sql: `SELECT ward, COUNT(*) FROM legs GROUP BY ward`, dialect: MySQL},             // partition selection
 		{sql: `SELECT diagnosis, COUNT(*) FROM visits GROUP BY diagnosis`, dialect: MySQL}, // no total bound
 	} {
 		t.Run(c.dialect.Name()+"/"+c.sql, func(t *testing.T) {
