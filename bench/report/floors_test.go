@@ -150,6 +150,13 @@ func TestCacheFloorText(t *testing.T) {
 			c:         cacheFloor{hit: []float64{42, 45, 47}, answer: []float64{36, 38, 41}},
 			wantParts: []string{"The target is met", "7.0 µs more than the answer from memory"},
 		},
+		{
+			// Medians of noisy runs: the hit below the answer from memory
+			// is said so, not as a negative cost.
+			name:      "the hit's median below the answer from memory's",
+			c:         cacheFloor{hit: []float64{40, 55, 64}, local: []float64{50, 63, 79}, server: []float64{57, 62, 75}, answer: []float64{53, 58, 63}},
+			wantParts: []string{"Missed by 5.0 µs", "3.0 µs below the answer from memory's", "none of the hit's time shows as dpproxy's own"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text, reason := cacheFloorText("PostgreSQL", "PostgreSQL", tc.c)
