@@ -192,8 +192,7 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	}
 	if heavy {
 		perUnit := append(slices.Clone(middle), e.d.SumSmallInts(capped("COUNT(*)", linf), q("dp_u"))+" AS "+q("dp_t"))
-		return e.heavyUnitsSQL(p, outerCols, cells, groupRefs,
-			"SELECT "+e.d.UnitGroupHint()+strings.Join(middle, ", ")+" FROM ("+innerSQL+") AS "+q("dp_rows")+unitGroup,
+		return e.heavyUnitsSQL(p, outerCols, cells, groupRefs, middleSQL,
 			"SELECT "+strings.Join(perUnit, ", ")+" FROM (SELECT "+strings.Join(inner, ", ")+e.heavyUnitsFrom(p, table, where)+") AS "+q("dp_rows")+unitGroup), nil
 	}
 	keep, having := "", ""
