@@ -24,40 +24,28 @@ import (
 // table's columns are then qualified throughout the query.
 
 // hasExists reports whether a condition contains an EXISTS subquery.
-func hasExists(e ast.ExprNode) bool {
-	f := &existsFinder{}
-	e.Accept(f)
-	return f.found
-}
-
-type existsFinder struct{ found bool }
-
-func (f *existsFinder) Enter(n ast.Node) (ast.Node, bool) {
-	if _, ok := n.(*ast.ExistsSubqueryExpr); ok {
-		f.found = true
-	}
-	return n, f.found
-}
-
-func (f *existsFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+func hasExists(e ast.ExprNode) bool { return holds[*ast.ExistsSubqueryExpr](e) }
 
 // hasSubquery reports whether e holds a subquery (EXISTS, IN, ...).
-func hasSubquery(e ast.ExprNode) bool {
-	f := &subqueryFinder{}
+func hasSubquery(e ast.ExprNode) bool { return holds[*ast.SubqueryExpr](e) }
+
+// holds reports whether e holds a node of type T.
+func holds[T ast.Node](e ast.ExprNode) bool {
+	f := &nodeFinder[T]{}
 	e.Accept(f)
 	return f.found
 }
 
-type subqueryFinder struct{ found bool }
+type nodeFinder[T ast.Node] struct{ found bool }
 
-func (f *subqueryFinder) Enter(n ast.Node) (ast.Node, bool) {
-	if _, ok := n.(*ast.SubqueryExpr); ok {
+func (f *nodeFinder[T]) Enter(n ast.Node) (ast.Node, bool) {
+	if _, ok := n.(T); ok {
 		f.found = true
 	}
 	return n, f.found
 }
 
-func (f *subqueryFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+func (f *nodeFinder[T]) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // existsPublic writes [NOT] EXISTS (subquery) for a subquery over public
 // tables (see the file comment).
