@@ -601,7 +601,7 @@ func FuzzNormalizePostgres(f *testing.F) {
 				t.Fatalf("%q: cast at %d", in, c.Offset)
 			}
 		}
-		if !strings.ContainsAny(in, "$:'\"-/#?`\\{}eEnNuUlLoOfFbBxX_0123456789") && n.SQL != in {
+		if !strings.ContainsAny(in, "$:'\"-/#?`\\{}eEnNuUlLoOfFbBxX_0123456789") && n.SQL != callSpacesRemoved(in) {
 			t.Fatalf("%q changed to %q", in, n.SQL)
 		}
 		// The parser and the checks after it never panic, and report
@@ -661,4 +661,34 @@ func TestContainsFold(t *testing.T) {
 			t.Errorf("containsFold(%q, %q) = %v, want %v", c.s, c.w, got, c.want)
 		}
 	}
+}
+
+// callSpacesRemoved is in as the normalizer writes it when it has nothing
+// else to change: without the whitespace between the name of a function
+// the TiDB lexer reads as a call only when "(" follows at once
+// (spaceSensitiveFunctions) and that "(" (CAST (x AS int), found by the
+// fuzzer).
+func callSpacesRemoved(in string) string {
+	var b strings.Builder
+	for i := 0; i < len(in); {
+		if !isIdentStart(in[i]) {
+			b.WriteByte(in[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(in) && isIdentCont(in[j]) {
+			j++
+		}
+		b.WriteString(in[i:j])
+		k := j
+		for k < len(in) && isSpace(in[k]) {
+			k++
+		}
+		if k > j && k < len(in) && in[k] == '(' && spaceSensitiveFunctions[strings.ToLower(in[i:j])] {
+			j = k
+		}
+		i = j
+	}
+	return b.String()
 }
