@@ -370,7 +370,7 @@ func TestWholeRunNamesTheOptIn100MVisits(t *testing.T) {
 		raw.WriteString(string(b) + "\n")
 	}
 	want := "workload 10 at 100M visits included: that size is opt-in (`--visits-100m`) and not part of the default run; " +
-		"generating and loading its dataset took 388.1 s, and each of its 5 queries (a warm-up, 2 direct, 2 through dpproxy) about 118.5 s"
+		"generating and loading its dataset took 388.1 s, and each of its 4 queries (2 direct, 2 through dpproxy) about 118.5 s"
 	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw.String(), "run.txt": "total_seconds=2214\nquick=0\nscale_sizes=1m 10m 100m\n"})
 	if !strings.Contains(got, "**The whole run** took 2,214 s") || !strings.Contains(got, want) {
 		t.Errorf("BENCHMARKS.md lacks %q", want)

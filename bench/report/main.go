@@ -652,8 +652,8 @@ authenticated) before the clock starts.
     (cache off) through dpproxy and its rewritten SQL directly on datasets
     of about 1 and 10 million visits (100 million with ` + "`--visits-100m`" + `),
     generated (` + "`loadgen load`" + `) into their own PostgreSQL databases and
-    dropped after use: p50 of 2 queries after a warm-up, and the time
-    generating and loading each took. Together with workload 6 these are
+    dropped after use: p50 of 2 queries per target in turns, and the time
+    generating, loading and vacuuming each took. Together with workload 6 these are
     the scale figures of issue 18; the *Scale* section below puts them in
     two small tables.
 

@@ -88,7 +88,7 @@ func scaleFigures(series map[string][]loadResult, info map[string]string) scaleR
 	md.WriteString("## Scale (workload 10)\n\n")
 	md.WriteString("How latency and dpproxy's CPU time per query grow with the number of clients (one run of " +
 		orDash(info["scale_client_seconds"]) + " s per point, through the cache-on dpproxy, whose backend pool holds 16 connections) " +
-		"and with the number of visits (workload 1's DP aggregate, cache off, one warm-up and 2 measured queries per target; " +
+		"and with the number of visits (workload 1's DP aggregate, cache off, 2 queries per target in turns after the load's VACUUM; " +
 		"p50 of 2 is the faster one). Generated data, loopback only.\n\n")
 
 	// Clients.

@@ -230,7 +230,7 @@ profiles of ` + "`dpproxy serve`" + ` (` + "`DPPROXY_CPUPROFILE`" + `) under the
 	}
 	if load, query, ok := largestScaleRun(rows); ok && strings.Contains(" "+info["scale_sizes"]+" ", " 100m ") {
 		fmt.Fprintf(&body, ", workload 10 at 100M visits included: that size is opt-in (`--visits-100m`) and not part of the "+
-			"default run; generating and loading its dataset took %s s, and each of its 5 queries (a warm-up, 2 direct, "+
+			"default run; generating and loading its dataset took %s s, and each of its 4 queries (2 direct, "+
 			"2 through dpproxy) about %s s", fmtNum(load), fmtNum(query))
 	}
 	body.WriteString(". With the accuracy report at 200 fresh runs per query (about 900 s of it) a full run took 1,811 s; it runs " +
