@@ -106,6 +106,19 @@ func TestLoadPostgres(t *testing.T) {
 		}
 	}
 
+	// Vacuumed and analyzed by the loader, not left to autovacuum: every
+	// page of visits is all-visible and the planner has its statistics.
+	var vacuumed, analyzed bool
+	var allVisible, pages int64
+	if err := conn.QueryRow(ctx, `SELECT s.last_vacuum IS NOT NULL, s.last_analyze IS NOT NULL, c.relallvisible, c.relpages
+		FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+		WHERE s.schemaname = $1 AND s.relname = 'visits'`, schema).Scan(&vacuumed, &analyzed, &allVisible, &pages); err != nil {
+		t.Fatal(err)
+	}
+	if !vacuumed || !analyzed || pages == 0 || allVisible != pages {
+		t.Errorf("visits after the load: vacuumed %v, analyzed %v, %d of %d pages all-visible", vacuumed, analyzed, allVisible, pages)
+	}
+
 	// True facts.
 	f := DefaultFacts()
 	var sumCost string

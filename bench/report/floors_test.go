@@ -301,24 +301,15 @@ func TestChargedCeilingCountsTheLedger(t *testing.T) {
 		// / (49 + 47 + 1) µs = 20,619 q/s: room left, the target missed.
 		{"1.0", []string{"the cores would carry at most 20,619 queries/s.", "Neither ceiling rules the target out in this run"}, "out of reach on this machine with the embedded ledger"},
 	} {
-		var raw strings.Builder
-		for r := 1; r <= 3; r++ {
-			for series, data := range map[string]map[string]any{
-				"w4.simple.proxy":     {"qps": 12126.0, "proc_cpu_us_per_query": 47.0},
-				"w4.simple.pgbouncer": {"qps": 12826.0, "proc_cpu_us_per_query": 28.5},
-				"w4.simple.direct":    {"qps": 20000.0},
-				"w5":                  {"seconds": 8.0, "ledger_charges": 48000, "ledger_transactions": 5000, "p50_us": 5000.0, "proc_cpu_us_per_query": 180.0},
-				"w5.direct":           {"qps": 39000.0, "machine_cpu_us_per_query": 49.0, "machine_busy": 0.98, "machine_cores": 2},
-			} {
-				b, err := json.Marshal(map[string]any{"series": series, "run": r, "data": data})
-				if err != nil {
-					t.Fatal(err)
-				}
-				raw.Write(append(b, '\n'))
-			}
-		}
+		raw := rawJSONL(t, 3, map[string]map[string]any{
+			"w4.simple.proxy":     {"qps": 12126.0, "proc_cpu_us_per_query": 47.0},
+			"w4.simple.pgbouncer": {"qps": 12826.0, "proc_cpu_us_per_query": 28.5},
+			"w4.simple.direct":    {"qps": 20000.0},
+			"w5":                  {"seconds": 8.0, "ledger_charges": 48000, "ledger_transactions": 5000, "p50_us": 5000.0, "proc_cpu_us_per_query": 180.0},
+			"w5.direct":           {"qps": 39000.0, "machine_cpu_us_per_query": 49.0, "machine_busy": 0.98, "machine_cores": 2},
+		})
 		gobench := "BenchmarkCommitParallel-2   \t    8841\t     69491 ns/op\t     20394 charges/s\t  " + c.ledgerCPU + " cpu-us/charge\t         0.05 tx/charge\n"
-		got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw.String(), "run.txt": "total_seconds=1100\n", "gobench.txt": gobench})
+		got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=1100\n", "gobench.txt": gobench})
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("ledger %s µs: BENCHMARKS.md lacks %q", c.ledgerCPU, w)
@@ -354,28 +345,21 @@ func reportOf(t *testing.T, dir string, files map[string]string) string {
 // minutes; the report says why, with that size's own figures, and says
 // nothing of the kind for a default run.
 func TestWholeRunNamesTheOptIn100MVisits(t *testing.T) {
-	var raw strings.Builder
-	for series, data := range map[string]map[string]any{
+	raw := rawJSONL(t, 1, map[string]map[string]any{
 		"w10.visits.100m.load":             {"seconds": 388.1, "visits": 99771359, "patients": 4820000},
 		"w10.visits.100m.direct_rewritten": {"p50_us": 118496000.0},
 		"w10.visits.100m.proxy":            {"p50_us": 132701000.0},
 		"w10.visits.10m.load":              {"seconds": 35.6, "visits": 9978421, "patients": 482000},
 		"w10.visits.10m.direct_rewritten":  {"p50_us": 6544000.0},
 		"w10.visits.10m.proxy":             {"p50_us": 6626000.0},
-	} {
-		b, err := json.Marshal(map[string]any{"series": series, "run": 1, "data": data})
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw.WriteString(string(b) + "\n")
-	}
+	})
 	want := "workload 10 at 100M visits included: that size is opt-in (`--visits-100m`) and not part of the default run; " +
 		"generating and loading its dataset took 388.1 s, and each of its 4 queries (2 direct, 2 through dpproxy) about 118.5 s"
-	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw.String(), "run.txt": "total_seconds=2214\nquick=0\nscale_sizes=1m 10m 100m\n"})
+	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=2214\nquick=0\nscale_sizes=1m 10m 100m\n"})
 	if !strings.Contains(got, "**The whole run** took 2,214 s") || !strings.Contains(got, want) {
 		t.Errorf("BENCHMARKS.md lacks %q", want)
 	}
-	got = reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw.String(), "run.txt": "total_seconds=1141\nquick=0\nscale_sizes=1m 10m\n"})
+	got = reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=1141\nquick=0\nscale_sizes=1m 10m\n"})
 	if strings.Contains(got, "100M visits included") {
 		t.Error("a run without --visits-100m is said to include it")
 	}
@@ -385,21 +369,14 @@ func TestWholeRunNamesTheOptIn100MVisits(t *testing.T) {
 // with the floor MariaDB sorts (SQL_BIG_RESULT): both ratios are in the
 // table, and the second in the text, when the run measured it.
 func TestMariaDBSortedFloor(t *testing.T) {
-	var raw strings.Builder
-	for series, data := range map[string]map[string]any{
+	raw := rawJSONL(t, 1, map[string]map[string]any{
 		"w9.w1.proxy":                    {"p50_us": 1900000.0},
 		"w9.w1.direct_rewritten":         {"p50_us": 1860000.0},
 		"w2.mariadb.direct_original":     {"p50_us": 800000.0},
 		"w2.mariadb.direct_floor":        {"p50_us": 1270000.0},
 		"w2.mariadb.direct_floor_sorted": {"p50_us": 730000.0},
-	} {
-		b, err := json.Marshal(map[string]any{"series": series, "run": 1, "data": data})
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw.WriteString(string(b) + "\n")
-	}
-	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw.String(), "run.txt": "total_seconds=1141\nquick=0\n"})
+	})
+	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=1141\nquick=0\n"})
 	for _, want := range []string{
 		"| rewritten ÷ floor, on MariaDB (p50) | 1.465 ×",
 		"| rewritten ÷ floor sorted (SQL_BIG_RESULT), on MariaDB (p50) | 2.548 ×",
@@ -409,9 +386,26 @@ func TestMariaDBSortedFloor(t *testing.T) {
 			t.Errorf("BENCHMARKS.md lacks %q", want)
 		}
 	}
-	delete := strings.ReplaceAll(raw.String(), "w2.mariadb.direct_floor_sorted", "w2.mariadb.unrelated")
-	got = reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": delete, "run.txt": "total_seconds=1141\nquick=0\n"})
+	withoutSorted := strings.ReplaceAll(raw, "w2.mariadb.direct_floor_sorted", "w2.mariadb.unrelated")
+	got = reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": withoutSorted, "run.txt": "total_seconds=1141\nquick=0\n"})
 	if strings.Contains(got, "floor sorted") || strings.Contains(got, "Against the floor MariaDB sorts") {
 		t.Error("a run without the sorted floor reports it")
 	}
+}
+
+// rawJSONL is a raw.jsonl (bench/run.sh's record) holding each series'
+// data in runs 1 to runs.
+func rawJSONL(t *testing.T, runs int, series map[string]map[string]any) string {
+	t.Helper()
+	var raw strings.Builder
+	for r := 1; r <= runs; r++ {
+		for name, data := range series {
+			b, err := json.Marshal(map[string]any{"series": name, "run": r, "data": data})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw.Write(append(b, '\n'))
+		}
+	}
+	return raw.String()
 }
