@@ -407,6 +407,55 @@ backend_sql_offline() {
 REWRITTEN=$(backend_sql "$WORK/nocache.yaml" "$DPQ")
 [ -n "$REWRITTEN" ] || { log "could not get the rewritten SQL from dpproxy explain"; exit 1; }
 printf '%s\n' "$REWRITTEN" >"$OUT/rewritten.sql"
+# pin_servers CPUS: every thread of the database servers (PostgreSQL's
+# postmaster and its processes, whose later children inherit it; MariaDB's
+# threads, whose later ones are created by a pinned one) on CPUS, as
+# taskset -c takes them. A server or kernel that refuses is logged and the
+# run goes on unpinned.
+NCPU=$(nproc)
+PIN_NOTE=
+pin_servers() {
+  local cpus=$1 pids pid
+  pids=$(head -1 "$PG_DIR/data/postmaster.pid" 2>/dev/null)
+  [ -z "$pids" ] || pids="$pids $(pgrep -P "$pids" | tr '\n' ' ')"
+  [ -z "$MY_PID" ] || pids="$pids $(cat "$MY_DIR/mysqld.pid" 2>/dev/null)"
+  for pid in $pids; do
+    if ! taskset -a -p -c "$cpus" "$pid" >/dev/null 2>&1; then
+      kill -0 "$pid" 2>/dev/null || continue # a backend that just ended
+      log "could not pin process $pid to CPU $cpus: the sequential workloads run unpinned"
+      PIN_NOTE="the database servers not pinned (taskset refused)"
+    fi
+  done
+}
+# fastest_cpu: the core on which a short fixed loop ends soonest.
+fastest_cpu() {
+  local c best=0 best_ns= t0 ns
+  for c in $(seq 0 $((NCPU - 1))); do
+    t0=$(date +%s%N)
+    taskset -c "$c" python3 -c 'sum(range(3000000))' 2>/dev/null || { echo 0; return; }
+    ns=$(($(date +%s%N) - t0))
+    if [ -z "$best_ns" ] || [ "$ns" -lt "$best_ns" ]; then best=$c best_ns=$ns; fi
+  done
+  echo "$best"
+}
+# pin_sequential and unpin_servers bracket the sequential workloads (1, 2,
+# 2b, 9's DP aggregate, 10's visits). They run one query at a time, and
+# the two sides of their ratios run in different server processes or
+# threads (dpproxy's backend connection, the load generator's own): this
+# machine's two cores differ in speed by up to 1.6× at times (a fixed loop
+# 1.06-1.18 s on one, 0.68-0.72 s on the other; the same query 1.3 s and
+# 2.0 s in turns in one run), so unpinned the ratio measured which core
+# each side landed on. On one core both sides see the same speed: the
+# faster one, found each time (their speeds change). The concurrent
+# workloads run on every core.
+pin_sequential() {
+  local c
+  c=$(fastest_cpu)
+  log "the database servers on CPU $c (the faster now) for the sequential workload"
+  pin_servers "$c"
+}
+unpin_servers() { pin_servers "0-$((NCPU - 1))"; }
+
 # record_alternate RUN LOADGEN-ARGS...: loadgen alternate (the targets in
 # turns, one query each per round, so that a ratio's two sides run at the
 # same machine speed; targets on one DSN share a connection) and one
@@ -420,6 +469,7 @@ record_alternate() {
     record "${name%%\"*}" "$r" "$line"
   done <<<"$out"
 }
+pin_sequential
 log "workloads 1-2: $DPQ ($RUNS runs × $W1_COUNT rounds of the 4 targets in turns, sequential, cache off)"
 for r in $(seq 1 "$RUNS"); do
   record_alternate "$r" --count "$W1_COUNT" --warmup 1 \
@@ -455,6 +505,7 @@ done
 # (session/local.go: no cache, no backend) and by PostgreSQL directly, and
 # the same query answered from memory by a server that does nothing else
 # (loadgen answer).
+unpin_servers
 log "workload 3: cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $RUNS runs (floors: SELECT 1 and an answer from memory, ${D_FLOOR}s each)"
 CQ="SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region"
 for r in $(seq 1 "$RUNS"); do
@@ -546,7 +597,8 @@ if [ -z "$MYSQL_NOTE" ]; then
   [ -n "$MY_REWRITTEN" ] || { log "could not get the rewritten MySQL SQL from dpproxy explain"; exit 1; }
   printf '%s\n' "$MY_REWRITTEN" >"$OUT/rewritten-mysql.sql"
   MLG=("$LG" run --driver mysql)
-  log "workload 9 (1) and 2 on MariaDB: $MY_RUNS runs × $W1_COUNT rounds of the 4 targets in turns"
+  pin_sequential
+  log "workload 9 (1) and 2 on MariaDB: $MY_RUNS runs × $W1_COUNT rounds of the 5 targets in turns"
   for r in $(seq 1 "$MY_RUNS"); do
     record_alternate "$r" --driver mysql --count "$W1_COUNT" --warmup 1 \
       --target w9.w1.proxy --dsn "$M_NOCACHE" --query "$DPQ" \
@@ -555,6 +607,7 @@ if [ -z "$MYSQL_NOTE" ]; then
       --target w2.mariadb.direct_floor --dsn "$MY_DSN" --query "$FLOORQ" \
       --target w2.mariadb.direct_floor_sorted --dsn "$MY_DSN" --query "$MY_FLOORQ_SORTED"
   done
+  unpin_servers
   log "workload 9 (3): cache hits, 1 client ${D_CACHE1}s and 16 clients ${D_CACHE}s, $MY_RUNS runs (floors: SELECT 1 and an answer from memory, ${D_FLOOR}s each)"
   for r in $(seq 1 "$MY_RUNS"); do
     record w9.w3.c1 "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$CQ" --clients 1 --duration "${D_CACHE1}s")"
@@ -628,10 +681,12 @@ for size in $SCALE_SIZES; do
   srw=$(backend_sql "$WORK/scale-$size.yaml" "$DPQ")
   [ -n "$srw" ] || { log "could not get the rewritten SQL from dpproxy explain ($size)"; exit 1; }
   log "workload 10: $sv visits loaded in $((load_ms / 1000))s; DP aggregate, 2 queries per target"
+  pin_sequential
   record_alternate 1 --count 2 --warmup 0 --timeout 3h \
     --target "w10.visits.$size.direct_rewritten" --dsn "$sdsn" --query "$srw" \
     --target "w10.visits.$size.proxy" --dsn "postgres://bench:bench@127.0.0.1:$PROXY_PORT/bench?sslmode=disable" --query "$DPQ"
   kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
+  unpin_servers
   psql -X -q "$PG_DSN" -c "DROP DATABASE $db WITH (FORCE)"
 done
 
@@ -674,6 +729,7 @@ log "writing bench/results and BENCHMARKS.md"
   echo "scale_sizes=$SCALE_SIZES"
   echo "scale_client_seconds=$D_SCALE"
   echo "scale_note=$SCALE_NOTE"
+  echo "sequential_pinning=${PIN_NOTE:-the database servers pinned to one core (the faster of the two, timed with a short loop before each workload)}"
   echo "w5_direct_note=$W5_DIRECT_NOTE"
   echo "total_seconds=$SECONDS"
 } >"$OUT/run.txt"

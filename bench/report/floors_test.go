@@ -409,3 +409,19 @@ func rawJSONL(t *testing.T, runs int, series map[string]map[string]any) string {
 	}
 	return raw.String()
 }
+
+// The run's pinning of the database servers during the sequential
+// workloads is stated with the machine, and nothing is said of a run that
+// recorded none (an older run.txt).
+func TestSequentialPinningStated(t *testing.T) {
+	raw := rawJSONL(t, 1, map[string]map[string]any{"w3.c1": {"p50_us": 48.0}})
+	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw,
+		"run.txt": "total_seconds=1141\nquick=0\nsequential_pinning=the database servers on CPU 0\n"})
+	if want := "The sequential workloads (1, 2, 2b, 9's DP aggregate, 10's visits) ran with the database servers on CPU 0"; !strings.Contains(got, want) {
+		t.Errorf("BENCHMARKS.md lacks %q", want)
+	}
+	got = reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=1141\nquick=0\n"})
+	if strings.Contains(got, "The sequential workloads") {
+		t.Error("a run without pinning is said to be pinned")
+	}
+}

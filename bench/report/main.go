@@ -501,10 +501,16 @@ func machineMD(m, info map[string]string) string {
 		maria = ", MariaDB " + m["mariadb"]
 		myRun = fmt.Sprintf(" (MariaDB: %s visits loaded in %ss, %s runs per workload)", info["mariadb_visits"], info["mariadb_load_seconds"], info["mariadb_runs"])
 	}
+	pinning := ""
+	if p := info["sequential_pinning"]; p != "" {
+		pinning = " The sequential workloads (1, 2, 2b, 9's DP aggregate, 10's visits) ran with " + p +
+			": the two sides of each ratio run in different server processes, and this machine's two cores differ in " +
+			"speed by up to 1.6× at times."
+	}
 	return fmt.Sprintf("Machine: %s CPU(s), %s, %s RAM, Linux %s (Debian %s). Go %s, PostgreSQL %s, %s%s, dpproxy %s.\n\n"+
-		"Run: %s patients (%s visits), %s runs per workload (quick mode: %s), dataset loaded in %ss%s, whole run %ss. Durations: %s.\n",
+		"Run: %s patients (%s visits), %s runs per workload (quick mode: %s), dataset loaded in %ss%s, whole run %ss. Durations: %s.%s\n",
 		m["nproc"], m["cpu"], m["memory"], m["kernel"], m["debian"], m["go"], m["postgresql"], m["pgbouncer"], maria, m["dpproxy_commit"],
-		info["scale_patients"], info["visits"], info["runs"], info["quick"], info["load_seconds"], myRun, info["total_seconds"], info["durations"])
+		info["scale_patients"], info["visits"], info["runs"], info["quick"], info["load_seconds"], myRun, info["total_seconds"], info["durations"], pinning)
 }
 
 // sanitize replaces NaN figures (not valid JSON) with null.
