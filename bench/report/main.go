@@ -556,7 +556,7 @@ bash bench/run.sh            # 100,000 patients (~2.1M visits), 5 runs per workl
 bash bench/run.sh --quick    # 10,000 patients, 3 short runs
 bash bench/run.sh --scale 50000 --runs 5
 bash bench/run.sh --no-mysql # PostgreSQL workloads only (--mysql-runs N: MariaDB runs, default 3)
-bash bench/run.sh --visits-100m # workload 10 also at 100M visits (~17 GB of disk, 20-40 min more)
+bash bench/run.sh --visits-100m # workload 10 also at 100M visits (~24 GB of disk, about 16 min more)
 ` + "```" + `
 
 It builds dpproxy, starts a throwaway PostgreSQL 15 (fsync on), PgBouncer
