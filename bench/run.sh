@@ -423,7 +423,7 @@ pin_servers() {
   for pid in $pids; do
     if ! taskset -a -p -c "$cpus" "$pid" >/dev/null 2>&1; then
       kill -0 "$pid" 2>/dev/null || continue # a backend that just ended
-      log "could not pin process $pid to CPU $cpus: the sequential workloads run unpinned"
+      log "could not pin process $pid to CPU $cpus: the sequential workloads run without (full) pinning"
       PIN_NOTE="the database servers not pinned (taskset refused)"
     fi
   done

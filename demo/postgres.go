@@ -22,6 +22,7 @@ func LoadPostgres(ctx context.Context, dsn string, schema string) error {
 // missing; "" means "public"), dropping and recreating the tables patients,
 // visits, clinics and demo_meta there. Rows are loaded with COPY, all in
 // one transaction: concurrent readers see the old tables or the new ones.
+// The new tables are then vacuumed and analyzed before it returns.
 // Column types: integer, text, date, numeric(10,2).
 func LoadPostgresWith(ctx context.Context, dsn string, schema string, opts GenerateOptions) error {
 	opts = opts.withDefaults()
