@@ -147,19 +147,16 @@ func (c *resultCache) get(key cacheKey) (*sqltypes.Result, bool) {
 	if c == nil {
 		return nil, false
 	}
-	res, ok := c.lru.Get(key)
-	if !ok {
-		return nil, false
-	}
-	return cloneResult(res), true
+	return c.lru.Get(key)
 }
 
 // do returns the release for key: from the cache when there is one (hit is
 // then true), otherwise from compute, whose successful result is cached.
 // While compute runs for a key, other calls for the same key wait for it
 // instead of computing (and charging) again; if it fails they try again
-// themselves, since failures are not shared. Every caller gets its own copy
-// of the result. On a disabled cache do simply calls compute.
+// themselves, since failures are not shared. A result from the cache is
+// shared with it and with every other caller (see Answer): read-only. On a
+// disabled cache do simply calls compute.
 func (c *resultCache) do(ctx context.Context, key cacheKey, compute func() (*sqltypes.Result, error)) (res *sqltypes.Result, hit bool, err error) {
 	if c == nil {
 		res, err := compute()
@@ -175,7 +172,7 @@ func (c *resultCache) do(ctx context.Context, key cacheKey, compute func() (*sql
 			select {
 			case <-f.done:
 				if f.err == nil {
-					return cloneResult(f.res), true, nil
+					return f.res, true, nil
 				}
 				continue // the other query failed: try for ourselves
 			case <-ctx.Done():
@@ -210,7 +207,7 @@ func (c *resultCache) lead(ctx context.Context, key cacheKey, f *flight, compute
 		f.res = res
 		c.lru.Add(key, res)
 		c.finish(key, f)
-		return cloneResult(res), true, nil
+		return res, true, nil
 	}
 	res, err = compute()
 	if err == nil && res != nil {
@@ -278,10 +275,9 @@ func (c *resultCache) finish(key cacheKey, f *flight) {
 	close(f.done)
 }
 
-// cloneResult copies a result deeply enough that no caller can change
-// another's (or the cache's) rows: values themselves are immutable. Rows
-// and intervals are copied into one backing array each (a hit's cost is
-// mostly allocation).
+// cloneResult copies a result deeply enough that its computing caller
+// cannot change the cached release's rows: values themselves are
+// immutable. Rows and intervals are copied into one backing array each.
 func cloneResult(r *sqltypes.Result) *sqltypes.Result {
 	return &sqltypes.Result{Columns: slices.Clone(r.Columns), Rows: cloneTable(r.Rows), Tag: r.Tag,
 		Intervals: cloneTable(r.Intervals), Notices: slices.Clone(r.Notices), Noise: slices.Clone(r.Noise)}
@@ -303,32 +299,59 @@ func cloneTable[T any](rows [][]T) [][]T {
 	return out
 }
 
-// Answer releases a DP plan for the analyst: the budgeted release. It
+// Release names one release: an analyst's plan of a canonical statement
+// (rewrite.Canonical), the result cache's key. An empty canonical text
+// (the statement could not be re-emitted) makes a release the cache
+// neither keeps nor finds. The key's text is built once, by NewRelease: a
+// session keeps the Release of each statement it has analyzed, so that a
+// repeated query costs the cache a lookup, not the key's text.
+type Release struct {
+	analyst   string
+	plan      *rewrite.Plan
+	cacheable bool
+	key       cacheKey
+}
+
+// NewRelease returns the release of analyst's plan of a canonical
+// statement.
+func NewRelease(analyst string, plan *rewrite.Plan, canonical string) *Release {
+	r := &Release{analyst: analyst, plan: plan, cacheable: canonical != ""}
+	if r.cacheable {
+		r.key = keyOf(analyst, plan, canonical)
+	}
+	return r
+}
+
+// Plan is the release's plan.
+func (r *Release) Plan() *rewrite.Plan { return r.plan }
+
+// Answer makes a release for its analyst: the budgeted release. It
 // answers from the cache when the analyst has had the same release (same
 // canonical statement, ε and δ) within the cache's TTL, at no cost;
 // otherwise it reserves the plan's ε and δ, runs the bounded query on the
 // backend, adds the noise, commits the charge durably and only then
-// returns the rows (and caches them). canonical is the statement's
-// canonical text (rewrite.Canonical), the cache's key; an empty one (the
-// statement could not be re-emitted) bypasses the cache. queryText is what
-// the analyst's query log records with the charge. The cache is consulted
-// before anything is reserved; the returned Result is the caller's own,
-// with the Outcome (also when an error is returned after a charge).
-func (e *Engine) Answer(ctx context.Context, analyst string, plan *rewrite.Plan, canonical, queryText string) (*sqltypes.Result, Outcome, error) {
+// returns the rows (and caches them). queryText is the client's text,
+// which the analyst's query log records with the charge (white space
+// collapsed). The cache is consulted before anything is reserved. The
+// returned Result comes with the Outcome (also when an error is returned
+// after a charge); one from the cache (Outcome.CacheHit) is the cached
+// release itself, shared with every session that asks for it: callers
+// never change a Result they are given (they copy what they change), and
+// a hit allocates nothing for its rows.
+func (e *Engine) Answer(ctx context.Context, r *Release, queryText string) (*sqltypes.Result, Outcome, error) {
 	var out Outcome
 	charged := func() (*sqltypes.Result, error) {
-		res, cost, err := e.chargedAnswer(ctx, analyst, plan, queryText)
+		res, cost, err := e.chargedAnswer(ctx, r.analyst, r.plan, queryText)
 		out.Charged = cost
 		return res, err
 	}
-	if canonical == "" {
+	if !r.cacheable {
 		res, err := charged()
 		return res, out, err
 	}
-	key := keyOf(analyst, plan, canonical)
-	res, hit, err := e.cache.do(ctx, key, charged)
+	res, hit, err := e.cache.do(ctx, r.key, charged)
 	if hit {
-		e.log.Debug("answered from the cache at no cost", "analyst", analyst, "epsilon", plan.Epsilon)
+		e.log.Debug("answered from the cache at no cost", "analyst", r.analyst, "epsilon", r.plan.Epsilon)
 	}
 	out.CacheHit = hit
 	return res, out, err
@@ -346,20 +369,20 @@ type Outcome struct {
 // cache.size > 0): without it nothing can be answered from an earlier one.
 func (e *Engine) CachesReleases() bool { return e.cache != nil }
 
-// Released returns the release the cache holds for analyst's plan of a
-// canonical statement — this instance's, or another's on a shared ledger
-// — without computing or charging anything; ok is false if there is none.
-func (e *Engine) Released(ctx context.Context, analyst string, plan *rewrite.Plan, canonical string) (*sqltypes.Result, bool) {
-	if e.cache == nil || canonical == "" {
+// Released returns the release the cache holds for r — this instance's,
+// or another's on a shared ledger — without computing or charging
+// anything; ok is false if there is none. The Result is the cached
+// release itself: read-only, as Answer's.
+func (e *Engine) Released(ctx context.Context, r *Release) (*sqltypes.Result, bool) {
+	if e.cache == nil || !r.cacheable {
 		return nil, false
 	}
-	key := keyOf(analyst, plan, canonical)
-	if res, ok := e.cache.get(key); ok {
+	if res, ok := e.cache.get(r.key); ok {
 		return res, true
 	}
-	if res := e.cache.loadShared(ctx, key); res != nil {
-		e.cache.lru.Add(key, res)
-		return cloneResult(res), true
+	if res := e.cache.loadShared(ctx, r.key); res != nil {
+		e.cache.lru.Add(r.key, res)
+		return res, true
 	}
 	return nil, false
 }

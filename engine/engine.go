@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -37,8 +38,8 @@ type Engine struct {
 	cache *resultCache
 	// passthroughs and prepared are the sessions' memos (see Passthroughs
 	// and PreparedStatements).
-	passthroughs *lru.Cache[string, *rewrite.Passthrough]
-	prepared     *lru.Cache[string, *sqltypes.Prepared]
+	passthroughs *lru.Cache[MemoKey, *rewrite.Passthrough]
+	prepared     *lru.Cache[MemoKey, *sqltypes.Prepared]
 
 	// sessionsMu guards sessions, each analyst's open sessions, held to
 	// listen.max_connections_per_analyst.
@@ -80,10 +81,10 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.policy.Store(opts.Policy)
 	var err error
-	if e.passthroughs, err = lru.New[string, *rewrite.Passthrough](passthroughMemoSize); err != nil {
+	if e.passthroughs, err = lru.New[MemoKey, *rewrite.Passthrough](passthroughMemoSize); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	if e.prepared, err = lru.New[string, *sqltypes.Prepared](passthroughMemoSize); err != nil {
+	if e.prepared, err = lru.New[MemoKey, *sqltypes.Prepared](passthroughMemoSize); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if e.rand == nil {
@@ -159,18 +160,33 @@ func (e *Engine) CloseSession(analyst string) {
 	}
 }
 
+// MemoKey keys the sessions' memos (Passthroughs, PreparedStatements):
+// what a statement's analysis depends on besides the engine's policy and
+// dialect. A struct rather than the fields joined into one string: a
+// lookup then copies no text.
+type MemoKey struct {
+	FrontEnd rewrite.FrontEnd
+	// Database is the session's database: for MySQL clients it decides
+	// whether a name means an information_schema view.
+	Database string
+	// ParamTypes lists the declared parameter types of a prepared
+	// statement ("" for none).
+	ParamTypes string
+	SQL        string
+}
+
 // Passthroughs is the sessions' shared memo of analyzed public-table
 // queries, keyed by what the analysis depends on besides the engine's
 // policy and dialect (the text, the front end, the database): a repeated
 // query skips parsing (BI dashboards repeat them). Safe for concurrent
 // use.
-func (e *Engine) Passthroughs() *lru.Cache[string, *rewrite.Passthrough] { return e.passthroughs }
+func (e *Engine) Passthroughs() *lru.Cache[MemoKey, *rewrite.Passthrough] { return e.passthroughs }
 
 // PreparedStatements is the sessions' shared memo of prepared public-table
 // queries with parameters, keyed like Passthroughs and by the declared
 // parameter types; its Prepared values are read-only. Safe for concurrent
 // use.
-func (e *Engine) PreparedStatements() *lru.Cache[string, *sqltypes.Prepared] { return e.prepared }
+func (e *Engine) PreparedStatements() *lru.Cache[MemoKey, *sqltypes.Prepared] { return e.prepared }
 
 // Passthrough runs a public-table query unchanged in meaning, binding
 // args to its parameter markers in the database. It costs no budget; the
@@ -228,6 +244,7 @@ func (e *Engine) DescribePassthrough(ctx context.Context, q *rewrite.Passthrough
 // chargedAnswer runs a DP plan: reserve budget, run the bounded query, add
 // noise, charge durably, and only then return the release.
 func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrite.Plan, queryText string) (*sqltypes.Result, budget.Cost, error) {
+	queryText = ledgerText(queryText)
 	cost := budget.Cost{Epsilon: plan.Epsilon, Delta: plan.Delta}
 	reservation, err := e.accountant.ReserveFor(ctx, analyst, plan.ReadTables(), cost)
 	if err != nil {
@@ -341,4 +358,11 @@ func databaseError(err error) error {
 		return &sqlerr.Error{Code: sqlerr.Code(dbErr.Code), Message: dbErr.Message, Detail: dbErr.Detail, Hint: dbErr.Hint, Position: dbErr.Position, Err: err}
 	}
 	return backendError(err)
+}
+
+// ledgerText is a query's text as the analyst's query log records it with
+// the charge: its runs of white space collapsed to one space. Computed
+// only for a charge: a cache hit records nothing.
+func ledgerText(sql string) string {
+	return strings.Join(strings.Fields(sql), " ")
 }

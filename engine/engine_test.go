@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -192,7 +191,7 @@ func (a *asker) ask(ctx context.Context, sql string) (*sqltypes.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, _, err := a.e.Answer(ctx, a.analyst, q.Plan, canonical, strings.Join(strings.Fields(sql), " "))
+	res, _, err := a.e.Answer(ctx, NewRelease(a.analyst, q.Plan, canonical), sql)
 	return res, err
 }
 

@@ -233,7 +233,9 @@ func (c *cursor) fetch(count int) [][]any {
 	if count < 0 || count > remaining {
 		count = remaining
 	}
-	rows := c.result.Rows[c.pos : c.pos+count]
+	// Capped: the rows may be a cached release shared with other sessions
+	// (engine.Answer), which no append may write into.
+	rows := c.result.Rows[c.pos : c.pos+count : c.pos+count]
 	c.pos += count
 	return rows
 }

@@ -28,6 +28,7 @@ import (
 type derivation struct {
 	plan      *rewrite.Plan
 	canonical string
+	release   *engine.Release // of plan and canonical, for the analyst
 	conds     []rewrite.KeyCondition
 	// query and sums are set when the query sums the picked rows: its own
 	// plan, and the base's output column of each of its aggregates.
@@ -79,7 +80,8 @@ func (s *Session) derivation(base ast.StmtNode, casts rewrite.CastLookup, suffix
 	if err != nil {
 		return nil
 	}
-	return &derivation{plan: q.Plan, canonical: canonical + suffix, conds: conds}
+	return &derivation{plan: q.Plan, canonical: canonical + suffix, conds: conds,
+		release: engine.NewRelease(s.analyst, q.Plan, canonical+suffix)}
 }
 
 // sumColumns maps each aggregate of the query's plan to the base's output
@@ -130,7 +132,7 @@ func (s *Session) answerDerived(ctx context.Context, ds []*derivation) (res *sql
 // answerFrom answers from d's release when the cache holds it and every
 // key it compares can be compared exactly.
 func (s *Session) answerFrom(ctx context.Context, d *derivation) (*sqltypes.Result, bool) {
-	base, ok := s.engine.Released(ctx, s.analyst, d.plan, d.canonical)
+	base, ok := s.engine.Released(ctx, d.release)
 	if !ok {
 		return nil, false
 	}

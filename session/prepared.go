@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
@@ -63,18 +65,17 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 }
 
 // prepareKey keys the engine's memo of prepared public-table queries.
-func (s *Session) prepareKey(sql string, paramTypes []sqltypes.Type) string {
-	var sb strings.Builder
-	sb.WriteString(strconv.Itoa(int(s.frontEnd)))
-	sb.WriteByte(0)
-	sb.WriteString(s.database) // see passthroughKey
-	for _, t := range paramTypes {
-		sb.WriteByte(',')
-		sb.WriteString(strconv.Itoa(int(t)))
+func (s *Session) prepareKey(sql string, paramTypes []sqltypes.Type) engine.MemoKey {
+	key := s.passthroughKey(sql)
+	if len(paramTypes) > 0 {
+		var sb strings.Builder
+		for _, t := range paramTypes {
+			sb.WriteByte(',')
+			sb.WriteString(strconv.Itoa(int(t)))
+		}
+		key.ParamTypes = sb.String()
 	}
-	sb.WriteByte(0)
-	sb.WriteString(sql)
-	return sb.String()
+	return key
 }
 
 func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error) {
@@ -201,15 +202,18 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 // never spliced into SQL text. The result has exactly p.Columns.
 func (s *Session) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, params []any) (*sqltypes.Result, error) {
 	var res *sqltypes.Result
-	err := s.observed(logText(p.SQL, params), func() (int, error) {
+	text := logText(p.SQL, params)
+	err := s.observed(text, func() (int, error) {
 		var err error
-		res, err = s.executePrepared(ctx, p, params)
+		res, err = s.executePrepared(ctx, p, params, text)
 		return rowCount(res), err
 	})
 	return res, err
 }
 
-func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, params []any) (*sqltypes.Result, error) {
+// executePrepared runs p with params; text is the statement with its
+// parameters as the records show it (logText).
+func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, params []any, text string) (*sqltypes.Result, error) {
 	if err := s.stillInPolicy(); err != nil {
 		return nil, err
 	}
@@ -282,7 +286,7 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 		}
 		s.memoizePlan(p.SQL, params, prep)
 	}
-	res, err := s.run(ctx, prep, logText(p.SQL, params))
+	res, err := s.run(ctx, prep, text)
 	if err != nil {
 		return nil, err
 	}
@@ -408,24 +412,35 @@ func (s *Session) describeCommand(ctx context.Context, p *sqltypes.Prepared, cmd
 // conform gives a result the columns its statement was described with,
 // converting values where the backend reported a different type (an
 // expression column that SQLite types from its values, say): clients
-// decode rows with the description they were given.
+// decode rows with the description they were given. res is not changed:
+// it may be a release the engine's cache shares with other sessions, so
+// the converted rows are a copy.
 func conform(res *sqltypes.Result, cols []sqltypes.Column) *sqltypes.Result {
-	if res == nil || len(res.Columns) != len(cols) {
+	if res == nil || len(res.Columns) != len(cols) || res.PostgresText != nil {
+		return res // rows in wire form: checked by conformWire before
+	}
+	var convert []int
+	for i, c := range cols {
+		if res.Columns[i].Type != c.Type {
+			convert = append(convert, i)
+		}
+	}
+	if len(convert) == 0 {
 		return res
 	}
-	if res.PostgresText != nil {
-		return res // checked by conformWire before
+	out := *res
+	out.Columns = slices.Clone(res.Columns)
+	out.Rows = make([][]any, len(res.Rows))
+	for r, row := range res.Rows {
+		out.Rows[r] = slices.Clone(row)
 	}
-	for i, c := range cols {
-		if res.Columns[i].Type == c.Type {
-			continue
+	for _, i := range convert {
+		for _, row := range out.Rows {
+			row[i] = sqltypes.Convert(row[i], cols[i].Type)
 		}
-		for _, row := range res.Rows {
-			row[i] = sqltypes.Convert(row[i], c.Type)
-		}
-		res.Columns[i].Type = c.Type
+		out.Columns[i].Type = cols[i].Type
 	}
-	return res
+	return &out
 }
 
 // conformWire checks that rows forwarded in wire form have the column types

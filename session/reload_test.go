@@ -122,7 +122,7 @@ func TestPassthroughMemoAcrossReloads(t *testing.T) {
 		wg.Wait()
 		bob := newSessionOn(t, s.server, "bob")
 		for _, key := range e.Passthroughs().Keys() {
-			sql := key[strings.LastIndexByte(key, 0)+1:]
+			sql := key.SQL
 			if res, err := bob.Execute(ctx, sql); err == nil {
 				t.Fatalf("round %d: %q answered raw after notes was protected: %v", round, sql, res[0].Rows)
 			}

@@ -260,8 +260,8 @@ func (s *Session) execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 // policy and the backend dialect (the last two are the engine's own). The
 // session's database is part of the key too: for MySQL clients it decides
 // whether a name means an information_schema view.
-func (s *Session) passthroughKey(sql string) string {
-	return strconv.Itoa(int(s.frontEnd)) + "\x00" + s.database + "\x00" + sql
+func (s *Session) passthroughKey(sql string) engine.MemoKey {
+	return engine.MemoKey{FrontEnd: s.frontEnd, Database: s.database, SQL: sql}
 }
 
 // parseOne parses sql, which must hold at most one statement; it returns
@@ -326,6 +326,9 @@ type prepared struct {
 	// canonical is the statement's canonical text (rewrite.Canonical),
 	// the result cache's key for a DP plan; "" when not available.
 	canonical string
+	// release names the DP plan's release for the session's analyst (the
+	// result cache's key, built once).
+	release *engine.Release
 	// derived are the earlier releases the query can be answered from at
 	// no cost, if the cache holds one (derived.go).
 	derived []*derivation
@@ -408,6 +411,7 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 		} else {
 			s.engine.Logger().Debug("query not cacheable", "err", err)
 		}
+		p.release = engine.NewRelease(s.analyst, q.Plan, p.canonical)
 	}
 	return p, nil
 }
@@ -447,7 +451,7 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 	// The query's own release, when cached, comes first: asking again
 	// returns the same answer (found in review).
 	derivable := p.derived
-	if len(derivable) > 0 && released(ctx, s, plan, p.canonical) {
+	if len(derivable) > 0 && released(ctx, s, p.release) {
 		derivable = nil
 	}
 	res, from, derived := s.answerDerived(ctx, derivable)
@@ -457,7 +461,7 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 	if !derived {
 		var out engine.Outcome
 		var err error
-		res, out, err = s.engine.Answer(ctx, s.analyst, plan, p.canonical, normalizeQueryText(sql))
+		res, out, err = s.engine.Answer(ctx, p.release, sql)
 		s.note.charged, s.note.cacheHit = out.Charged, out.CacheHit
 		if !out.CacheHit {
 			s.note.kind = KindDP
@@ -488,11 +492,6 @@ func (s *Session) passthrough(ctx context.Context, p *rewrite.Passthrough, args 
 		return s.engine.PassthroughPostgresText(ctx, p, args...)
 	}
 	return s.engine.Passthrough(ctx, p, args...)
-}
-
-// normalizeQueryText is the text recorded in the analyst's query log.
-func normalizeQueryText(sql string) string {
-	return strings.Join(strings.Fields(sql), " ")
 }
 
 // emptyResult answers a query that returns no rows whatever the data.
@@ -700,7 +699,7 @@ func (s *Session) explainDP(ctx context.Context, cmd *sessionCommand, sql string
 		// Released also finds another instance's release on a shared
 		// ledger (reading it costs nothing).
 		for _, d := range p.derived {
-			if !released(ctx, s, d.plan, d.canonical) {
+			if !released(ctx, s, d.release) {
 				continue
 			}
 			if d.sums != nil {
@@ -710,7 +709,7 @@ func (s *Session) explainDP(ctx context.Context, cmd *sessionCommand, sql string
 			}
 			break
 		}
-		if released(ctx, s, plan, p.canonical) {
+		if released(ctx, s, p.release) {
 			addExplainNote(res, "cache", fmt.Sprintf("this query was answered at ε = %g within the cache's time to live: running it again returns the same answer and costs nothing", plan.Epsilon))
 		}
 	}
@@ -782,9 +781,9 @@ func relationalOf(plan *rewrite.Plan) []rewrite.Operator {
 	return plan.Relational()
 }
 
-// released reports whether the analyst's release of plan is cached (here
-// or, on a shared ledger, by another instance).
-func released(ctx context.Context, s *Session, plan *rewrite.Plan, canonical string) bool {
-	_, ok := s.engine.Released(ctx, s.analyst, plan, canonical)
+// released reports whether r is cached (here or, on a shared ledger, by
+// another instance).
+func released(ctx context.Context, s *Session, r *engine.Release) bool {
+	_, ok := s.engine.Released(ctx, r)
 	return ok
 }

@@ -286,11 +286,7 @@ func (c *conn) sendRowDescription(cols []sqltypes.Column, formats []int16) {
 		c.send(&pgproto3.NoData{})
 		return
 	}
-	rd := rowDescription(cols)
-	for i := range formats {
-		rd.Fields[i].Format = formats[i]
-	}
-	c.send(rd)
+	c.wbuf = appendRowDescription(c.wbuf, cols, formats)
 }
 
 // handleExecute runs a portal's statement (on its first Execute) and sends

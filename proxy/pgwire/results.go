@@ -33,7 +33,7 @@ func (c *conn) writeResults(results []*sqltypes.Result) error {
 			c.send(&pgproto3.CommandComplete{CommandTag: []byte(c.txAfterStatement(commandTag(r)))})
 			continue
 		}
-		c.send(rowDescription(r.Columns))
+		c.wbuf = appendRowDescription(c.wbuf, r.Columns, nil)
 		for _, body := range r.PostgresText {
 			c.wbuf = appendWireRow(c.wbuf, body)
 			if len(c.wbuf) >= flushThreshold {
@@ -102,18 +102,30 @@ func commandTag(r *sqltypes.Result) string {
 	return "SELECT " + strconv.Itoa(r.NumRows())
 }
 
-func rowDescription(cols []sqltypes.Column) *pgproto3.RowDescription {
-	fields := make([]pgproto3.FieldDescription, len(cols))
+// appendRowDescription appends a RowDescription of cols, each column in the
+// format formats gives it (text where formats is shorter), written
+// straight into the buffer as pgproto3's RowDescription encodes it: a
+// result's description costs no allocation.
+func appendRowDescription(dst []byte, cols []sqltypes.Column, formats []int16) []byte {
+	start := len(dst)
+	dst = append(dst, 'T', 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(cols)))
 	for i, col := range cols {
-		fields[i] = pgproto3.FieldDescription{
-			Name:         []byte(noNUL(col.Name)),
-			DataTypeOID:  col.Type.PostgresOID(),
-			DataTypeSize: col.Type.PostgresTypeSize(),
-			TypeModifier: -1,
-			Format:       pgproto3.TextFormat,
+		dst = append(dst, noNUL(col.Name)...)
+		dst = append(dst, 0)
+		dst = binary.BigEndian.AppendUint32(dst, 0) // table OID
+		dst = binary.BigEndian.AppendUint16(dst, 0) // column number
+		dst = binary.BigEndian.AppendUint32(dst, col.Type.PostgresOID())
+		dst = binary.BigEndian.AppendUint16(dst, uint16(col.Type.PostgresTypeSize()))
+		dst = binary.BigEndian.AppendUint32(dst, math.MaxUint32) // type modifier -1
+		format := int16(pgproto3.TextFormat)
+		if i < len(formats) {
+			format = formats[i]
 		}
+		dst = binary.BigEndian.AppendUint16(dst, uint16(format))
 	}
-	return &pgproto3.RowDescription{Fields: fields}
+	binary.BigEndian.PutUint32(dst[start+1:], uint32(len(dst)-start-1))
+	return dst
 }
 
 // appendDataRow appends a DataRow with row's values in text format. The
