@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,6 +106,20 @@ func TestTextValues(t *testing.T) {
 	}
 	if b := appendTextValue(nil, nil, sqltypes.Text); !bytes.Equal(b, []byte{0xfb}) {
 		t.Errorf("NULL: %x", b)
+	}
+}
+
+// A text value is formatted in place after a one-byte length and moved up
+// when its length needs more: every length form, after what the row
+// already holds.
+func TestTextValueLengths(t *testing.T) {
+	for _, n := range []int{0, 1, 250, 251, 252, 65535, 65536, 1<<24 - 1, 1 << 24} {
+		text := strings.Repeat("x", n-min(n, 1)) + strings.Repeat("y", min(n, 1))
+		got := appendTextValue([]byte("row"), text, sqltypes.Text)
+		want := appendLenEncString([]byte("row"), text)
+		if !bytes.Equal(got, want) {
+			t.Errorf("length %d: %d bytes starting %x, want %d starting %x", n, len(got), got[:min(len(got), 12)], len(want), want[:min(len(want), 12)])
+		}
 	}
 }
 

@@ -141,7 +141,8 @@ func (c *conn) writeResult(res *sqltypes.Result, binCols []sqltypes.Column) erro
 	start, startSeq := len(c.wbuf), c.seq
 	flushed := false // part of the result is on its way: an error follows the rows sent
 	c.writeColumns(cols)
-	var row []byte
+	row := c.payload[:0]
+	defer func() { c.payload = keepPayload(row) }()
 	for _, r := range res.Rows {
 		row = row[:0]
 		if binCols != nil {
@@ -176,19 +177,30 @@ func (c *conn) writeResult(res *sqltypes.Result, binCols []sqltypes.Column) erro
 	return nil
 }
 
+// keepPayload is the payload buffer to keep for the next packets: a large
+// row's is let go, as the write buffer is (maxRetainedWriteBuf).
+func keepPayload(b []byte) []byte {
+	if cap(b) > maxRetainedWriteBuf {
+		return nil
+	}
+	return b[:0]
+}
+
 // flushThreshold is how much of a result is buffered before it is written.
 const flushThreshold = 32 << 10
 
 // writeColumns writes the column count, the definitions and (without
 // CLIENT_DEPRECATE_EOF) the EOF after them.
 func (c *conn) writeColumns(cols []sqltypes.Column) {
-	c.writePacket(appendLenEncInt(nil, uint64(len(cols))))
+	c.payload = appendLenEncInt(c.payload[:0], uint64(len(cols)))
+	c.writePacket(c.payload)
 	c.writeColumnDefs(cols)
 }
 
 func (c *conn) writeColumnDefs(cols []sqltypes.Column) {
 	for _, col := range cols {
-		c.writePacket(appendColumnDef(nil, "", "", col, false))
+		c.payload = appendColumnDef(c.payload[:0], "", "", col, false)
+		c.writePacket(c.payload)
 	}
 	if c.caps&clientDeprecateEOF == 0 {
 		c.writeEOFPacket()

@@ -60,6 +60,10 @@ type conn struct {
 	// outside their slack (netserver.Deadline).
 	deadlines netserver.ConnDeadlines
 	wbuf      []byte
+	// payload is where a result's packets are built before writePacket
+	// frames them into wbuf: kept, so that a result's column definitions
+	// and rows allocate nothing.
+	payload []byte
 	// sendDeadline ends the sending of a command's results: the statement
 	// timeout (plus errorWriteTimeout to deliver its error) covers them
 	// too. Zero between commands.

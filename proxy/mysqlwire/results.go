@@ -80,16 +80,26 @@ func appendColumnDef(b []byte, schema, table string, c sqltypes.Column, fieldLis
 
 // appendTextValue encodes one value of a text-protocol row
 // (Protocol::ResultsetRow): NULL is 0xfb, anything else a length-encoded
-// string in MySQL's text form for the column's type.
+// string in MySQL's text form for the column's type. The text is formatted
+// in place after a one-byte length (any value shorter than 251 bytes), and
+// moved up only for a longer one.
 func appendTextValue(b []byte, v any, t sqltypes.Type) []byte {
 	if v == nil {
 		return append(b, 0xfb)
 	}
-	// Format into the tail of b, then prefix the length.
 	start := len(b)
-	b = appendText(b, v, t)
-	text := append([]byte(nil), b[start:]...)
-	return appendLenEncBytes(b[:start], text)
+	b = appendText(append(b, 0), v, t)
+	n := len(b) - start - 1
+	if n < 251 {
+		b[start] = byte(n)
+		return b
+	}
+	var lenBuf [9]byte
+	prefix := appendLenEncInt(lenBuf[:0], uint64(n))
+	b = append(b, prefix[1:]...) // room for the longer length
+	copy(b[start+len(prefix):], b[start+1:start+1+n])
+	copy(b[start:], prefix)
+	return b
 }
 
 // appendText writes v as MySQL prints a value of type t.
