@@ -67,8 +67,9 @@ func benchSession(b *testing.B, e *engine.Engine) *Session {
 const benchDPQuery = `SELECT region, COUNT(*), AVG(income) FROM patients GROUP BY region`
 
 // BenchmarkCacheHit is a repeated DP query answered from the result cache
-// through Session.Execute: parse, analyze, canonical key, cache lookup and
-// copy of the answer (issue 6, workload 3's in-process part).
+// through Session.Execute: the plan memo's lookup (the first answer parsed
+// and analyzed it), the release's cache lookup, and the cached release
+// itself returned (issue 6, workload 3's in-process part).
 func BenchmarkCacheHit(b *testing.B) {
 	e := benchEngine(b, 1000)
 	s := benchSession(b, e)
