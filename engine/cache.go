@@ -302,9 +302,10 @@ func cloneTable[T any](rows [][]T) [][]T {
 // Release names one release: an analyst's plan of a canonical statement
 // (rewrite.Canonical), the result cache's key. An empty canonical text
 // (the statement could not be re-emitted) makes a release the cache
-// neither keeps nor finds. The key's text is built once, by NewRelease: a
-// session keeps the Release of each statement it has analyzed, so that a
-// repeated query costs the cache a lookup, not the key's text.
+// neither keeps nor finds. The key's text is built once, by
+// Engine.Release: a session keeps the Release of each statement it has
+// analyzed, so that a repeated query costs the cache a lookup, not the
+// key's text.
 type Release struct {
 	analyst   string
 	plan      *rewrite.Plan
@@ -312,10 +313,10 @@ type Release struct {
 	key       cacheKey
 }
 
-// NewRelease returns the release of analyst's plan of a canonical
-// statement.
-func NewRelease(analyst string, plan *rewrite.Plan, canonical string) *Release {
-	r := &Release{analyst: analyst, plan: plan, cacheable: canonical != ""}
+// Release returns the release of analyst's plan of a canonical
+// statement (its key built only when the engine has a cache).
+func (e *Engine) Release(analyst string, plan *rewrite.Plan, canonical string) *Release {
+	r := &Release{analyst: analyst, plan: plan, cacheable: canonical != "" && e.cache != nil}
 	if r.cacheable {
 		r.key = keyOf(analyst, plan, canonical)
 	}

@@ -191,7 +191,7 @@ func (a *asker) ask(ctx context.Context, sql string) (*sqltypes.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, _, err := a.e.Answer(ctx, NewRelease(a.analyst, q.Plan, canonical), sql)
+	res, _, err := a.e.Answer(ctx, a.e.Release(a.analyst, q.Plan, canonical), sql)
 	return res, err
 }
 

@@ -54,15 +54,19 @@ func newGeomPlan(lambda float64) (*geomPlan, error) {
 		p.lamMant = uint64(math.Ldexp(frac, 53))
 		p.lamShift = uint(53 - exp)
 	}
-	j := 0
-	for ; math.Ldexp(mu, j) < 64; j++ {
+	digits := 0 // J, at most 7: μ > 1/2
+	for math.Ldexp(mu, digits) < 64 {
+		digits++
+	}
+	p.digits = make([]expArg, digits) // one allocation: this runs for every release
+	for j := range p.digits {
 		a, err := expArgFloat(math.Ldexp(mu, j))
 		if err != nil {
 			return nil, err
 		}
-		p.digits = append(p.digits, a)
+		p.digits[j] = a
 	}
-	top, err := expArgFloat(math.Ldexp(mu, j))
+	top, err := expArgFloat(math.Ldexp(mu, digits))
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func (s *Session) derivation(base ast.StmtNode, casts rewrite.CastLookup, suffix
 		return nil
 	}
 	return &derivation{plan: q.Plan, canonical: canonical + suffix, conds: conds,
-		release: engine.NewRelease(s.analyst, q.Plan, canonical+suffix)}
+		release: s.engine.Release(s.analyst, q.Plan, canonical+suffix)}
 }
 
 // sumColumns maps each aggregate of the query's plan to the base's output

@@ -411,7 +411,7 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 		} else {
 			s.engine.Logger().Debug("query not cacheable", "err", err)
 		}
-		p.release = engine.NewRelease(s.analyst, q.Plan, p.canonical)
+		p.release = s.engine.Release(s.analyst, q.Plan, p.canonical)
 	}
 	return p, nil
 }
