@@ -323,9 +323,6 @@ func (e *Engine) Release(analyst string, plan *rewrite.Plan, canonical string) *
 	return r
 }
 
-// Plan is the release's plan.
-func (r *Release) Plan() *rewrite.Plan { return r.plan }
-
 // Answer makes a release for its analyst: the budgeted release. It
 // answers from the cache when the analyst has had the same release (same
 // canonical statement, ε and δ) within the cache's TTL, at no cost;
