@@ -439,8 +439,12 @@ func (c *conn) ShutdownIfIdle() {
 // ForceClose closes the connection whatever it is doing.
 func (c *conn) ForceClose() {
 	c.life.TakeOver()
-	c.cancel()
+	// The socket first: the serving goroutine, woken by the cancel, must
+	// find it closed rather than write its FATAL to a client Shutdown has
+	// stopped waiting for (found in CI: the client read the FATAL's "E"
+	// when the goroutine ran between the two).
 	c.raw.Close()
+	c.cancel()
 }
 
 // clientError turns err into what the client may see. Errors that are not
