@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"reflect"
 	"testing"
 
@@ -32,7 +31,7 @@ func TestCachedReleaseUnchangedByItsReaders(t *testing.T) {
 		"COMMIT",
 	}
 	for _, sql := range readers {
-		execAll(t, s, sql)
+		exec(t, s, sql)
 	}
 	other := newSession(t, e, "ana")
 	before := spent()
@@ -66,16 +65,6 @@ func TestConformCopies(t *testing.T) {
 	if same := conform(in, in.Columns); same != in {
 		t.Error("conform copied a result that needed no conversion")
 	}
-}
-
-// execAll runs one statement and returns every result it gave.
-func execAll(t *testing.T, s *Session, sql string) []*sqltypes.Result {
-	t.Helper()
-	res, err := s.Execute(context.Background(), sql)
-	if err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return res
 }
 
 // releaseSnapshot is a deep copy of what a client sees of a result.
