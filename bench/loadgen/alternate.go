@@ -90,6 +90,9 @@ func cmdAlternate(args []string) error {
 	enc := json.NewEncoder(os.Stdout)
 	for i, name := range names {
 		res := Result{Target: name, Clients: 1, Driver: *driver, Mode: "simple", Queries: int64(len(lat[i])), Rows: rows[i]}
+		for _, d := range lat[i] {
+			res.RoundsUS = append(res.RoundsUS, us(d))
+		}
 		// Seconds is the time spent in this target's queries alone.
 		res.Seconds = res.setLatencies(slices.Sorted(slices.Values(lat[i]))).Seconds()
 		res.QPS = float64(res.Queries) / res.Seconds

@@ -149,23 +149,27 @@ func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 // Result is what `run` prints.
 type Result struct {
 	// Target is the target's name in `alternate`'s output.
-	Target    string  `json:"target,omitempty"`
-	Clients   int     `json:"clients"`
-	Driver    string  `json:"driver"`
-	Mode      string  `json:"mode"`
-	Queries   int64   `json:"queries"`
-	Errors    int64   `json:"errors"`
-	FirstErr  string  `json:"first_error,omitempty"`
-	Seconds   float64 `json:"seconds"`
-	QPS       float64 `json:"qps"`
-	MeanUS    float64 `json:"mean_us"`
-	P50US     float64 `json:"p50_us"`
-	P90US     float64 `json:"p90_us"`
-	P99US     float64 `json:"p99_us"`
-	MaxUS     float64 `json:"max_us"`
-	Rows      int64   `json:"rows"`
-	LedgerTx  int64   `json:"ledger_transactions,omitempty"`
-	LedgerChg int64   `json:"ledger_charges,omitempty"`
+	Target   string  `json:"target,omitempty"`
+	Clients  int     `json:"clients"`
+	Driver   string  `json:"driver"`
+	Mode     string  `json:"mode"`
+	Queries  int64   `json:"queries"`
+	Errors   int64   `json:"errors"`
+	FirstErr string  `json:"first_error,omitempty"`
+	Seconds  float64 `json:"seconds"`
+	QPS      float64 `json:"qps"`
+	MeanUS   float64 `json:"mean_us"`
+	P50US    float64 `json:"p50_us"`
+	P90US    float64 `json:"p90_us"`
+	P99US    float64 `json:"p99_us"`
+	MaxUS    float64 `json:"max_us"`
+	// RoundsUS are `alternate`'s latencies in the order of its rounds:
+	// the k-th of two targets ran in the same round, next to each other,
+	// so a report can pair them.
+	RoundsUS  []float64 `json:"rounds_us,omitempty"`
+	Rows      int64     `json:"rows"`
+	LedgerTx  int64     `json:"ledger_transactions,omitempty"`
+	LedgerChg int64     `json:"ledger_charges,omitempty"`
 	// ProcCPUUS is the CPU time (user + system) the --pid process spent
 	// per measured query.
 	ProcCPUUS float64 `json:"proc_cpu_us_per_query,omitempty"`

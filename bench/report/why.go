@@ -24,9 +24,9 @@ const (
 	myBinLabel    = "binary protocol (prepare, execute, close per query)"
 	w2Name        = "2 cost of contribution bounding"
 	w2MyName      = "2 cost of contribution bounding, MariaDB"
-	figW2PG       = "rewritten ÷ floor, on PostgreSQL (p50)"
-	figW2My       = "rewritten ÷ floor, on MariaDB (p50)"
-	figW2MySorted = "rewritten ÷ floor sorted (SQL_BIG_RESULT), on MariaDB (p50)"
+	figW2PG       = "rewritten ÷ floor, on PostgreSQL" + figPaired
+	figW2My       = "rewritten ÷ floor, on MariaDB" + figPaired
+	figW2MySorted = "rewritten ÷ floor sorted (SQL_BIG_RESULT), on MariaDB" + figPaired
 	w6RSSFigure   = "dpproxy resident memory (VmRSS)"
 	wholeRunSecs  = 1200
 )
