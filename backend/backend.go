@@ -54,6 +54,9 @@ type Rows struct {
 	// PostgresText, set only by WireQuerier, holds the rows as PostgreSQL
 	// DataRow bodies instead of Values.
 	PostgresText [][]byte
+	// MySQLText, set only by MySQLWireQuerier, holds the rows as MySQL
+	// text-protocol row payloads instead of Values.
+	MySQLText [][]byte
 }
 
 // ErrUnavailable wraps errors that happened before a statement reached the

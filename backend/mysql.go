@@ -209,12 +209,18 @@ func (m *MySQL) Close() error {
 // time.Time arguments are bound as DATETIME in UTC; sqltypes.Decimal
 // arguments as strings.
 func (m *MySQL) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
+	return m.query(ctx, readMySQLDriverRows, query, args)
+}
+
+// query runs one statement on a connection of the pool and reads its
+// result with read.
+func (m *MySQL) query(ctx context.Context, read mysqlRowsReader, query string, args []any) (*Rows, error) {
 	start := time.Now()
 	conn, err := m.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mysql %s: %w", ErrUnavailable, m.desc, err)
 	}
-	res, err := runMySQL(ctx, conn, query, mysqlArgs(args))
+	res, err := runMySQL(ctx, conn, read, query, mysqlArgs(args))
 	if err != nil || len(res.Columns) == 0 {
 		// Session state is not transactional in MySQL: a statement that
 		// returned no result set may have been a SET, and a failed one
@@ -226,7 +232,7 @@ func (m *MySQL) Query(ctx context.Context, query string, args ...any) (*Rows, er
 		slog.DebugContext(ctx, "backend: mysql query failed", "err", err, "elapsed", time.Since(start))
 		return nil, err
 	}
-	slog.DebugContext(ctx, "backend: mysql query", "rows", len(res.Values), "elapsed", time.Since(start))
+	slog.DebugContext(ctx, "backend: mysql query", "rows", len(res.Values)+len(res.MySQLText), "elapsed", time.Since(start))
 	return res, nil
 }
 

@@ -20,11 +20,11 @@ import (
 
 // runMySQL runs one statement on conn, in autocommit mode: the session's
 // READ ONLY characteristic makes it a read-only transaction of its own.
-func runMySQL(ctx context.Context, conn *sql.Conn, query string, args []any) (*Rows, error) {
+func runMySQL(ctx context.Context, conn *sql.Conn, read mysqlRowsReader, query string, args []any) (*Rows, error) {
 	var res *Rows
 	err := conn.Raw(func(dc any) error {
 		var err error
-		res, err = queryMySQLDriver(ctx, dc, query, args)
+		res, err = queryMySQLDriver(ctx, dc, read, query, args)
 		return err
 	})
 	if err != nil {
@@ -38,9 +38,14 @@ func runMySQL(ctx context.Context, conn *sql.Conn, query string, args []any) (*R
 	return res, nil
 }
 
+// mysqlRowsReader reads the whole result of a statement from the driver:
+// readMySQLDriverRows decodes each value, readMySQLTextRows keeps the rows
+// in a MySQL client's wire form where it can.
+type mysqlRowsReader func(ctx context.Context, rows driver.Rows) (*Rows, error)
+
 // queryMySQLDriver runs query on the driver connection dc and reads the
-// whole result.
-func queryMySQLDriver(ctx context.Context, dc any, query string, args []any) (*Rows, error) {
+// whole result with read.
+func queryMySQLDriver(ctx context.Context, dc any, read mysqlRowsReader, query string, args []any) (*Rows, error) {
 	q, ok := dc.(driver.QueryerContext)
 	if !ok {
 		return nil, fmt.Errorf("mysql driver connection %T cannot run queries", dc)
@@ -58,7 +63,7 @@ func queryMySQLDriver(ctx context.Context, dc any, query string, args []any) (*R
 		if err != nil {
 			return nil, err
 		}
-		res, err := readMySQLDriverRows(ctx, rows)
+		res, err := read(ctx, rows)
 		if cerr := rows.Close(); err == nil && cerr != nil {
 			err = cerr
 		}

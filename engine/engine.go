@@ -192,24 +192,46 @@ func (e *Engine) PreparedStatements() *lru.Cache[MemoKey, *sqltypes.Prepared] { 
 // args to its parameter markers in the database. It costs no budget; the
 // database's own error is passed on, since only public tables are read.
 func (e *Engine) Passthrough(ctx context.Context, p *rewrite.Passthrough, args ...any) (*sqltypes.Result, error) {
-	return e.passthrough(ctx, p, false, args)
+	return e.passthrough(ctx, p, decodedRows, args)
 }
 
-// PassthroughPostgresText is Passthrough for a PostgreSQL client: where
-// the backend can (backend.WireQuerier) the rows come in
-// Result.PostgresText, forwarded without decoding each value.
-func (e *Engine) PassthroughPostgresText(ctx context.Context, p *rewrite.Passthrough, args ...any) (*sqltypes.Result, error) {
-	return e.passthrough(ctx, p, true, args)
+// PassthroughText is Passthrough for a client of front end front that
+// takes its rows in text: where the backend can (backend.WireQuerier for
+// PostgreSQL clients, backend.MySQLWireQuerier for MySQL ones) the rows
+// come in the front end's wire form (Result.PostgresText or
+// Result.MySQLText), forwarded without decoding each value.
+func (e *Engine) PassthroughText(ctx context.Context, p *rewrite.Passthrough, front rewrite.FrontEnd, args ...any) (*sqltypes.Result, error) {
+	form := mysqlTextRows
+	if front == rewrite.PostgresFrontEnd {
+		form = postgresTextRows
+	}
+	return e.passthrough(ctx, p, form, args)
 }
 
-func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, wire bool, args []any) (*sqltypes.Result, error) {
+// rowForm is the form passthrough gives a result's rows in.
+type rowForm int
+
+const (
+	decodedRows      rowForm = iota // Result.Rows
+	postgresTextRows                // Result.PostgresText where the backend can
+	mysqlTextRows                   // Result.MySQLText where the backend can
+)
+
+func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, form rowForm, args []any) (*sqltypes.Result, error) {
 	var rows *backend.Rows
 	var err error
-	wq, canWire := e.backend.(backend.WireQuerier)
-	if wire && canWire {
-		l := e.Policy().Listen
-		rows, err = wq.QueryPostgresText(backend.WithResultLimit(ctx, backend.ResultLimit{Rows: l.MaxResultRows, Bytes: l.MaxResultBytes}), p.SQL, args...)
-	} else {
+	l := e.Policy().Listen
+	limited := func() context.Context {
+		return backend.WithResultLimit(ctx, backend.ResultLimit{Rows: l.MaxResultRows, Bytes: l.MaxResultBytes})
+	}
+	pgWire, toPostgres := e.backend.(backend.WireQuerier)
+	myWire, toMySQL := e.backend.(backend.MySQLWireQuerier)
+	switch {
+	case form == postgresTextRows && toPostgres:
+		rows, err = pgWire.QueryPostgresText(limited(), p.SQL, args...)
+	case form == mysqlTextRows && toMySQL:
+		rows, err = myWire.QueryMySQLText(limited(), p.SQL, args...)
+	default:
 		rows, err = e.query(ctx, e.backend, p.SQL, args...)
 	}
 	if err != nil {
@@ -217,7 +239,7 @@ func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, wire b
 		// protected data, and tells the analyst what is wrong.
 		return nil, databaseError(err)
 	}
-	res := &sqltypes.Result{Rows: rows.Values, PostgresText: rows.PostgresText}
+	res := &sqltypes.Result{Rows: rows.Values, PostgresText: rows.PostgresText, MySQLText: rows.MySQLText}
 	res.Tag = "SELECT " + strconv.Itoa(res.NumRows())
 	res.Columns = make([]sqltypes.Column, len(rows.Columns))
 	for i, c := range rows.Columns {

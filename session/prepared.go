@@ -201,6 +201,11 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 // Values are bound into a fresh syntax tree of the statement as constants,
 // never spliced into SQL text. The result has exactly p.Columns.
 func (s *Session) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, params []any) (*sqltypes.Result, error) {
+	if s.frontEnd == rewrite.MySQLFrontEnd && !s.decodeRows {
+		// The binary protocol encodes each value from its decoded form.
+		s.decodeRows = true
+		defer func() { s.decodeRows = false }()
+	}
 	var res *sqltypes.Result
 	text := logText(p.SQL, params)
 	err := s.observed(text, func() (int, error) {
@@ -416,7 +421,7 @@ func (s *Session) describeCommand(ctx context.Context, p *sqltypes.Prepared, cmd
 // it may be a release the engine's cache shares with other sessions, so
 // the converted rows are a copy.
 func conform(res *sqltypes.Result, cols []sqltypes.Column) *sqltypes.Result {
-	if res == nil || len(res.Columns) != len(cols) || res.PostgresText != nil {
+	if res == nil || len(res.Columns) != len(cols) || res.InWireForm() {
 		return res // rows in wire form: checked by conformWire before
 	}
 	var convert []int
@@ -448,7 +453,7 @@ func conform(res *sqltypes.Result, cols []sqltypes.Column) *sqltypes.Result {
 // it cannot be converted. A table changed since the statement was
 // prepared is refused as PostgreSQL refuses it.
 func conformWire(res *sqltypes.Result, cols []sqltypes.Column) error {
-	if res == nil || res.PostgresText == nil {
+	if res == nil || !res.InWireForm() {
 		return nil
 	}
 	if len(res.Columns) == len(cols) {

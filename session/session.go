@@ -80,8 +80,9 @@ type Session struct {
 	note      statementNote
 	// plans memoizes the session's analyzed DP statements (planmemo.go).
 	plans *planMemo
-	// decodeRows asks for public-table rows decoded even for a PostgreSQL
-	// client (a cursor's result is sliced by FETCH).
+	// decodeRows asks for public-table rows decoded even where the front
+	// end could forward them in wire form: a cursor's result is sliced by
+	// FETCH, and MySQL's binary protocol encodes each value.
 	decodeRows bool
 }
 
@@ -485,11 +486,12 @@ func (s *Session) run(ctx context.Context, p *prepared, sql string) (*sqltypes.R
 	return res, nil
 }
 
-// passthrough runs a public-table query; a PostgreSQL client gets the
-// backend's rows in wire form where they can be forwarded as they are.
+// passthrough runs a public-table query; the client gets the backend's
+// rows in its front end's wire form where they can be forwarded as they
+// are, unless decodeRows asks for them decoded.
 func (s *Session) passthrough(ctx context.Context, p *rewrite.Passthrough, args ...any) (*sqltypes.Result, error) {
-	if s.frontEnd == rewrite.PostgresFrontEnd && !s.decodeRows {
-		return s.engine.PassthroughPostgresText(ctx, p, args...)
+	if !s.decodeRows {
+		return s.engine.PassthroughText(ctx, p, s.frontEnd, args...)
 	}
 	return s.engine.Passthrough(ctx, p, args...)
 }

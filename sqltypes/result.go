@@ -34,6 +34,12 @@ type Result struct {
 	// public-table rows whose text form is the same whether the backend
 	// or dpproxy prints it come this way (backend.WireQuerier).
 	PostgresText [][]byte
+	// MySQLText, when set, holds the rows already in a MySQL client's
+	// text-protocol form, each the payload of a row packet
+	// (Protocol::ResultsetRow: each value a length-encoded string, 0xfb
+	// for NULL), under the same conditions as PostgresText
+	// (backend.MySQLWireQuerier). Rows is then nil.
+	MySQLText [][]byte
 }
 
 // Noise describes a column each of whose values is one noisy
@@ -74,8 +80,15 @@ type Interval struct {
 
 // NumRows is the number of rows of r, decoded or in wire form.
 func (r *Result) NumRows() int {
-	if r.PostgresText != nil {
+	switch {
+	case r.PostgresText != nil:
 		return len(r.PostgresText)
+	case r.MySQLText != nil:
+		return len(r.MySQLText)
 	}
 	return len(r.Rows)
 }
+
+// InWireForm reports whether r's rows are in a front end's wire form
+// (PostgresText or MySQLText) rather than in Rows.
+func (r *Result) InWireForm() bool { return r.PostgresText != nil || r.MySQLText != nil }

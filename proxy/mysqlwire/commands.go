@@ -3,6 +3,7 @@ package mysqlwire
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -135,6 +136,27 @@ func (c *conn) writeResult(res *sqltypes.Result, binCols []sqltypes.Column) erro
 	cols := res.Columns
 	if binCols != nil {
 		cols = binCols
+	}
+	if res.MySQLText != nil {
+		// Rows already in text-protocol form (a public table's, from the
+		// backend): each is a row packet's payload as it is.
+		if binCols != nil || res.PostgresText != nil {
+			return errors.New("mysqlwire: rows in text form for a binary-protocol result")
+		}
+		c.writeColumns(cols)
+		for _, payload := range res.MySQLText {
+			c.writePacket(payload)
+			if len(c.wbuf) >= flushThreshold {
+				if err := c.flush(); err != nil {
+					return err
+				}
+			}
+		}
+		c.writeEOF()
+		return nil
+	}
+	if res.PostgresText != nil {
+		return errors.New("mysqlwire: rows in PostgreSQL's wire form")
 	}
 	// Encode every row before writing anything, so that an encoding error
 	// can still be sent as an ERR packet.
