@@ -54,7 +54,7 @@ if [ -n "$QUICK" ]; then
   SCALE=${SCALE:-10000}; RUNS=${RUNS:-3}
   D_CACHE=3; D_CACHE1=2; D_PASS=3; D_LEDGER=4; W1_COUNT=5; W2K_COUNT=5; IDLE_HOLD=2; BENCHTIME=0.2s; ACC_RUNS=200; GB_COUNT=3
   D_SCALE=1; SCALE_SIZES="1m"
-  D_FLOOR=1; D_MYRELAY=2; D_W5DIRECT=2
+  D_FLOOR=1; D_MYPASS=2; D_W5DIRECT=2
 else
   SCALE=${SCALE:-100000}; RUNS=${RUNS:-5}
   # The accuracy report's 60 fresh runs per query and ε (200 with
@@ -66,11 +66,11 @@ else
   # out), about 65 s in all (paid for by 4 s instead of 5 per passthrough
   # target): workload 4 through the bare Go relay as long as through
   # dpproxy, in the first 3 runs (24 s); workload 9's passthrough
-  # through it D_MYRELAY s per protocol and run (18 s: its ratio to direct
-  # MariaDB is far from the target); SELECT 1 floors next to each 1-client
-  # cache-hit run, D_FLOOR s each (10,000+ round trips: 10 + 6 s); PostgreSQL
-  # alone on workload 5's rewritten SQL, D_W5DIRECT s in W5D_RUNS runs (6 s).
-  D_FLOOR=1; D_MYRELAY=3; D_W5DIRECT=2
+  # through it as long as through dpproxy, D_MYPASS s per protocol and run
+  # (18 s); SELECT 1 floors next to each 1-client cache-hit run, D_FLOOR s
+  # each (10,000+ round trips: 10 + 6 s); PostgreSQL alone on workload 5's
+  # rewritten SQL, D_W5DIRECT s in W5D_RUNS runs (6 s).
+  D_FLOOR=1; D_MYPASS=3; D_W5DIRECT=2
 fi
 W5D_RUNS=$(( RUNS < 3 ? RUNS : 3 ))
 W4R_RUNS=$W5D_RUNS
@@ -439,6 +439,19 @@ fastest_cpu() {
   done
   echo "$best"
 }
+# record_turns RUN LOADGEN-ARGS...: loadgen turns (the targets in slices of
+# a second, in turns, each slice starting one target later: a
+# throughput ratio pairs slices run within the same seconds) and one record
+# per target, under its name.
+record_turns() {
+  local r=$1 out line name
+  shift
+  out=$("$LG" turns "$@")
+  while IFS= read -r line; do
+    name=${line#*\"target\":\"}
+    record "${name%%\"*}" "$r" "$line"
+  done <<<"$out"
+}
 # pin_sequential and unpin_servers bracket the sequential workloads (1, 2,
 # 2b, 9's DP aggregate, 10's visits). They run one query at a time, and
 # the two sides of their ratios run in different server processes or
@@ -521,15 +534,17 @@ done
 # dpproxy, the bare Go relay (the floor of a proxy in Go), PgBouncer and
 # direct.
 PQ='SELECT clinic_id, name, city FROM clinics WHERE clinic_id = $1'
-log "workload 4: passthrough, 16 clients, ${D_PASS}s per target and protocol, $RUNS runs"
+log "workload 4: passthrough, 16 clients, ${D_PASS}s per target and protocol in slices of 1 s in turns, $RUNS runs"
 for r in $(seq 1 "$RUNS"); do
   for mode in simple extended; do
-    record "w4.$mode.proxy" "$r" "$("$LG" run --dsn "$P_CACHE" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s" --pid "$CACHE_PID")"
+    relay=()
     if [ "$r" -le "$W4R_RUNS" ]; then
-      record "w4.$mode.relay" "$r" "$("$LG" run --dsn "$PG_RELAY_DSN" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s" --pid "$PG_RELAY_PID")"
+      relay=(--target "w4.$mode.relay" --dsn "$PG_RELAY_DSN" --pid "$PG_RELAY_PID")
     fi
-    record "w4.$mode.pgbouncer" "$r" "$("$LG" run --dsn "$PGB_DSN" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s" --pid "$(cat "$PGB_DIR/pgbouncer.pid")")"
-    record "w4.$mode.direct" "$r" "$("$LG" run --dsn "$PG_DSN" --query "$PQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
+    record_turns "$r" --query "$PQ" --clients 16 --mode "$mode" --slice 1s --duration "${D_PASS}s" \
+      --target "w4.$mode.proxy" --dsn "$P_CACHE" --pid "$CACHE_PID" "${relay[@]}" \
+      --target "w4.$mode.pgbouncer" --dsn "$PGB_DSN" --pid "$(cat "$PGB_DIR/pgbouncer.pid")" \
+      --target "w4.$mode.direct" --dsn "$PG_DSN" --pid 0
   done
 done
 
@@ -618,12 +633,13 @@ if [ -z "$MYSQL_NOTE" ]; then
     record w9.w3.c16 "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$CQ" --clients 16 --duration "${D_CACHE}s")"
   done
   MPQ='SELECT clinic_id, name, city FROM clinics WHERE clinic_id = ?'
-  log "workload 9 (4): passthrough, 16 clients, ${D_PASS}s per target and protocol (bare Go relay ${D_MYRELAY}s), $MY_RUNS runs"
+  log "workload 9 (4): passthrough, 16 clients, ${D_MYPASS}s per target and protocol in slices of 1 s in turns, $MY_RUNS runs"
   for r in $(seq 1 "$MY_RUNS"); do
     for mode in simple extended; do
-      record "w9.w4.$mode.proxy" "$r" "$("${MLG[@]}" --dsn "$M_CACHE" --query "$MPQ" --clients 16 --mode "$mode" --duration "${D_PASS}s" --pid "$MY_CACHE_PID")"
-      record "w9.w4.$mode.relay" "$r" "$("${MLG[@]}" --dsn "$M_RELAY" --query "$MPQ" --clients 16 --mode "$mode" --duration "${D_MYRELAY}s" --pid "$MY_RELAY_PID")"
-      record "w9.w4.$mode.direct" "$r" "$("${MLG[@]}" --dsn "$MY_DSN" --query "$MPQ" --clients 16 --mode "$mode" --duration "${D_PASS}s")"
+      record_turns "$r" --driver mysql --query "$MPQ" --clients 16 --mode "$mode" --slice 1s --duration "${D_MYPASS}s" \
+        --target "w9.w4.$mode.proxy" --dsn "$M_CACHE" --pid "$MY_CACHE_PID" \
+        --target "w9.w4.$mode.relay" --dsn "$M_RELAY" --pid "$MY_RELAY_PID" \
+        --target "w9.w4.$mode.direct" --dsn "$MY_DSN" --pid 0
     done
   done
 fi
@@ -725,7 +741,7 @@ log "writing bench/results and BENCHMARKS.md"
   echo "mariadb_runs=$MY_RUNS"
   echo "mariadb_visits=$MY_VISITS"
   echo "mariadb_load_seconds=$MY_LOAD_SECS"
-  echo "durations=w1 $W1_COUNT queries/run; w2b $W2K_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s; w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 2 queries per target and visits size in turns; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs; floors: bare Go relay as w4 in $W4R_RUNS runs (w9: ${D_MYRELAY}s), SELECT 1 and an answer from memory ${D_FLOOR}s each next to each 1-client cache-hit run, w5 on PostgreSQL alone ${D_W5DIRECT}s × $W5D_RUNS runs"
+  echo "durations=w1 $W1_COUNT queries/run; w2b $W2K_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s per target in 1 s slices in turns (w9: ${D_MYPASS}s); w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 2 queries per target and visits size in turns; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs; floors: bare Go relay as w4 in $W4R_RUNS runs (w9: ${D_MYPASS}s, as dpproxy), SELECT 1 and an answer from memory ${D_FLOOR}s each next to each 1-client cache-hit run, w5 on PostgreSQL alone ${D_W5DIRECT}s × $W5D_RUNS runs"
   echo "idle_conns=$IDLE_CONNS"
   echo "scale_sizes=$SCALE_SIZES"
   echo "scale_client_seconds=$D_SCALE"

@@ -29,6 +29,12 @@
 //	    queries of each, and print one JSON object per target (run's, with
 //	    "target"): targets compared by a ratio run on the same machine
 //	    speed, which drifts here (alternate.go).
+//	loadgen turns  --query SQL [--clients C] [--mode M] [--driver D] [--slice S] [--duration D]
+//	               --target NAME --dsn DSN [--pid PID] [--target ...]
+//	    run the query with C clients on each target in turns, slices of S
+//	    until each has run for D, and print one JSON object per target
+//	    (run's, with "target", and each slice's queries/s and CPU per
+//	    query): throughput ratios paired slice by slice (turns.go).
 //	loadgen idle   --dsn DSN --conns N --hold D --pid PID [--concurrency K] [--client raw|pgx]
 //	    open N connections (K at a time; each logs in and runs SELECT 1),
 //	    keep them idle for D and report PID's VmRSS before and while they
@@ -72,7 +78,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen load|load-mysql|run|alternate|idle|relay|answer [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen load|load-mysql|run|alternate|turns|idle|relay|answer [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -85,6 +91,8 @@ func main() {
 		err = cmdRun(os.Args[2:])
 	case "alternate":
 		err = cmdAlternate(os.Args[2:])
+	case "turns":
+		err = cmdTurns(os.Args[2:])
 	case "idle":
 		err = cmdIdle(os.Args[2:])
 	case "relay":
@@ -166,10 +174,15 @@ type Result struct {
 	// RoundsUS are `alternate`'s latencies in the order of its rounds:
 	// the k-th of two targets ran in the same round, next to each other,
 	// so a report can pair them.
-	RoundsUS  []float64 `json:"rounds_us,omitempty"`
-	Rows      int64     `json:"rows"`
-	LedgerTx  int64     `json:"ledger_transactions,omitempty"`
-	LedgerChg int64     `json:"ledger_charges,omitempty"`
+	RoundsUS []float64 `json:"rounds_us,omitempty"`
+	// SlicesQPS and SlicesCPUUS are `turns`' queries/s and CPU time of
+	// --pid per query in each of the target's slices, in order: the k-th
+	// slices of two targets ran within the same seconds.
+	SlicesQPS   []float64 `json:"slices_qps,omitempty"`
+	SlicesCPUUS []float64 `json:"slices_cpu_us,omitempty"`
+	Rows        int64     `json:"rows"`
+	LedgerTx    int64     `json:"ledger_transactions,omitempty"`
+	LedgerChg   int64     `json:"ledger_charges,omitempty"`
 	// ProcCPUUS is the CPU time (user + system) the --pid process spent
 	// per measured query.
 	ProcCPUUS float64 `json:"proc_cpu_us_per_query,omitempty"`
