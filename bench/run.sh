@@ -439,14 +439,15 @@ fastest_cpu() {
   done
   echo "$best"
 }
-# record_turns RUN LOADGEN-ARGS...: loadgen turns (the targets in slices of
-# a second, in turns, each slice starting one target later: a
-# throughput ratio pairs slices run within the same seconds) and one record
-# per target, under its name.
-record_turns() {
+# record_targets RUN COMMAND LOADGEN-ARGS...: a loadgen command that prints
+# one result per named target (alternate: the targets in turns, one query
+# each per round; turns: in slices of a second, in turns; either way a
+# ratio's two sides run within the same seconds) and one record per
+# target, under its name.
+record_targets() {
   local r=$1 out line name
   shift
-  out=$("$LG" turns "$@")
+  out=$("$LG" "$@")
   while IFS= read -r line; do
     name=${line#*\"target\":\"}
     record "${name%%\"*}" "$r" "$line"
@@ -470,23 +471,10 @@ pin_sequential() {
 }
 unpin_servers() { pin_servers "0-$((NCPU - 1))"; }
 
-# record_alternate RUN LOADGEN-ARGS...: loadgen alternate (the targets in
-# turns, one query each per round, so that a ratio's two sides run at the
-# same machine speed; targets on one DSN share a connection) and one
-# record per target, under its name.
-record_alternate() {
-  local r=$1 out line name
-  shift
-  out=$("$LG" alternate "$@")
-  while IFS= read -r line; do
-    name=${line#*\"target\":\"}
-    record "${name%%\"*}" "$r" "$line"
-  done <<<"$out"
-}
 pin_sequential
 log "workloads 1-2: $DPQ ($RUNS runs × $W1_COUNT rounds of the 4 targets in turns, sequential, cache off)"
 for r in $(seq 1 "$RUNS"); do
-  record_alternate "$r" --count "$W1_COUNT" --warmup 1 \
+  record_targets "$r" alternate --count "$W1_COUNT" --warmup 1 \
     --target w1.proxy --dsn "$P_NOCACHE" --query "$DPQ" \
     --target w1.direct_rewritten --dsn "$PG_DSN" --query "$REWRITTEN" \
     --target w2.direct_original --dsn "$PG_DSN" --query "$DPQ" \
@@ -508,7 +496,7 @@ case "$K_REWRITTEN|$K_PER_UNIT" in
 esac
 log "workload 2b: $KQ on a table keyed by its unit ($RUNS runs × $W2K_COUNT rounds of 3 targets in turns)"
 for r in $(seq 1 "$RUNS"); do
-  record_alternate "$r" --count "$W2K_COUNT" --warmup 1 \
+  record_targets "$r" alternate --count "$W2K_COUNT" --warmup 1 \
     --target w2k.direct_rewritten --dsn "$PG_DSN" --query "$K_REWRITTEN" \
     --target w2k.direct_per_unit --dsn "$PG_DSN" --query "$K_PER_UNIT" \
     --target w2k.direct_original --dsn "$PG_DSN" --query "$KQ"
@@ -541,7 +529,7 @@ for r in $(seq 1 "$RUNS"); do
     if [ "$r" -le "$W4R_RUNS" ]; then
       relay=(--target "w4.$mode.relay" --dsn "$PG_RELAY_DSN" --pid "$PG_RELAY_PID")
     fi
-    record_turns "$r" --query "$PQ" --clients 16 --mode "$mode" --slice 1s --duration "${D_PASS}s" \
+    record_targets "$r" turns --query "$PQ" --clients 16 --mode "$mode" --slice 1s --duration "${D_PASS}s" \
       --target "w4.$mode.proxy" --dsn "$P_CACHE" --pid "$CACHE_PID" "${relay[@]}" \
       --target "w4.$mode.pgbouncer" --dsn "$PGB_DSN" --pid "$(cat "$PGB_DIR/pgbouncer.pid")" \
       --target "w4.$mode.direct" --dsn "$PG_DSN" --pid 0
@@ -616,7 +604,7 @@ if [ -z "$MYSQL_NOTE" ]; then
   pin_sequential
   log "workload 9 (1) and 2 on MariaDB: $MY_RUNS runs × $W1_COUNT rounds of the 5 targets in turns"
   for r in $(seq 1 "$MY_RUNS"); do
-    record_alternate "$r" --driver mysql --count "$W1_COUNT" --warmup 1 \
+    record_targets "$r" alternate --driver mysql --count "$W1_COUNT" --warmup 1 \
       --target w9.w1.proxy --dsn "$M_NOCACHE" --query "$DPQ" \
       --target w9.w1.direct_rewritten --dsn "$MY_DSN" --query "$MY_REWRITTEN" \
       --target w2.mariadb.direct_original --dsn "$MY_DSN" --query "$DPQ" \
@@ -636,7 +624,7 @@ if [ -z "$MYSQL_NOTE" ]; then
   log "workload 9 (4): passthrough, 16 clients, ${D_MYPASS}s per target and protocol in slices of 1 s in turns, $MY_RUNS runs"
   for r in $(seq 1 "$MY_RUNS"); do
     for mode in simple extended; do
-      record_turns "$r" --driver mysql --query "$MPQ" --clients 16 --mode "$mode" --slice 1s --duration "${D_MYPASS}s" \
+      record_targets "$r" turns --driver mysql --query "$MPQ" --clients 16 --mode "$mode" --slice 1s --duration "${D_MYPASS}s" \
         --target "w9.w4.$mode.proxy" --dsn "$M_CACHE" --pid "$MY_CACHE_PID" \
         --target "w9.w4.$mode.relay" --dsn "$M_RELAY" --pid "$MY_RELAY_PID" \
         --target "w9.w4.$mode.direct" --dsn "$MY_DSN" --pid 0
@@ -699,7 +687,7 @@ for size in $SCALE_SIZES; do
   [ -n "$srw" ] || { log "could not get the rewritten SQL from dpproxy explain ($size)"; exit 1; }
   log "workload 10: $sv visits loaded in $((load_ms / 1000))s; DP aggregate, 2 queries per target"
   pin_sequential
-  record_alternate 1 --count 2 --warmup 0 --timeout 3h \
+  record_targets 1 alternate --count 2 --warmup 0 --timeout 3h \
     --target "w10.visits.$size.direct_rewritten" --dsn "$sdsn" --query "$srw" \
     --target "w10.visits.$size.proxy" --dsn "postgres://bench:bench@127.0.0.1:$PROXY_PORT/bench?sslmode=disable" --query "$DPQ"
   kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
