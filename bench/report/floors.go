@@ -69,33 +69,8 @@ func runValues(series map[string][]loadResult, name string, fn func(loadResult) 
 	return v
 }
 
-// sliceQPS and sliceCPU read a result's slices (loadgen turns), sliceValues'
-// arguments.
-func sliceQPS(r loadResult) ([]float64, float64) { return r.SlicesQPS, r.QPS }
-func sliceCPU(r loadResult) ([]float64, float64) { return r.SlicesCPUUS, r.ProcCPUUS }
-
-// sliceValues is a figure of each slice of each run of a series, in order
-// (fn gives a result's slices and its whole figure): loadgen turns ran the
-// targets of a run in slices of a second or so, the k-th slice of each
-// within the same seconds, so the i-th values of two series of one turns
-// run pair up (pairRatio) and each ratio sees one machine speed. A run
-// without slices (loadgen run, older results) gives its whole figure once.
-// Series compared run in the same turns, the later runs of one of them
-// left out at most, so that their values line up.
-func sliceValues(series map[string][]loadResult, name string, fn func(loadResult) ([]float64, float64)) []float64 {
-	var v []float64
-	for _, r := range series[name] {
-		if sl, whole := fn(r); len(sl) > 0 {
-			v = append(v, sl...)
-		} else {
-			v = append(v, whole)
-		}
-	}
-	return v
-}
-
-// pairRatio is a[i] ÷ b[i] for the runs (or slices) where both are
-// positive: run i of two series was measured next to each other.
+// pairRatio is a[i] ÷ b[i] for the runs where both are positive: run i of
+// two series was measured next to each other.
 func pairRatio(a, b []float64) []float64 {
 	var v []float64
 	for i := range min(len(a), len(b)) {
@@ -191,13 +166,13 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 	for _, mode := range []string{"simple", "extended"} {
 		w := "w4." + mode + "."
 		f.pass[mode] = passFloor{
-			proxyTPS: sliceValues(series, w+"proxy", sliceQPS), relayTPS: sliceValues(series, w+"relay", sliceQPS), pgbTPS: sliceValues(series, w+"pgbouncer", sliceQPS),
-			proxyCPU: sliceValues(series, w+"proxy", sliceCPU), relayCPU: sliceValues(series, w+"relay", sliceCPU), pgbCPU: sliceValues(series, w+"pgbouncer", sliceCPU),
+			proxyTPS: runValues(series, w+"proxy", qps), relayTPS: runValues(series, w+"relay", qps), pgbTPS: runValues(series, w+"pgbouncer", qps),
+			proxyCPU: runValues(series, w+"proxy", cpu), relayCPU: runValues(series, w+"relay", cpu), pgbCPU: runValues(series, w+"pgbouncer", cpu),
 		}
 		m := "w9.w4." + mode + "."
 		f.my[mode] = myPassFloor{
-			proxyTPS: sliceValues(series, m+"proxy", sliceQPS), relayTPS: sliceValues(series, m+"relay", sliceQPS), directTPS: sliceValues(series, m+"direct", sliceQPS),
-			proxyCPU: sliceValues(series, m+"proxy", sliceCPU), relayCPU: sliceValues(series, m+"relay", sliceCPU),
+			proxyTPS: runValues(series, m+"proxy", qps), relayTPS: runValues(series, m+"relay", qps), directTPS: runValues(series, m+"direct", qps),
+			proxyCPU: runValues(series, m+"proxy", cpu), relayCPU: runValues(series, m+"relay", cpu),
 		}
 	}
 	hitFloor := func(w string) cacheFloor {
@@ -222,9 +197,7 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 	if f.w5.cores == 0 && len(f.w5.directCPU) > 0 {
 		f.w5.cores = runtime.NumCPU() // results from before loadgen counted them
 	}
-	// Whole runs, not slices: the least of them bounds the ceiling, and a
-	// slice is noisier than a run.
-	f.w5.passCPU = runValues(series, "w4.simple.proxy", cpu)
+	f.w5.passCPU = f.pass["simple"].proxyCPU
 	f.w5.ledger = bench["CommitParallel"]["charges/s"]
 	f.w5.ledgerCPU = bench["CommitParallel"]["cpu-us/charge"]
 	if r := series["w10.clients.cachehit.c1"]; len(r) > 0 {

@@ -421,28 +421,6 @@ func TestPairedRounds(t *testing.T) {
 	}
 }
 
-// Workload 4's throughput ratios pair loadgen turns' slices: a slice of
-// one target ran within the same second as the same slice of the other.
-// Here the runs' totals give 1.2, the slices 0.5, 2.0 and 1.5.
-func TestSlicedThroughput(t *testing.T) {
-	raw := rawJSONL(t, 1, map[string]map[string]any{
-		"w4.simple.proxy":     {"qps": 20.0, "slices_qps": []float64{10, 20, 30}, "proc_cpu_us_per_query": 50.0, "slices_cpu_us": []float64{40, 50, 60}},
-		"w4.simple.pgbouncer": {"qps": 50.0 / 3, "slices_qps": []float64{20, 10, 20}, "proc_cpu_us_per_query": 30.0, "slices_cpu_us": []float64{20, 50, 30}},
-		"w4.simple.direct":    {"qps": 40.0, "slices_qps": []float64{40, 40, 40}},
-	})
-	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=1141\nquick=0\n"})
-	for _, want := range []string{
-		"| 4 passthrough, public table, 16 clients, simple protocol | dpproxy TPS ÷ PgBouncer TPS | 1.500 × | 0.500 – 2.000 (n=3) |",
-		"| 4 passthrough, public table, 16 clients, simple protocol | dpproxy TPS ÷ direct TPS | 0.500 × | 0.250 – 0.750 (n=3) |",
-		// 40/20, 50/50, 60/30
-		"| 4 passthrough, public table, 16 clients, simple protocol | CPU per query, dpproxy ÷ PgBouncer | 2.000 × | 1.000 – 2.000 (n=3) |",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("BENCHMARKS.md lacks %q", want)
-		}
-	}
-}
-
 // rawJSONL is a raw.jsonl (bench/run.sh's record) holding each series'
 // data in runs 1 to runs.
 func rawJSONL(t *testing.T, runs int, series map[string]map[string]any) string {
