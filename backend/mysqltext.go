@@ -95,13 +95,7 @@ func readMySQLTextRows(ctx context.Context, rows driver.Rows) (*Rows, error) {
 			cols[j].Type = sqltypes.Text
 		}
 	}
-	res := &Rows{Columns: cols, MySQLText: make([][]byte, len(ends))}
-	start := 0
-	for i, end := range ends {
-		res.MySQLText[i] = buf[start:end:end]
-		start = end
-	}
-	return res, nil
+	return &Rows{Columns: cols, MySQLText: splitRows(buf, ends)}, nil
 }
 
 // appendMySQLTextValue appends one value of a wire-safe column of type t

@@ -86,11 +86,18 @@ func queryWire(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pg
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	res := &Rows{Columns: cols, PostgresText: make([][]byte, len(ends))}
+	return &Rows{Columns: cols, PostgresText: splitRows(buf, ends)}, nil
+}
+
+// splitRows cuts buf, every row's wire form one after another, at ends
+// (each row's end): one allocation for the rows' bytes, each row capped so
+// that nothing appended to one can reach the next.
+func splitRows(buf []byte, ends []int) [][]byte {
+	rows := make([][]byte, len(ends))
 	start := 0
 	for i, end := range ends {
-		res.PostgresText[i] = buf[start:end:end]
+		rows[i] = buf[start:end:end]
 		start = end
 	}
-	return res, nil
+	return rows
 }

@@ -310,6 +310,41 @@ func connectMySQL(ctx context.Context, dsn, mode string) (client, error) {
 	return myClient{db, c}, nil
 }
 
+// connectClients opens n clients, eight at a time, client i to dsn(i).
+// On an error the clients opened are returned too, for closeClients.
+func connectClients(ctx context.Context, driver, mode string, n int, dsn func(i int) string) ([]client, error) {
+	conns := make([]client, n)
+	var wg sync.WaitGroup
+	var connErr atomic.Value
+	sem := make(chan struct{}, 8)
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			c, err := connectClient(ctx, driver, dsn(i), mode)
+			if err != nil {
+				connErr.Store(err)
+				return
+			}
+			conns[i] = c
+		}()
+	}
+	wg.Wait()
+	err, _ := connErr.Load().(error)
+	return conns, err
+}
+
+// closeClients closes the clients opened (nil ones are skipped).
+func closeClients(conns []client) {
+	for _, c := range conns {
+		if c != nil {
+			c.close()
+		}
+	}
+}
+
 func connectClient(ctx context.Context, driver, dsn, mode string) (client, error) {
 	switch driver {
 	case "pgx":
@@ -376,35 +411,12 @@ func cmdRun(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *duration+2*time.Minute)
 	defer cancel()
 
-	conns := make([]client, *clients)
-	var wg sync.WaitGroup
-	var connErr atomic.Value
-	sem := make(chan struct{}, 8)
-	for i := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			c, err := connectClient(ctx, *driver, dsns[i%len(dsns)], *mode)
-			if err != nil {
-				connErr.Store(err)
-				return
-			}
-			conns[i] = c
-		}()
-	}
-	wg.Wait()
-	defer func() {
-		for _, c := range conns {
-			if c != nil {
-				c.close()
-			}
-		}
-	}()
-	if err, _ := connErr.Load().(error); err != nil {
+	conns, err := connectClients(ctx, *driver, *mode, *clients, func(i int) string { return dsns[i%len(dsns)] })
+	defer closeClients(conns)
+	if err != nil {
 		return fmt.Errorf("connecting: %w", err)
 	}
+	var wg sync.WaitGroup
 
 	var seq atomic.Int64
 	seq.Store(time.Now().UnixNano() % 1e12) // distinct across runs too

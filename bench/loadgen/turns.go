@@ -72,7 +72,7 @@ func turns(args []string, out io.Writer) error {
 	defer func() {
 		for _, t := range targets {
 			if t != nil {
-				t.close()
+				closeClients(t.conns)
 			}
 		}
 	}()
@@ -86,7 +86,8 @@ func turns(args []string, out io.Writer) error {
 		}
 		t := &turnTarget{name: name, pid: pid}
 		targets[i] = t
-		if err := t.connect(ctx, *driver, dsns[i], *mode, *clients); err != nil {
+		var err error
+		if t.conns, err = connectClients(ctx, *driver, *mode, *clients, func(int) string { return dsns[i] }); err != nil {
 			return fmt.Errorf("turns: connecting %s: %w", name, err)
 		}
 	}
@@ -189,41 +190,6 @@ type turnTarget struct {
 	cpu, busy, all        time.Duration
 	cores                 int
 	slicesQPS, slicesCPU  []float64
-}
-
-// connect opens the target's clients, eight at a time.
-func (t *turnTarget) connect(ctx context.Context, driver, dsn, mode string, clients int) error {
-	t.conns = make([]client, clients)
-	var wg sync.WaitGroup
-	var connErr atomic.Value
-	sem := make(chan struct{}, 8)
-	for i := range t.conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			c, err := connectClient(ctx, driver, dsn, mode)
-			if err != nil {
-				connErr.Store(err)
-				return
-			}
-			t.conns[i] = c
-		}()
-	}
-	wg.Wait()
-	if err, _ := connErr.Load().(error); err != nil {
-		return err
-	}
-	return nil
-}
-
-func (t *turnTarget) close() {
-	for _, c := range t.conns {
-		if c != nil {
-			c.close()
-		}
-	}
 }
 
 // result is the target's Result over all its slices.
