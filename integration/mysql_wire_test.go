@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"net"
-	"os"
 	"os/exec"
 	"reflect"
 	"strconv"
@@ -42,13 +41,7 @@ func TestMySQLPublicRowsAsSent(t *testing.T) {
 		}
 	}
 	policy := writeMySQLPolicy(t, "listen:\n  max_result_rows: 3\nbackend:\n  kind: mysql\n  dsn: "+strconv.Quote(dsn)+"\n", 100)
-	data, err := os.ReadFile(policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(policy, []byte(strings.Replace(string(data), "public_tables:\n  - clinics\n", "public_tables:\n  - clinics\n  - wire_types\n", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	addPublicTable(t, policy, "wire_types")
 	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {

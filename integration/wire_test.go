@@ -34,13 +34,7 @@ INSERT INTO wire_types VALUES
 		t.Fatal(err)
 	}
 	policy := writePolicy(t, "listen:\n  max_result_rows: 3\nbackend:\n  kind: postgres\n  dsn: "+strconv.Quote(dsn)+"\n", 100)
-	data, err := os.ReadFile(policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(policy, []byte(strings.Replace(string(data), "public_tables:\n  - clinics\n", "public_tables:\n  - clinics\n  - wire_types\n", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	addPublicTable(t, policy, "wire_types")
 	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
 
 	queries := []string{
@@ -117,6 +111,23 @@ INSERT INTO wire_types VALUES
 	wantOut := runPsqlDirect(t, dsn, scriptPath)
 	if r.stdout != wantOut {
 		t.Errorf("psql through dpproxy:\n%s\ndirectly:\n%s\nstderr %s", r.stdout, wantOut, r.stderr)
+	}
+}
+
+// addPublicTable adds table to the public tables of the policy file
+// written by writePolicy or writeMySQLPolicy.
+func addPublicTable(t *testing.T, policy, table string) {
+	t.Helper()
+	data, err := os.ReadFile(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const list = "public_tables:\n  - clinics\n"
+	if !strings.Contains(string(data), list) {
+		t.Fatalf("policy %s has no public_tables list to add %s to", policy, table)
+	}
+	if err := os.WriteFile(policy, []byte(strings.Replace(string(data), list, list+"  - "+table+"\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
