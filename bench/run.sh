@@ -60,12 +60,13 @@ else
   # The accuracy report's 60 fresh runs per query and ε (200 with
   # --accuracy-runs 200, about 15 minutes on 2 cores) and 3 counts of the
   # Go benchmarks keep the whole run within 20 minutes.
-  D_CACHE=8; D_CACHE1=4; D_PASS=4; D_LEDGER=8; W1_COUNT=3; W2K_COUNT=8; IDLE_HOLD=3; BENCHTIME=0.5s; ACC_RUNS=60; GB_COUNT=3
+  D_CACHE=8; D_CACHE1=4; D_PASS=3; D_LEDGER=8; W1_COUNT=3; W2K_COUNT=8; IDLE_HOLD=3; BENCHTIME=0.5s; ACC_RUNS=60; GB_COUNT=3
   D_SCALE=3; SCALE_SIZES="1m 10m"
   # The floors and ceilings (issue 18: which targets this machine rules
-  # out), about 65 s in all (paid for by 4 s instead of 5 per passthrough
-  # target): workload 4 through the bare Go relay as long as through
-  # dpproxy, in the first 3 runs (24 s); workload 9's passthrough
+  # out), about 75 s in all (paid for by 3 s instead of 5 per passthrough
+  # target): workload 4 through the bare Go relay and through dpproxy on
+  # one processor as long as through dpproxy, in every run (30 s each);
+  # workload 9's passthrough
   # through it as long as through dpproxy, D_MYPASS s per protocol and run
   # (18 s); SELECT 1 floors next to each 1-client cache-hit run, D_FLOOR s
   # each (10,000+ round trips: 10 + 6 s); PostgreSQL alone on workload 5's
@@ -73,7 +74,7 @@ else
   D_FLOOR=1; D_MYPASS=3; D_W5DIRECT=2
 fi
 W5D_RUNS=$(( RUNS < 3 ? RUNS : 3 ))
-W4R_RUNS=$W5D_RUNS
+W4R_RUNS=$RUNS
 [ -z "$VISITS_100M" ] || SCALE_SIZES="$SCALE_SIZES 100m"
 # Workload 6: idle connections held by one dpproxy (issue 18: 10,000).
 IDLE_CONNS=10000
@@ -372,9 +373,16 @@ start_proxy nocache 0
 NOCACHE_PORT=$PROXY_PORT NOCACHE_PID=$PROXY_PID
 start_proxy cache 1000
 CACHE_PORT=$PROXY_PORT CACHE_PID=$PROXY_PID
+# The same dpproxy on one processor (GOMAXPROCS=1, the Go runtime's one
+# knob for it), for workload 4 only: PgBouncer runs one thread, and on
+# these two cores, shared with the database and the load generator, the
+# runtime's coordination of two processors costs dpproxy CPU per query.
+GOMAXPROCS=1 start_proxy cache1p 1000
+CACHE1P_PID=$PROXY_PID
+P_CACHE1P="postgres://bench:bench@127.0.0.1:$PROXY_PORT/bench?sslmode=disable"
 P_NOCACHE="postgres://bench:bench@127.0.0.1:$NOCACHE_PORT/bench?sslmode=disable"
 P_CACHE="postgres://bench:bench@127.0.0.1:$CACHE_PORT/bench?sslmode=disable"
-log "dpproxy: cache off on :$NOCACHE_PORT, cache on on :$CACHE_PORT"
+log "dpproxy: cache off on :$NOCACHE_PORT, cache on on :$CACHE_PORT (and on one processor on :$PROXY_PORT)"
 start_relay relay-pg "$PG_PORT"
 PG_RELAY_PID=$RELAY_PID
 PG_RELAY_DSN="postgres://postgres@127.0.0.1:$RELAY_PORT/postgres?sslmode=disable"
@@ -519,8 +527,8 @@ for r in $(seq 1 "$RUNS"); do
 done
 
 # Workload 4: passthrough on a public table, pgbench -S style, through
-# dpproxy, the bare Go relay (the floor of a proxy in Go), PgBouncer and
-# direct.
+# dpproxy, dpproxy on one processor, the bare Go relay (the floor of a
+# proxy in Go), PgBouncer and direct.
 PQ='SELECT clinic_id, name, city FROM clinics WHERE clinic_id = $1'
 log "workload 4: passthrough, 16 clients, ${D_PASS}s per target and protocol in slices of 1 s in turns, $RUNS runs"
 for r in $(seq 1 "$RUNS"); do
@@ -530,7 +538,8 @@ for r in $(seq 1 "$RUNS"); do
       relay=(--target "w4.$mode.relay" --dsn "$PG_RELAY_DSN" --pid "$PG_RELAY_PID")
     fi
     record_targets "$r" turns --query "$PQ" --clients 16 --mode "$mode" --slice 1s --duration "${D_PASS}s" \
-      --target "w4.$mode.proxy" --dsn "$P_CACHE" --pid "$CACHE_PID" "${relay[@]}" \
+      --target "w4.$mode.proxy" --dsn "$P_CACHE" --pid "$CACHE_PID" \
+      --target "w4.$mode.proxy1p" --dsn "$P_CACHE1P" --pid "$CACHE1P_PID" "${relay[@]}" \
       --target "w4.$mode.pgbouncer" --dsn "$PGB_DSN" --pid "$(cat "$PGB_DIR/pgbouncer.pid")" \
       --target "w4.$mode.direct" --dsn "$PG_DSN" --pid 0
   done
@@ -729,7 +738,7 @@ log "writing bench/results and BENCHMARKS.md"
   echo "mariadb_runs=$MY_RUNS"
   echo "mariadb_visits=$MY_VISITS"
   echo "mariadb_load_seconds=$MY_LOAD_SECS"
-  echo "durations=w1 $W1_COUNT queries/run; w2b $W2K_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s per target in 1 s slices in turns (w9: ${D_MYPASS}s); w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 2 queries per target and visits size in turns; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs; floors: bare Go relay as w4 in $W4R_RUNS runs (w9: ${D_MYPASS}s, as dpproxy), SELECT 1 and an answer from memory ${D_FLOOR}s each next to each 1-client cache-hit run, w5 on PostgreSQL alone ${D_W5DIRECT}s × $W5D_RUNS runs"
+  echo "durations=w1 $W1_COUNT queries/run; w2b $W2K_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s per target in 1 s slices in turns (w9: ${D_MYPASS}s); w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 2 queries per target and visits size in turns; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs; floors: bare Go relay as w4 in $W4R_RUNS runs, and w4 also through dpproxy on one processor (GOMAXPROCS=1) (w9: ${D_MYPASS}s, as dpproxy), SELECT 1 and an answer from memory ${D_FLOOR}s each next to each 1-client cache-hit run, w5 on PostgreSQL alone ${D_W5DIRECT}s × $W5D_RUNS runs"
   echo "idle_conns=$IDLE_CONNS"
   echo "scale_sizes=$SCALE_SIZES"
   echo "scale_client_seconds=$D_SCALE"

@@ -200,6 +200,7 @@ func run(dir, mdPath string) error {
 			rows[len(rows)-1].Note = fmt.Sprintf("PgBouncer median %.1f µs", median(pbc))
 		}
 		rows = append(rows, passFloorRows(w, floors.pass[mode])...)
+		rows = append(rows, oneProcessorRows(w, per("w4."+mode+".proxy1p", qps), per("w4."+mode+".proxy1p", cpu), px, pb, pbc)...)
 	}
 	// 5.
 	var charged, txPer []float64
@@ -361,6 +362,25 @@ func scale(v []float64, k float64) []float64 {
 		out[i] = x * k
 	}
 	return out
+}
+
+// oneProcessorRows are workload 4's rows for dpproxy on one processor
+// (GOMAXPROCS=1), run in the same turns as the default dpproxy (tps and
+// cpu its figures; proxyTPS the default's, pgbTPS and pgbCPU PgBouncer's).
+func oneProcessorRows(w string, tps, cpu, proxyTPS, pgbTPS, pgbCPU []float64) []Row {
+	if len(tps) == 0 {
+		return nil
+	}
+	rows := []Row{
+		mk(w, figOneProcTPSPgb, "×", pairRatio(tps, pgbTPS), "", nil),
+		mk(w, "dpproxy on one processor TPS ÷ dpproxy TPS", "×", pairRatio(tps, proxyTPS), "", nil),
+	}
+	if c := positive(cpu); len(c) > 0 {
+		rows = append(rows,
+			mk(w, figOneProcCPUPgb, "×", pairRatio(cpu, pgbCPU), "", nil),
+			mk(w, figOneProcCPU, "µs", c, "", nil))
+	}
+	return rows
 }
 
 func median(v []float64) float64 {
@@ -635,7 +655,7 @@ authenticated) before the clock starts.
    and the CPU time (user + system, from /proc) dpproxy and PgBouncer
    spend per query. Targets, in both protocols: dpproxy's TPS ≥ 1.0×
    PgBouncer's, and its CPU time per query ≤ 1.2× PgBouncer's. The targets
-   of a run (dpproxy, the bare Go relay, PgBouncer, direct) run in turns,
+   of a run (dpproxy, dpproxy on one processor, the bare Go relay, PgBouncer, direct) run in turns,
    in slices of a second, each slice starting one target later
    (` + "`loadgen turns`" + `), every connection open throughout: a run's
    figures for each target are its totals over its slices, which cover
@@ -643,6 +663,10 @@ authenticated) before the clock starts.
    one stretch of the machine's speed (run after run, 4 s per target, the
    TPS ratio spread over 0.83–1.21 in five runs). Each slice's figures are
    kept in ` + "`raw.jsonl`" + ` (` + "`slices_qps`" + `, ` + "`slices_cpu_us`" + `).
+   dpproxy on one processor is a second instance of the same dpproxy
+   started with ` + "`GOMAXPROCS=1`" + ` (Go's setting for how many threads
+   run Go code at once), reported without a target next to the default
+   (two, one per core): PgBouncer runs one thread.
 5. **Many small DP queries** — ` + "`SELECT COUNT(*) FROM patients WHERE patient_id = <distinct number>`" + `,
    32 clients, cache off, durable ledger: charged queries/s (charges written
    to the ledger ÷ run time; target ≥ 20,000/s) and ledger transactions per
