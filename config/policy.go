@@ -466,6 +466,11 @@ type Column struct {
 	// without group_keys (PublicTable.AutoKeys): a query may release its
 	// keys through partition selection instead when they are too many.
 	KeysAuto bool `yaml:"-"`
+	// NotNull is set when dpproxy starts (session), never from YAML: the
+	// database declares the column NOT NULL. The bounding query then
+	// counts its values with COUNT(*) where the column is read from the
+	// table itself (never from the NULL side of an outer join).
+	NotNull bool `yaml:"-"`
 }
 
 // KeySource is a public table's column whose distinct values are a

@@ -35,13 +35,16 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	// counted[j] is what the middle level counts for value j: the clamped
 	// value is NULL exactly when the column is, so a clamped column is
 	// counted by its raw value (a database that inlines the inner level
-	// then evaluates the clamp once per row, for the sum, not twice).
+	// then evaluates the clamp once per row, for the sum, not twice), and
+	// a column never NULL is counted by its rows.
 	counted := make([]string, len(b.values))
 	for j, v := range b.values {
 		value := e.clamp(v.col)
 		counted[j] = q(columnName("dp_v", j))
 		if sql, ok := e.a.valueSQL[v.col]; ok {
 			value = sql // a conditional aggregate's CASE (conditional.go)
+		} else if e.a.neverNull(v.col) && !rowPrivacy {
+			counted[j] = "*"
 		} else if v.col.Bounds != nil && !rowPrivacy {
 			counted[j] = q(columnName("dp_nn", j))
 			inner = append(inner, e.a.colRef(v.col)+" AS "+counted[j])
@@ -178,6 +181,9 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	cells := e.cellValues(p, b)
 	for col, x := range cells {
 		outerCols[col] = "SUM(" + gate(weigh(x)) + ")"
+		if totalCapped && !gated && b.isCount(col) {
+			outerCols[col] = sumSplitByTotal(x, q("dp_t"), p.MaxTotalRowsPerUnit)
+		}
 	}
 	for _, v := range b.values {
 		if !e.summable(v.col) {
@@ -336,6 +342,20 @@ func capped(n string, linf int) string {
 func scaled(s, n string, linf int) string {
 	l := strconv.Itoa(linf)
 	return "CASE WHEN " + n + " <= " + l + " THEN " + s + " ELSE " + s + " * " + l + ".000000000 / " + n + " END"
+}
+
+// sumSplitByTotal writes SUM(scaled(n, t, c)) for a unit's capped count
+// n in a group (an integer), its total t, as two sums: the counts of the
+// units within the total bound c, summed as integers, and the weighted
+// ones of the units beyond it. In one sum every term is a decimal, since
+// one branch is; most units are within c, and integers sum faster
+// (PostgreSQL: 2 % of the bounding query on the demo's 2.1 M visits).
+// Over no rows both sums are NULL and the total is 0, which the engine
+// reads as it reads NULL (Measurement.Value).
+func sumSplitByTotal(n, t string, c int) string {
+	l := strconv.Itoa(c)
+	return "COALESCE(SUM(CASE WHEN " + t + " <= " + l + " THEN " + n + " END), 0) + " +
+		"COALESCE(SUM(CASE WHEN " + t + " > " + l + " THEN " + n + " * " + l + ".000000000 / " + t + " END), 0)"
 }
 
 // square writes x² in exact or floating arithmetic (1.0 * x * x), so that an

@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/dpproxy/dpproxy/config"
@@ -35,6 +36,15 @@ func (b *backendColumns) alloc() int {
 	i := b.next
 	b.next++
 	return i
+}
+
+// isCount reports whether backend column i is a count: the rows' or a
+// value column's.
+func (b *backendColumns) isCount(i int) bool {
+	if b.assigned && i == b.rowCnt {
+		return true
+	}
+	return slices.ContainsFunc(b.values, func(v *valueColumn) bool { return v.count == i })
 }
 
 func (b *backendColumns) rowCount() int {

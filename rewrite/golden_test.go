@@ -53,6 +53,21 @@ func withKeyUnits(pol *config.Policy) *config.Policy {
 	return &copied
 }
 
+// withNotNullColumns returns a copy of pol whose protected tables'
+// columns are all declared NOT NULL (config.Column.NotNull).
+func withNotNullColumns(pol *config.Policy) *config.Policy {
+	copied := *pol
+	copied.ProtectedTables = slices.Clone(pol.ProtectedTables)
+	for i := range copied.ProtectedTables {
+		t := &copied.ProtectedTables[i]
+		t.Columns = slices.Clone(t.Columns)
+		for j := range t.Columns {
+			t.Columns[j].NotNull = true
+		}
+	}
+	return &copied
+}
+
 // render shows everything a rewrite decides: the backend SQL per dialect,
 // each measurement's sensitivity and ε share, and the output columns.
 func render(t *testing.T, pol *config.Policy, sql string) string {
@@ -69,6 +84,11 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 	// database).
 	if rest, ok := strings.CutPrefix(sql, "-- unit is key\n"); ok {
 		pol, sql = withKeyUnits(pol), rest
+	}
+	// "-- columns not null" marks every column the database declares NOT
+	// NULL (config.Column.NotNull, set at start from the database).
+	if rest, ok := strings.CutPrefix(sql, "-- columns not null\n"); ok {
+		pol, sql = withNotNullColumns(pol), rest
 	}
 	// "-- intervals" asks for the excess measurements (BiasBounds).
 	biasBounds := false

@@ -471,6 +471,23 @@ func (e *emitter) fromSQL(t *config.ProtectedTable) string {
 	return e.a.joinSQL
 }
 
+// neverNull reports whether col's value is never NULL in the query's
+// rows: the database declares it NOT NULL (config.Column.NotNull) and it
+// is a column of the protected table the query reads first, which no join
+// makes NULL (RIGHT JOIN is refused; a LEFT JOIN's NULLs are on the
+// joined table's side).
+func (a *analyzer) neverNull(col *config.Column) bool {
+	if !col.NotNull {
+		return false
+	}
+	for i := range a.table.Columns {
+		if &a.table.Columns[i] == col {
+			return true
+		}
+	}
+	return false
+}
+
 // qualified reports whether column references name their table: when
 // the query joins tables, or has an EXISTS subquery that refers to the
 // protected table's columns (exists.go).

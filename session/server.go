@@ -38,7 +38,8 @@ func (s *Server) Active() int { return int(s.active.Load()) }
 func (s *Server) Observe(f func(Statement)) { s.observe = f }
 
 // NewServer checks the keys of the policy's privacy unit paths, marks the
-// tables whose unit is their primary key (markKeyUnits), reads the
+// tables whose unit is their primary key and the columns declared NOT
+// NULL (markDeclarations), reads the
 // policy's key lists that come from public tables and
 // the columns of public tables the policy does not list (for joins),
 // builds the virtual catalog of e's policy — each table's columns as the
@@ -70,7 +71,8 @@ func prepareCatalog(ctx context.Context, pol *config.Policy, e *engine.Engine) (
 // CompletePolicy completes pol from the database, as dpproxy does at
 // start and on reload, before any plan is made: the key lists read from
 // public tables, the unit paths' keys checked, the tables whose unit is
-// their primary key marked, the columns of public tables read.
+// their primary key and the columns declared NOT NULL marked, the columns
+// of public tables read.
 func CompletePolicy(ctx context.Context, pol *config.Policy, b backend.Backend, d rewrite.Dialect) error {
 	if err := loadKeyLists(ctx, pol, b, d); err != nil {
 		return err
@@ -78,7 +80,7 @@ func CompletePolicy(ctx context.Context, pol *config.Policy, b backend.Backend, 
 	if err := checkUnitKeys(ctx, pol, b); err != nil {
 		return err
 	}
-	if err := markKeyUnits(ctx, pol, b); err != nil {
+	if err := markDeclarations(ctx, pol, b); err != nil {
 		return err
 	}
 	if err := describePublicTables(ctx, pol, b); err != nil {

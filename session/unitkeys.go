@@ -61,28 +61,39 @@ func checkUnitKeys(ctx context.Context, pol *config.Policy, b backend.Backend) e
 	return nil
 }
 
-// markKeyUnits sets UnitIsKey on every protected table whose privacy
-// unit column the database declares its primary key, alone, never NULL
-// and enforced in all a query of the table reads (backend.TableInfo's
-// KeyedBy): each unit is then one row of the table. The database is
-// trusted to keep it so while dpproxy runs, as for the unit paths' keys:
-// a key dropped later is noticed at the next reload or restart. It runs at start, like checkUnitKeys; a
-// table the database does not have is left unmarked.
-func markKeyUnits(ctx context.Context, pol *config.Policy, b backend.Backend) error {
+// markDeclarations sets on the policy what the database declares of each
+// protected table: UnitIsKey where the privacy unit column is its primary
+// key, alone, never NULL and enforced in all a query of the table reads
+// (backend.TableInfo's KeyedBy), so that each unit is one row of the
+// table; and NotNull on each of its columns declared NOT NULL. The
+// database is trusted to keep them so while dpproxy runs, as for the unit
+// paths' keys: a declaration dropped later is noticed at the next reload
+// or restart (a column that became nullable is then counted as if its
+// NULLs were values: a bias, never more than one unit's bounded share
+// per row). It runs at start, like checkUnitKeys; a table the database
+// does not have is left unmarked.
+func markDeclarations(ctx context.Context, pol *config.Policy, b backend.Backend) error {
 	for i := range pol.ProtectedTables {
 		t := &pol.ProtectedTables[i]
 		t.UnitIsKey = false
-		if t.IsRowPrivacy() || t.UnitPath != nil {
-			continue
+		for j := range t.Columns {
+			t.Columns[j].NotNull = false
 		}
 		info, err := b.DescribeTable(ctx, t.Schema, t.Name)
 		if errors.Is(err, backend.ErrNoSuchTable) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("reading the primary key of %s: %w", t.Name, err)
+			return fmt.Errorf("reading the declaration of %s: %w", t.Name, err)
 		}
-		t.UnitIsKey = info.KeyedBy(t.PrivacyUnit)
+		for _, c := range info.Columns {
+			if col, ok := t.Column(c.Name); ok {
+				col.NotNull = c.NotNull
+			}
+		}
+		if !t.IsRowPrivacy() && t.UnitPath == nil {
+			t.UnitIsKey = info.KeyedBy(t.PrivacyUnit)
+		}
 	}
 	return nil
 }

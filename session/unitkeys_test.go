@@ -91,7 +91,8 @@ func TestAutomaticPublicKeys(t *testing.T) {
 
 // A table whose privacy unit is its primary key, alone and never NULL, is
 // marked at start (UnitIsKey): each unit is one row. A unit that is only
-// unique, part of a key, or a key that admits NULLs is not.
+// unique, part of a key, or a key that admits NULLs is not. Each column
+// the database declares NOT NULL is marked NotNull, and no other.
 func TestKeyUnitsMarked(t *testing.T) {
 	be := sqliteBackend(t, t.TempDir(), "units.db", 1,
 		`CREATE TABLE members (member_id INTEGER PRIMARY KEY, age INTEGER)`,
@@ -117,14 +118,22 @@ protected_tables:
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol.ProtectedTables[1].UnitIsKey = true // a reload clears a mark the database no longer backs
-	if err := markKeyUnits(context.Background(), pol, be); err != nil {
+	pol.ProtectedTables[1].UnitIsKey = true          // a reload clears a mark the database no longer backs
+	pol.ProtectedTables[3].Columns[1].NotNull = true // nullable.age: likewise
+	if err := markDeclarations(context.Background(), pol, be); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]bool{"members": true, "uniques": false, "pairs": false, "nullable": false, "coded": true, "absent": false}
+	// SQLite declares an INTEGER PRIMARY KEY (the rowid) never NULL.
+	wantNotNull := map[string]bool{"members.member_id": true, "uniques.person": true, "pairs.person": true, "coded.code": true}
 	for _, pt := range pol.ProtectedTables {
 		if pt.UnitIsKey != want[pt.Name] {
 			t.Errorf("%s: UnitIsKey = %v, want %v", pt.Name, pt.UnitIsKey, want[pt.Name])
+		}
+		for _, c := range pt.Columns {
+			if name := pt.Name + "." + c.Name; c.NotNull != wantNotNull[name] {
+				t.Errorf("%s: NotNull = %v, want %v", name, c.NotNull, wantNotNull[name])
+			}
 		}
 	}
 }

@@ -172,3 +172,9 @@ SELECT tier, PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY age), COUNT(DISTINCT ci
 SELECT c.city, COUNT(*) FROM members m JOIN clinics c ON c.clinic_id = m.clinic_id GROUP BY c.city
 -- name: key_unit_not_declared
 SELECT tier, COUNT(*), AVG(spend) FROM members GROUP BY tier
+-- name: not_null_counted_by_rows
+-- columns not null
+SELECT diagnosis, COUNT(*), AVG(cost), SUM(nights) FROM visits GROUP BY diagnosis
+-- name: not_null_outer_joined_side
+-- columns not null
+SELECT s.ward, COUNT(*), AVG(s.cost), SUM(v.cost) FROM stays s LEFT JOIN visits v USING (patient_id) GROUP BY s.ward
