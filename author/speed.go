@@ -16,7 +16,8 @@ import (
 // room for that grouping in memory, and PostgreSQL reads it fastest from
 // an index that holds the person, the group and the bounded values; with
 // a total bound, MariaDB finds the people beyond it through an index on
-// the person.
+// the person, and PostgreSQL bounds only them when the person column is
+// declared NOT NULL.
 
 // mysqlTempTableFloor is the in-memory temporary table size below which
 // MariaDB writes the bounding query's grouping to disk (2.1 M visits:
@@ -63,6 +64,9 @@ func checkSpeed(ctx context.Context, pol *config.Policy, be backend.Backend, q q
 			}
 		}
 	case config.BackendPostgres:
+		if err := checkUnitNotNull(ctx, pol, be, q, keyed, r); err != nil {
+			return err
+		}
 		for i := range pol.ProtectedTables {
 			t := &pol.ProtectedTables[i]
 			unit := personColumn(pol, t)
@@ -97,6 +101,37 @@ func checkSpeed(ctx context.Context, pol *config.Policy, be backend.Backend, q q
 				}
 				r.add(Info, t.Name+"."+c.Name, "queries grouped by %s read each person's rows per %s: an index makes them faster (about 25%% at 2 M rows, after VACUUM): CREATE INDEX ON %s (%s, %s)%s",
 					c.Name, c.Name, q.table(t.Schema, t.Name), q(unit), q(c.Name), include)
+			}
+		}
+	}
+	return nil
+}
+
+// checkUnitNotNull suggests declaring the person column NOT NULL where
+// PostgreSQL would then run the grouped queries of a table with a total
+// bound no larger than its per-group one by bounding only the people
+// beyond it, the others summed from the rows (rewrite's heavy.go: 0.68×
+// instead of 1.17× the per-person grouping over 2.1 M visits when no one
+// is beyond it): it joins those people back with =, which a column that
+// may hold NULLs does not allow.
+func checkUnitNotNull(ctx context.Context, pol *config.Policy, be backend.Backend, q quoter, keyed map[string]bool, r *Report) error {
+	for i := range pol.ProtectedTables {
+		t := &pol.ProtectedTables[i]
+		unit := personColumn(pol, t)
+		if unit == "" || keyed[t.Name] || t.MaxTotalRowsPerUnit <= 0 || t.MaxRowsPerUnit < t.MaxTotalRowsPerUnit {
+			continue
+		}
+		info, err := be.DescribeTable(ctx, t.Schema, t.Name)
+		if errors.Is(err, backend.ErrNoSuchTable) {
+			continue // reported with the table's other checks
+		}
+		if err != nil {
+			return fmt.Errorf("reading the columns of %s: %w", t.Name, err)
+		}
+		for _, c := range info.Columns {
+			if strings.EqualFold(c.Name, unit) && !c.NotNull {
+				r.add(Info, t.Name+"."+unit, "grouped queries bound only the people beyond max_total_rows_per_unit and sum the others from the rows when %s is declared NOT NULL (about 40%% faster at 2 M rows when few people are beyond it): ALTER TABLE %s ALTER COLUMN %s SET NOT NULL",
+					unit, q.table(t.Schema, t.Name), q(unit))
 			}
 		}
 	}

@@ -372,6 +372,10 @@ type ProtectedTable struct {
 	// table alone needs no per-unit bounding step (rewrite.Plan's
 	// OneRowPerUnit).
 	UnitIsKey bool `yaml:"-"`
+	// UnitNotNull is set when dpproxy starts (session), never from YAML:
+	// the database declares the privacy unit column (a unit path's via
+	// column) NOT NULL.
+	UnitNotNull bool `yaml:"-"`
 	// MaxGroupsPerUnit (L0) and MaxRowsPerUnit (Linf) override the defaults;
 	// Load fills them from Defaults when absent, so both are in
 	// [1, MaxContribution]. For "row" privacy both are 1.

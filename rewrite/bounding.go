@@ -140,13 +140,20 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	// over all its groups) is a window over this level's rows (with a
 	// selection it is over the groups kept, below).
 	totalHere := totalCapped && p.Selection == nil
-	// On some backends T is computed only for the units that can exceed
-	// C (heavy.go): for a query of the table alone, where the units are
-	// its column's values and every output column below is a sum, and
-	// whose WHERE reads nothing but the table (a subquery, read three
-	// times, could give its rows differently each time: LIMIT without an
-	// order, found in review).
-	heavy := totalHere && e.d.HeavyUnitTotals() && !e.a.qualified() && !e.a.subquery && !weightGroups && len(excess) == 0
+	// With Linf ≥ C a unit of at most C rows is neither capped nor
+	// weighted: the sums over every unit are then the group's sums over
+	// its rows (heavy.go's rows form).
+	fromRows := totalHere && p.MaxRowsPerUnit >= p.MaxTotalRowsPerUnit && p.UnitsColumn < 0
+	// T is computed only for the units that can exceed C (heavy.go), on
+	// MySQL always and elsewhere with the rows form and a unit column
+	// declared NOT NULL (joined to them with =, which PostgreSQL hashes):
+	// for a query of the table alone, where the units are its column's
+	// values and every output column below is a sum, and whose WHERE
+	// reads nothing but the table (a subquery, read three times, could
+	// give its rows differently each time: LIMIT without an order, found
+	// in review).
+	heavy := totalHere && (e.d.HeavyUnitTotals() || fromRows && e.a.unitNeverNull()) &&
+		!e.a.qualified() && !e.a.subquery && !weightGroups && len(excess) == 0
 	unitGroup := " GROUP BY " + strings.Join(append([]string{q("dp_u")}, groupRefs...), ", ")
 	if totalHere && !heavy {
 		middle = append(middle, e.d.SumSmallInts(capped("COUNT(*)", linf), q("dp_u"))+" AS "+q("dp_t"))
@@ -198,8 +205,12 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	}
 	if heavy {
 		perUnit := append(slices.Clone(middle), e.d.SumSmallInts(capped("COUNT(*)", linf), q("dp_u"))+" AS "+q("dp_t"))
-		return e.heavyUnitsSQL(p, outerCols, cells, groupRefs, middleSQL,
-			"SELECT "+strings.Join(perUnit, ", ")+" FROM (SELECT "+strings.Join(inner, ", ")+e.heavyUnitsFrom(p, table, where)+") AS "+q("dp_rows")+unitGroup), nil
+		heavyUnits := "SELECT " + strings.Join(perUnit, ", ") + " FROM (SELECT " + strings.Join(inner, ", ") + e.heavyUnitsFrom(p, table, where) + ") AS " + q("dp_rows") + unitGroup
+		var rows *rowSums
+		if fromRows {
+			rows = e.rowSums(b, counted, innerSQL)
+		}
+		return e.heavyUnitsSQL(p, outerCols, cells, groupRefs, middleSQL, heavyUnits, rows), nil
 	}
 	keep, having := "", ""
 	switch {

@@ -931,6 +931,7 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 		t.Errorf("only %d cases counted a value by its rows: NOT NULL columns are barely tested", countedByRows)
 	}
 	t.Run("heavy units", func(t *testing.T) { checkHeavyUnits(t, db, d) })
+	t.Run("heavy units", func(t *testing.T) { checkRowsForm(t, db, d) })
 	// Quantile histograms: group keys, then the bucket, then its mass.
 	for _, c := range histogramCases {
 		checkSideQuery(t, db, pol, d, c, 1, func(p *Plan) []string {
@@ -1382,6 +1383,79 @@ func checkHeavyUnits(t *testing.T, db *sql.DB, d Dialect) {
 				runExecuteCase(t, db, c, q.Plan, false)
 			})
 		}
+	}
+}
+
+// windowForm is a dialect that never uses the heavy-units form, for a
+// reference on MySQL.
+type windowForm struct{ Dialect }
+
+func (windowForm) HeavyUnitTotals() bool { return false }
+
+// The heavy-units form's rows form (Linf ≥ C: the light units summed from
+// the rows, heavy.go) computes what the window over every cell does, on
+// every backend: trips and tolls with Linf = C = 3, trips' unit declared
+// NOT NULL (it holds none; tolls' holds NULLs, so only MySQL, whose join
+// compares NULLs as equal, takes the form there), with WHEREs that leave
+// some units light and some heavy.
+func checkRowsForm(t *testing.T, db *sql.DB, d Dialect) {
+	declared, reference := testPolicy(t), testPolicy(t)
+	for _, pol := range []*config.Policy{declared, reference} {
+		for i := range pol.ProtectedTables {
+			if pt := &pol.ProtectedTables[i]; pt.Name == "trips" || pt.Name == "tolls" {
+				pt.MaxRowsPerUnit = pt.MaxTotalRowsPerUnit
+				pt.UnitNotNull = pol == declared && pt.Name == "trips"
+			}
+		}
+	}
+	q := d.QuoteIdent
+	rowsMain := ") AS " + q("dp_rows") + " GROUP BY " + q("dp_g0") + ") AS " + q("dp_main")
+	for _, c := range []struct {
+		sql      string
+		rowsForm bool // on PostgreSQL and SQLite
+	}{
+		{`SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city`, true},
+		{`SELECT city, COUNT(*), COUNT(km), AVG(km) FROM trips WHERE city <> 'x' GROUP BY city`, true},
+		{`SELECT city, COUNT(*), SUM(km) FROM trips WHERE city = 'y' OR km = 100 GROUP BY city`, true},
+		{`SELECT city, VARIANCE(km) FROM trips WHERE km <= 20 GROUP BY city`, true},
+		// A conditional aggregate's value is NULL where its condition fails.
+		{`SELECT city, COUNT(CASE WHEN km > 10 THEN km END), SUM(CASE WHEN km > 10 THEN km END) FROM trips WHERE city <> 'y' GROUP BY city`, true},
+		{`SELECT city, COUNT(*), COUNT(city) FROM tolls GROUP BY city`, false},
+	} {
+		t.Run("rows form/"+c.sql, func(t *testing.T) {
+			stmts, err := Parse(c.sql, PostgresFrontEnd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Analyze(stmts[0], declared, Options{Dialect: d, Epsilon: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Analyze(stmts[0], reference, Options{Dialect: windowForm{d}, Epsilon: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if form := strings.Contains(got.Plan.BackendSQL, rowsMain); form != (c.rowsForm || d.HeavyUnitTotals()) {
+				t.Fatalf("rows form %v, want %v:\n%s", form, !form, got.Plan.BackendSQL)
+			}
+			if strings.Contains(want.Plan.BackendSQL, "dp_fix") {
+				t.Fatalf("the reference is not the window form:\n%s", want.Plan.BackendSQL)
+			}
+			rowsOf := func(p *Plan) map[string]string {
+				out := map[string]string{}
+				for _, raw := range queryRaw(t, db, p.BackendSQL) {
+					var vals []float64
+					for _, v := range raw[1:] {
+						vals = append(vals, number(t, v))
+					}
+					out[keyText(raw[0])] = fmt.Sprint(roundAll(vals))
+				}
+				return out
+			}
+			if g, w := rowsOf(got.Plan), rowsOf(want.Plan); fmt.Sprint(g) != fmt.Sprint(w) {
+				t.Fatalf("rows form %v, window form %v\nSQL: %s", g, w, got.Plan.BackendSQL)
+			}
+		})
 	}
 }
 

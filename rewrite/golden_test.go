@@ -60,6 +60,7 @@ func withNotNullColumns(pol *config.Policy) *config.Policy {
 	copied.ProtectedTables = slices.Clone(pol.ProtectedTables)
 	for i := range copied.ProtectedTables {
 		t := &copied.ProtectedTables[i]
+		t.UnitNotNull = !t.IsRowPrivacy()
 		t.Columns = slices.Clone(t.Columns)
 		for j := range t.Columns {
 			t.Columns[j].NotNull = true
@@ -85,10 +86,23 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 	if rest, ok := strings.CutPrefix(sql, "-- unit is key\n"); ok {
 		pol, sql = withKeyUnits(pol), rest
 	}
-	// "-- columns not null" marks every column the database declares NOT
-	// NULL (config.Column.NotNull, set at start from the database).
+	// "-- columns not null" marks every column and every unit column the
+	// database declares NOT NULL (config.Column.NotNull and
+	// ProtectedTable.UnitNotNull, set at start from the database).
 	if rest, ok := strings.CutPrefix(sql, "-- columns not null\n"); ok {
 		pol, sql = withNotNullColumns(pol), rest
+	}
+	// "-- rows per unit as total" gives every table with a total bound
+	// as many rows per group (Linf = C).
+	if rest, ok := strings.CutPrefix(sql, "-- rows per unit as total\n"); ok {
+		copied := *pol
+		copied.ProtectedTables = slices.Clone(pol.ProtectedTables)
+		for i := range copied.ProtectedTables {
+			if t := &copied.ProtectedTables[i]; t.MaxTotalRowsPerUnit > 0 {
+				t.MaxRowsPerUnit = t.MaxTotalRowsPerUnit
+			}
+		}
+		pol, sql = &copied, rest
 	}
 	// "-- intervals" asks for the excess measurements (BiasBounds).
 	biasBounds := false

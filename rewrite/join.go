@@ -488,6 +488,13 @@ func (a *analyzer) neverNull(col *config.Column) bool {
 	return false
 }
 
+// unitNeverNull reports whether the query's unit is never NULL: the
+// protected table's own column (no unit path joined), which the database
+// declares NOT NULL (config.ProtectedTable.UnitNotNull).
+func (a *analyzer) unitNeverNull() bool {
+	return len(a.unitJoins) == 0 && !a.table.IsRowPrivacy() && a.table.UnitNotNull
+}
+
 // qualified reports whether column references name their table: when
 // the query joins tables, or has an EXISTS subquery that refers to the
 // protected table's columns (exists.go).

@@ -65,7 +65,8 @@ func checkUnitKeys(ctx context.Context, pol *config.Policy, b backend.Backend) e
 // protected table: UnitIsKey where the privacy unit column is its primary
 // key, alone, never NULL and enforced in all a query of the table reads
 // (backend.TableInfo's KeyedBy), so that each unit is one row of the
-// table; and NotNull on each of its columns declared NOT NULL. The
+// table; UnitNotNull where the unit column is declared NOT NULL; and
+// NotNull on each of its columns declared NOT NULL. The
 // database is trusted to keep them so while dpproxy runs, as for the unit
 // paths' keys: a declaration dropped later is noticed at the next reload
 // or restart (a column that became nullable is then counted as if its
@@ -75,7 +76,7 @@ func checkUnitKeys(ctx context.Context, pol *config.Policy, b backend.Backend) e
 func markDeclarations(ctx context.Context, pol *config.Policy, b backend.Backend) error {
 	for i := range pol.ProtectedTables {
 		t := &pol.ProtectedTables[i]
-		t.UnitIsKey = false
+		t.UnitIsKey, t.UnitNotNull = false, false
 		for j := range t.Columns {
 			t.Columns[j].NotNull = false
 		}
@@ -89,6 +90,9 @@ func markDeclarations(ctx context.Context, pol *config.Policy, b backend.Backend
 		for _, c := range info.Columns {
 			if col, ok := t.Column(c.Name); ok {
 				col.NotNull = c.NotNull
+			}
+			if !t.IsRowPrivacy() && strings.EqualFold(c.Name, t.PrivacyUnit) {
+				t.UnitNotNull = c.NotNull
 			}
 		}
 		if !t.IsRowPrivacy() && t.UnitPath == nil {

@@ -178,3 +178,10 @@ SELECT diagnosis, COUNT(*), AVG(cost), SUM(nights) FROM visits GROUP BY diagnosi
 -- name: not_null_outer_joined_side
 -- columns not null
 SELECT s.ward, COUNT(*), AVG(s.cost), SUM(v.cost) FROM stays s LEFT JOIN visits v USING (patient_id) GROUP BY s.ward
+-- name: total_bound_rows_form
+-- columns not null
+-- rows per unit as total
+SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city
+-- name: total_bound_rows_form_nullable_unit
+-- rows per unit as total
+SELECT city, COUNT(*), SUM(km) FROM trips GROUP BY city
