@@ -133,7 +133,7 @@ func run(dir, mdPath string) error {
 		mk(w2Name, "floor: GROUP BY (unit, group) alone ÷ original SQL, on PostgreSQL"+figPaired, "×",
 			paired("w2.direct_floor", "w2.direct_original"), "", nil),
 	)
-	rows[len(rows)-1].Note = "the least work any per-unit bounding does (one row per patient and diagnosis, nothing else)"
+	rows[len(rows)-1].Note = "the least work a bounding of every person's rows does (one row per patient and diagnosis, nothing else)"
 	if k := per("w2k.direct_original", p50); len(k) > 0 {
 		keyed := "2b bounding on a table keyed by its unit (patients)"
 		rows = append(rows,
@@ -622,8 +622,10 @@ authenticated) before the clock starts.
    MySQL-dialect rewritten SQL from ` + "`dpproxy explain`" + ` with a ` + "`kind: mysql`" + `
    policy; target ≤ 1.5). The floor is
    ` + "`SELECT COUNT(*) FROM (SELECT patient_id, diagnosis FROM visits GROUP BY patient_id, diagnosis) AS t`" + `:
-   one row per (patient, diagnosis) and nothing else, the least work any
-   bounding of each person's contribution per group must do. The rewritten
+   one row per (patient, diagnosis) and nothing else, the least work a
+   bounding that groups every person's rows per group must do (where the
+   policy allows, dpproxy groups only the people beyond its bounds, and
+   the ratio falls below 1: see *Where a target is missed*, 2). The rewritten
    SQL ÷ the original SQL and the floor ÷ the original are reported
    without a target. Workloads 1 and 2 run their four queries (through
    dpproxy, the rewritten SQL, the original, the floor) in turns, one
