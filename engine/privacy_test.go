@@ -112,6 +112,10 @@ type auditCase struct {
 	// heavyUnits plans the total bound in MySQL's form (heavy units'
 	// correction instead of a window: rewrite's heavy.go), run on SQLite.
 	heavyUnits bool
+	// rowsForm declares people's unit NOT NULL (UnitNotNull): with Linf ≥
+	// C the plan sums the light units from the rows and bounds only the
+	// heavy ones (rewrite's heavy.go, its rows form).
+	rowsForm bool
 }
 
 // heavyUnitTotals is SQLite planned with the total bound's heavy-units
@@ -323,6 +327,22 @@ func auditCases() []auditCase {
 			query: "SELECT kg, COUNT(*) FROM people WHERE f = 1 GROUP BY kg",
 			inD:   unitRows{groups: []string{"h1", "h2", "h3", "h4"}, rows: 4, x: 1000, f: 1},
 			runs:  0.5, sharp: 0.3, heavyUnits: true,
+		},
+		// Linf = C = 4: the unit's 8 rows make it heavy (capped to its
+		// whole C in one group), bounded apart from the light units
+		// summed from the rows.
+		auditCase{
+			name: "total bound/keys/add_remove/COUNT(*)/rows form", neighbouring: config.AddRemove, l0: 3, linf: 4, total: 4,
+			query: "SELECT kg, COUNT(*) FROM people WHERE f = 1 GROUP BY kg",
+			inD:   unitRows{groups: []string{"h1"}, rows: 8, x: 1000, f: 1},
+			runs:  0.5, sharp: 0.3, rowsForm: true,
+		},
+		auditCase{
+			name: "total bound/keys/replace/SUM(x)/rows form", neighbouring: config.Replace, l0: 3, linf: 4, total: 4,
+			query:    "SELECT kg, SUM(x) FROM people WHERE f = 1 GROUP BY kg",
+			inD:      unitRows{groups: []string{"h1", "h2"}, rows: 4, x: 1000, f: 1},
+			inDPrime: unitRows{groups: []string{"h3", "h4"}, rows: 4, x: 1000, f: 1},
+			runs:     0.5, rowsForm: true,
 		},
 		auditCase{
 			name: "total bound/selection/replace/SUM(x)", neighbouring: config.Replace, l0: 2, linf: 3, total: 4,
@@ -639,6 +659,7 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 	}
 	pol.ProtectedTables[0].MaxTotalRowsPerUnit = c.total
 	pol.ProtectedTables[0].UnitIsKey = c.unitIsKey
+	pol.ProtectedTables[0].UnitNotNull = c.rowsForm
 	if c.linf == config.RowsAuto {
 		for i := range pol.ProtectedTables {
 			pol.ProtectedTables[i].MaxRowsPerUnit = config.RowsAuto
@@ -651,6 +672,9 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 	plan := planWithOptions(t, pol, c.query, opts)
 	if c.heavyUnits && !strings.Contains(plan.BackendSQL, "dp_fix") {
 		t.Fatalf("the plan computes the total bound without the heavy units' correction: %s", plan.BackendSQL)
+	}
+	if c.rowsForm && !strings.Contains(plan.BackendSQL, `) AS "dp_rows" GROUP BY "dp_g0") AS "dp_main"`) {
+		t.Fatalf("the plan does not sum the light units from the rows: %s", plan.BackendSQL)
 	}
 	if c.r2t && plan.R2T == nil {
 		t.Fatal("the plan is not answered by R2T")
