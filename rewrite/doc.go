@@ -23,7 +23,9 @@
 //     random groups per unit). Plan.FoldGroups then weights the rows of
 //     each group by min(1, L0/k). With the total bound, the outer level
 //     weighs each unit's cells by min(1, C/T) (bounding.go; on MySQL
-//     computed for heavy units only: heavy.go). On PostgreSQL the plan also holds the
+//     computed for heavy units only, and with Linf ≥ C on every backend
+//     where the unit is declared NOT NULL, the other units summed straight
+//     from the rows: heavy.go). On PostgreSQL the plan also holds the
 //     same SQL with the query's constants as parameters (Plan.Bound,
 //     constants.go): queries that differ only in their constants are then
 //     one statement, which the backend prepares once per connection.
