@@ -352,8 +352,12 @@ func capped(n string, linf int) string {
 // result never exceeds the bound.
 func scaled(s, n string, linf int) string {
 	l := strconv.Itoa(linf)
-	return "CASE WHEN " + n + " <= " + l + " THEN " + s + " ELSE " + s + " * " + l + ".000000000 / " + n + " END"
+	return "CASE WHEN " + n + " <= " + l + " THEN " + s + " ELSE " + shrunk(s, n, l) + " END"
 }
+
+// shrunk writes s·l/n, scaled's weight beyond l, with the decimal factor
+// scaled explains.
+func shrunk(s, n, l string) string { return s + " * " + l + ".000000000 / " + n }
 
 // sumSplitByTotal writes SUM(scaled(n, t, c)) for a unit's capped count
 // n in a group (an integer), its total t, as two sums: the counts of the
@@ -366,7 +370,7 @@ func scaled(s, n string, linf int) string {
 func sumSplitByTotal(n, t string, c int) string {
 	l := strconv.Itoa(c)
 	return "COALESCE(SUM(CASE WHEN " + t + " <= " + l + " THEN " + n + " END), 0) + " +
-		"COALESCE(SUM(CASE WHEN " + t + " > " + l + " THEN " + n + " * " + l + ".000000000 / " + t + " END), 0)"
+		"COALESCE(SUM(CASE WHEN " + t + " > " + l + " THEN " + shrunk(n, t, l) + " END), 0)"
 }
 
 // square writes x² in exact or floating arithmetic (1.0 * x * x), so that an

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -1018,18 +1017,13 @@ func runExecuteCases(t *testing.T, db *sql.DB, d Dialect) {
 // NotNull, which dpproxy reads from the database at start).
 func notNullAsInFixture(t *testing.T, db *sql.DB, d Dialect, pol *config.Policy) *config.Policy {
 	t.Helper()
-	copied := *pol
-	copied.ProtectedTables = slices.Clone(pol.ProtectedTables)
-	for i := range copied.ProtectedTables {
-		pt := &copied.ProtectedTables[i]
-		pt.Columns = slices.Clone(pt.Columns)
+	return withTables(pol, func(pt *config.ProtectedTable) {
 		for j := range pt.Columns {
 			var nulls int64
 			err := db.QueryRow("SELECT COUNT(*) FROM " + d.QuoteIdent(pt.Name) + " WHERE " + d.QuoteIdent(pt.Columns[j].Name) + " IS NULL").Scan(&nulls)
 			pt.Columns[j].NotNull = err == nil && nulls == 0 // a table or column the fixture lacks stays undeclared
 		}
-	}
-	return &copied
+	})
 }
 
 // checkSideQuery plans c.sql, runs the one query pick returns from the

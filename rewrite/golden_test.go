@@ -41,32 +41,37 @@ func testPolicy(t testing.TB) *config.Policy {
 	return pol
 }
 
-// withKeyUnits returns a copy of pol whose tables with a unit column have
-// it for their primary key (config.ProtectedTable.UnitIsKey).
-func withKeyUnits(pol *config.Policy) *config.Policy {
+// withTables returns a copy of pol whose protected tables (and their
+// columns) are copies, each changed by change.
+func withTables(pol *config.Policy, change func(t *config.ProtectedTable)) *config.Policy {
 	copied := *pol
 	copied.ProtectedTables = slices.Clone(pol.ProtectedTables)
 	for i := range copied.ProtectedTables {
 		t := &copied.ProtectedTables[i]
-		t.UnitIsKey = !t.IsRowPrivacy() && t.UnitPath == nil
+		t.Columns = slices.Clone(t.Columns)
+		change(t)
 	}
 	return &copied
 }
 
+// withKeyUnits returns a copy of pol whose tables with a unit column have
+// it for their primary key (config.ProtectedTable.UnitIsKey).
+func withKeyUnits(pol *config.Policy) *config.Policy {
+	return withTables(pol, func(t *config.ProtectedTable) {
+		t.UnitIsKey = !t.IsRowPrivacy() && t.UnitPath == nil
+	})
+}
+
 // withNotNullColumns returns a copy of pol whose protected tables'
-// columns are all declared NOT NULL (config.Column.NotNull).
+// columns and unit columns are all declared NOT NULL
+// (config.Column.NotNull, ProtectedTable.UnitNotNull).
 func withNotNullColumns(pol *config.Policy) *config.Policy {
-	copied := *pol
-	copied.ProtectedTables = slices.Clone(pol.ProtectedTables)
-	for i := range copied.ProtectedTables {
-		t := &copied.ProtectedTables[i]
+	return withTables(pol, func(t *config.ProtectedTable) {
 		t.UnitNotNull = !t.IsRowPrivacy()
-		t.Columns = slices.Clone(t.Columns)
 		for j := range t.Columns {
 			t.Columns[j].NotNull = true
 		}
-	}
-	return &copied
+	})
 }
 
 // render shows everything a rewrite decides: the backend SQL per dialect,
@@ -95,14 +100,12 @@ func render(t *testing.T, pol *config.Policy, sql string) string {
 	// "-- rows per unit as total" gives every table with a total bound
 	// as many rows per group (Linf = C).
 	if rest, ok := strings.CutPrefix(sql, "-- rows per unit as total\n"); ok {
-		copied := *pol
-		copied.ProtectedTables = slices.Clone(pol.ProtectedTables)
-		for i := range copied.ProtectedTables {
-			if t := &copied.ProtectedTables[i]; t.MaxTotalRowsPerUnit > 0 {
+		pol = withTables(pol, func(t *config.ProtectedTable) {
+			if t.MaxTotalRowsPerUnit > 0 {
 				t.MaxRowsPerUnit = t.MaxTotalRowsPerUnit
 			}
-		}
-		pol, sql = &copied, rest
+		})
+		sql = rest
 	}
 	// "-- intervals" asks for the excess measurements (BiasBounds).
 	biasBounds := false
