@@ -116,6 +116,10 @@ var (
 		"Statements that found every backend connection in use and waited.", nil, nil)
 	poolWaited = prometheus.NewDesc("dpproxy_backend_wait_seconds_total",
 		"Time statements waited for a backend connection.", nil, nil)
+	pipelined = prometheus.NewDesc("dpproxy_backend_pipelined_statements_total",
+		"Public-table statements sent combined with others in pipeline batches (PostgreSQL).", nil, nil)
+	pipelineBatches = prometheus.NewDesc("dpproxy_backend_pipeline_batches_total",
+		"Pipeline batches sent: pipelined statements ÷ batches is the mean batch size.", nil, nil)
 	clientConns = prometheus.NewDesc("dpproxy_client_connections",
 		"Client connections by state: handshake (logging in), active (running a statement), idle.", []string{"state"}, nil)
 	loginFailures = prometheus.NewDesc("dpproxy_login_failures_total",
@@ -125,7 +129,7 @@ var (
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{budgetSpent, budgetLimit, budgetRemaining, budgetDeltaSpent, budgetDeltaLimit, poolConns, poolWaits, poolWaited, clientConns, loginFailures, auditErrors} {
+	for _, d := range []*prometheus.Desc{budgetSpent, budgetLimit, budgetRemaining, budgetDeltaSpent, budgetDeltaLimit, poolConns, poolWaits, poolWaited, pipelined, pipelineBatches, clientConns, loginFailures, auditErrors} {
 		ch <- d
 	}
 }
@@ -172,6 +176,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(poolConns, float64(s.Max), "max")
 		counter(poolWaits, float64(s.Waits))
 		counter(poolWaited, s.Waited.Seconds())
+		counter(pipelined, float64(s.Pipelined))
+		counter(pipelineBatches, float64(s.Batches))
 	}
 	if c.src.Connections != nil {
 		open, handshakes := c.src.Connections()

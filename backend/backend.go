@@ -32,6 +32,9 @@ type PoolStats struct {
 	Max, Open, InUse, Idle int
 	Waits                  int64
 	Waited                 time.Duration
+	// Pipelined statements were sent combined in Batches (PostgreSQL's
+	// public-table statements, pgcombine.go).
+	Pipelined, Batches int64
 }
 
 // sqlPoolStats reads a database/sql pool's use.

@@ -29,8 +29,9 @@
 //   - Failures that happen before a statement reached the database (no
 //     connection could be had) wrap ErrUnavailable; only those may refund a
 //     privacy charge.
-//   - A statement whose context ends is ended on the database and returns
-//     the context's error. On MySQL and MariaDB the backend closes the
+//   - A statement whose context ends returns the context's error at once,
+//     and is ended on the database (a pipelined batch, pgcombine.go, once
+//     every statement in it has been given up). On MySQL and MariaDB the backend closes the
 //     connection's socket itself (mysqlcancel.go) rather than hand every
 //     statement's context to go-sql-driver's watcher goroutine.
 package backend

@@ -12,16 +12,23 @@ import (
 // implementation yet.
 var ErrNotSupported = errors.New("backend kind not supported")
 
-// Open opens the backend of the given kind. dsnOrPath is the connection
-// string for postgres and mysql and the database file for sqlite; maxConns
-// bounds the connection pool (DefaultMaxConns if <= 0). Failures to reach
-// the database wrap ErrUnavailable.
-func Open(ctx context.Context, kind config.BackendKind, dsnOrPath string, maxConns int) (Backend, error) {
+// Open opens the backend cfg describes: its kind, its DSN (postgres,
+// mysql) or file (sqlite), its pool's size (DefaultMaxConns if <= 0) and,
+// for postgres, its pipeline lanes. Failures to reach the database wrap
+// ErrUnavailable.
+func Open(ctx context.Context, cfg config.Backend) (Backend, error) {
+	kind, maxConns, dsnOrPath := cfg.Kind, cfg.MaxConns, cfg.DSN
+	if kind == config.BackendSQLite {
+		dsnOrPath = cfg.Path
+	}
 	switch kind {
 	case config.BackendPostgres:
 		b, err := OpenPostgres(ctx, dsnOrPath, maxConns)
 		if err != nil {
 			return nil, err
+		}
+		if cfg.PipelineLanes != nil {
+			b.setPipelineLanes(*cfg.PipelineLanes)
 		}
 		return b, nil
 	case config.BackendSQLite:

@@ -41,6 +41,9 @@ type pgPoolConn struct {
 	conn     *pgx.Conn
 	created  time.Time
 	released time.Time
+	// pipeline is the connection's state for combined batches (nil until
+	// its first).
+	pipeline *pipelineConn
 }
 
 const (

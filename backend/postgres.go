@@ -49,8 +49,11 @@ const cleanupTimeout = 5 * time.Second
 type Postgres struct {
 	pool *pgPool
 	desc string // host:port/database, for logs
-	// seen holds the statement texts run recently.
-	seen *lru.Cache[string, struct{}]
+	// seen holds the statement texts run recently, each with how long its
+	// last run took on the server's side.
+	seen *lru.Cache[string, time.Duration]
+	// combiner batches concurrent public-table statements (pgcombine.go).
+	combiner *pgCombiner
 }
 
 // seenStatements bounds the texts Postgres remembers to decide which to
@@ -117,7 +120,8 @@ func newPostgres(dsn string, maxConns int) (*Postgres, error) {
 	}
 	desc := fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
 	p := &Postgres{pool: newPgPool(cc, maxConns, afterConnect), desc: desc}
-	p.seen, _ = lru.New[string, struct{}](seenStatements)
+	p.seen, _ = lru.New[string, time.Duration](seenStatements)
+	p.setPipelineLanes(defaultPipelineLanes(maxConns))
 	return p, nil
 }
 
@@ -162,10 +166,12 @@ func (p *Postgres) query(ctx context.Context, read statementReader, sql string, 
 	defer p.pool.release(pc)
 
 	mode := pgx.QueryExecModeExec
-	if seen, _ := p.seen.ContainsOrAdd(sql, struct{}{}); seen {
+	if p.seen.Contains(sql) {
 		mode = pgx.QueryExecModeCacheStatement
 	}
+	ran := time.Now()
 	res, err := runStatement(ctx, pc.conn, read, sql, args, mode)
+	p.seen.Add(sql, time.Since(ran))
 	if err != nil {
 		cleanupConn(ctx, pc.conn)
 		slog.DebugContext(ctx, "backend: postgres query failed", "err", err, "elapsed", time.Since(start))
@@ -260,41 +266,19 @@ func cleanupConn(ctx context.Context, c *pgx.Conn) {
 type pgDecoder func(raw []byte) (any, error)
 
 func readPostgresRows(ctx context.Context, rows pgx.Rows, m *pgtype.Map) (*Rows, error) {
-	meter := resultMeter{limit: resultLimitFrom(ctx)}
-	fds := rows.FieldDescriptions()
-	res := &Rows{Columns: make([]Column, len(fds)), Values: [][]any{}}
-	decoders := make([]pgDecoder, len(fds))
-	for i, fd := range fds {
-		if fd.Format != pgx.TextFormatCode {
-			return nil, fmt.Errorf("column %q: unexpected result format %d", fd.Name, fd.Format)
-		}
-		t, dec := postgresDecoder(fd.DataTypeOID, m)
-		res.Columns[i] = Column{Name: fd.Name, Type: t}
-		decoders[i] = dec
+	b, err := newRowsBuilder(ctx, rows.FieldDescriptions(), m, false)
+	if err != nil {
+		return nil, err
 	}
 	for rows.Next() {
-		raw := rows.RawValues()
-		row := make([]any, len(raw))
-		for i, b := range raw {
-			if b == nil {
-				continue
-			}
-			v, err := decoders[i](b)
-			if err != nil {
-				return nil, fmt.Errorf("decode column %q (%s): %w", fds[i].Name, res.Columns[i].Type, err)
-			}
-			row[i] = v
-		}
-		if err := meter.add(row); err != nil {
+		if err := b.add(rows.RawValues()); err != nil {
 			return nil, err
 		}
-		res.Values = append(res.Values, row)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	conform(res.Columns, res.Values)
-	return res, nil
+	return b.result(), nil
 }
 
 // postgresDecoder returns the column type and decoder for a result column
@@ -366,4 +350,10 @@ func postgresDecoder(oid uint32, m *pgtype.Map) (sqltypes.Type, pgDecoder) {
 }
 
 // Stats implements Backend.
-func (p *Postgres) Stats() PoolStats { return p.pool.stats() }
+func (p *Postgres) Stats() PoolStats {
+	s := p.pool.stats()
+	if c := p.combiner; c != nil {
+		s.Pipelined, s.Batches = c.statements.Load(), c.batches.Load()
+	}
+	return s
+}

@@ -403,7 +403,7 @@ func decimalCents(s string) (int64, error) {
 func TestOpen(t *testing.T) {
 	ctx := context.Background()
 	path := newSQLiteFile(t, `CREATE TABLE t (x INTEGER)`)
-	b, err := Open(ctx, config.BackendSQLite, path, 0)
+	b, err := Open(ctx, config.Backend{Kind: config.BackendSQLite, Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,19 +412,19 @@ func TestOpen(t *testing.T) {
 	}
 	b.Close()
 
-	b, err = Open(ctx, config.BackendSQLite, filepath.Join(t.TempDir(), "missing.db"), 0)
+	b, err = Open(ctx, config.Backend{Kind: config.BackendSQLite, Path: filepath.Join(t.TempDir(), "missing.db")})
 	if b != nil || !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Open(sqlite, missing) = %v, %v; want nil, ErrUnavailable", b, err)
 	}
-	b, err = Open(ctx, config.BackendMySQL, "user@tcp(127.0.0.1:1)/db?timeout=2s", 0)
+	b, err = Open(ctx, config.Backend{Kind: config.BackendMySQL, DSN: "user@tcp(127.0.0.1:1)/db?timeout=2s"})
 	if b != nil || !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Open(mysql, closed port) = %v, %v; want nil, ErrUnavailable", b, err)
 	}
-	b, err = Open(ctx, config.BackendKind("oracle"), "x", 0)
+	b, err = Open(ctx, config.Backend{Kind: "oracle", DSN: "x"})
 	if b != nil || !errors.Is(err, ErrNotSupported) {
 		t.Errorf("Open(oracle) = %v, %v; want nil, ErrNotSupported", b, err)
 	}
-	b, err = Open(ctx, config.BackendPostgres, "postgres://postgres@127.0.0.1:1/x?connect_timeout=2", 0)
+	b, err = Open(ctx, config.Backend{Kind: config.BackendPostgres, DSN: "postgres://postgres@127.0.0.1:1/x?connect_timeout=2"})
 	if b != nil || !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Open(postgres, closed port) = %v, %v; want nil, ErrUnavailable", b, err)
 	}

@@ -3,9 +3,13 @@ package backend
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 
 	"github.com/dpproxy/dpproxy/sqltypes"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // WireQuerier is a backend that can return a public-table result in its
@@ -38,6 +42,26 @@ func wireSafe(t sqltypes.Type) bool {
 // QueryPostgresText runs sql and returns its rows as DataRow bodies when
 // every column is wire-safe.
 func (p *Postgres) QueryPostgresText(ctx context.Context, sql string, args ...any) (*Rows, error) {
+	if p.combiner != nil {
+		// Only a text seen before, whose last run was short, is combined:
+		// it runs prepared, and a long one would hold up its batch.
+		if last, seen := p.seen.Get(sql); seen && last < p.combiner.shorterThan {
+			res, took, err := p.combiner.run(ctx, sql, args)
+			if took > 0 {
+				p.seen.Add(sql, took)
+			}
+			switch {
+			case err == nil:
+				return res, nil
+			case errors.Is(err, errCombinerBusy):
+			case planChanged(err):
+				// A table changed under the connection's prepared
+				// statement (closed in its next batch): run it alone.
+			default:
+				return nil, err
+			}
+		}
+	}
 	return p.query(ctx, queryWire, sql, args)
 }
 
@@ -50,43 +74,122 @@ func queryWire(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pg
 		return nil, err
 	}
 	defer rows.Close()
-	fds := rows.FieldDescriptions()
-	cols := make([]Column, len(fds))
-	for i, fd := range fds {
-		t, _ := postgresDecoder(fd.DataTypeOID, c.TypeMap())
-		cols[i] = Column{Name: fd.Name, Type: t}
-		if fd.Format != pgx.TextFormatCode || !wireSafe(t) {
-			res, err := readPostgresRows(ctx, rows, c.TypeMap())
-			stopIfTooLarge(ctx, c, err)
-			return res, err
-		}
+	b, err := newRowsBuilder(ctx, rows.FieldDescriptions(), c.TypeMap(), true)
+	if err != nil {
+		return nil, err
 	}
-	// Every row's body goes into one buffer, sliced at the end.
-	meter := resultMeter{limit: resultLimitFrom(ctx)}
-	var buf []byte
-	var ends []int
 	for rows.Next() {
-		raw := rows.RawValues()
-		start := len(buf)
-		buf = binary.BigEndian.AppendUint16(buf, uint16(len(raw)))
-		for _, b := range raw {
-			if b == nil {
-				buf = binary.BigEndian.AppendUint32(buf, 0xFFFFFFFF)
-				continue
-			}
-			buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
-			buf = append(buf, b...)
-		}
-		if err := meter.addEncoded(len(buf) - start); err != nil {
+		if err := b.add(rows.RawValues()); err != nil {
 			stopIfTooLarge(ctx, c, err)
 			return nil, err
 		}
-		ends = append(ends, len(buf))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	return &Rows{Columns: cols, PostgresText: splitRows(buf, ends)}, nil
+	return b.result(), nil
+}
+
+// readResultReader reads a pipelined statement's result as queryWire
+// does. A result over the ResultLimit is read to its end and dropped.
+func readResultReader(ctx context.Context, rr *pgconn.ResultReader, m *pgtype.Map) (*Rows, error) {
+	b, err := newRowsBuilder(ctx, rr.FieldDescriptions(), m, true)
+	if err == nil {
+		for rr.NextRow() {
+			if err = b.add(rr.Values()); err != nil {
+				break
+			}
+		}
+	}
+	if _, cerr := rr.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b.result(), nil
+}
+
+// rowsBuilder collects a result's rows from their text values: as
+// DataRow bodies when asked and every column is wire-safe, decoded
+// otherwise.
+type rowsBuilder struct {
+	meter    resultMeter
+	fds      []pgconn.FieldDescription
+	cols     []Column
+	decoders []pgDecoder // nil for DataRow bodies
+	// DataRow bodies: every row's body in buf, each ending at ends[i].
+	buf  []byte
+	ends []int
+	// Decoded rows.
+	values [][]any
+}
+
+func newRowsBuilder(ctx context.Context, fds []pgconn.FieldDescription, m *pgtype.Map, wire bool) (*rowsBuilder, error) {
+	b := &rowsBuilder{meter: resultMeter{limit: resultLimitFrom(ctx)}, fds: fds, cols: make([]Column, len(fds))}
+	decoders := make([]pgDecoder, len(fds))
+	for i, fd := range fds {
+		if fd.Format != pgx.TextFormatCode {
+			return nil, fmt.Errorf("column %q: unexpected result format %d", fd.Name, fd.Format)
+		}
+		t, dec := postgresDecoder(fd.DataTypeOID, m)
+		b.cols[i] = Column{Name: fd.Name, Type: t}
+		decoders[i] = dec
+		if !wireSafe(t) {
+			wire = false
+		}
+	}
+	if !wire {
+		b.decoders = decoders
+		b.values = [][]any{}
+	}
+	return b, nil
+}
+
+// add adds one row, its values in text form (nil for NULL).
+func (b *rowsBuilder) add(raw [][]byte) error {
+	if b.decoders == nil {
+		start := len(b.buf)
+		b.buf = binary.BigEndian.AppendUint16(b.buf, uint16(len(raw)))
+		for _, v := range raw {
+			if v == nil {
+				b.buf = binary.BigEndian.AppendUint32(b.buf, 0xFFFFFFFF)
+				continue
+			}
+			b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(v)))
+			b.buf = append(b.buf, v...)
+		}
+		if err := b.meter.addEncoded(len(b.buf) - start); err != nil {
+			return err
+		}
+		b.ends = append(b.ends, len(b.buf))
+		return nil
+	}
+	row := make([]any, len(raw))
+	for i, v := range raw {
+		if v == nil {
+			continue
+		}
+		d, err := b.decoders[i](v)
+		if err != nil {
+			return fmt.Errorf("decode column %q (%s): %w", b.fds[i].Name, b.cols[i].Type, err)
+		}
+		row[i] = d
+	}
+	if err := b.meter.add(row); err != nil {
+		return err
+	}
+	b.values = append(b.values, row)
+	return nil
+}
+
+// result is the rows added.
+func (b *rowsBuilder) result() *Rows {
+	if b.decoders == nil {
+		return &Rows{Columns: b.cols, PostgresText: splitRows(b.buf, b.ends)}
+	}
+	conform(b.cols, b.values)
+	return &Rows{Columns: b.cols, Values: b.values}
 }
 
 // splitRows cuts buf, every row's wire form one after another, at ends

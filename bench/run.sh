@@ -711,9 +711,11 @@ cleanup
 PROXY_PIDS=()
 trap 'rm -rf "$BIN"' EXIT
 
-# Workloads 7 and 8 and the other micro-benchmarks, with the servers gone.
+# Workloads 7 and 8 and the other micro-benchmarks, with the servers gone,
+# one package at a time (-p 1: go test otherwise runs as many packages'
+# benchmarks at once as there are cores, each timing the other's load).
 log "Go micro-benchmarks (-count $GB_COUNT, -benchtime $BENCHTIME)"
-go test -run '^$' -benchmem -count "$GB_COUNT" -benchtime "$BENCHTIME" \
+go test -p 1 -run '^$' -benchmem -count "$GB_COUNT" -benchtime "$BENCHTIME" \
   -bench 'ParseAnalyzeRewrite|Laplace|Gaussian|Exponential10|PartitionSelection|CommitParallel|CommitSerial|CacheHit|DPQueryNoCache|DPQueryDistinctText|Passthrough|DataRow' \
   ./rewrite/ ./mechanisms/ ./budget/ ./engine/ ./session/ ./proxy/pgwire/ >"$OUT/gobench.txt" 2>&1 ||
   { log "go test -bench failed"; tail -20 "$OUT/gobench.txt" >&2; exit 1; }

@@ -459,7 +459,7 @@ var (
 	listenKeys = []string{"postgres", "mysql", "tls", "tls_cert", "tls_key", "statement_timeout", "idle_timeout", "write_timeout",
 		"max_message_size", "max_result_rows", "max_result_bytes", "max_connections", "max_connections_per_analyst", "max_handshakes",
 		"login_backoff", "login_backoff_max"}
-	backendKeys   = []string{"kind", "dsn", "catalog_dsn", "path", "max_conns"}
+	backendKeys   = []string{"kind", "dsn", "catalog_dsn", "path", "max_conns", "pipeline_lanes"}
 	ledgerKeys    = []string{"path", "postgres", "schema", "hold_lease"}
 	cacheKeys     = []string{"size", "ttl"}
 	defaultsKeys  = []string{"epsilon", "delta", "max_epsilon_per_query", "max_groups_per_unit", "max_rows_per_unit", "neighbouring", "mechanism", "min_max_quantiles", "accountant", "delta_prime"}
@@ -527,6 +527,12 @@ func (d *decoder) policy(root *yaml.Node, p *Policy) {
 					d.str(v, path, &p.Backend.Path)
 				case "max_conns":
 					d.int(v, path, &p.Backend.MaxConns)
+				case "pipeline_lanes":
+					lanes := -1
+					d.int(v, path, &lanes)
+					if lanes != -1 || !isNull(v) {
+						p.Backend.PipelineLanes = &lanes
+					}
 				}
 			})
 		case "ledger":

@@ -65,6 +65,8 @@ var badCases = []struct {
 	{"backend_sqlite_dsn", `backend_sqlite_dsn.yaml:4:8: backend.dsn: not used with kind sqlite; expected path to name the database file`},
 	{"max_conns_zero", `max_conns_zero.yaml:4:14: backend.max_conns: must be between 1 and 1000, got 0`},
 	{"max_conns_huge", `max_conns_huge.yaml:4:14: backend.max_conns: must be between 1 and 1000, got 100000`},
+	{"pipeline_lanes_sqlite", `pipeline_lanes_sqlite.yaml:4:19: backend.pipeline_lanes: only used with kind postgres: a sqlite backend sends each statement on a connection of its own; remove it`},
+	{"pipeline_lanes_many", `pipeline_lanes_many.yaml:5:19: backend.pipeline_lanes: must be between 0 (off) and backend.max_conns (4), got 5`},
 	{"ledger_path_and_postgres", `ledger_path_and_postgres.yaml:20:9: ledger.path: a ledger is a file (path) or a shared PostgreSQL database (postgres), not both; remove one`},
 	{"ledger_postgres_not_url", `ledger_postgres_not_url.yaml:20:13: ledger.postgres: expected the URL (scheme postgres or postgresql) of the database the shared ledger lives in, got "host=db dbname=ledger"`},
 	{"ledger_schema_bad", `ledger_schema_bad.yaml:21:11: ledger.schema: expected a lower-case SQL identifier (letters, digits, _), got "My-Ledger"`},
@@ -843,3 +845,32 @@ audit:
 		t.Errorf("audit %+v, want %+v", p.Audit, want)
 	}
 }
+
+// TestPipelineLanes: unset, the backend picks; a number, including 0
+// (off), is kept.
+func TestPipelineLanes(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "minimal.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		line string
+		want *int
+	}{
+		{"", nil},
+		{"  pipeline_lanes: 0\n", ptr(0)},
+		{"  pipeline_lanes: 3\n", ptr(3)},
+	} {
+		text := strings.Replace(string(data), "backend:\n", "backend:\n"+tc.line, 1)
+		p, err := Parse([]byte(text), "lanes.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.line, err)
+		}
+		got := p.Backend.PipelineLanes
+		if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+			t.Errorf("%q: PipelineLanes = %v, want %v", tc.line, got, tc.want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

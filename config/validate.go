@@ -227,6 +227,14 @@ func (d *decoder) validateBackend(p *Policy, baseDir string) {
 	} else if b.MaxConns < 1 || b.MaxConns > MaxMaxConns {
 		d.errorf("backend.max_conns", "must be between 1 and %d, got %d", MaxMaxConns, b.MaxConns)
 	}
+	if l := b.PipelineLanes; l != nil {
+		switch {
+		case b.Kind != BackendPostgres:
+			d.errorf("backend.pipeline_lanes", "only used with kind postgres: a %s backend sends each statement on a connection of its own; remove it", b.Kind)
+		case *l < 0 || *l > b.MaxConns:
+			d.errorf("backend.pipeline_lanes", "must be between 0 (off) and backend.max_conns (%d), got %d", b.MaxConns, *l)
+		}
+	}
 	if b.Kind == BackendSQLite && b.Path != ":memory:" && !strings.HasPrefix(b.Path, "file:") {
 		b.Path = resolve(baseDir, b.Path)
 	}

@@ -127,11 +127,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // openBackend reaches a database as dpproxy serve would.
 func openBackend(ctx context.Context, kind config.BackendKind, dsn, path string) (backend.Backend, error) {
-	target := dsn
-	if kind == config.BackendSQLite {
-		target = path
-	}
-	be, err := backend.Open(ctx, kind, target, 2)
+	be, err := backend.Open(ctx, config.Backend{Kind: kind, DSN: dsn, Path: path, MaxConns: 2})
 	if err != nil {
 		return nil, fmt.Errorf("opening the %s database: %w", kind, err)
 	}

@@ -113,11 +113,7 @@ func open(ctx context.Context, pol *config.Policy) (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	target := pol.Backend.DSN
-	if pol.Backend.Kind == config.BackendSQLite {
-		target = pol.Backend.Path
-	}
-	rt.backend, err = backend.Open(ctx, pol.Backend.Kind, target, pol.Backend.MaxConns)
+	rt.backend, err = backend.Open(ctx, pol.Backend)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s backend: %w", pol.Backend.Kind, err)
 	}

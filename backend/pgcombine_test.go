@@ -1,0 +1,325 @@
+package backend
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dpproxy/dpproxy/config"
+)
+
+// openCombinedT opens a Postgres whose public-table statements go through
+// a combiner of the given lanes.
+func openCombinedT(t *testing.T, dsn string, maxConns, lanes int) *Postgres {
+	t.Helper()
+	p := openPostgresT(t, dsn, maxConns)
+	p.combiner = newPgCombiner(p.pool, lanes)
+	return p
+}
+
+// dataRowTexts reads a DataRow body's values (NULL as "<null>").
+func dataRowTexts(t *testing.T, body []byte) []string {
+	t.Helper()
+	n := int(binary.BigEndian.Uint16(body))
+	body = body[2:]
+	out := make([]string, n)
+	for i := range out {
+		size := int32(binary.BigEndian.Uint32(body))
+		body = body[4:]
+		if size < 0 {
+			out[i] = "<null>"
+			continue
+		}
+		out[i] = string(body[:size])
+		body = body[size:]
+	}
+	return out
+}
+
+// TestCombinerAnswersEachCaller: many callers at once on two lanes; every
+// caller gets its own answer, errors stay with the statement that caused
+// them, and statements were sent several to a batch.
+func TestCombinerAnswersEachCaller(t *testing.T) {
+	p := openCombinedT(t, pgDSN(t), 4, 2)
+	p.combiner.holdoff = time.Minute // every statement waits for a lane
+	p.combiner.shorterThan = time.Minute
+	const callers, each = 24, 40
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Go(func() {
+			for i := range each {
+				n := g*1000 + i
+				ctx := context.Background()
+				if i%5 == 4 {
+					// Division by zero for every fifth: an error of its own.
+					_, err := p.QueryPostgresText(ctx, `SELECT 1 / $1::int`, int64(0))
+					var pe *pgconn.PgError
+					if !errors.As(err, &pe) || pe.Code != "22012" {
+						t.Errorf("caller %d: division by zero gave %v", g, err)
+						return
+					}
+					continue
+				}
+				sql := `SELECT $1::int8 * 2, 'x' || $1::text`
+				if i%3 == 0 {
+					sql = `SELECT ` + strconv.Itoa(n) + `::int8 * 2, 'x' || ` + strconv.Itoa(n) // a one-off text
+				}
+				res, err := p.QueryPostgresText(ctx, sql, argsFor(sql, n)...)
+				if err != nil {
+					t.Errorf("caller %d: %v", g, err)
+					return
+				}
+				if len(res.PostgresText) != 1 {
+					t.Errorf("caller %d: %d rows", g, len(res.PostgresText))
+					return
+				}
+				got := dataRowTexts(t, res.PostgresText[0])
+				if want := []string{strconv.Itoa(2 * n), "x" + strconv.Itoa(n)}; fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("caller %d: got %q, want %q", g, got, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// The one-off texts ran alone, as did each repeated text the first time.
+	batches, stmts := p.combiner.batches.Load(), p.combiner.statements.Load()
+	if stmts < callers*each/2 || stmts > callers*each {
+		t.Errorf("%d of %d statements went through the combiner", stmts, callers*each)
+	}
+	if batches >= stmts {
+		t.Errorf("%d batches for %d statements: nothing was combined", batches, stmts)
+	}
+	t.Logf("%d statements in %d batches", stmts, batches)
+	if n := p.pool.idleCount(); n > 4 {
+		t.Errorf("%d idle connections, want at most 4", n)
+	}
+}
+
+func argsFor(sql string, n int) []any {
+	if sql == `SELECT $1::int8 * 2, 'x' || $1::text` {
+		return []any{int64(n)}
+	}
+	return nil
+}
+
+// TestCombinerPreparedStatements: a text seen before runs as a statement
+// prepared on the connection; a table change under it is answered (the
+// statement prepared again), and statements beyond the connection's bound
+// are closed on the server.
+func TestCombinerPreparedStatements(t *testing.T) {
+	dsn := pgDSN(t)
+	schema := pgSchema(t, dsn)
+	p := openCombinedT(t, dsn, 1, 1)
+	p.combiner.keep = 2
+	p.combiner.shorterThan = time.Minute // however busy the machine
+	ctx := context.Background()
+	q := `SELECT * FROM ` + schema + `.t WHERE id = $1`
+	for i := range 3 {
+		res, err := p.QueryPostgresText(ctx, q, int64(1))
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if len(res.Columns) != 4 {
+			t.Fatalf("run %d: columns %#v", i, res.Columns)
+		}
+	}
+	preparedNames := func() []string {
+		t.Helper()
+		res, err := p.Query(ctx, `SELECT name FROM pg_prepared_statements WHERE name LIKE 'dpproxy_c%' ORDER BY name`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range res.Values {
+			names = append(names, r[0].(string))
+		}
+		return names
+	}
+	if got := preparedNames(); fmt.Sprint(got) != "[dpproxy_c1]" {
+		t.Errorf("prepared for batches: %q, want [dpproxy_c1]", got)
+	}
+
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `ALTER TABLE `+schema+`.t ADD COLUMN w int DEFAULT 7`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.QueryPostgresText(ctx, q, int64(1))
+	if err != nil {
+		t.Fatalf("after ALTER TABLE: %v", err)
+	}
+	if len(res.Columns) != 5 {
+		t.Errorf("after ALTER TABLE: columns %#v", res.Columns)
+	}
+
+	// Three more texts, each twice, at a bound of two per connection.
+	for i := range 3 {
+		other := q + ` AND ` + strconv.Itoa(i) + ` = ` + strconv.Itoa(i)
+		for range 2 {
+			if _, err := p.QueryPostgresText(ctx, other, int64(2)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 2 { // the second batch closes what the first evicted
+		if _, err := p.QueryPostgresText(ctx, q, int64(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := preparedNames(); len(got) > 2 {
+		t.Errorf("prepared for batches: %q, want at most 2", got)
+	}
+}
+
+// TestCombinerCallerGivesUp: a caller whose context ends gets its error at
+// once; the others in its batch get their answers; a batch whose callers
+// have all gone is canceled on the server.
+func TestCombinerCallerGivesUp(t *testing.T) {
+	p := openCombinedT(t, pgDSN(t), 2, 1)
+	ctx := context.Background()
+
+	// A slow leader holds the lane; two callers wait behind it, one of
+	// which gives up.
+	c := p.combiner
+	slowDone := make(chan error, 1)
+	go func() {
+		_, _, err := c.run(ctx, `SELECT pg_sleep(0.3)::text`, nil)
+		slowDone <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	c.progress.Store(time.Now().UnixNano()) // within the holdoff: wait
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, _, err := c.run(short, `SELECT 1`, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 200*time.Millisecond {
+		t.Errorf("a caller that gave up after 20 ms: %v after %v", err, time.Since(start))
+	}
+	if err := <-slowDone; err != nil {
+		t.Errorf("the slow statement: %v", err)
+	}
+
+	// Every caller gone: the server stops the statement.
+	gone, cancelGone := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancelGone()
+	start = time.Now()
+	_, _, err = c.run(gone, `SELECT pg_sleep(5)::text`, nil)
+	if err == nil || time.Since(start) > 2*time.Second {
+		t.Errorf("a 5 s statement whose caller left after 100 ms: %v after %v", err, time.Since(start))
+	}
+	if _, _, err := c.run(ctx, `SELECT 1`, nil); err != nil {
+		t.Errorf("after a canceled batch: %v", err)
+	}
+}
+
+// TestCombinerHoldoff: when every lane has gone longer than the holdoff
+// without finishing a batch, a new statement runs alone instead of
+// waiting behind the slow one.
+func TestCombinerHoldoff(t *testing.T) {
+	p := openCombinedT(t, pgDSN(t), 2, 1)
+	p.combiner.shorterThan = time.Minute
+	ctx := context.Background()
+	fast := `SELECT 42`
+	if _, err := p.QueryPostgresText(ctx, fast); err != nil { // seen, short: combined from now on
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, _, err := p.combiner.run(ctx, `SELECT pg_sleep(0.5)::text`, nil); err != nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	res, err := p.QueryPostgresText(ctx, fast)
+	if err != nil || len(res.PostgresText) != 1 {
+		t.Fatalf("SELECT 42: %v %#v", err, res)
+	}
+	if waited := time.Since(start); waited > 300*time.Millisecond {
+		t.Errorf("a short statement waited %v behind a 0.5 s one", waited)
+	}
+	<-done
+}
+
+// TestCombinerResultLimit: a result over the cap fails alone; the next
+// statement on the lane is answered.
+func TestCombinerResultLimit(t *testing.T) {
+	p := openCombinedT(t, pgDSN(t), 1, 1)
+	ctx := context.Background()
+	c := p.combiner
+	_, _, err := c.run(WithResultLimit(ctx, ResultLimit{Rows: 10}), `SELECT g FROM generate_series(1, 1000) g`, nil)
+	var tl *ResultTooLargeError
+	if !errors.As(err, &tl) || !tl.Rows {
+		t.Errorf("1000 rows at a cap of 10: %v", err)
+	}
+	res, _, err := c.run(ctx, `SELECT count(*) FROM generate_series(1, 1000)`, nil)
+	if err != nil || len(res.PostgresText) != 1 || dataRowTexts(t, res.PostgresText[0])[0] != "1000" {
+		t.Errorf("the next statement: %v %#v", err, res)
+	}
+}
+
+// TestCombinerOnlyShortSeenTexts: a text runs alone the first time and is
+// combined from then on while its runs stay short; a text whose last run
+// was long always runs alone.
+func TestCombinerOnlyShortSeenTexts(t *testing.T) {
+	p := openCombinedT(t, pgDSN(t), 2, 1)
+	p.combiner.shorterThan = 50 * time.Millisecond
+	ctx := context.Background()
+	combined := func() int64 { return p.combiner.statements.Load() }
+	for i, want := range []int64{0, 1, 2} {
+		if _, err := p.QueryPostgresText(ctx, `SELECT 7`); err != nil {
+			t.Fatal(err)
+		}
+		if got := combined(); got != want {
+			t.Errorf("run %d of a short text: %d combined, want %d", i+1, got, want)
+		}
+	}
+	for i := range 3 {
+		if _, err := p.QueryPostgresText(ctx, `SELECT pg_sleep(0.1)::text`); err != nil {
+			t.Fatal(err)
+		}
+		if got := combined(); got != 2 {
+			t.Errorf("run %d of a 100 ms text: %d combined, want still 2", i+1, got)
+		}
+	}
+}
+
+// TestOpenPipelineLanes: the policy's backend.pipeline_lanes reaches the
+// backend; 0 turns combining off.
+func TestOpenPipelineLanes(t *testing.T) {
+	dsn := pgDSN(t)
+	for _, tc := range []struct {
+		lanes *int
+		want  int // 0: no combiner
+	}{
+		{nil, defaultPipelineLanes(8)},
+		{new(0), 0},
+		{new(3), 3},
+	} {
+		b, err := Open(context.Background(), config.Backend{Kind: config.BackendPostgres, DSN: dsn, MaxConns: 8, PipelineLanes: tc.lanes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := b.(*Postgres)
+		got := 0
+		if p.combiner != nil {
+			got = p.combiner.lanes
+		}
+		if got != tc.want {
+			t.Errorf("pipeline_lanes %v: %d lanes, want %d", tc.lanes, got, tc.want)
+		}
+		b.Close()
+	}
+}
