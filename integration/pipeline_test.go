@@ -1,0 +1,107 @@
+package integration
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/demo"
+)
+
+// TestPassthroughPipelinedPostgres: sixteen clients at once, in the simple
+// and the extended protocol, each asking for clinics by id through dpproxy
+// in front of PostgreSQL: every answer is the clinic asked for (the
+// statements, pipelined together on shared backend connections, are not
+// crossed), and the metrics show they were combined several to a batch.
+func TestPassthroughPipelinedPostgres(t *testing.T) {
+	dsn := pgDatabase(t)
+	ctx := context.Background()
+	direct, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]string{}
+	rows, err := direct.Query(ctx, "SELECT clinic_id, name || '/' || city FROM clinics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int
+		var s string
+		if err := rows.Scan(&id, &s); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = s
+	}
+	direct.Close(ctx)
+	if len(want) != demo.NumClinics {
+		t.Fatalf("%d clinics, want %d", len(want), demo.NumClinics)
+	}
+
+	v, err := auth.NewSCRAMVerifier("opspw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := writePolicy(t, "backend:\n  kind: postgres\n  dsn: "+strconv.Quote(dsn)+"\n  max_conns: 8\n  pipeline_lanes: 2\n"+
+		"admin:\n  listen: 127.0.0.1:0\n  user: ops\n  password:\n    scram_sha_256: "+strconv.Quote(v.String())+"\n", 100)
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	m := adminListening.FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("no admin listening line:\n%s", p.stderr.String())
+	}
+
+	const clients, each = 16, 150
+	var wg sync.WaitGroup
+	for c := range clients {
+		mode := "simple_protocol"
+		if c%2 == 1 {
+			mode = "cache_statement"
+		}
+		wg.Go(func() {
+			conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/clinic?sslmode=disable&default_query_exec_mode="+mode)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close(ctx)
+			for range each {
+				id := 1 + rand.IntN(demo.NumClinics)
+				var name, city string
+				if err := conn.QueryRow(ctx, "SELECT name, city FROM clinics WHERE clinic_id = $1", id).Scan(&name, &city); err != nil {
+					t.Errorf("%s: clinic %d: %v", mode, id, err)
+					return
+				}
+				if got := name + "/" + city; got != want[id] {
+					t.Errorf("%s: clinic %d: got %q, want %q", mode, id, got, want[id])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	status, body := get(t, "http://"+m[1]+"/metrics", "opspw")
+	if status != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", status, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipelined := metricValue(families, "dpproxy_backend_pipelined_statements_total", nil)
+	batches := metricValue(families, "dpproxy_backend_pipeline_batches_total", nil)
+	t.Logf("%v of %d statements pipelined in %v batches", pipelined, clients*each, batches)
+	if pipelined < clients*each/2 || pipelined > clients*each || batches <= 0 || pipelined/batches <= 1 {
+		t.Errorf("%v statements pipelined in %v batches (%d sent): want most of them, several to a batch", pipelined, batches, clients*each)
+	}
+}
