@@ -37,7 +37,8 @@ import (
 // A slow statement delays the statements sent after it in its batch. So
 // only a text seen before whose last run took the server less than
 // combineShorterThan is combined (a public-table text runs alone the
-// first time; each run, alone or combined, records how long it took), and
+// first time), until a combined run of it takes combineLeaveAt or more;
+// and
 // so that lanes held by statements that turned slow do not hold everyone,
 // a statement that finds every lane busy and no batch finished for
 // combineHoldoff runs on a pooled connection of its own. A combined text
@@ -48,8 +49,14 @@ import (
 // before new statements stop waiting for one.
 const combineHoldoff = 2 * time.Millisecond
 
-// combineShorterThan is the longest last run of a text that is combined.
-const combineShorterThan = 2 * time.Millisecond
+// A text is combined once a run of it took the server less than
+// combineShorterThan, and until a combined run takes combineLeaveAt or
+// more: how long a statement takes at the head of a batch includes the
+// server's own queue, which a busy server makes long for any statement.
+const (
+	combineShorterThan = 2 * time.Millisecond
+	combineLeaveAt     = 20 * time.Millisecond
+)
 
 // combinePrepared bounds the statements one connection keeps prepared for
 // combined batches.
@@ -69,9 +76,9 @@ type pgCombiner struct {
 	progress atomic.Int64
 	// keep bounds the statements one connection keeps prepared for
 	// batches (combinePrepared); holdoff is combineHoldoff, shorterThan
-	// combineShorterThan.
-	keep                 int
-	holdoff, shorterThan time.Duration
+	// combineShorterThan and leaveAt combineLeaveAt.
+	keep                          int
+	holdoff, shorterThan, leaveAt time.Duration
 
 	// batches and statements count what was sent.
 	batches, statements atomic.Int64
@@ -111,7 +118,7 @@ func (p *Postgres) setPipelineLanes(lanes int) {
 }
 
 func newPgCombiner(pool *pgPool, lanes int) *pgCombiner {
-	c := &pgCombiner{pool: pool, lanes: max(lanes, 1), keep: combinePrepared, holdoff: combineHoldoff, shorterThan: combineShorterThan}
+	c := &pgCombiner{pool: pool, lanes: max(lanes, 1), keep: combinePrepared, holdoff: combineHoldoff, shorterThan: combineShorterThan, leaveAt: combineLeaveAt}
 	c.progress.Store(time.Now().UnixNano())
 	return c
 }

@@ -323,3 +323,33 @@ func TestOpenPipelineLanes(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestCombinerLeavesOnlyWhenSlow: a combined text stays combined through
+// runs longer than it takes to enter (a busy server's queue), and runs
+// alone once a run takes leaveAt or more.
+func TestCombinerLeavesOnlyWhenSlow(t *testing.T) {
+	p := openCombinedT(t, pgDSN(t), 2, 1)
+	p.combiner.shorterThan = 50 * time.Millisecond
+	p.combiner.leaveAt = 500 * time.Millisecond
+	ctx := context.Background()
+	q := `SELECT pg_sleep($1::float8)::text`
+	for i, step := range []struct {
+		sleep    float64
+		combined int64 // statements combined after the run
+	}{
+		{0, 0},   // first run: alone
+		{0, 1},   // seen and short: combined
+		{0.1, 2}, // longer than it takes to enter, shorter than to leave: still combined
+		{0, 3},
+		{0.6, 4}, // combined, and too long: leaves
+		{0, 4},   // alone, short again
+		{0, 5},   // combined again
+	} {
+		if _, err := p.QueryPostgresText(ctx, q, step.sleep); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.combiner.statements.Load(); got != step.combined {
+			t.Errorf("run %d (%.1f s): %d combined, want %d", i+1, step.sleep, got, step.combined)
+		}
+	}
+}

@@ -47,8 +47,8 @@ func (p *Postgres) QueryPostgresText(ctx context.Context, sql string, args ...an
 		// it runs prepared, and a long one would hold up its batch.
 		if last, seen := p.seen.Get(sql); seen && last < p.combiner.shorterThan {
 			res, took, err := p.combiner.run(ctx, sql, args)
-			if took > 0 {
-				p.seen.Add(sql, took)
+			if took >= p.combiner.leaveAt {
+				p.seen.Add(sql, took) // runs alone from now on
 			}
 			switch {
 			case err == nil:

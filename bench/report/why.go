@@ -468,8 +468,8 @@ target, four rounds): dpproxy before 0.87–0.92× PgBouncer's TPS (simple
 protocol) and 0.79–0.91× (extended), after 0.97–1.04× and 1.03–1.08×;
 its CPU per query 58–61 µs → 51–57 µs (simple) and 58–73 µs → 54–60 µs
 (extended). Only a text seen before whose last run took the server under
-2 ms is combined, so that a long statement never holds up a batch more
-than once. Before that: public-table rows of wire-safe types (bool,
+2 ms is combined, and it leaves once a combined run takes 20 ms, so that
+a long statement holds up a batch at most once. Before that: public-table rows of wire-safe types (bool,
 integers, text) go to PostgreSQL clients as the backend's own DataRow
 bytes, without decoding and re-encoding each value (the micro-benchmark
 DataRowWire1000 against DataRowTextSafe1000: about 2.5× faster, no
