@@ -463,11 +463,11 @@ pipeline mode, each prepared on it and followed by its own Sync, flushes
 once and hands each caller its result. A batch costs dpproxy one write to
 PostgreSQL and PostgreSQL one read, one process wake-up and a write per
 statement, where each statement cost a round trip of its own. On the
-development machine, 16 clients, in turns with PgBouncer (6–8 s per
-target, four rounds): dpproxy before 0.87–0.92× PgBouncer's TPS (simple
-protocol) and 0.79–0.91× (extended), after 0.97–1.04× and 1.03–1.08×;
-its CPU per query 58–61 µs → 51–57 µs (simple) and 58–73 µs → 54–60 µs
-(extended). Only a text seen before whose last run took the server under
+development machine, 16 clients, the commits before and after in turns
+with PgBouncer (5–8 s per target, eight rounds per protocol): dpproxy
+before 0.85–0.95× PgBouncer's TPS (simple protocol) and 0.79–0.91×
+(extended), after 0.95–1.13× and 0.98–1.05×; its CPU per query
+54–61 µs → 49–57 µs (simple) and 58–73 µs → 54–60 µs (extended). Only a text seen before whose last run took the server under
 2 ms is combined, and it leaves once a combined run takes 20 ms, so that
 a long statement holds up a batch at most once. Before that: public-table rows of wire-safe types (bool,
 integers, text) go to PostgreSQL clients as the backend's own DataRow
