@@ -38,15 +38,15 @@ import (
 // only a text seen before whose last run took the server less than
 // combineShorterThan is combined (a public-table text runs alone the
 // first time), until a combined run of it takes combineLeaveAt or more;
-// and
-// so that lanes held by statements that turned slow do not hold everyone,
-// a statement that finds every lane busy and no batch finished for
-// combineHoldoff runs on a pooled connection of its own. A combined text
-// is prepared on the connection that runs it, once (each connection keeps
-// combinePrepared of them, closing the least recently used).
+// and so that lanes held by statements that turned slow do not hold
+// everyone, a statement that finds every lane busy, none taken and no
+// batch finished for combineHoldoff, runs on a pooled connection of its
+// own. A combined text is prepared on the connection that runs it, once
+// (each connection keeps combinePrepared of them, closing the least
+// recently used).
 
-// combineHoldoff is how long every lane may go without finishing a batch
-// before new statements stop waiting for one.
+// combineHoldoff is how long the lanes, all busy, may go without one
+// being taken or finishing a batch before new statements stop waiting.
 const combineHoldoff = 2 * time.Millisecond
 
 // A text is combined once a run of it took the server less than
@@ -72,7 +72,8 @@ type pgCombiner struct {
 	pending []*combinedStmt
 	leading int // lanes in use
 
-	// progress is when a batch last finished (UnixNano).
+	// progress is when a lane was last taken or a batch last finished
+	// (UnixNano).
 	progress atomic.Int64
 	// keep bounds the statements one connection keeps prepared for
 	// batches (combinePrepared); holdoff is combineHoldoff, shorterThan
@@ -134,6 +135,7 @@ func (c *pgCombiner) run(ctx context.Context, sql string, args []any) (*Rows, ti
 	c.mu.Lock()
 	if c.leading < c.lanes {
 		c.leading++
+		c.progress.Store(time.Now().UnixNano())
 		batch := append(c.pending, s)
 		c.pending = nil
 		c.mu.Unlock()
