@@ -711,9 +711,9 @@ cleanup
 PROXY_PIDS=()
 trap 'rm -rf "$BIN"' EXIT
 # Write back what the databases left dirty (with --visits-100m, gigabytes
-# of the dropped 100M-visit database) before timing anything: while the
-# kernel writes it back, the benchmarks that allocate most ran at half
-# their speed (WhereCast 63 µs against 38 µs in a run without it).
+# of the dropped 100M-visit database) before timing anything: in one run
+# without this, the benchmarks that allocate most ran at half their speed
+# (WhereCast 63 µs against 38 µs in the run before), the others did not.
 sync
 
 # Workloads 7 and 8 and the other micro-benchmarks, with the servers gone,
