@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -396,8 +397,9 @@ func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combi
 			}
 			if err != nil {
 				// The statement did not prepare; its execution failed
-				// for that reason alone.
+				// for that reason alone. Nothing is on the server to close.
 				st.prepared.Remove(s.sql)
+				st.evicted = slices.DeleteFunc(st.evicted, func(n string) bool { return n == ss.prepared })
 				s.err = statementError(err)
 			}
 		}

@@ -353,3 +353,30 @@ func TestCombinerLeavesOnlyWhenSlow(t *testing.T) {
 		}
 	}
 }
+
+// TestCombinerFailedPrepare: a text that fails to prepare gets its error,
+// and its statement name is not closed on the server afterwards (it was
+// never there: closing it would only log an error on the server).
+func TestCombinerFailedPrepare(t *testing.T) {
+	p := openCombinedT(t, pgDSN(t), 1, 1)
+	p.combiner.shorterThan = time.Minute
+	ctx := context.Background()
+	q := `SELECT x FROM no_such_table_` + strconv.FormatInt(time.Now().UnixNano(), 10)
+	for i := range 2 { // alone, then combined
+		_, err := p.QueryPostgresText(ctx, q)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "42P01" {
+			t.Fatalf("run %d: %v, want undefined_table", i+1, err)
+		}
+	}
+	if p.combiner.statements.Load() != 1 {
+		t.Fatalf("%d statements combined, want 1", p.combiner.statements.Load())
+	}
+	pc := p.pool.idle[0]
+	if pc.pipeline == nil || len(pc.pipeline.evicted) != 0 || pc.pipeline.prepared.Len() != 0 {
+		t.Errorf("after a failed prepare: %+v", pc.pipeline)
+	}
+	if _, err := p.QueryPostgresText(ctx, `SELECT 1`); err != nil {
+		t.Errorf("the connection after a failed prepare: %v", err)
+	}
+}
