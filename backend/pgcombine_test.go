@@ -21,7 +21,7 @@ import (
 func openCombinedT(t *testing.T, dsn string, maxConns, lanes int) *Postgres {
 	t.Helper()
 	p := openPostgresT(t, dsn, maxConns)
-	p.combiner = newPgCombiner(p.pool, lanes)
+	p.setPipelineLanes(lanes)
 	return p
 }
 
@@ -118,7 +118,7 @@ func TestCombinerPreparedStatements(t *testing.T) {
 	dsn := pgDSN(t)
 	schema := pgSchema(t, dsn)
 	p := openCombinedT(t, dsn, 1, 1)
-	p.combiner.keep = 2
+	p.keepPrepared = 2
 	p.combiner.shorterThan = time.Minute // however busy the machine
 	ctx := context.Background()
 	q := `SELECT * FROM ` + schema + `.t WHERE id = $1`
@@ -194,7 +194,7 @@ func TestCombinerCallerGivesUp(t *testing.T) {
 	c := p.combiner
 	slowDone := make(chan error, 1)
 	go func() {
-		_, _, err := c.run(ctx, `SELECT pg_sleep(0.3)::text`, nil)
+		_, _, err := c.run(ctx, `SELECT pg_sleep(0.3)::text`, nil, true)
 		slowDone <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -202,7 +202,7 @@ func TestCombinerCallerGivesUp(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, _, err := c.run(short, `SELECT 1`, nil)
+	_, _, err := c.run(short, `SELECT 1`, nil, true)
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 200*time.Millisecond {
 		t.Errorf("a caller that gave up after 20 ms: %v after %v", err, time.Since(start))
 	}
@@ -214,11 +214,11 @@ func TestCombinerCallerGivesUp(t *testing.T) {
 	gone, cancelGone := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancelGone()
 	start = time.Now()
-	_, _, err = c.run(gone, `SELECT pg_sleep(5)::text`, nil)
+	_, _, err = c.run(gone, `SELECT pg_sleep(5)::text`, nil, true)
 	if err == nil || time.Since(start) > 2*time.Second {
 		t.Errorf("a 5 s statement whose caller left after 100 ms: %v after %v", err, time.Since(start))
 	}
-	if _, _, err := c.run(ctx, `SELECT 1`, nil); err != nil {
+	if _, _, err := c.run(ctx, `SELECT 1`, nil, true); err != nil {
 		t.Errorf("after a canceled batch: %v", err)
 	}
 }
@@ -237,7 +237,7 @@ func TestCombinerHoldoff(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, _, err := p.combiner.run(ctx, `SELECT pg_sleep(0.5)::text`, nil); err != nil {
+		if _, _, err := p.combiner.run(ctx, `SELECT pg_sleep(0.5)::text`, nil, true); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -259,12 +259,12 @@ func TestCombinerResultLimit(t *testing.T) {
 	p := openCombinedT(t, pgDSN(t), 1, 1)
 	ctx := context.Background()
 	c := p.combiner
-	_, _, err := c.run(WithResultLimit(ctx, ResultLimit{Rows: 10}), `SELECT g FROM generate_series(1, 1000) g`, nil)
+	_, _, err := c.run(WithResultLimit(ctx, ResultLimit{Rows: 10}), `SELECT g FROM generate_series(1, 1000) g`, nil, true)
 	var tl *ResultTooLargeError
 	if !errors.As(err, &tl) || !tl.Rows {
 		t.Errorf("1000 rows at a cap of 10: %v", err)
 	}
-	res, _, err := c.run(ctx, `SELECT count(*) FROM generate_series(1, 1000)`, nil)
+	res, _, err := c.run(ctx, `SELECT count(*) FROM generate_series(1, 1000)`, nil, true)
 	if err != nil || len(res.PostgresText) != 1 || dataRowTexts(t, res.PostgresText[0])[0] != "1000" {
 		t.Errorf("the next statement: %v %#v", err, res)
 	}

@@ -52,8 +52,11 @@ type Postgres struct {
 	// seen holds the statement texts run recently, each with how long its
 	// last run took on the server's side.
 	seen *lru.Cache[string, time.Duration]
-	// combiner batches concurrent public-table statements (pgcombine.go).
-	combiner *pgCombiner
+	// combiner batches concurrent public-table statements (combine.go,
+	// pgcombine.go); keepPrepared bounds the statements each connection
+	// keeps prepared for its batches (combinePrepared).
+	combiner     *combiner
+	keepPrepared int
 }
 
 // seenStatements bounds the texts Postgres remembers to decide which to
@@ -119,7 +122,7 @@ func newPostgres(dsn string, maxConns int) (*Postgres, error) {
 		return nil
 	}
 	desc := fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
-	p := &Postgres{pool: newPgPool(cc, maxConns, afterConnect), desc: desc}
+	p := &Postgres{pool: newPgPool(cc, maxConns, afterConnect), desc: desc, keepPrepared: combinePrepared}
 	p.seen, _ = lru.New[string, time.Duration](seenStatements)
 	p.setPipelineLanes(defaultPipelineLanes(maxConns))
 	return p, nil
@@ -352,8 +355,6 @@ func postgresDecoder(oid uint32, m *pgtype.Map) (sqltypes.Type, pgDecoder) {
 // Stats implements Backend.
 func (p *Postgres) Stats() PoolStats {
 	s := p.pool.stats()
-	if c := p.combiner; c != nil {
-		s.Pipelined, s.Batches = c.statements.Load(), c.batches.Load()
-	}
+	s.Pipelined, s.Batches = p.combiner.stats()
 	return s
 }

@@ -46,7 +46,7 @@ func (p *Postgres) QueryPostgresText(ctx context.Context, sql string, args ...an
 		// Only a text seen before, whose last run was short, is combined:
 		// it runs prepared, and a long one would hold up its batch.
 		if last, seen := p.seen.Get(sql); seen && last < p.combiner.shorterThan {
-			res, took, err := p.combiner.run(ctx, sql, args)
+			res, took, err := p.combiner.run(ctx, sql, args, true)
 			if took >= p.combiner.leaveAt {
 				p.seen.Add(sql, took) // runs alone from now on
 			}
