@@ -117,7 +117,7 @@ var (
 	poolWaited = prometheus.NewDesc("dpproxy_backend_wait_seconds_total",
 		"Time statements waited for a backend connection.", nil, nil)
 	pipelined = prometheus.NewDesc("dpproxy_backend_pipelined_statements_total",
-		"Public-table statements sent combined with others in pipeline batches (PostgreSQL).", nil, nil)
+		"Public-table statements sent combined with others in pipeline batches (PostgreSQL, MySQL).", nil, nil)
 	pipelineBatches = prometheus.NewDesc("dpproxy_backend_pipeline_batches_total",
 		"Pipeline batches sent: pipelined statements ÷ batches is the mean batch size.", nil, nil)
 	clientConns = prometheus.NewDesc("dpproxy_client_connections",

@@ -32,8 +32,8 @@ type PoolStats struct {
 	Max, Open, InUse, Idle int
 	Waits                  int64
 	Waited                 time.Duration
-	// Pipelined statements were sent combined in Batches (PostgreSQL's
-	// public-table statements, pgcombine.go).
+	// Pipelined statements were sent combined in Batches (public-table
+	// statements, combine.go).
 	Pipelined, Batches int64
 }
 

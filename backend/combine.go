@@ -153,6 +153,9 @@ func (c *combiner) run(ctx context.Context, sql string, args []any, wire bool) (
 		c.pending = nil
 		c.mu.Unlock()
 		c.lead(batch)
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
 		return s.res, s.took, s.err
 	}
 	if time.Since(time.Unix(0, c.progress.Load())) > c.holdoff {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -61,6 +62,13 @@ var mysqlSessionSetup = []string{
 type MySQL struct {
 	db   *sql.DB
 	desc string // net address/database, for logs
+
+	// seen holds the public-table texts run recently (mycombine.go);
+	// combiner batches concurrent ones (combine.go), where the
+	// connections allow (pipelinable).
+	seen        *lru.Cache[string, mysqlSeen]
+	combiner    *combiner
+	pipelinable bool
 }
 
 var _ Backend = (*MySQL)(nil)
@@ -103,7 +111,10 @@ func newMySQL(dsn string, maxConns int) (*MySQL, error) {
 	// Below the servers' default wait_timeout (8 hours), so that the pool
 	// rarely meets a connection the server has closed.
 	db.SetConnMaxLifetime(pgMaxLifetime)
-	return &MySQL{db: db, desc: cfg.Net + "(" + cfg.Addr + ")/" + cfg.DBName}, nil
+	m := &MySQL{db: db, desc: cfg.Net + "(" + cfg.Addr + ")/" + cfg.DBName, pipelinable: mysqlPipelinable(cfg)}
+	m.seen, _ = lru.New[string, mysqlSeen](seenStatements)
+	m.setPipelineLanes(defaultPipelineLanes(maxConns))
+	return m, nil
 }
 
 // mysqlConfig parses dsn and forces the options the backend relies on.
@@ -371,4 +382,8 @@ func mysqlText(v any) any {
 }
 
 // Stats implements Backend.
-func (m *MySQL) Stats() PoolStats { return sqlPoolStats(m.db.Stats()) }
+func (m *MySQL) Stats() PoolStats {
+	s := sqlPoolStats(m.db.Stats())
+	s.Pipelined, s.Batches = m.combiner.stats()
+	return s
+}

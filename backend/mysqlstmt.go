@@ -44,6 +44,9 @@ type stmtCachingConn struct {
 	// socket is the connection's network connection (nil if the dial did
 	// not say): closing it ends a running statement (mysqlcancel.go).
 	socket net.Conn
+	// pipeReader reads the results of combined batches from socket
+	// (mycombine.go), made on first use.
+	pipeReader *mysqlPacketReader
 }
 
 func newStmtCachingConn(c mysqlDriverConn, socket net.Conn) *stmtCachingConn {

@@ -19,6 +19,10 @@ type MySQLWireQuerier interface {
 	// Rows.MySQLText and Rows.Values is nil; otherwise they are decoded
 	// as Query decodes them.
 	QueryMySQLText(ctx context.Context, sql string, args ...any) (*Rows, error)
+	// QueryPublic runs sql like Query, its rows decoded. Both run a
+	// public-table statement, which may be sent together with other
+	// clients' (mycombine.go).
+	QueryPublic(ctx context.Context, sql string, args ...any) (*Rows, error)
 }
 
 var _ MySQLWireQuerier = (*MySQL)(nil)
@@ -26,7 +30,12 @@ var _ MySQLWireQuerier = (*MySQL)(nil)
 // QueryMySQLText runs sql and returns its rows as text-protocol row
 // payloads when every column is wire-safe.
 func (m *MySQL) QueryMySQLText(ctx context.Context, sql string, args ...any) (*Rows, error) {
-	return m.query(ctx, readMySQLTextRows, sql, args)
+	return m.queryPublic(ctx, readMySQLTextRows, sql, args, true)
+}
+
+// QueryPublic runs a public-table statement and returns its rows decoded.
+func (m *MySQL) QueryPublic(ctx context.Context, sql string, args ...any) (*Rows, error) {
+	return m.queryPublic(ctx, readMySQLDriverRows, sql, args, false)
 }
 
 // mysqlWireType returns the column type of a result column with the

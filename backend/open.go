@@ -14,7 +14,7 @@ var ErrNotSupported = errors.New("backend kind not supported")
 
 // Open opens the backend cfg describes: its kind, its DSN (postgres,
 // mysql) or file (sqlite), its pool's size (DefaultMaxConns if <= 0) and,
-// for postgres, its pipeline lanes. Failures to reach the database wrap
+// for postgres and mysql, its pipeline lanes. Failures to reach the database wrap
 // ErrUnavailable.
 func Open(ctx context.Context, cfg config.Backend) (Backend, error) {
 	kind, maxConns, dsnOrPath := cfg.Kind, cfg.MaxConns, cfg.DSN
@@ -41,6 +41,9 @@ func Open(ctx context.Context, cfg config.Backend) (Backend, error) {
 		b, err := OpenMySQL(ctx, dsnOrPath, maxConns)
 		if err != nil {
 			return nil, err
+		}
+		if cfg.PipelineLanes != nil {
+			b.setPipelineLanes(*cfg.PipelineLanes)
 		}
 		return b, nil
 	default:

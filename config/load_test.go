@@ -65,7 +65,7 @@ var badCases = []struct {
 	{"backend_sqlite_dsn", `backend_sqlite_dsn.yaml:4:8: backend.dsn: not used with kind sqlite; expected path to name the database file`},
 	{"max_conns_zero", `max_conns_zero.yaml:4:14: backend.max_conns: must be between 1 and 1000, got 0`},
 	{"max_conns_huge", `max_conns_huge.yaml:4:14: backend.max_conns: must be between 1 and 1000, got 100000`},
-	{"pipeline_lanes_sqlite", `pipeline_lanes_sqlite.yaml:4:19: backend.pipeline_lanes: only used with kind postgres: a sqlite backend sends each statement on a connection of its own; remove it`},
+	{"pipeline_lanes_sqlite", `pipeline_lanes_sqlite.yaml:4:19: backend.pipeline_lanes: only used with kind postgres or mysql: a sqlite backend runs each statement in the process; remove it`},
 	{"pipeline_lanes_many", `pipeline_lanes_many.yaml:5:19: backend.pipeline_lanes: must be between 0 (off) and backend.max_conns (4), got 5`},
 	{"ledger_path_and_postgres", `ledger_path_and_postgres.yaml:20:9: ledger.path: a ledger is a file (path) or a shared PostgreSQL database (postgres), not both; remove one`},
 	{"ledger_postgres_not_url", `ledger_postgres_not_url.yaml:20:13: ledger.postgres: expected the URL (scheme postgres or postgresql) of the database the shared ledger lives in, got "host=db dbname=ledger"`},

@@ -124,8 +124,8 @@ type Backend struct {
 	// MaxConns bounds the connection pool: 1 ≤ MaxConns ≤ MaxMaxConns
 	// (default DefaultMaxConns).
 	MaxConns int `yaml:"max_conns"`
-	// PipelineLanes (postgres only), when set, is how many batches of
-	// concurrent short public-table statements run at once, each
+	// PipelineLanes (postgres and mysql), when set, is how many batches
+	// of concurrent short public-table statements run at once, each
 	// pipelined on one connection; 0 sends every statement on a
 	// connection of its own. Unset, dpproxy picks one per processor, at
 	// most half of MaxConns.

@@ -229,8 +229,8 @@ func (d *decoder) validateBackend(p *Policy, baseDir string) {
 	}
 	if l := b.PipelineLanes; l != nil {
 		switch {
-		case b.Kind != BackendPostgres:
-			d.errorf("backend.pipeline_lanes", "only used with kind postgres: a %s backend sends each statement on a connection of its own; remove it", b.Kind)
+		case b.Kind == BackendSQLite:
+			d.errorf("backend.pipeline_lanes", "only used with kind postgres or mysql: a %s backend runs each statement in the process; remove it", b.Kind)
 		case *l < 0 || *l > b.MaxConns:
 			d.errorf("backend.pipeline_lanes", "must be between 0 (off) and backend.max_conns (%d), got %d", b.MaxConns, *l)
 		}

@@ -231,6 +231,8 @@ func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, form r
 		rows, err = pgWire.QueryPostgresText(limited(), p.SQL, args...)
 	case form == mysqlTextRows && toMySQL:
 		rows, err = myWire.QueryMySQLText(limited(), p.SQL, args...)
+	case toMySQL:
+		rows, err = myWire.QueryPublic(limited(), p.SQL, args...)
 	default:
 		rows, err = e.query(ctx, e.backend, p.SQL, args...)
 	}

@@ -1,0 +1,399 @@
+package backend
+
+import (
+	"database/sql/driver"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Reading the result of a combined MySQL statement (mycombine.go) from
+// the connection's socket: the text protocol's result set, as the
+// MariaDB and MySQL documentation give it (COM_QUERY response: an OK or
+// ERR packet, or a column count, the column definitions, an EOF unless
+// the connection deprecated it, the rows and an EOF or OK packet).
+
+// MySQL protocol constants.
+const (
+	mysqlOK          = 0x00
+	mysqlEOF         = 0xfe
+	mysqlERR         = 0xff
+	mysqlLocalInfile = 0xfb
+	mysqlNullValue   = 0xfb
+
+	mysqlMoreResults   = 0x0008 // SERVER_MORE_RESULTS_EXISTS
+	mysqlFlagUnsigned  = 0x0020
+	mysqlFlagEnum      = 0x0100
+	mysqlFlagSet       = 0x0800
+	mysqlBinaryCharset = 63
+)
+
+// mysqlColumn is what a result's column definition says.
+type mysqlColumn struct {
+	name     string
+	typeName string // as go-sql-driver names it (DatabaseTypeName)
+	// read is how a value of the column is read into a driver value, as
+	// go-sql-driver reads the text protocol; nil for a column whose
+	// values cannot be read here (dates and times).
+	read func([]byte) (driver.Value, error)
+}
+
+// readMySQLResult reads one statement's whole result from r and sets
+// s.res or s.err. It reports whether the session is as before (the
+// statement returned a result set without an error); an error is the
+// connection's.
+func readMySQLResult(r *mysqlPacketReader, s *combinedStmt) (keep bool, err error) {
+	p, err := r.next()
+	if err != nil {
+		return false, err
+	}
+	switch p[0] {
+	case mysqlOK:
+		if okStatus(p)&mysqlMoreResults != 0 {
+			return false, errors.New("mysql: more than one result")
+		}
+		s.res = &Rows{}
+		return false, nil
+	case mysqlERR:
+		s.err = fmt.Errorf("backend: mysql: %w", mysqlErrorPacket(p))
+		return false, nil
+	case mysqlLocalInfile:
+		return false, errors.New("mysql: the server asked for a local file")
+	}
+	count, _, ok := lenEncInt(p)
+	if !ok || count == 0 || count > 4096 {
+		return false, fmt.Errorf("mysql: bad column count packet")
+	}
+	cols := make([]mysqlColumn, count)
+	for i := range cols {
+		if p, err = r.next(); err != nil {
+			return false, err
+		}
+		if cols[i], err = parseMySQLColumn(p); err != nil {
+			return false, err
+		}
+	}
+	if p, err = r.next(); err != nil {
+		return false, err
+	}
+	if p[0] == mysqlEOF && len(p) == 5 {
+		// The EOF after the columns (a connection without
+		// CLIENT_DEPRECATE_EOF); an OK packet ending the rows is longer.
+		if p, err = r.next(); err != nil {
+			return false, err
+		}
+	}
+	rows := newMySQLResultRows(s, cols)
+	for {
+		switch {
+		case p[0] == mysqlEOF && len(p) < 0xffffff:
+			if eofStatus(p)&mysqlMoreResults != 0 {
+				return false, errors.New("mysql: more than one result")
+			}
+			rows.finish(s)
+			return s.err == nil, nil
+		case p[0] == mysqlERR:
+			s.err = fmt.Errorf("backend: mysql: %w", mysqlErrorPacket(p))
+			return false, nil
+		}
+		rows.add(p)
+		if p, err = r.next(); err != nil {
+			return false, err
+		}
+	}
+}
+
+// mysqlResultRows gathers a combined statement's rows: as they are when
+// its caller wants the wire form and every column is wire-safe, decoded
+// otherwise.
+type mysqlResultRows struct {
+	cols  []Column
+	mcols []mysqlColumn
+	wire  bool
+	meter resultMeter
+	err   error
+
+	buf    []byte // wire form: every row's payload
+	ends   []int
+	values [][]any
+	dest   []driver.Value
+	decode []mysqlDecoder
+}
+
+func newMySQLResultRows(s *combinedStmt, mcols []mysqlColumn) *mysqlResultRows {
+	rr := &mysqlResultRows{cols: make([]Column, len(mcols)), mcols: mcols, wire: s.wire,
+		meter: resultMeter{limit: resultLimitFrom(s.ctx)}}
+	for i, c := range mcols {
+		_, safe := mysqlWireType(c.typeName)
+		rr.wire = rr.wire && safe
+		rr.cols[i].Name = c.name
+		rr.cols[i].Type, _ = mysqlColumnDecoder(c.typeName)
+	}
+	if !rr.wire {
+		rr.decode = make([]mysqlDecoder, len(mcols))
+		for i, c := range mcols {
+			if c.read == nil {
+				rr.err = errRunAlone
+				break
+			}
+			_, rr.decode[i] = mysqlColumnDecoder(c.typeName)
+		}
+		rr.dest = make([]driver.Value, len(mcols))
+		rr.values = [][]any{}
+	}
+	return rr
+}
+
+// add takes one row's payload (valid until the next packet is read).
+func (rr *mysqlResultRows) add(p []byte) {
+	if rr.err != nil {
+		return // the rest of the result is read and dropped
+	}
+	if rr.wire {
+		rr.err = rr.meter.addEncoded(len(p))
+		rr.buf = append(rr.buf, p...)
+		rr.ends = append(rr.ends, len(rr.buf))
+		return
+	}
+	pos := 0
+	row := make([]any, len(rr.mcols))
+	for i, c := range rr.mcols {
+		if pos >= len(p) {
+			rr.err = errors.New("backend: mysql: short row packet")
+			return
+		}
+		if p[pos] == mysqlNullValue {
+			pos++
+			continue
+		}
+		n, used, ok := lenEncInt(p[pos:])
+		pos += used
+		if !ok || uint64(len(p)-pos) < n {
+			rr.err = errors.New("backend: mysql: bad row packet")
+			return
+		}
+		v, err := c.read(p[pos : pos+int(n)])
+		if err != nil {
+			rr.err = fmt.Errorf("backend: mysql: column %s: %w", c.name, err)
+			return
+		}
+		pos += int(n)
+		row[i] = rr.decode[i](v)
+	}
+	if rr.err = rr.meter.add(row); rr.err == nil {
+		rr.values = append(rr.values, row)
+	}
+}
+
+// finish sets s's result, or its error.
+func (rr *mysqlResultRows) finish(s *combinedStmt) {
+	if rr.err != nil {
+		s.err = rr.err
+		return
+	}
+	if rr.wire {
+		s.res = &Rows{Columns: rr.cols, MySQLText: splitRows(rr.buf, rr.ends)}
+		if s.res.MySQLText == nil {
+			s.res.MySQLText = [][]byte{}
+		}
+		return
+	}
+	conform(rr.cols, rr.values)
+	s.res = &Rows{Columns: rr.cols, Values: rr.values}
+}
+
+// parseMySQLColumn reads a column definition packet
+// (Protocol::ColumnDefinition41).
+func parseMySQLColumn(p []byte) (mysqlColumn, error) {
+	var c mysqlColumn
+	pos := 0
+	for i := range 6 { // catalog, schema, table, org_table, name, org_name
+		n, used, ok := lenEncInt(p[pos:])
+		if !ok || uint64(len(p)-pos-used) < n {
+			return c, errors.New("mysql: bad column definition")
+		}
+		if i == 4 {
+			c.name = string(p[pos+used : pos+used+int(n)])
+		}
+		pos += used + int(n)
+	}
+	// The fixed fields' length (0x0c), charset (2), length (4), type (1),
+	// flags (2), decimals (1).
+	if len(p) < pos+11 {
+		return c, errors.New("mysql: short column definition")
+	}
+	charset := binary.LittleEndian.Uint16(p[pos+1:])
+	fieldType := p[pos+7]
+	flags := binary.LittleEndian.Uint16(p[pos+8:])
+	c.typeName = mysqlTypeName(fieldType, flags, charset)
+	c.read = mysqlTextReader(fieldType, flags)
+	return c, nil
+}
+
+// mysqlTypeName names a column's type as go-sql-driver's
+// ColumnTypeDatabaseTypeName does, which mysqlColumnDecoder reads.
+func mysqlTypeName(fieldType byte, flags, charset uint16) string {
+	unsigned := func(name string) string {
+		if flags&mysqlFlagUnsigned != 0 {
+			return "UNSIGNED " + name
+		}
+		return name
+	}
+	binaryOr := func(bin, text string) string {
+		if charset == mysqlBinaryCharset {
+			return bin
+		}
+		return text
+	}
+	switch fieldType {
+	case 0x00, 0xf6:
+		return "DECIMAL"
+	case 0x01:
+		return unsigned("TINYINT")
+	case 0x02:
+		return unsigned("SMALLINT")
+	case 0x03:
+		return unsigned("INT")
+	case 0x04:
+		return "FLOAT"
+	case 0x05:
+		return "DOUBLE"
+	case 0x06:
+		return "NULL"
+	case 0x07:
+		return "TIMESTAMP"
+	case 0x08:
+		return unsigned("BIGINT")
+	case 0x09:
+		return unsigned("MEDIUMINT")
+	case 0x0a, 0x0e:
+		return "DATE"
+	case 0x0b:
+		return "TIME"
+	case 0x0c:
+		return "DATETIME"
+	case 0x0d:
+		return "YEAR"
+	case 0x0f, 0xfd:
+		return binaryOr("VARBINARY", "VARCHAR")
+	case 0x10:
+		return "BIT"
+	case 0xf2:
+		return "VECTOR"
+	case 0xf5:
+		return "JSON"
+	case 0xf7:
+		return "ENUM"
+	case 0xf8:
+		return "SET"
+	case 0xf9:
+		return binaryOr("TINYBLOB", "TINYTEXT")
+	case 0xfa:
+		return binaryOr("MEDIUMBLOB", "MEDIUMTEXT")
+	case 0xfb:
+		return binaryOr("LONGBLOB", "LONGTEXT")
+	case 0xfc:
+		return binaryOr("BLOB", "TEXT")
+	case 0xfe:
+		switch {
+		case flags&mysqlFlagEnum != 0:
+			return "ENUM"
+		case flags&mysqlFlagSet != 0:
+			return "SET"
+		}
+		return binaryOr("BINARY", "CHAR")
+	case 0xff:
+		return "GEOMETRY"
+	}
+	return ""
+}
+
+// mysqlTextReader returns how a text-protocol value of a column is read
+// into the driver value go-sql-driver gives for it: integers and floats
+// parsed, everything else its bytes; nil for dates and times (the driver
+// parses those itself; such a statement runs alone).
+func mysqlTextReader(fieldType byte, flags uint16) func([]byte) (driver.Value, error) {
+	switch fieldType {
+	case 0x07, 0x0a, 0x0c, 0x0e: // TIMESTAMP, DATE, DATETIME, NEWDATE
+		return nil
+	case 0x01, 0x02, 0x03, 0x09, 0x0d: // TINY, SHORT, LONG, INT24, YEAR
+		return func(b []byte) (driver.Value, error) { return strconv.ParseInt(string(b), 10, 64) }
+	case 0x08: // LONGLONG
+		if flags&mysqlFlagUnsigned != 0 {
+			return func(b []byte) (driver.Value, error) { return strconv.ParseUint(string(b), 10, 64) }
+		}
+		return func(b []byte) (driver.Value, error) { return strconv.ParseInt(string(b), 10, 64) }
+	case 0x04: // FLOAT
+		return func(b []byte) (driver.Value, error) {
+			f, err := strconv.ParseFloat(string(b), 32)
+			return float32(f), err
+		}
+	case 0x05: // DOUBLE
+		return func(b []byte) (driver.Value, error) { return strconv.ParseFloat(string(b), 64) }
+	}
+	return func(b []byte) (driver.Value, error) { return b, nil }
+}
+
+// lenEncInt reads a length-encoded integer: its value, its size, and
+// whether b held it whole.
+func lenEncInt(b []byte) (v uint64, size int, ok bool) {
+	if len(b) == 0 {
+		return 0, 0, false
+	}
+	switch b[0] {
+	case 0xfc:
+		size = 3
+	case 0xfd:
+		size = 4
+	case 0xfe:
+		size = 9
+	case 0xfb, 0xff:
+		return 0, 1, false
+	default:
+		return uint64(b[0]), 1, true
+	}
+	if len(b) < size {
+		return 0, 0, false
+	}
+	for i := size - 1; i >= 1; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v, size, true
+}
+
+// okStatus reads the status flags of an OK packet (0x00 or 0xfe header).
+func okStatus(p []byte) uint16 {
+	_, a, ok1 := lenEncInt(p[1:])
+	_, b, ok2 := lenEncInt(p[1+a:])
+	if !ok1 || !ok2 || len(p) < 1+a+b+2 {
+		return 0
+	}
+	return binary.LittleEndian.Uint16(p[1+a+b:])
+}
+
+// eofStatus reads the status flags of the packet that ends the rows: an
+// EOF packet (5 bytes) or an OK packet with the 0xfe header.
+func eofStatus(p []byte) uint16 {
+	if len(p) == 5 {
+		return binary.LittleEndian.Uint16(p[3:])
+	}
+	return okStatus(p)
+}
+
+// mysqlErrorPacket reads an ERR packet as go-sql-driver reports it.
+func mysqlErrorPacket(p []byte) error {
+	if len(p) < 3 {
+		return errors.New("mysql: short error packet")
+	}
+	me := &mysql.MySQLError{Number: binary.LittleEndian.Uint16(p[1:3])}
+	pos := 3
+	if len(p) >= 9 && p[3] == '#' {
+		copy(me.SQLState[:], p[4:9])
+		pos = 9
+	}
+	me.Message = string(p[pos:])
+	return me
+}

@@ -1,0 +1,126 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/demo"
+)
+
+// TestPassthroughPipelinedMariaDB: sixteen go-sql-driver clients at once
+// through dpproxy's MySQL front end in front of MariaDB, half in the text
+// protocol (parameters interpolated by the driver) and half in the binary
+// protocol (prepare, execute, close), asking for clinics by id and by
+// name: every answer is the one asked for (the statements, sent back to
+// back on shared backend connections with their parameters as literals,
+// are not crossed), and the metrics show they were combined several to a
+// batch.
+func TestPassthroughPipelinedMariaDB(t *testing.T) {
+	dsn := mysqlDatabase(t)
+	ctx := context.Background()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	want := map[int]string{}
+	rows, err := direct.QueryContext(ctx, "SELECT clinic_id, CONCAT(name, '/', city) FROM clinics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int
+		var s string
+		if err := rows.Scan(&id, &s); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = s
+	}
+	if err := rows.Err(); err != nil || len(want) != demo.NumClinics {
+		t.Fatalf("%d clinics (%v), want %d", len(want), err, demo.NumClinics)
+	}
+
+	v, err := auth.NewSCRAMVerifier("opspw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := writeMySQLPolicy(t, "backend:\n  kind: mysql\n  dsn: "+strconv.Quote(dsn)+"\n  max_conns: 8\n  pipeline_lanes: 2\n"+
+		"admin:\n  listen: 127.0.0.1:0\n  user: ops\n  password:\n    scram_sha_256: "+strconv.Quote(v.String())+"\n", 100)
+	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
+	addr := p.mysqlAddress(t)
+	m := adminListening.FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("no admin listening line:\n%s", p.stderr.String())
+	}
+
+	const clients, each = 16, 150
+	var wg sync.WaitGroup
+	for c := range clients {
+		protocol := "binary"
+		if c%2 == 1 {
+			protocol = "text"
+		}
+		wg.Go(func() {
+			db, err := sql.Open("mysql", "analyst:analyst@tcp("+addr+")/"+cfg.DBName+"?interpolateParams="+strconv.FormatBool(protocol == "text"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer db.Close()
+			db.SetMaxOpenConns(1)
+			for i := range each {
+				id := 1 + rand.IntN(demo.NumClinics)
+				var name, city string
+				if err := db.QueryRowContext(ctx, "SELECT name, city FROM clinics WHERE clinic_id = ?", id).Scan(&name, &city); err != nil {
+					t.Errorf("%s: clinic %d: %v", protocol, id, err)
+					return
+				}
+				if got := name + "/" + city; got != want[id] {
+					t.Errorf("%s: clinic %d: got %q, want %q", protocol, id, got, want[id])
+					return
+				}
+				if i%10 == 0 {
+					// A string argument, quotes and all.
+					var n int
+					if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM clinics WHERE name = ? AND city <> ?", name, `it's "x" \`).Scan(&n); err != nil || n < 1 {
+						t.Errorf("%s: clinics named %q: %d, %v", protocol, name, n, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	status, body := get(t, "http://"+m[1]+"/metrics", "opspw")
+	if status != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", status, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipelined := metricValue(families, "dpproxy_backend_pipelined_statements_total", nil)
+	batches := metricValue(families, "dpproxy_backend_pipeline_batches_total", nil)
+	sent := clients * each * 11 / 10
+	t.Logf("%v of %d statements pipelined in %v batches", pipelined, sent, batches)
+	if pipelined < float64(sent)/2 || pipelined > float64(sent) || batches <= 0 || pipelined/batches <= 1 {
+		t.Errorf("%v statements pipelined in %v batches (%d sent): want most of them, several to a batch", pipelined, batches, sent)
+	}
+}
