@@ -475,15 +475,23 @@ func logText(sql string, params []any) string {
 	if len(params) == 0 {
 		return sql
 	}
-	var sb strings.Builder
-	sb.WriteString(sql)
-	sb.WriteString(" -- parameters:")
+	b := make([]byte, 0, len(sql)+16+16*len(params))
+	b = append(b, sql...)
+	b = append(b, " -- parameters:"...)
 	for i, v := range params {
-		if v == nil {
-			fmt.Fprintf(&sb, " $%d=NULL", i+1)
-		} else {
-			fmt.Fprintf(&sb, " $%d=%v", i+1, v)
+		b = append(b, " $"...)
+		b = strconv.AppendInt(b, int64(i+1), 10)
+		b = append(b, '=')
+		switch x := v.(type) {
+		case nil:
+			b = append(b, "NULL"...)
+		case int64:
+			b = strconv.AppendInt(b, x, 10)
+		case string:
+			b = append(b, x...)
+		default:
+			b = fmt.Append(b, x)
 		}
 	}
-	return sb.String()
+	return string(b)
 }

@@ -160,3 +160,17 @@ func TestPreparedPassthroughMemo(t *testing.T) {
 		t.Error("a DP statement was shared between sessions")
 	}
 }
+
+func TestLogText(t *testing.T) {
+	for _, c := range []struct {
+		params []any
+		want   string
+	}{
+		{nil, "SELECT ?"},
+		{[]any{int64(-5), nil, "it's", 1.5, sqltypes.Decimal("2.50")}, "SELECT ? -- parameters: $1=-5 $2=NULL $3=it's $4=1.5 $5=2.50"},
+	} {
+		if got := logText("SELECT ?", c.params); got != c.want {
+			t.Errorf("%v: got %q, want %q", c.params, got, c.want)
+		}
+	}
+}
