@@ -30,7 +30,7 @@
 //     connection could be had) wrap ErrUnavailable; only those may refund a
 //     privacy charge.
 //   - A statement whose context ends returns the context's error at once,
-//     and is ended on the database (a pipelined batch, pgcombine.go, once
+//     and is ended on the database (a pipelined batch, combine.go, once
 //     every statement in it has been given up). On MySQL and MariaDB the backend closes the
 //     connection's socket itself (mysqlcancel.go) rather than hand every
 //     statement's context to go-sql-driver's watcher goroutine.

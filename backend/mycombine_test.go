@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // openMySQLCombinedT opens a MySQL backend on a fresh database (see
@@ -62,9 +64,9 @@ func TestMySQLCombinedMatchesAlone(t *testing.T) {
 	for _, s := range []string{
 		"CREATE TABLE `" + name + "`.ty (k INT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, mi MEDIUMINT, i INT, iu INT UNSIGNED, bi BIGINT, bu BIGINT UNSIGNED," +
 			" f FLOAT, db DOUBLE, de DECIMAL(12,3), ch CHAR(3), vc VARCHAR(40), tx TEXT, en ENUM('a','b'), st SET('x','y'), bn BINARY(2), vb VARBINARY(4), bl BLOB," +
-			" bt BIT(5), js JSON, tm TIME, yr YEAR, bo BOOLEAN)",
+			" bt BIT(5), js JSON, tm TIME, yr YEAR, bo BOOLEAN, zf INT(5) ZEROFILL)",
 		"INSERT INTO `" + name + "`.ty VALUES (1, -128, 255, -32768, -8388608, -2147483648, 4294967295, -9223372036854775808, 18446744073709551615," +
-			" 1.5, 2.25e300, -123456789.125, 'ab', 'it''s é', 'long text', 'b', 'x,y', 'z\\0', 0x00ff, 0x616263, b'10101', '{\"a\": [1, 2]}', '-838:59:59', 2024, TRUE)",
+			" 1.5, 2.25e300, -123456789.125, 'ab', 'it''s é', 'long text', 'b', 'x,y', 'z\\0', 0x00ff, 0x616263, b'10101', '{\"a\": [1, 2]}', '-838:59:59', 2024, TRUE, 42)",
 		"INSERT INTO `" + name + "`.ty (k) VALUES (2)",
 	} {
 		if _, err := admin.Exec(s); err != nil {
@@ -75,24 +77,44 @@ func TestMySQLCombinedMatchesAlone(t *testing.T) {
 	type query struct {
 		sql  string
 		args []any
+		// alone: the statement cannot be combined exactly, and says so
+		// (errRunAlone) when it is tried.
+		alone bool
 	}
 	queries := []query{
-		{"SELECT ti, tu, si, mi, i, iu, bi, bu, f, db, de FROM ty ORDER BY k", nil},
-		{"SELECT ch, vc, tx, en, st, bn, vb, bl, bt, js, tm, yr, bo FROM ty ORDER BY k", nil},
-		{"SELECT k, vc FROM ty WHERE k = ?", []any{int64(1)}},
-		{"SELECT k, vc FROM ty WHERE vc LIKE ? OR k = ?", []any{"it's %", int64(-1)}},
-		{"SELECT ?, ?, ?, ? FROM ty WHERE k = 1", []any{int64(-5), 1.5, nil, 1e-300}},
-		{"SELECT COUNT(*), SUM(i), AVG(de) FROM ty", nil},
-		{"SELECT 'a?b', `k` FROM ty WHERE k = ? AND 'it''s?' <> ?", []any{int64(2), "x"}},
-		{"SELECT de * ? FROM ty WHERE k = 1", []any{"2.5"}}, // a decimal argument is bound as a string
+		{"SELECT ti, tu, si, mi, i, iu, bi, bu, f, db, de FROM ty ORDER BY k", nil, false},
+		{"SELECT ch, vc, tx, en, st, bn, vb, bl, bt, js, tm, yr, bo, zf FROM ty ORDER BY k", nil, false},
+		// MariaDB reads these as column positions, MySQL as constants.
+		{"SELECT k, vc FROM ty ORDER BY ?, k DESC", []any{int64(2)}, true},
+		{"SELECT COUNT(*), MIN(vc) FROM ty GROUP BY ?", []any{int64(2)}, true},
+		{"SELECT k, COUNT(*) FROM ty WHERE k > ? GROUP BY k ORDER BY k + ?", []any{int64(0), int64(1)}, false},
+		{"SELECT k FROM ty ORDER BY k LIMIT ?", []any{int64(1)}, false},
+		{"SELECT k FROM ty ORDER BY k LIMIT ?, ?", []any{int64(1), int64(1)}, false},
+		{"SELECT k FROM ty ORDER BY k LIMIT ? OFFSET ?", []any{int64(1), int64(1)}, false},
+		{"SELECT ? AS x, ? - ? FROM ty WHERE k = 1", []any{int64(1), int64(1), int64(-1)}, false},
+		{"SELECT zf, bu + ? FROM ty WHERE k = 1", []any{uint64(0)}, false},
+		// Text forms of these differ from the binary protocol's values.
+		{"SELECT f FROM ty WHERE k = ?", []any{int64(1)}, true},
+		{"SELECT tm FROM ty WHERE k = ?", []any{int64(1)}, true},
+		// An error with literals may be theirs: it is the alone run's to say.
+		{"SELECT nosuch FROM ty WHERE k = ?", []any{int64(1)}, true},
+		{"SELECT k, vc FROM ty WHERE k = ?", []any{int64(1)}, false},
+		{"SELECT k, vc FROM ty WHERE vc LIKE ? OR k = ?", []any{"it's %", int64(-1)}, false},
+		{"SELECT ?, ? FROM ty WHERE k = 1", []any{int64(-5), nil}, false},
+		{"SELECT k FROM ty WHERE db > ? OR f < ?", []any{1.5, 1e-300}, false},
+		{"SELECT ? FROM ty WHERE k = 1", []any{1.5}, true}, // a DOUBLE column
+		{"SELECT COUNT(*), SUM(i), AVG(de) FROM ty", nil, false},
+		{"SELECT 'a?b', `k` FROM ty WHERE k = ? AND 'it''s?' <> ?", []any{int64(2), "x"}, false},
+		{"SELECT de * ? FROM ty WHERE k = 1", []any{"2.5"}, true}, // a DOUBLE (a decimal argument is bound as a string)
+		{"SELECT de FROM ty WHERE de < ?", []any{"2.5"}, false},
 	}
 	for _, s := range trickyStrings {
-		queries = append(queries, query{"SELECT ?, LENGTH(?), HEX(?) FROM ty WHERE k = 1", []any{s, s, s}})
+		queries = append(queries, query{"SELECT ?, LENGTH(?), HEX(?) FROM ty WHERE k = 1", []any{s, s, s}, false})
 	}
 	for _, q := range queries {
 		text, ok := interpolateMySQL(q.sql, mysqlArgs(q.args))
 		if !ok {
-			if q.args[0] != "é☃ unicode" {
+			if !q.alone && q.args[0] != "é☃ unicode" {
 				t.Errorf("%s %v: no literal text", q.sql, q.args)
 			}
 			continue
@@ -102,21 +124,48 @@ func TestMySQLCombinedMatchesAlone(t *testing.T) {
 			if wire {
 				read = readMySQLTextRows
 			}
-			alone, err := m.query(ctx, read, q.sql, q.args)
-			if err != nil {
-				t.Fatalf("%s alone: %v", q.sql, err)
+			alone, aloneErr := m.query(ctx, read, q.sql, q.args)
+			combined, _, err := m.combiner.run(ctx, text, q.args, wire)
+			if q.alone {
+				if !errors.Is(err, errRunAlone) {
+					t.Errorf("%s %v: combined gave %v %v, want errRunAlone", q.sql, q.args, combined, err)
+				}
+				continue
 			}
-			combined, _, err := m.combiner.run(ctx, text, nil, wire)
+			if aloneErr != nil {
+				t.Fatalf("%s alone: %v", q.sql, aloneErr)
+			}
 			if err != nil {
 				t.Fatalf("%s combined (%s): %v", q.sql, text, err)
 			}
 			if !matchColumns(combined, alone.Columns) {
-				t.Fatalf("%s: %d columns combined, %d alone", q.sql, len(combined.Columns), len(alone.Columns))
+				t.Fatalf("%s: columns combined %v, alone %v", q.sql, combined.Columns, alone.Columns)
 			}
 			if !reflect.DeepEqual(alone, combined) {
 				t.Errorf("%s %q (wire form %v):\nalone    %+v\ncombined %+v", q.sql, q.args, wire, alone, combined)
 			}
 		}
+	}
+}
+
+// TestMySQLCombinedColumnsDiffer: a statement whose literal gives its
+// column another type than its parameter (MariaDB's -? is a DECIMAL,
+// - -2 a BIGINT) is found out, and runs alone from then on.
+func TestMySQLCombinedColumnsDiffer(t *testing.T) {
+	m, _ := openMySQLCombinedT(t, 2, 1)
+	ctx := context.Background()
+	const sql = "SELECT -? FROM t WHERE id = 1"
+	for i := range 3 {
+		res, err := m.QueryPublic(ctx, sql, int64(-2))
+		if err != nil || len(res.Values) != 1 || res.Columns[0].Type != sqltypes.Numeric || res.Columns[0].Name != "-?" {
+			t.Fatalf("run %d: %+v %v, want a numeric column -?", i, res, err)
+		}
+	}
+	if last, _ := m.seen.Peek(sql); !last.alone {
+		t.Error("the statement is still combined")
+	}
+	if n, _ := m.combiner.stats(); n != 1 {
+		t.Errorf("%d statements combined, want the one that found the difference", n)
 	}
 }
 
@@ -268,7 +317,8 @@ func TestMySQLCombinerConnectionLost(t *testing.T) {
 }
 
 // TestMySQLCombinerResultLimit: a combined result over the row cap fails
-// alone, and the next statement on the connection is read in step.
+// alone, the next statement on the connection is read in step, and the
+// connection is kept (its session is as it was).
 func TestMySQLCombinerResultLimit(t *testing.T) {
 	m, _ := openMySQLCombinedT(t, 1, 1)
 	ctx := context.Background()
@@ -276,6 +326,20 @@ func TestMySQLCombinerResultLimit(t *testing.T) {
 	if _, err := m.query(ctx, readMySQLDriverRows, big, nil); err != nil {
 		t.Skipf("no Sequence engine: %v", err)
 	}
+	connectionID := func() any {
+		t.Helper()
+		res, _, err := m.combiner.run(ctx, "SELECT CONNECTION_ID()", nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Values[0][0]
+	}
+	before := connectionID()
+	defer func() {
+		if after := connectionID(); after != before {
+			t.Errorf("connection %v before the capped results, %v after: it was dropped", before, after)
+		}
+	}()
 	for _, wire := range []bool{false, true} {
 		_, _, err := m.combiner.run(WithResultLimit(ctx, ResultLimit{Rows: 10}), big, nil, wire)
 		var tooLarge *ResultTooLargeError
@@ -320,14 +384,24 @@ func TestInterpolateMySQL(t *testing.T) {
 		want string // "" when it cannot be written
 	}{
 		{"SELECT 1", nil, "SELECT 1"},
-		{"SELECT ?", []any{int64(-3)}, "SELECT -3"},
-		{"SELECT ?, ?", []any{uint64(18446744073709551615), nil}, "SELECT 18446744073709551615, NULL"},
-		{"SELECT ?", []any{0.1}, "SELECT 1e-01"},
-		{"SELECT ?", []any{"a'b\\c\"d\n\x00\x1a\r"}, `SELECT 'a\'b\\c\"d\n\0\Z\r'`},
-		{"SELECT '?', \"?\", `?`, ?", []any{int64(1)}, "SELECT '?', \"?\", `?`, 1"},
-		{`SELECT 'it''s \' ?', ?`, []any{int64(1)}, `SELECT 'it''s \' ?', 1`},
-		{"SELECT `a``?`, ?", []any{int64(1)}, "SELECT `a``?`, 1"},
-		{"SELECT 1-?", []any{int64(-1)}, "SELECT 1- -1"},
+		{"SELECT ?", []any{int64(-3)}, "SELECT  -3 "},
+		{"SELECT ?, ?", []any{uint64(18446744073709551615), nil}, "SELECT  18446744073709551615 ,  NULL "},
+		{"SELECT ?", []any{0.1}, "SELECT  1e-01 "},
+		{"SELECT ?", []any{"a'b\\c\"d\n\x00\x1a\r"}, `SELECT  'a\'b\\c\"d\n\0\Z\r' `},
+		{"SELECT '?', \"?\", `?`, ?", []any{"x"}, "SELECT '?', \"?\", `?`,  'x' "},
+		{`SELECT 'it''s \' ?', ?`, []any{"x"}, `SELECT 'it''s \' ?',  'x' `},
+		{"SELECT `a``?`, ?", []any{"x"}, "SELECT `a``?`,  'x' "},
+		{"SELECT 1-?", []any{1.0}, "SELECT 1- 1e+00 "},
+		{"SELECT ?e1, X?, @?", []any{"a", "b", "c"}, "SELECT  'a' e1, X 'b' , @ 'c' "},
+		{"SELECT a FROM t ORDER BY a LIMIT ?", []any{int64(3)}, "SELECT a FROM t ORDER BY a LIMIT  3 "},
+		{"SELECT a FROM t ORDER BY ?", []any{int64(2)}, ""},
+		{"SELECT a FROM t group\n by a, ?", []any{int64(2)}, ""},
+		{"SELECT a FROM t ORDER BY a + ?", []any{int64(2)}, "SELECT a FROM t ORDER BY a +  2 "},
+		{"SELECT a FROM t WHERE b IN (?) ORDER BY a", []any{int64(2)}, "SELECT a FROM t WHERE b IN ( 2 ) ORDER BY a"},
+		{"SELECT a FROM t ORDERBY ?", []any{int64(2)}, "SELECT a FROM t ORDERBY  2 "},
+		{"SELECT a FROM t limit ?,? ", []any{int64(2), int64(3)}, "SELECT a FROM t limit  2 , 3  "},
+		{"SELECT a FROM t LIMIT ? OFFSET ?", []any{int64(2), int64(3)}, "SELECT a FROM t LIMIT  2  OFFSET  3 "},
+		{"SELECT a FROM t WHERE b IN (?, ?) LIMIT 1", []any{int64(2), int64(3)}, "SELECT a FROM t WHERE b IN ( 2 ,  3 ) LIMIT 1"},
 		{"SELECT 1 --?", []any{int64(1)}, ""},
 		{"SELECT ? /* x */", []any{int64(1)}, ""},
 		{"SELECT ? # x", []any{int64(1)}, ""},
@@ -338,7 +412,7 @@ func TestInterpolateMySQL(t *testing.T) {
 		{"SELECT ?", []any{time.Now()}, ""},
 		{"SELECT ?", []any{true}, ""},
 		{"SELECT ?", []any{"é"}, ""}, // a literal's character set is not a parameter's
-		{"SELECT ?", []any{"\x7f\x00"}, "SELECT '\x7f\\0'"},
+		{"SELECT ?", []any{"\x7f\x00"}, "SELECT  '\x7f\\0' "},
 	} {
 		got, ok := interpolateMySQL(c.sql, c.args)
 		if !ok {
@@ -395,4 +469,43 @@ func unescapeMySQL(body string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// TestMySQLCombinerLaneConnections: a lane keeps its connection from one
+// batch to the next, and Close closes the connections kept.
+func TestMySQLCombinerLaneConnections(t *testing.T) {
+	m, name := openMySQLCombinedT(t, 4, 1)
+	admin := mysqlAdmin(t)
+	ctx := context.Background()
+	ids := map[any]bool{}
+	for range 5 {
+		res, _, err := m.combiner.run(ctx, "SELECT CONNECTION_ID()", nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[res.Values[0][0]] = true
+	}
+	if len(ids) != 1 {
+		t.Errorf("five batches on one lane used %d connections", len(ids))
+	}
+	open := func() int {
+		var n int
+		if err := admin.QueryRow("SELECT COUNT(*) FROM information_schema.processlist WHERE db = ?", name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := open(); n != 1 {
+		t.Errorf("%d connections to the database before Close, want the lane's", n)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for open() > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := open(); n > 0 {
+		t.Errorf("%d connections still open after Close", n)
+	}
 }

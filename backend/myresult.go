@@ -26,6 +26,7 @@ const (
 
 	mysqlMoreResults   = 0x0008 // SERVER_MORE_RESULTS_EXISTS
 	mysqlFlagUnsigned  = 0x0020
+	mysqlFlagZerofill  = 0x0040
 	mysqlFlagEnum      = 0x0100
 	mysqlFlagSet       = 0x0800
 	mysqlBinaryCharset = 63
@@ -35,6 +36,9 @@ const (
 type mysqlColumn struct {
 	name     string
 	typeName string // as go-sql-driver names it (DatabaseTypeName)
+	// zerofill marks an integer column the server pads with zeros in
+	// text, which the driver parses: not wire-safe.
+	zerofill bool
 	// read is how a value of the column is read into a driver value, as
 	// go-sql-driver reads the text protocol; nil for a column whose
 	// values cannot be read here (dates and times).
@@ -43,12 +47,28 @@ type mysqlColumn struct {
 
 // readMySQLResult reads one statement's whole result from r and sets
 // s.res or s.err. It reports whether the session is as before (the
-// statement returned a result set without an error); an error is the
-// connection's.
+// server returned a result set, not an error or an OK packet); an error
+// is the connection's.
+//
+// A statement whose arguments were written into its text (s.args) runs
+// alone as a prepared statement, its rows in the binary protocol: the
+// columns whose text form is not what go-sql-driver gives from a binary
+// value (FLOAT prints 6 digits, a DOUBLE(M,D) D decimals, TIME a
+// fraction the driver drops) make it run alone (errRunAlone), and so
+// does an error, which may be the literal's doing where the parameter's
+// would not be (and is otherwise the same error alone).
 func readMySQLResult(r *mysqlPacketReader, s *combinedStmt) (keep bool, err error) {
+	r.start()
 	p, err := r.next()
 	if err != nil {
 		return false, err
+	}
+	interpolated := len(s.args) > 0
+	serverError := func(p []byte) {
+		s.err = fmt.Errorf("backend: mysql: %w", mysqlErrorPacket(p))
+		if interpolated {
+			s.err = errRunAlone
+		}
 	}
 	switch p[0] {
 	case mysqlOK:
@@ -58,13 +78,13 @@ func readMySQLResult(r *mysqlPacketReader, s *combinedStmt) (keep bool, err erro
 		s.res = &Rows{}
 		return false, nil
 	case mysqlERR:
-		s.err = fmt.Errorf("backend: mysql: %w", mysqlErrorPacket(p))
+		serverError(p)
 		return false, nil
 	case mysqlLocalInfile:
 		return false, errors.New("mysql: the server asked for a local file")
 	}
 	count, _, ok := lenEncInt(p)
-	if !ok || count == 0 || count > 4096 {
+	if !ok || count == 0 || count > 1<<16 {
 		return false, fmt.Errorf("mysql: bad column count packet")
 	}
 	cols := make([]mysqlColumn, count)
@@ -72,7 +92,7 @@ func readMySQLResult(r *mysqlPacketReader, s *combinedStmt) (keep bool, err erro
 		if p, err = r.next(); err != nil {
 			return false, err
 		}
-		if cols[i], err = parseMySQLColumn(p); err != nil {
+		if cols[i], err = parseMySQLColumn(p, interpolated); err != nil {
 			return false, err
 		}
 	}
@@ -93,10 +113,10 @@ func readMySQLResult(r *mysqlPacketReader, s *combinedStmt) (keep bool, err erro
 			if eofStatus(p)&mysqlMoreResults != 0 {
 				return false, errors.New("mysql: more than one result")
 			}
-			rows.finish(s)
-			return s.err == nil, nil
+			rows.finish(s) // an error of its own (a cap, a date) leaves the session as it was
+			return true, nil
 		case p[0] == mysqlERR:
-			s.err = fmt.Errorf("backend: mysql: %w", mysqlErrorPacket(p))
+			serverError(p)
 			return false, nil
 		}
 		rows.add(p)
@@ -128,7 +148,7 @@ func newMySQLResultRows(s *combinedStmt, mcols []mysqlColumn) *mysqlResultRows {
 		meter: resultMeter{limit: resultLimitFrom(s.ctx)}}
 	for i, c := range mcols {
 		_, safe := mysqlWireType(c.typeName)
-		rr.wire = rr.wire && safe
+		rr.wire = rr.wire && safe && !c.zerofill
 		rr.cols[i].Name = c.name
 		rr.cols[i].Type, _ = mysqlColumnDecoder(c.typeName)
 	}
@@ -206,8 +226,9 @@ func (rr *mysqlResultRows) finish(s *combinedStmt) {
 }
 
 // parseMySQLColumn reads a column definition packet
-// (Protocol::ColumnDefinition41).
-func parseMySQLColumn(p []byte) (mysqlColumn, error) {
+// (Protocol::ColumnDefinition41), of a statement with interpolated
+// arguments or not (see readMySQLResult).
+func parseMySQLColumn(p []byte, interpolated bool) (mysqlColumn, error) {
 	var c mysqlColumn
 	pos := 0
 	for i := range 6 { // catalog, schema, table, org_table, name, org_name
@@ -229,7 +250,14 @@ func parseMySQLColumn(p []byte) (mysqlColumn, error) {
 	fieldType := p[pos+7]
 	flags := binary.LittleEndian.Uint16(p[pos+8:])
 	c.typeName = mysqlTypeName(fieldType, flags, charset)
+	c.zerofill = flags&mysqlFlagZerofill != 0
 	c.read = mysqlTextReader(fieldType, flags)
+	switch fieldType {
+	case 0x04, 0x05, 0x0b: // FLOAT, DOUBLE, TIME
+		if interpolated {
+			c.read = nil
+		}
+	}
 	return c, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -69,6 +70,10 @@ type MySQL struct {
 	seen        *lru.Cache[string, mysqlSeen]
 	combiner    *combiner
 	pipelinable bool
+	// lanes keeps the connections of the combiner's idle lanes
+	// (mycombine.go); closed is set by Close.
+	lanes  chan laneConn
+	closed atomic.Bool
 }
 
 var _ Backend = (*MySQL)(nil)
@@ -198,6 +203,8 @@ func (m *MySQL) Ping(ctx context.Context) error {
 // Close closes the pool's idle connections; connections in use are closed
 // as their statements finish. Queries after Close fail with ErrUnavailable.
 func (m *MySQL) Close() error {
+	m.closed.Store(true)
+	m.closeLanes()
 	if err := m.db.Close(); err != nil {
 		return fmt.Errorf("backend: close mysql %s: %w", m.desc, err)
 	}

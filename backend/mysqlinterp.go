@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // interpolateMySQL returns sql with each ? parameter marker replaced by
@@ -22,8 +23,10 @@ func interpolateMySQL(sql string, args []any) (string, bool) {
 	if len(args) == 0 {
 		return sql, true
 	}
-	b := make([]byte, 0, len(sql)+8*len(args))
+	b := make([]byte, 0, len(sql)+24*len(args))
 	n := 0
+	limitEnd := -1   // where the last literal of a LIMIT clause ended in b
+	ordered := false // an ORDER BY or GROUP BY has been passed
 	for i := 0; i < len(sql); i++ {
 		switch c := sql[i]; c {
 		case '\'', '"', '`':
@@ -37,13 +40,23 @@ func interpolateMySQL(sql string, args []any) (string, bool) {
 			if n == len(args) {
 				return "", false
 			}
-			if len(b) > 0 && b[len(b)-1] == '-' {
-				b = append(b, ' ') // -1 after a minus is not a comment's --
+			inLimit := limitContext(b, limitEnd)
+			if ordered && !inLimit && mayBePosition(b) {
+				// An integer literal that is an ORDER BY or GROUP BY item
+				// is a column's position. So is a parameter to MariaDB,
+				// but a constant to MySQL.
+				return "", false
 			}
+			// Spaces keep the literal a token of its own (?e1, X?, @?).
+			b = append(b, ' ')
 			var ok bool
 			if b, ok = appendMySQLLiteral(b, args[n]); !ok {
 				return "", false
 			}
+			if inLimit {
+				limitEnd = len(b)
+			}
+			b = append(b, ' ')
 			n++
 		case '#':
 			return "", false
@@ -54,6 +67,9 @@ func interpolateMySQL(sql string, args []any) (string, bool) {
 			b = append(b, c)
 		default:
 			b = append(b, c)
+			if c|0x20 == 'y' && (i+1 == len(sql) || !isWordByte(sql[i+1])) && endsWithOrderBy(b) {
+				ordered = true
+			}
 		}
 	}
 	if n != len(args) {
@@ -82,6 +98,76 @@ func quotedEnd(sql string, start int) int {
 		}
 	}
 	return -1
+}
+
+// limitContext reports whether a marker after b is a LIMIT or OFFSET
+// count, never a column position: b ends with LIMIT or OFFSET, or with
+// the comma after the LIMIT literal that ended at limitEnd (LIMIT
+// offset, count).
+func limitContext(b []byte, limitEnd int) bool {
+	end := len(b)
+	for end > 0 && isSpace(b[end-1]) {
+		end--
+	}
+	if end > 0 && b[end-1] == ',' && limitEnd >= 0 {
+		end--
+		for end > 0 && isSpace(b[end-1]) {
+			end--
+		}
+		return end == limitEnd
+	}
+	start := end
+	for start > 0 && isLetter(b[start-1]) {
+		start--
+	}
+	word := strings.ToUpper(string(b[start:end]))
+	return word == "LIMIT" || word == "OFFSET"
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+
+func isWordByte(c byte) bool {
+	return isLetter(c) || '0' <= c && c <= '9' || c == '_' || c == '$' || c >= 0x80
+}
+
+// trailingWord returns the word that ends b[:end] after any spaces, in
+// upper case, and where it starts.
+func trailingWord(b []byte, end int) (string, int) {
+	for end > 0 && isSpace(b[end-1]) {
+		end--
+	}
+	start := end
+	for start > 0 && isWordByte(b[start-1]) {
+		start--
+	}
+	return strings.ToUpper(string(b[start:end])), start
+}
+
+// endsWithOrderBy reports whether b ends with ORDER BY or GROUP BY.
+func endsWithOrderBy(b []byte) bool {
+	by, start := trailingWord(b, len(b))
+	if by != "BY" || start == 0 || !isSpace(b[start-1]) {
+		return false
+	}
+	w, _ := trailingWord(b, start)
+	return w == "ORDER" || w == "GROUP"
+}
+
+// mayBePosition reports whether a marker after b may be a whole ORDER BY
+// or GROUP BY item: it follows BY, a comma or an opening parenthesis.
+func mayBePosition(b []byte) bool {
+	end := len(b)
+	for end > 0 && isSpace(b[end-1]) {
+		end--
+	}
+	if end > 0 && (b[end-1] == ',' || b[end-1] == '(') {
+		return true
+	}
+	w, _ := trailingWord(b, end)
+	return w == "BY"
 }
 
 // appendMySQLLiteral appends v as a MySQL literal of the type
