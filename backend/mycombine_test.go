@@ -33,10 +33,11 @@ func openMySQLCombinedT(t *testing.T, maxConns, lanes int) (*MySQL, string) {
 	return m, name
 }
 
-// mysqlAdmin is an ordinary connection to the test server.
-func mysqlAdmin(t *testing.T) *sql.DB {
+// mysqlAdmin is an ordinary (writable) connection to the server of dsn,
+// closed when the test ends.
+func mysqlAdmin(t *testing.T, dsn string) *sql.DB {
 	t.Helper()
-	cfg, err := mysql.ParseDSN(mysqlDSN(t))
+	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ var trickyStrings = []string{
 // form, its arguments written as literals.
 func TestMySQLCombinedMatchesAlone(t *testing.T) {
 	m, name := openMySQLCombinedT(t, 2, 1)
-	admin := mysqlAdmin(t)
+	admin := mysqlAdmin(t, mysqlDSN(t))
 	for _, s := range []string{
 		"CREATE TABLE `" + name + "`.ty (k INT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, mi MEDIUMINT, i INT, iu INT UNSIGNED, bi BIGINT, bu BIGINT UNSIGNED," +
 			" f FLOAT, db DOUBLE, de DECIMAL(12,3), ch CHAR(3), vc VARCHAR(40), tx TEXT, en ENUM('a','b'), st SET('x','y'), bn BINARY(2), vb VARBINARY(4), bl BLOB," +
@@ -294,7 +295,7 @@ func TestMySQLCombinerCallerGivesUp(t *testing.T) {
 // kills; its statements run again alone and answer.
 func TestMySQLCombinerConnectionLost(t *testing.T) {
 	m, _ := openMySQLCombinedT(t, 4, 1)
-	admin := mysqlAdmin(t)
+	admin := mysqlAdmin(t, mysqlDSN(t))
 	go func() {
 		for range 100 {
 			time.Sleep(20 * time.Millisecond)
@@ -475,7 +476,7 @@ func unescapeMySQL(body string) string {
 // batch to the next, and Close closes the connections kept.
 func TestMySQLCombinerLaneConnections(t *testing.T) {
 	m, name := openMySQLCombinedT(t, 4, 1)
-	admin := mysqlAdmin(t)
+	admin := mysqlAdmin(t, mysqlDSN(t))
 	ctx := context.Background()
 	ids := map[any]bool{}
 	for range 5 {

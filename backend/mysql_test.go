@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -37,11 +36,7 @@ func mysqlDatabase(t *testing.T, dsn string) (name, dbDSN string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
+	admin := mysqlAdmin(t, dsn)
 	name = fmt.Sprintf("backend_test_%d", time.Now().UnixNano())
 	cfg.DBName = name
 	for _, s := range []string{

@@ -4,15 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"math/rand/v2"
-	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/demo"
@@ -107,20 +103,5 @@ func TestPassthroughPipelinedMariaDB(t *testing.T) {
 	}
 	wg.Wait()
 
-	status, body := get(t, "http://"+m[1]+"/metrics", "opspw")
-	if status != http.StatusOK {
-		t.Fatalf("/metrics: %d %s", status, body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pipelined := metricValue(families, "dpproxy_backend_pipelined_statements_total", nil)
-	batches := metricValue(families, "dpproxy_backend_pipeline_batches_total", nil)
-	sent := clients * each * 11 / 10
-	t.Logf("%v of %d statements pipelined in %v batches", pipelined, sent, batches)
-	if pipelined < float64(sent)/2 || pipelined > float64(sent) || batches <= 0 || pipelined/batches <= 1 {
-		t.Errorf("%v statements pipelined in %v batches (%d sent): want most of them, several to a batch", pipelined, batches, sent)
-	}
+	checkPipelined(t, m[1], clients*each*11/10) // pipeline_test.go
 }
