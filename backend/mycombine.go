@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpproxy/dpproxy/sqltypes"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -223,7 +222,7 @@ func matchColumns(res *Rows, alone []Column) bool {
 		return false
 	}
 	for i, a := range alone {
-		if c := res.Columns[i]; c.Type != a.Type && !(isMySQLInt(c.Type) && isMySQLInt(a.Type)) {
+		if c := res.Columns[i]; c.Type != a.Type && !(c.Type.Integer() && a.Type.Integer()) {
 			return false
 		}
 	}
@@ -234,11 +233,6 @@ func matchColumns(res *Rows, alone []Column) bool {
 		}
 	}
 	return true
-}
-
-// isMySQLInt reports the types integer columns are decoded as.
-func isMySQLInt(t sqltypes.Type) bool {
-	return t == sqltypes.Int2 || t == sqltypes.Int4 || t == sqltypes.Int8
 }
 
 // sendBatch runs batch on one pooled connection, its commands written
