@@ -92,10 +92,13 @@ type combinedStmt struct {
 	// can give them (Rows.MySQLText; PostgreSQL's are always).
 	wire bool
 
-	// done is closed when res and err are set, or when lead is set (the
-	// caller then leads the next batch).
+	// done is closed when res and err are set (answer), or when lead is
+	// set (the caller then leads the next batch).
 	done chan struct{}
 	lead bool
+	// answered is set by the batch's leader once done is closed for the
+	// result; the leader then touches the statement no more.
+	answered bool
 	res  *Rows
 	err  error
 	// took is how long the server took to answer it, from the previous
@@ -227,15 +230,25 @@ func (c *combiner) handOff() {
 	close(next.done)
 }
 
+// answer hands s's result (res, err and took, all set) to its caller,
+// which may then return while the rest of its batch is still being read.
+// The leader's own statement has no one waiting: its caller runs the
+// batch.
+func (s *combinedStmt) answer() {
+	if s.answered || s.lead {
+		return
+	}
+	s.answered = true
+	close(s.done)
+}
+
 // runBatch sends batch and sets each statement's result.
 func (c *combiner) runBatch(batch []*combinedStmt) {
 	defer func() {
 		// Every caller is answered, whatever happened to the batch.
 		failAll(batch, errBatchEnded)
 		for _, s := range batch {
-			if !s.lead {
-				close(s.done)
-			}
+			s.answer()
 		}
 	}()
 	// The batch outlives any one caller: a caller that gives up leaves
@@ -252,10 +265,11 @@ func (c *combiner) runBatch(batch []*combinedStmt) {
 
 var errBatchEnded = errors.New("pipeline: the batch ended without this statement's result")
 
-// failAll sets err as the result of every statement without one.
+// failAll sets err as the result of every statement not answered and
+// without a result.
 func failAll(batch []*combinedStmt, err error) {
 	for _, s := range batch {
-		if s.res == nil && s.err == nil {
+		if !s.answered && s.res == nil && s.err == nil {
 			s.err = err
 		}
 	}

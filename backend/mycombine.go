@@ -324,6 +324,7 @@ func (c *stmtCachingConn) sendPipelined(ctx context.Context, batch []*combinedSt
 			keep = keep && ok
 			now := time.Now()
 			s.took, last = now.Sub(last), now
+			s.answer()
 		}
 		batch = batch[n:]
 	}

@@ -132,6 +132,7 @@ func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combi
 		s := ss.s
 		if ss.encodeErr != nil {
 			s.err = fmt.Errorf("postgres: encode arguments: %w", ss.encodeErr)
+			s.answer()
 			continue
 		}
 		if ss.prepared != "" {
@@ -176,6 +177,7 @@ func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combi
 		}
 		now := time.Now()
 		s.took, last = now.Sub(last), now
+		s.answer()
 	}
 	closed = true
 	if err := pipe.Close(); err != nil {

@@ -1,0 +1,90 @@
+package backend
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestCombinerAnswersBeforeBatchEnds checks that a statement's caller gets
+// its result as soon as the sender has it, not when the whole batch is
+// read: a caller waiting for the end of a long batch would leave its
+// client, and the processor, idle.
+func TestCombinerAnswersBeforeBatchEnds(t *testing.T) {
+	firstHeld, firstGo := make(chan struct{}), make(chan struct{})
+	secondGo := make(chan struct{})
+	batches := 0
+	c := newCombiner(1, func(ctx context.Context, batch []*combinedStmt) error {
+		batches++
+		if batches == 1 {
+			close(firstHeld)
+			<-firstGo
+		}
+		for _, s := range batch {
+			s.res = &Rows{Columns: []Column{{Name: s.sql}}}
+			s.answer()
+		}
+		if batches == 2 {
+			<-secondGo // the rest of the batch is still being read
+		}
+		return nil
+	})
+	c.holdoff = time.Hour // the test's waits must not send statements alone
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	type answer struct {
+		sql string
+		res *Rows
+		err error
+	}
+	answers := make(chan answer, 3)
+	runOne := func(sql string) {
+		res, _, err := c.run(ctx, sql, nil, false)
+		answers <- answer{sql, res, err}
+	}
+	go runOne("a")
+	<-firstHeld
+	go runOne("b")
+	waitPending(t, c, 1)
+	go runOne("c")
+	waitPending(t, c, 2)
+	close(firstGo)
+
+	// "a" ends its batch; "b" leads the next with "c", and "c" is answered
+	// while "b"'s batch has not ended.
+	for range 2 {
+		select {
+		case a := <-answers:
+			if a.err != nil || a.res == nil || a.res.Columns[0].Name != a.sql {
+				t.Fatalf("%s: got %+v, %v", a.sql, a.res, a.err)
+			}
+			if a.sql == "b" {
+				t.Fatal("the leader of the second batch returned before its batch ended")
+			}
+		case <-ctx.Done():
+			t.Fatal("a caller was not answered before its batch ended")
+		}
+	}
+	close(secondGo)
+	if a := <-answers; a.sql != "b" || a.err != nil {
+		t.Fatalf("leader: got %+v", a)
+	}
+	if statements, batches := c.stats(); statements != 3 || batches != 2 {
+		t.Fatalf("stats: %d statements in %d batches, want 3 in 2", statements, batches)
+	}
+}
+
+// waitPending waits until n statements wait for a lane.
+func waitPending(t *testing.T, c *combiner, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		got := len(c.pending)
+		c.mu.Unlock()
+		if got == n {
+			return
+		}
+	}
+	t.Fatalf("%d statements never waited for a lane", n)
+}
