@@ -99,6 +99,9 @@ type combinedStmt struct {
 	// answered is set by the batch's leader once done is closed for the
 	// result; the leader then touches the statement no more.
 	answered bool
+	// unwatch stops watching the caller's context for the batch
+	// (pipelineContext), reporting whether it had not yet ended.
+	unwatch func() bool
 	res  *Rows
 	err  error
 	// took is how long the server took to answer it, from the previous
@@ -235,6 +238,7 @@ func (c *combiner) handOff() {
 // The leader's own statement has no one waiting: its caller runs the
 // batch.
 func (s *combinedStmt) answer() {
+	s.stopWatching()
 	if s.answered || s.lead {
 		return
 	}
@@ -275,31 +279,51 @@ func failAll(batch []*combinedStmt, err error) {
 	}
 }
 
-// pipelineContext is a context that ends when every statement's context
-// has ended: the connection then cancels what runs on the server.
+// pipelineContext is a context that ends when every statement's caller
+// has given up before its answer: the connection then cancels what runs on
+// the server. An answered statement's caller ends its context when its
+// command ends, while the batch may still be read for the others: that
+// counts as nothing (answer stops the watch first).
 func pipelineContext(batch []*combinedStmt) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var left atomic.Int64
-	left.Store(int64(len(batch)))
-	stops := make([]func() bool, 0, len(batch))
+	var waiting atomic.Int64 // neither answered nor given up
+	waiting.Store(int64(len(batch)))
 	for _, s := range batch {
 		if s.ctx.Done() == nil {
 			// One caller that cannot give up keeps the batch going.
-			for _, stop := range stops {
-				stop()
-			}
+			unwatchAll(batch)
 			return ctx, cancel
 		}
-		stops = append(stops, context.AfterFunc(s.ctx, func() {
-			if left.Add(-1) == 0 {
+		stop := context.AfterFunc(s.ctx, func() {
+			if waiting.Add(-1) == 0 {
 				cancel()
 			}
-		}))
+		})
+		s.unwatch = func() bool {
+			if !stop() {
+				return false // given up first
+			}
+			waiting.Add(-1) // answered: when all are, nothing is cancelled
+			return true
+		}
 	}
 	return ctx, func() {
-		for _, stop := range stops {
-			stop()
-		}
+		unwatchAll(batch)
 		cancel()
+	}
+}
+
+// unwatchAll stops watching the callers' contexts.
+func unwatchAll(batch []*combinedStmt) {
+	for _, s := range batch {
+		s.stopWatching()
+	}
+}
+
+// stopWatching stops watching the caller's context, if watched.
+func (s *combinedStmt) stopWatching() {
+	if s.unwatch != nil {
+		s.unwatch()
+		s.unwatch = nil
 	}
 }

@@ -88,3 +88,53 @@ func waitPending(t *testing.T, c *combiner, n int) {
 	}
 	t.Fatalf("%d statements never waited for a lane", n)
 }
+
+// TestPipelineContextAfterAnswers checks when a batch's context ends:
+// not when callers end their contexts after their answers (their
+// commands are over while the batch is still read for others), but when
+// every caller still waiting has given up.
+func TestPipelineContextAfterAnswers(t *testing.T) {
+	newStmt := func() (*combinedStmt, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		return &combinedStmt{ctx: ctx, done: make(chan struct{})}, cancel
+	}
+	t.Run("answered callers leave", func(t *testing.T) {
+		a, endA := newStmt()
+		b, endB := newStmt()
+		ctx, stop := pipelineContext([]*combinedStmt{a, b})
+		defer stop()
+		a.answer()
+		endA()
+		b.answer()
+		endB()
+		time.Sleep(10 * time.Millisecond) // AfterFunc runs on its own goroutine
+		if ctx.Err() != nil {
+			t.Fatal("the batch ended because answered callers ended their commands")
+		}
+	})
+	t.Run("waiting callers give up", func(t *testing.T) {
+		a, endA := newStmt()
+		b, endB := newStmt()
+		ctx, stop := pipelineContext([]*combinedStmt{a, b})
+		defer stop()
+		a.answer()
+		endA()
+		endB() // b gives up before its answer
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the batch went on after every waiting caller gave up")
+		}
+	})
+	t.Run("a caller that cannot give up", func(t *testing.T) {
+		a, endA := newStmt()
+		b := &combinedStmt{ctx: context.Background(), done: make(chan struct{})}
+		ctx, stop := pipelineContext([]*combinedStmt{a, b})
+		defer stop()
+		endA()
+		time.Sleep(10 * time.Millisecond)
+		if ctx.Err() != nil {
+			t.Fatal("the batch ended while a caller that cannot give up waits")
+		}
+	})
+}
