@@ -97,13 +97,15 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 				outerCols[x.CountColumn] = "SUM(" + clampedTo(q(columnName("dp_r", j))+" - "+q(columnName("dp_v", j)), x.Clip) + ")"
 			}
 		}
-		return "SELECT " + strings.Join(outerCols, ", ") +
-			" FROM (SELECT " + strings.Join(inner, ", ") + " FROM " + table + whereClause + ") AS " + q("dp_rows") +
-			groupBy, nil
+		var w sqlBuilder
+		w.add("SELECT ").list(outerCols).add(" FROM (SELECT ").list(inner).add(" FROM ", table, whereClause, ") AS ", q("dp_rows"), groupBy)
+		return w.String(), nil
 	}
 
 	// Inner: the unit, the group keys and the clamped values of each row.
-	innerSQL := "SELECT " + strings.Join(inner, ", ") + " FROM " + table + whereClause
+	writeInner := func(w *sqlBuilder) *sqlBuilder {
+		return w.add("SELECT ").list(inner).add(" FROM ", table, whereClause)
+	}
 
 	// Middle: aggregate per (unit, group). With a public key list, count
 	// each unit's groups (its contributions are weighted, see
@@ -158,8 +160,10 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	if totalHere && !heavy {
 		middle = append(middle, e.d.SumSmallInts(capped("COUNT(*)", linf), q("dp_u"))+" AS "+q("dp_t"))
 	}
-	middleSQL := "SELECT " + e.d.UnitGroupHint() + strings.Join(middle, ", ") +
-		" FROM (" + innerSQL + ") AS " + q("dp_rows") + unitGroup
+	writeMiddle := func(w *sqlBuilder) *sqlBuilder {
+		w.add("SELECT ", e.d.UnitGroupHint()).list(middle).add(" FROM (")
+		return writeInner(w).add(") AS ", q("dp_rows"), unitGroup)
+	}
 
 	// Outer: aggregate per group across units, each unit's counts capped
 	// at Linf and its sums scaled to Linf values (see capped and scaled).
@@ -187,9 +191,10 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	}
 	cells := e.cellValues(p, b)
 	for col, x := range cells {
-		outerCols[col] = "SUM(" + gate(weigh(x)) + ")"
 		if totalCapped && !gated && b.isCount(col) {
 			outerCols[col] = sumSplitByTotal(x, q("dp_t"), p.MaxTotalRowsPerUnit)
+		} else {
+			outerCols[col] = "SUM(" + gate(weigh(x)) + ")"
 		}
 	}
 	for _, v := range b.values {
@@ -208,9 +213,11 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 		heavyUnits := "SELECT " + strings.Join(perUnit, ", ") + " FROM (SELECT " + strings.Join(inner, ", ") + e.heavyUnitsFrom(p, table, where) + ") AS " + q("dp_rows") + unitGroup
 		var rows *rowSums
 		if fromRows {
-			rows = e.rowSums(b, counted, innerSQL)
+			var inner sqlBuilder
+			rows = e.rowSums(b, counted, writeInner(&inner).String())
 		}
-		return e.heavyUnitsSQL(p, outerCols, cells, groupRefs, middleSQL, heavyUnits, rows), nil
+		var middle sqlBuilder
+		return e.heavyUnitsSQL(p, outerCols, cells, groupRefs, writeMiddle(&middle).String(), heavyUnits, rows), nil
 	}
 	keep, having := "", ""
 	switch {
@@ -222,11 +229,15 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	case p.Selection != nil:
 		keep = " WHERE " + q("dp_gn") + " <= " + strconv.Itoa(p.MaxGroupsPerUnit)
 	}
-	from, alias := "("+middleSQL+") AS "+q("dp_units")+keep, q("dp_units")
+	// The FROM of the outer level: the middle level, wrapped in the levels
+	// below from the inside out, written outermost first.
+	alias := q("dp_units")
+	var keptTotal string // T over the groups the unit keeps, if wrapped
 	if totalCapped && !totalHere {
-		// T over the groups the unit keeps.
-		from = "(SELECT " + alias + ".*, " + e.d.SumSmallInts(gate(capped(q("dp_n"), linf)), q("dp_u")) + " AS " + q("dp_t") +
-			" FROM " + from + ") AS " + q("dp_kept")
+		keptTotal = e.d.SumSmallInts(gate(capped(q("dp_n"), linf)), q("dp_u"))
+	}
+	var cellCols, totalCols []string
+	if keptTotal != "" {
 		alias = q("dp_kept")
 	}
 	if len(excess) > 0 {
@@ -240,20 +251,68 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 				return "CASE WHEN " + q("dp_k") + " <= " + l0 + " THEN " + x + " ELSE " + x + " * " + l0 + ".000000000 / " + q("dp_k") + " END"
 			}
 		}
-		cells, totals := []string{alias + ".*"}, []string{q("dp_cells") + ".*"}
+		cellCols, totalCols = []string{alias + ".*"}, []string{q("dp_cells") + ".*"}
 		for i, x := range excess {
 			xi, ti := q(columnName("dp_x", i)), q(columnName("dp_xt", i))
 			kept := gate(weigh(x.kept))
 			if x.perUnit {
 				kept = gate(x.kept) // units are counted in kept groups, unweighted
 			}
-			cells = append(cells, x.raw+" - "+groupWeight(kept)+" AS "+xi)
-			totals = append(totals, "SUM(ABS("+xi+")) OVER (PARTITION BY "+q("dp_u")+") AS "+ti)
+			cellCols = append(cellCols, x.raw+" - "+groupWeight(kept)+" AS "+xi)
+			totalCols = append(totalCols, "SUM(ABS("+xi+")) OVER (PARTITION BY "+q("dp_u")+") AS "+ti)
 			outerCols[x.column] = "SUM(" + clipped(xi, ti, x.clip) + ")"
 		}
-		from = "(SELECT " + strings.Join(totals, ", ") + " FROM (SELECT " + strings.Join(cells, ", ") + " FROM " + from + ") AS " + q("dp_cells") + ") AS " + q("dp_clip")
 	}
-	return "SELECT " + strings.Join(outerCols, ", ") + " FROM " + from + groupBy + having, nil
+	var w sqlBuilder
+	w.Grow(256 + len(table) + len(where) + listLen(outerCols) + listLen(middle) + listLen(inner) + listLen(cellCols) + listLen(totalCols))
+	w.add("SELECT ").list(outerCols).add(" FROM ")
+	if len(excess) > 0 {
+		w.add("(SELECT ").list(totalCols).add(" FROM (SELECT ").list(cellCols).add(" FROM ")
+	}
+	if keptTotal != "" {
+		w.add("(SELECT ", q("dp_units"), ".*, ", keptTotal, " AS ", q("dp_t"), " FROM ")
+	}
+	writeMiddle(w.add("(")).add(") AS ", q("dp_units"), keep)
+	if keptTotal != "" {
+		w.add(") AS ", q("dp_kept"))
+	}
+	if len(excess) > 0 {
+		w.add(") AS ", q("dp_cells"), ") AS ", q("dp_clip"))
+	}
+	w.add(groupBy, having)
+	return w.String(), nil
+}
+
+// sqlBuilder writes a statement's text in one buffer: a nested level is
+// written in place, not built apart and copied into the one around it.
+type sqlBuilder struct{ strings.Builder }
+
+// add writes parts.
+func (w *sqlBuilder) add(parts ...string) *sqlBuilder {
+	for _, s := range parts {
+		w.WriteString(s)
+	}
+	return w
+}
+
+// listLen is the length of items written by list.
+func listLen(items []string) int {
+	n := 2 * len(items)
+	for _, s := range items {
+		n += len(s)
+	}
+	return n
+}
+
+// list writes items separated by commas.
+func (w *sqlBuilder) list(items []string) *sqlBuilder {
+	for i, s := range items {
+		if i > 0 {
+			w.WriteString(", ")
+		}
+		w.WriteString(s)
+	}
+	return w
 }
 
 // cellValues returns, for each backend column the outer level sums over

@@ -692,3 +692,40 @@ func callSpacesRemoved(in string) string {
 	}
 	return b.String()
 }
+
+// TestNormalizeMemo checks the memo ParseStatement normalizes through:
+// a text's result is shared and equal to a fresh one, a long text and a
+// rejected one are not kept, and a rejection is still reported.
+func TestNormalizeMemo(t *testing.T) {
+	const sql = `SELECT clinic_id::text FROM clinics WHERE clinic_id = $1`
+	first, err := normalizeMemo(sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := normalizeMemo(sql)
+	if err != nil || again != first {
+		t.Fatalf("second normalization of the same text: %p, %v; want the memoized %p", again, err, first)
+	}
+	fresh, err := NormalizePostgres(sql)
+	if err != nil || !reflect.DeepEqual(fresh, first) {
+		t.Fatalf("memoized %+v, fresh %+v (%v)", first, fresh, err)
+	}
+
+	long := sql + strings.Repeat(" ", maxNormalizedMemoText)
+	if _, err := normalizeMemo(long); err != nil {
+		t.Fatal(err)
+	}
+	if normalized.Contains(long) {
+		t.Error("a text longer than maxNormalizedMemoText was kept")
+	}
+
+	const bad = `SELECT $0 FROM clinics`
+	for range 2 {
+		if _, err := normalizeMemo(bad); err == nil {
+			t.Fatal("a rejected text normalized")
+		}
+	}
+	if normalized.Contains(bad) {
+		t.Error("a rejected text was kept")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/dpproxy/dpproxy/sqlerr"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -135,6 +136,34 @@ func parseSafely(fe FrontEnd, text string) (stmts []ast.StmtNode, err error) {
 	return stmts, err
 }
 
+// normalized memoizes NormalizePostgres by text: a prepared statement's
+// text is normalized again at every execution (its tree is bound to the
+// values, so it is parsed afresh), and the result depends on the text
+// alone. A *Normalized is read, never changed, once made, so one is
+// shared by every parse of its text. Texts longer than
+// maxNormalizedMemoText are not kept.
+var normalized = func() *lru.Cache[string, *Normalized] {
+	c, err := lru.New[string, *Normalized](1024)
+	if err != nil {
+		panic(err) // only for a size ≤ 0
+	}
+	return c
+}()
+
+const maxNormalizedMemoText = 4 << 10
+
+// normalizeMemo is NormalizePostgres through the normalized memo.
+func normalizeMemo(sql string) (*Normalized, error) {
+	if norm, ok := normalized.Get(sql); ok {
+		return norm, nil
+	}
+	norm, err := NormalizePostgres(sql)
+	if err == nil && len(sql) <= maxNormalizedMemoText {
+		normalized.Add(sql, norm)
+	}
+	return norm, err
+}
+
 // ParseStatement parses sql like Parse and also returns the parameter
 // mapping and the casts. For the PostgreSQL front end the text first goes
 // through NormalizePostgres ($n parameters, :: casts, E'...' and dollar
@@ -146,7 +175,7 @@ func ParseStatement(sql string, fe FrontEnd) (*Parsed, error) {
 	var norm *Normalized
 	if fe == PostgresFrontEnd {
 		var err error
-		if norm, err = NormalizePostgres(sql); err != nil {
+		if norm, err = normalizeMemo(sql); err != nil {
 			return nil, err
 		}
 		text = norm.SQL
