@@ -58,8 +58,9 @@ const (
 )
 
 // batchSender runs batch on one connection of its backend, setting each
-// statement's res or err (and took); ctx ends when every caller has given
-// up. An error it returns ends the statements left without a result.
+// statement's res or err (and took) and then calling its answer; ctx ends
+// when every caller not yet answered has given up. An error it returns
+// ends the statements left without a result.
 type batchSender func(ctx context.Context, batch []*combinedStmt) error
 
 // combiner batches concurrent statements onto the connections of a
@@ -97,11 +98,11 @@ type combinedStmt struct {
 	done chan struct{}
 	lead bool
 	// answered is set by the batch's leader once done is closed for the
-	// result; the leader then touches the statement no more.
+	// result; the leader then writes none of its result fields again.
 	answered bool
 	// unwatch stops watching the caller's context for the batch
-	// (pipelineContext), reporting whether it had not yet ended.
-	unwatch func() bool
+	// (pipelineContext).
+	unwatch func()
 	res  *Rows
 	err  error
 	// took is how long the server took to answer it, from the previous
@@ -235,8 +236,9 @@ func (c *combiner) handOff() {
 
 // answer hands s's result (res, err and took, all set) to its caller,
 // which may then return while the rest of its batch is still being read.
-// The leader's own statement has no one waiting: its caller runs the
-// batch.
+// A leader's own statement has no one waiting on done: a handed-off
+// leader's (lead set) is left alone, since handOff closed done already;
+// a leader that found a lane free has its done closed unread.
 func (s *combinedStmt) answer() {
 	s.stopWatching()
 	if s.answered || s.lead {
@@ -257,7 +259,7 @@ func (c *combiner) runBatch(batch []*combinedStmt) {
 	}()
 	// The batch outlives any one caller: a caller that gives up leaves
 	// its statement to finish unread (the batch ends when every caller
-	// has given up; see pipelineContext).
+	// not yet answered has given up; see pipelineContext).
 	pctx, stop := pipelineContext(batch)
 	defer stop()
 	c.batches.Add(1)
@@ -299,12 +301,12 @@ func pipelineContext(batch []*combinedStmt) (context.Context, func()) {
 				cancel()
 			}
 		})
-		s.unwatch = func() bool {
-			if !stop() {
-				return false // given up first
+		s.unwatch = func() {
+			if stop() {
+				// Answered before giving up: when all are, nothing is
+				// cancelled.
+				waiting.Add(-1)
 			}
-			waiting.Add(-1) // answered: when all are, nothing is cancelled
-			return true
 		}
 	}
 	return ctx, func() {

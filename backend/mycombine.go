@@ -293,7 +293,13 @@ func (c *stmtCachingConn) sendPipelined(ctx context.Context, batch []*combinedSt
 		_ = socket.SetDeadline(time.Unix(1, 0))
 		_ = socket.Close()
 	})
-	defer stop()
+	defer func() {
+		if !stop() {
+			// The batch ended as the last result came in: the socket is
+			// closed, or about to be.
+			keep = false
+		}
+	}()
 	if c.pipeReader == nil {
 		c.pipeReader = &mysqlPacketReader{r: bufio.NewReaderSize(socket, 16<<10)}
 	}
