@@ -393,8 +393,8 @@ func mysqlFloorText(label string, binary bool, m myPassFloor) (text, outOfReach 
 	case rd.max < targetMySQLOverDirect:
 		why := ""
 		if binary {
-			why = " (it keeps each statement prepared on its backend connections, so MariaDB sees one round trip per query " +
-				"where through the relay it sees the client's prepare, execute and close)"
+			why = " (it answers the client's prepare and close itself and sends MariaDB one command per query, several " +
+				"in one write, where through the relay MariaDB sees the client's prepare, execute and close)"
 		}
 		return s + fmt.Sprintf(" dpproxy outruns the relay here%s, so the relay is no ceiling for it in this run: "+
 			"dpproxy misses the target by %s.", why, fmtX(targetMySQLOverDirect/pd.med)), ""
