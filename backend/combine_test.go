@@ -94,47 +94,54 @@ func waitPending(t *testing.T, c *combiner, n int) {
 // commands are over while the batch is still read for others), but when
 // every caller still waiting has given up.
 func TestPipelineContextAfterAnswers(t *testing.T) {
-	newStmt := func() (*combinedStmt, context.CancelFunc) {
-		ctx, cancel := context.WithCancel(context.Background())
-		return &combinedStmt{ctx: ctx, done: make(chan struct{})}, cancel
+	cases := []struct {
+		name string
+		// bFixed: b's caller cannot give up (its context has no Done).
+		bFixed bool
+		steps  func(a, b *combinedStmt, endA, endB context.CancelFunc)
+		ended  bool
+	}{
+		{name: "answered callers leave", steps: func(a, b *combinedStmt, endA, endB context.CancelFunc) {
+			a.answer()
+			endA()
+			b.answer()
+			endB()
+		}},
+		{name: "waiting callers give up", ended: true, steps: func(a, b *combinedStmt, endA, endB context.CancelFunc) {
+			a.answer()
+			endA()
+			endB() // b gives up before its answer
+		}},
+		{name: "a caller that cannot give up", bFixed: true, steps: func(a, b *combinedStmt, endA, endB context.CancelFunc) {
+			endA()
+		}},
 	}
-	t.Run("answered callers leave", func(t *testing.T) {
-		a, endA := newStmt()
-		b, endB := newStmt()
-		ctx, stop := pipelineContext([]*combinedStmt{a, b})
-		defer stop()
-		a.answer()
-		endA()
-		b.answer()
-		endB()
-		time.Sleep(10 * time.Millisecond) // AfterFunc runs on its own goroutine
-		if ctx.Err() != nil {
-			t.Fatal("the batch ended because answered callers ended their commands")
-		}
-	})
-	t.Run("waiting callers give up", func(t *testing.T) {
-		a, endA := newStmt()
-		b, endB := newStmt()
-		ctx, stop := pipelineContext([]*combinedStmt{a, b})
-		defer stop()
-		a.answer()
-		endA()
-		endB() // b gives up before its answer
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Second):
-			t.Fatal("the batch went on after every waiting caller gave up")
-		}
-	})
-	t.Run("a caller that cannot give up", func(t *testing.T) {
-		a, endA := newStmt()
-		b := &combinedStmt{ctx: context.Background(), done: make(chan struct{})}
-		ctx, stop := pipelineContext([]*combinedStmt{a, b})
-		defer stop()
-		endA()
-		time.Sleep(10 * time.Millisecond)
-		if ctx.Err() != nil {
-			t.Fatal("the batch ended while a caller that cannot give up waits")
-		}
-	})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			actx, endA := context.WithCancel(context.Background())
+			bctx, endB := context.WithCancel(context.Background())
+			defer endA()
+			defer endB()
+			if tc.bFixed {
+				bctx = context.Background()
+			}
+			a := &combinedStmt{ctx: actx, done: make(chan struct{})}
+			b := &combinedStmt{ctx: bctx, done: make(chan struct{})}
+			ctx, stop := pipelineContext([]*combinedStmt{a, b})
+			defer stop()
+			tc.steps(a, b, endA, endB)
+			if tc.ended {
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatal("the batch went on after every waiting caller gave up")
+				}
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // AfterFunc runs on its own goroutine
+			if ctx.Err() != nil {
+				t.Fatal("the batch ended while a caller still waits or was answered")
+			}
+		})
+	}
 }
