@@ -103,8 +103,8 @@ type combinedStmt struct {
 	// unwatch stops watching the caller's context for the batch
 	// (pipelineContext).
 	unwatch func()
-	res  *Rows
-	err  error
+	res     *Rows
+	err     error
 	// took is how long the server took to answer it, from the previous
 	// result of its batch (or the batch's sending) to its own.
 	took time.Duration
