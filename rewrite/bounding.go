@@ -232,14 +232,13 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	// The FROM of the outer level: the middle level, wrapped in the levels
 	// below from the inside out, written outermost first.
 	alias := q("dp_units")
-	var keptTotal string // T over the groups the unit keeps, if wrapped
-	if totalCapped && !totalHere {
-		keptTotal = e.d.SumSmallInts(gate(capped(q("dp_n"), linf)), q("dp_u"))
-	}
-	var cellCols, totalCols []string
-	if keptTotal != "" {
+	// With the total bound and a selection, T is over the groups the
+	// unit keeps: a level of its own around the middle one.
+	keptLevel := totalCapped && !totalHere
+	if keptLevel {
 		alias = q("dp_kept")
 	}
+	var cellCols, totalCols []string
 	if len(excess) > 0 {
 		// Each cell's excess (raw − kept, with the weights the outer level
 		// applies and, over public keys, the engine's min(1, L0/k)), then
@@ -269,11 +268,12 @@ func (e *emitter) backendSQL(p *Plan, b *backendColumns, where string) (string, 
 	if len(excess) > 0 {
 		w.add("(SELECT ").list(totalCols).add(" FROM (SELECT ").list(cellCols).add(" FROM ")
 	}
-	if keptTotal != "" {
+	if keptLevel {
+		keptTotal := e.d.SumSmallInts(gate(capped(q("dp_n"), linf)), q("dp_u"))
 		w.add("(SELECT ", q("dp_units"), ".*, ", keptTotal, " AS ", q("dp_t"), " FROM ")
 	}
 	writeMiddle(w.add("(")).add(") AS ", q("dp_units"), keep)
-	if keptTotal != "" {
+	if keptLevel {
 		w.add(") AS ", q("dp_kept"))
 	}
 	if len(excess) > 0 {
