@@ -93,7 +93,17 @@ func turns(args []string, out io.Writer) error {
 	}
 	run := func(t *turnTarget, d time.Duration, measure bool) {
 		var wg sync.WaitGroup
-		deadline := time.Now().Add(d)
+		// The slice's clock and CPU readings start before its clients do,
+		// so that every query counted falls within the time measured
+		// (reading /proc takes milliseconds on a busy machine).
+		var cpu0, busy0, all0 time.Duration
+		var cores int
+		if measure {
+			cpu0 = procCPU(t.pid)
+			busy0, all0, cores = machineCPU()
+		}
+		t0 := time.Now()
+		deadline := t0.Add(d)
 		lat := make([][]time.Duration, len(t.conns))
 		var nrows, nerr atomic.Int64
 		for i, c := range t.conns {
@@ -132,9 +142,6 @@ func turns(args []string, out io.Writer) error {
 			wg.Wait()
 			return
 		}
-		cpu0 := procCPU(t.pid)
-		busy0, all0, cores := machineCPU()
-		t0 := time.Now()
 		wg.Wait()
 		elapsed := time.Since(t0)
 		cpu1 := procCPU(t.pid)
