@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"fmt"
+	"github.com/dpproxy/dpproxy/internal/directio"
 	"net"
 	"time"
 )
@@ -37,6 +38,7 @@ func dialMySQL(ctx context.Context, network, addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	conn = directio.Wrap(conn)
 	if s, ok := ctx.Value(dialedSocketKey{}).(*dialedSocket); ok {
 		s.conn = conn
 	}

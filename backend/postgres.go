@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dpproxy/dpproxy/internal/directio"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -92,6 +94,14 @@ func newPostgres(dsn string, maxConns int) (*Postgres, error) {
 		maxConns = DefaultMaxConns
 	}
 	cc.DefaultQueryExecMode = pgx.QueryExecModeExec
+	dial := cc.DialFunc
+	cc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return directio.Wrap(conn), nil
+	}
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = defaultConnectTimeout
 	}

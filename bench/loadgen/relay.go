@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/dpproxy/dpproxy/internal/directio"
 	"net"
 	"os"
 	"os/signal"
@@ -17,7 +18,8 @@ import (
 // accepts connections and copies bytes between each and a new connection
 // to the target, one goroutine per direction, through a user-space buffer
 // (a proxy that reads the protocol must bring each message into its own
-// memory; io.Copy would splice TCP to TCP in the kernel). It parses
+// memory; io.Copy would splice TCP to TCP in the kernel), with the
+// direct system calls dpproxy's sockets use (internal/directio). It parses
 // nothing, checks nothing and pools nothing, so a workload through it
 // costs what the two extra sockets, their system calls and Go's scheduler
 // cost and nothing else. bench/run.sh runs the passthrough workloads
@@ -71,6 +73,7 @@ func serveOn(ctx context.Context, name string, ln net.Listener, handle func(ctx 
 			}
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		c = directio.Wrap(c) // as dpproxy's own sockets
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -90,6 +93,7 @@ func relayConn(ctx context.Context, client net.Conn, target string) {
 		return
 	}
 	defer server.Close()
+	server = directio.Wrap(server)
 	stop := context.AfterFunc(ctx, func() { client.Close(); server.Close() })
 	defer stop()
 	done := make(chan struct{}, 2)

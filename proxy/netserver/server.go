@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dpproxy/dpproxy/internal/directio"
 	"log/slog"
 	"net"
 	"sync"
@@ -128,6 +129,7 @@ func (s *Server[C]) Serve(ctx context.Context, ln net.Listener) error {
 			s.refuse(nc)
 			continue
 		}
+		nc = directio.Wrap(nc)
 		c := s.cfg.NewConn(ctx, nc)
 		if !s.Add(c) {
 			s.cfg.Limits.leave(false)

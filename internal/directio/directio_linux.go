@@ -1,0 +1,144 @@
+package directio
+
+import (
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// maxDirect is the largest read or write made directly: the time a raw
+// call holds its processor grows with the bytes it copies, so larger
+// transfers take the scheduler-aware path.
+const maxDirect = 64 << 10
+
+// directIOConn is a socket whose reads and writes are raw system calls
+// made inside the poller's RawConn callbacks (see Wrap).
+type directIOConn struct {
+	net.Conn
+	rc syscall.RawConn
+
+	readMu  sync.Mutex
+	readBuf []byte
+	readN   int
+	readErr error
+	readFn  func(fd uintptr) bool
+
+	writeMu  sync.Mutex
+	writeBuf []byte
+	writeErr error
+	writeFn  func(fd uintptr) bool
+}
+
+// Wrap returns nc with its reads and writes of at most 64 KiB made as
+// raw system calls inside the poller's callbacks (see the package doc).
+// Deadlines, Close and every other method behave as nc's own. A
+// connection that is not a TCP or Unix socket is returned unchanged.
+func Wrap(nc net.Conn) net.Conn {
+	var sc syscall.Conn
+	switch nc := nc.(type) {
+	case *net.TCPConn:
+		sc = nc
+	case *net.UnixConn:
+		sc = nc
+	default:
+		return nc
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nc
+	}
+	c := &directIOConn{Conn: nc, rc: rc}
+	c.readFn = c.readOnce
+	c.writeFn = c.writeSome
+	return c
+}
+
+func (c *directIOConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if len(p) > maxDirect {
+		return c.Conn.Read(p)
+	}
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	c.readBuf, c.readN, c.readErr = p, 0, nil
+	err := c.rc.Read(c.readFn)
+	c.readBuf = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case c.readErr != nil:
+		return 0, &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: c.readErr}
+	case c.readN == 0:
+		return 0, io.EOF
+	}
+	return c.readN, nil
+}
+
+// readOnce makes one read; false asks the poller to wait for data.
+func (c *directIOConn) readOnce(fd uintptr) bool {
+	for {
+		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.readBuf[0])), uintptr(len(c.readBuf)))
+		switch errno {
+		case 0:
+			c.readN = int(n)
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.readErr = errno
+			return true
+		}
+	}
+}
+
+func (c *directIOConn) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if len(p) > maxDirect {
+		return c.Conn.Write(p)
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.writeBuf, c.writeErr = p, nil
+	err := c.rc.Write(c.writeFn)
+	written := len(p) - len(c.writeBuf)
+	c.writeBuf = nil
+	switch {
+	case err != nil:
+		return written, err
+	case c.writeErr != nil:
+		return written, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: c.writeErr}
+	}
+	return written, nil
+}
+
+// writeSome writes what the socket takes; false asks the poller to wait
+// for room for the rest.
+func (c *directIOConn) writeSome(fd uintptr) bool {
+	for len(c.writeBuf) > 0 {
+		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.writeBuf[0])), uintptr(len(c.writeBuf)))
+		switch errno {
+		case 0:
+			c.writeBuf = c.writeBuf[n:]
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.writeErr = errno
+			return true
+		}
+	}
+	return true
+}
+
+// SyscallConn is the socket's own, for callers that check it (a driver's
+// liveness probe).
+func (c *directIOConn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }

@@ -1,0 +1,277 @@
+package directio
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// socketPair returns two ends of a real connection on network ("tcp" or
+// "unix"), both wrapped.
+func socketPair(t testing.TB, network string) (a, b net.Conn) {
+	t.Helper()
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		addr = filepath.Join(t.TempDir(), "s")
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			accepted <- nil
+			return
+		}
+		accepted <- c
+	}()
+	dialed, err := net.Dial(network, ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := <-accepted
+	if other == nil {
+		t.Fatal("accept failed")
+	}
+	a, b = Wrap(dialed), Wrap(other)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+func TestWrapWrapsSocketsOnly(t *testing.T) {
+	for _, network := range []string{"tcp", "unix"} {
+		a, _ := socketPair(t, network)
+		if _, ok := a.(*directIOConn); !ok {
+			t.Errorf("%s: Wrap returned %T, want the direct wrapper", network, a)
+		}
+		if _, ok := a.(syscall.Conn); !ok {
+			t.Errorf("%s: the wrapped socket lost SyscallConn (drivers probe liveness with it)", network)
+		}
+	}
+	p, q := net.Pipe()
+	defer p.Close()
+	defer q.Close()
+	if got := Wrap(p); got != p {
+		t.Errorf("Wrap(net.Pipe) = %T, want the pipe unchanged", got)
+	}
+}
+
+// TestTransfers sends streams whose writes are small, at the direct
+// limit, above it, and many more than the socket buffers hold before the
+// reader starts (so writes meet EAGAIN and wait in the poller); every byte
+// must arrive, in order.
+func TestTransfers(t *testing.T) {
+	cases := []struct {
+		name      string
+		writeSize int
+		writes    int
+		readSize  int
+	}{
+		{"one byte", 1, 1, 4096},
+		{"small messages", 37, 500, 4096},
+		{"at the direct limit", maxDirect, 8, maxDirect},
+		{"above the direct limit", maxDirect + 1, 8, 3 * maxDirect},
+		{"buffers fill before the reader starts", 32 << 10, 512, 1000},
+	}
+	for _, network := range []string{"tcp", "unix"} {
+		for _, tc := range cases {
+			t.Run(network+"/"+tc.name, func(t *testing.T) {
+				a, b := socketPair(t, network)
+				want := make([]byte, tc.writeSize*tc.writes)
+				rand.Read(want)
+				writeErr := make(chan error, 1)
+				go func() {
+					for i := range tc.writes {
+						chunk := want[i*tc.writeSize : (i+1)*tc.writeSize]
+						n, err := a.Write(chunk)
+						if err == nil && n != len(chunk) {
+							err = io.ErrShortWrite
+						}
+						if err != nil {
+							writeErr <- err
+							return
+						}
+					}
+					writeErr <- a.Close()
+				}()
+				if tc.writes > 100 && tc.writeSize > 1<<10 {
+					time.Sleep(50 * time.Millisecond) // let the writer fill the buffers
+				}
+				var got bytes.Buffer
+				buf := make([]byte, tc.readSize)
+				for {
+					n, err := b.Read(buf)
+					got.Write(buf[:n])
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					if err != nil {
+						t.Fatalf("read after %d bytes: %v", got.Len(), err)
+					}
+				}
+				if err := <-writeErr; err != nil {
+					t.Fatalf("write: %v", err)
+				}
+				if !bytes.Equal(got.Bytes(), want) {
+					t.Fatalf("received %d bytes that differ from the %d sent", got.Len(), len(want))
+				}
+			})
+		}
+	}
+}
+
+func TestReadDeadline(t *testing.T) {
+	a, _ := socketPair(t, "tcp")
+	a.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	_, err := a.Read(make([]byte, 16))
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past its deadline: %v, want os.ErrDeadlineExceeded", err)
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("read past its deadline: %v is not a net.Error timeout", err)
+	}
+}
+
+func TestWriteDeadline(t *testing.T) {
+	a, _ := socketPair(t, "tcp")
+	a.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+	chunk := make([]byte, 32<<10)
+	var err error
+	for range 100_000 { // nobody reads: the buffers fill and the write waits
+		if _, err = a.Write(chunk); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("write past its deadline: %v, want os.ErrDeadlineExceeded", err)
+	}
+}
+
+func TestCloseUnblocksRead(t *testing.T) {
+	a, _ := socketPair(t, "tcp")
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Read(make([]byte, 16))
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	a.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("read on a closed socket: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock a waiting read")
+	}
+}
+
+func TestPeerResetIsAnError(t *testing.T) {
+	a, b := socketPair(t, "tcp")
+	// Linger 0 makes Close send a reset rather than a clean end.
+	b.(*directIOConn).Conn.(*net.TCPConn).SetLinger(0)
+	b.Close()
+	var err error
+	for range 100 {
+		if _, err = a.Write([]byte("x")); err != nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("write to a reset peer: %v, want ECONNRESET or EPIPE", err)
+	}
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "write" {
+		t.Fatalf("write error %v is not a net.OpError for write", err)
+	}
+}
+
+// TestConcurrentReadAndWrite: one goroutine reads while another writes,
+// as a connection's reader and its canceller do (run with -race).
+func TestConcurrentReadAndWrite(t *testing.T) {
+	a, b := socketPair(t, "tcp")
+	const rounds = 2000
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // echo
+		defer wg.Done()
+		buf := make([]byte, 8)
+		for range rounds {
+			if _, err := io.ReadFull(b, buf); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := b.Write(buf); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 8)
+		for i := range rounds {
+			if _, err := io.ReadFull(a, buf); err != nil {
+				t.Error(err)
+				return
+			}
+			if buf[0] != byte(i) {
+				t.Errorf("round %d echoed %d", i, buf[0])
+				return
+			}
+		}
+	}()
+	for i := range rounds {
+		if _, err := a.Write([]byte{byte(i), 1, 2, 3, 4, 5, 6, 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+}
+
+// BenchmarkPingPong is a request and its answer over loopback TCP, with
+// the standard socket and with the direct one.
+func BenchmarkPingPong(b *testing.B) {
+	for _, wrap := range []struct {
+		name string
+		fn   func(net.Conn) net.Conn
+	}{{"net", func(c net.Conn) net.Conn { return c.(*directIOConn).Conn }}, {"direct", func(c net.Conn) net.Conn { return c }}} {
+		b.Run(wrap.name, func(b *testing.B) {
+			x, y := socketPair(b, "tcp")
+			x, y = wrap.fn(x), wrap.fn(y)
+			go func() {
+				buf := make([]byte, 64)
+				for {
+					if _, err := io.ReadFull(y, buf); err != nil {
+						return
+					}
+					if _, err := y.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+			msg := make([]byte, 64)
+			for b.Loop() {
+				if _, err := x.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(x, msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
