@@ -448,7 +448,8 @@ core: 13.8 µs per round trip of two switches, 22.7 µs across the two
 cores). Context switches per query (` + "`perf stat`" + `): dpproxy 1.1–1.2, of
 which Go's monitor thread (sysmon) sleeping and waking takes 0.34 and the
 processes its writes wake, preempting its threads, most of the rest; the
-bare Go relay 0.87; PgBouncer, one thread, 0.4.`
+bare Go relay 0.87; PgBouncer, one thread, 0.4 (before dpproxy's sockets
+made direct system calls: see workload 9).`
 
 // passthrough4AfterMD follows the figures of dpproxy on one processor.
 const passthrough4AfterMD = ` At 16 clients the machine is
@@ -555,19 +556,33 @@ clients, binary protocol 0.71× → 0.75–0.76×, text protocol 0.45× →
 the binary protocol's CPU goes, per query, in that setting: the client
 54 µs whether it talks to MariaDB or to dpproxy; MariaDB 80 µs directly
 (prepare, execute, close) against 41 µs behind dpproxy; dpproxy 75–80 µs.
-At the same machine load, 0.8× needs dpproxy at about 62 µs. Its
+At the same machine load, 0.8× needed dpproxy at about 62 µs. Its
 profile (` + "`perf`" + `, kernel included): the writes to the clients 20 %,
-the reads of their messages 16 %, Go's system monitor 14 % (it sleeps
-20 µs at a time while it keeps taking processors back from threads in
-system calls, which here is always), the scheduler's search for work
-and its thread wake-ups 13 %, MariaDB's results 9 %, the writes to
-MariaDB 5 %, allocation and garbage collection 6 %. On this
-paravirtualized machine every context switch and system call enters the
-hypervisor (` + "`pvm_irq_enable`" + ` alone is 35 % of dpproxy's samples):
-most of what separates dpproxy from 0.8× is the price of the messages
-it must read and write for the client (two answers and three reads per
-query, as MariaDB does directly) paid through Go's runtime; dpproxy's
-own code (session, engine, encoding, combining) is under a fifth of its
-CPU. More processors (GOMAXPROCS 4 or 8) or fewer (1), and more lanes (3
+the reads of their messages 16 %, Go's system monitor 14 %, the
+scheduler's search for work and its thread wake-ups 13 %, MariaDB's
+results 9 %, the writes to MariaDB 5 %, allocation and garbage
+collection 6 %; dpproxy's own code (session, engine, encoding,
+combining) under a fifth. The monitor's share was the price of Go's
+scheduler-aware system calls: a goroutine in one lets the monitor hand
+its processor to another thread once the call has spanned one of the
+monitor's 20 µs ticks, which a loopback write on this paravirtualized
+machine often does (every context switch and system call enters the
+hypervisor: ` + "`pvm_irq_enable`" + ` alone is 35 % of dpproxy's samples), and
+each hand-off costs a thread wake-up; seeing hand-offs, the monitor
+keeps waking every 20 µs. dpproxy's sockets, to its clients and to the
+backends, now make their reads and writes of at most 64 KiB as raw
+system calls inside the network poller's callbacks
+(` + "`internal/directio`" + `: the sockets are non-blocking, so a call cannot
+block, and a socket that is not ready parks the goroutine in the poller
+as before). The monitor left the profile. In turns on the development
+machine, 16 clients, against the commit before: binary protocol
+0.71–0.76× → 0.79–0.82× of direct MariaDB, text protocol 0.47–0.49× →
+0.54–0.58×; dpproxy's CPU per query 11–15 % lower in the binary protocol
+(75–80 → 67–71 µs) and 17–19 % lower in the text protocol (51–64 →
+42–54 µs). On PostgreSQL (workload 4), in six rounds, dpproxy's CPU
+per query fell 2–23 % and its context switches per query from 0.80 to
+0.55 (` + "`perf stat`" + `). The bare Go relay
+and the answering server use the same sockets, so they remain the
+floors. More processors (GOMAXPROCS 4 or 8) or fewer (1), and more lanes (3
 or 4), were each no faster.
 `
