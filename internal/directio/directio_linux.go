@@ -3,9 +3,9 @@ package directio
 import (
 	"io"
 	"net"
+	"os"
 	"sync"
 	"syscall"
-	"unsafe"
 )
 
 // maxDirect is the largest read or write made directly: the time a raw
@@ -19,6 +19,8 @@ type directIOConn struct {
 	net.Conn
 	rc syscall.RawConn
 
+	// The fields below are used only by the goroutine holding readMu
+	// (writeMu), and by the callback it passes to rc.Read (rc.Write).
 	readMu  sync.Mutex
 	readBuf []byte
 	readN   int
@@ -33,14 +35,17 @@ type directIOConn struct {
 
 // Wrap returns nc with its reads and writes of at most 64 KiB made as
 // raw system calls inside the poller's callbacks (see the package doc).
-// Deadlines, Close and every other method behave as nc's own. A
-// connection that is not a TCP or Unix socket is returned unchanged.
+// Deadlines, Close and the other methods behave as nc's own. A connection
+// that is not a TCP or Unix stream socket is returned unchanged.
 func Wrap(nc net.Conn) net.Conn {
 	var sc syscall.Conn
 	switch nc := nc.(type) {
 	case *net.TCPConn:
 		sc = nc
 	case *net.UnixConn:
+		if nc.LocalAddr().Network() != "unix" { // unixgram, unixpacket: messages, not a stream
+			return nc
+		}
 		sc = nc
 	default:
 		return nc
@@ -55,11 +60,21 @@ func Wrap(nc net.Conn) net.Conn {
 	return c
 }
 
+// NetConn returns the socket Wrap was given (as tls.Conn's NetConn does).
+func (c *directIOConn) NetConn() net.Conn { return c.Conn }
+
+// SyscallConn is the socket's own, for callers that check it (a driver's
+// liveness probe).
+func (c *directIOConn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }
+
+// CloseWrite shuts down the writing side of the socket, as the TCP and
+// Unix sockets' own method does.
+func (c *directIOConn) CloseWrite() error {
+	return c.Conn.(interface{ CloseWrite() error }).CloseWrite()
+}
+
 func (c *directIOConn) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if len(p) > maxDirect {
+	if len(p) == 0 || len(p) > maxDirect {
 		return c.Conn.Read(p)
 	}
 	c.readMu.Lock()
@@ -71,7 +86,7 @@ func (c *directIOConn) Read(p []byte) (int, error) {
 	case err != nil:
 		return 0, err
 	case c.readErr != nil:
-		return 0, &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: c.readErr}
+		return 0, c.opError("read", c.readErr)
 	case c.readN == 0:
 		return 0, io.EOF
 	}
@@ -81,27 +96,24 @@ func (c *directIOConn) Read(p []byte) (int, error) {
 // readOnce makes one read; false asks the poller to wait for data.
 func (c *directIOConn) readOnce(fd uintptr) bool {
 	for {
-		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.readBuf[0])), uintptr(len(c.readBuf)))
+		n, errno := readFD(fd, c.readBuf)
 		switch errno {
 		case 0:
-			c.readN = int(n)
+			c.readN = n
 			return true
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
 			return false
 		default:
-			c.readErr = errno
+			c.readErr = os.NewSyscallError("read", errno)
 			return true
 		}
 	}
 }
 
 func (c *directIOConn) Write(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if len(p) > maxDirect {
+	if len(p) == 0 || len(p) > maxDirect {
 		return c.Conn.Write(p)
 	}
 	c.writeMu.Lock()
@@ -114,7 +126,7 @@ func (c *directIOConn) Write(p []byte) (int, error) {
 	case err != nil:
 		return written, err
 	case c.writeErr != nil:
-		return written, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: c.writeErr}
+		return written, c.opError("write", c.writeErr)
 	}
 	return written, nil
 }
@@ -123,7 +135,7 @@ func (c *directIOConn) Write(p []byte) (int, error) {
 // for room for the rest.
 func (c *directIOConn) writeSome(fd uintptr) bool {
 	for len(c.writeBuf) > 0 {
-		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.writeBuf[0])), uintptr(len(c.writeBuf)))
+		n, errno := writeFD(fd, c.writeBuf)
 		switch errno {
 		case 0:
 			c.writeBuf = c.writeBuf[n:]
@@ -132,13 +144,14 @@ func (c *directIOConn) writeSome(fd uintptr) bool {
 		case syscall.EAGAIN:
 			return false
 		default:
-			c.writeErr = errno
+			c.writeErr = os.NewSyscallError("write", errno)
 			return true
 		}
 	}
 	return true
 }
 
-// SyscallConn is the socket's own, for callers that check it (a driver's
-// liveness probe).
-func (c *directIOConn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }
+// opError is err as net.Conn's own methods report it.
+func (c *directIOConn) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}

@@ -18,4 +18,9 @@
 // do, honouring deadlines and Close. Only transfers of at most 64 KiB go
 // the direct way, so a raw call holds its processor for a bounded copy;
 // larger ones take net.Conn's path.
+//
+// Under the race detector the calls inside the callbacks are syscall.Read
+// and syscall.Write, which tell the detector what raw calls cannot (the
+// buffers they touch, and that a write happens before the read that gets
+// its bytes).
 package directio
