@@ -3,7 +3,7 @@ package backend
 import (
 	"context"
 	"fmt"
-	"github.com/dpproxy/dpproxy/internal/directio"
+	"github.com/dpproxy/dpproxy/directio"
 	"net"
 	"time"
 )

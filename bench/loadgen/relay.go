@@ -5,7 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/dpproxy/dpproxy/internal/directio"
+	"github.com/dpproxy/dpproxy/directio"
 	"net"
 	"os"
 	"os/signal"
@@ -19,7 +19,7 @@ import (
 // to the target, one goroutine per direction, through a user-space buffer
 // (a proxy that reads the protocol must bring each message into its own
 // memory; io.Copy would splice TCP to TCP in the kernel), with the
-// direct system calls dpproxy's sockets use (internal/directio). It parses
+// direct system calls dpproxy's sockets use (directio). It parses
 // nothing, checks nothing and pools nothing, so a workload through it
 // costs what the two extra sockets, their system calls and Go's scheduler
 // cost and nothing else. bench/run.sh runs the passthrough workloads

@@ -572,7 +572,7 @@ each hand-off costs a thread wake-up; seeing hand-offs, the monitor
 keeps waking every 20 µs. dpproxy's sockets, to its clients and to the
 backends, now make their reads and writes of at most 64 KiB as raw
 system calls inside the network poller's callbacks
-(` + "`internal/directio`" + `: the sockets are non-blocking, so a call cannot
+(` + "`directio`" + `: the sockets are non-blocking, so a call cannot
 block, and a socket that is not ready parks the goroutine in the poller
 as before). The monitor left the profile. In turns on the development
 machine, 16 clients, against the commit before: binary protocol

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/dpproxy/dpproxy/internal/directio"
+	"github.com/dpproxy/dpproxy/directio"
 	"log/slog"
 	"net"
 	"sync"
