@@ -458,7 +458,7 @@ var (
 	topKeys    = []string{"listen", "backend", "ledger", "defaults", "cache", "admin", "audit", "analysts", "teams", "protected_tables", "public_tables"}
 	listenKeys = []string{"postgres", "mysql", "tls", "tls_cert", "tls_key", "statement_timeout", "idle_timeout", "write_timeout",
 		"max_message_size", "max_result_rows", "max_result_bytes", "max_connections", "max_connections_per_analyst", "max_handshakes",
-		"login_backoff", "login_backoff_max"}
+		"login_backoff", "login_backoff_max", "direct_io"}
 	backendKeys   = []string{"kind", "dsn", "catalog_dsn", "path", "max_conns", "pipeline_lanes"}
 	ledgerKeys    = []string{"path", "postgres", "schema", "hold_lease"}
 	cacheKeys     = []string{"size", "ttl"}
@@ -512,6 +512,12 @@ func (d *decoder) policy(root *yaml.Node, p *Policy) {
 					d.duration(v, path, &p.Listen.LoginBackoff)
 				case "login_backoff_max":
 					d.duration(v, path, &p.Listen.LoginBackoffMax)
+				case "direct_io":
+					if !isNull(v) {
+						on := true
+						d.bool(v, path, &on)
+						p.Listen.DirectIO = &on
+					}
 				}
 			})
 		case "backend":

@@ -87,7 +87,16 @@ type Listen struct {
 	// LoginBackoffMax (defaults 250ms and 30s).
 	LoginBackoff    time.Duration `yaml:"login_backoff,omitempty"`
 	LoginBackoffMax time.Duration `yaml:"login_backoff_max,omitempty"`
+	// DirectIO makes the small reads and writes of every client and
+	// backend socket raw system calls (package directio): less CPU per
+	// query under load on virtualized machines, a few microseconds more
+	// per round trip for a lone client there. Default true; set false to
+	// use the Go runtime's ordinary calls. Read at start.
+	DirectIO *bool `yaml:"direct_io,omitempty"`
 }
+
+// DirectIOEnabled is DirectIO with its default (true).
+func (l Listen) DirectIOEnabled() bool { return l.DirectIO == nil || *l.DirectIO }
 
 // TLSMode says whether clients must use TLS.
 type TLSMode string

@@ -5,8 +5,18 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
+
+// enabled is SetEnabled's switch.
+var enabled atomic.Bool
+
+func init() { enabled.Store(true) }
+
+// SetEnabled turns wrapping on (the default) or off for the sockets
+// wrapped from now on (config: listen.direct_io).
+func SetEnabled(on bool) { enabled.Store(on) }
 
 // maxDirect is the largest read or write made directly: the time a raw
 // call holds its processor grows with the bytes it copies, so larger
@@ -38,6 +48,9 @@ type directIOConn struct {
 // Deadlines, Close and the other methods behave as nc's own. A connection
 // that is not a TCP or Unix stream socket is returned unchanged.
 func Wrap(nc net.Conn) net.Conn {
+	if !enabled.Load() {
+		return nc
+	}
 	var sc syscall.Conn
 	switch nc := nc.(type) {
 	case *net.TCPConn:

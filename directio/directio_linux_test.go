@@ -404,3 +404,25 @@ func BenchmarkPingPong(b *testing.B) {
 		})
 	}
 }
+
+func TestSetEnabled(t *testing.T) {
+	SetEnabled(false)
+	defer SetEnabled(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if got := Wrap(nc); got != nc {
+		t.Fatalf("Wrap with direct I/O off = %T, want the socket unchanged", got)
+	}
+	SetEnabled(true)
+	if _, ok := Wrap(nc).(*directIOConn); !ok {
+		t.Fatal("Wrap with direct I/O on left the socket unwrapped")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/dpproxy/dpproxy/directio"
 	"io"
 	"log/slog"
 	"net"
@@ -109,6 +110,7 @@ func (r *runtime) Close() {
 // open builds the engine for a policy: backend pool, ledger, accountant.
 func open(ctx context.Context, pol *config.Policy) (*runtime, error) {
 	rt := &runtime{}
+	directio.SetEnabled(pol.Listen.DirectIOEnabled())
 	dialect, err := dialectFor(pol.Backend.Kind)
 	if err != nil {
 		return nil, err
