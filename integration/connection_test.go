@@ -156,13 +156,8 @@ func TestTLSRequired(t *testing.T) {
 func TestDirectIOOff(t *testing.T) {
 	dsn := pgDatabase(t)
 	policy := writePolicy(t, "listen:\n  direct_io: false\nbackend:\n  kind: postgres\n  dsn: "+strconv.Quote(dsn)+"\n", 10)
-	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
+	conn := connectAs(t, startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0"), "analyst")
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, "postgres://analyst:analyst@"+p.addr+"/demo?sslmode=disable")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	var clinics int64
 	if err := conn.QueryRow(ctx, "SELECT COUNT(*) FROM clinics").Scan(&clinics); err != nil || clinics != 25 {
 		t.Errorf("public count: %d %v, want 25", clinics, err)
