@@ -29,6 +29,10 @@ type directIOConn struct {
 	net.Conn
 	rc syscall.RawConn
 
+	// lastEpoch is the last epoch in which the socket made a call (see
+	// activity).
+	lastEpoch atomic.Int64
+
 	// The fields below are used only by the goroutine holding readMu
 	// (writeMu), and by the callback it passes to rc.Read (rc.Write).
 	readMu  sync.Mutex
@@ -108,8 +112,9 @@ func (c *directIOConn) Read(p []byte) (int, error) {
 
 // readOnce makes one read; false asks the poller to wait for data.
 func (c *directIOConn) readOnce(fd uintptr) bool {
+	raw := decide(&c.lastEpoch)
 	for {
-		n, errno := readFD(fd, c.readBuf)
+		n, errno := readFD(fd, c.readBuf, raw)
 		switch errno {
 		case 0:
 			c.readN = n
@@ -147,8 +152,9 @@ func (c *directIOConn) Write(p []byte) (int, error) {
 // writeSome writes what the socket takes; false asks the poller to wait
 // for room for the rest.
 func (c *directIOConn) writeSome(fd uintptr) bool {
+	raw := decide(&c.lastEpoch)
 	for len(c.writeBuf) > 0 {
-		n, errno := writeFD(fd, c.writeBuf)
+		n, errno := writeFD(fd, c.writeBuf, raw)
 		switch errno {
 		case 0:
 			c.writeBuf = c.writeBuf[n:]
@@ -162,6 +168,29 @@ func (c *directIOConn) writeSome(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// readFD and writeFD are read(2) and write(2), raw or ordinary system
+// calls; p is not empty.
+func readFD(fd uintptr, p []byte, raw bool) (int, syscall.Errno) {
+	if raw {
+		return rawRead(fd, p)
+	}
+	return errnoOf(syscall.Read(int(fd), p))
+}
+
+func writeFD(fd uintptr, p []byte, raw bool) (int, syscall.Errno) {
+	if raw {
+		return rawWrite(fd, p)
+	}
+	return errnoOf(syscall.Write(int(fd), p))
+}
+
+func errnoOf(n int, err error) (int, syscall.Errno) {
+	if err != nil {
+		return 0, err.(syscall.Errno)
+	}
+	return n, 0
 }
 
 // opError is err as net.Conn's own methods report it.

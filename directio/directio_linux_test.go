@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -49,6 +50,22 @@ func socketPair(t testing.TB, network string) (a, b net.Conn) {
 	return a, b
 }
 
+// bothCallKinds runs test with raw calls and with ordinary ones: which
+// one a call is depends on the process's load (activity), and a test
+// alone in its process would only ever see the ordinary kind.
+func bothCallKinds(t *testing.T, test func(t *testing.T)) {
+	for _, kind := range []struct {
+		name string
+		raw  bool
+	}{{"raw", true}, {"ordinary", false}} {
+		t.Run(kind.name, func(t *testing.T) {
+			defer func(d func(*atomic.Int64) bool) { decide = d }(decide)
+			decide = func(*atomic.Int64) bool { return kind.raw }
+			test(t)
+		})
+	}
+}
+
 func TestWrapWrapsSocketsOnly(t *testing.T) {
 	for _, network := range []string{"tcp", "unix"} {
 		a, _ := socketPair(t, network)
@@ -79,7 +96,9 @@ func TestWrapWrapsSocketsOnly(t *testing.T) {
 // limit, above it, and many more than the socket buffers hold before the
 // reader starts (so writes meet EAGAIN and wait in the poller); every byte
 // must arrive, in order.
-func TestTransfers(t *testing.T) {
+func TestTransfers(t *testing.T) { bothCallKinds(t, testTransfers) }
+
+func testTransfers(t *testing.T) {
 	cases := []struct {
 		name      string
 		writeSize int
@@ -141,7 +160,9 @@ func TestTransfers(t *testing.T) {
 	}
 }
 
-func TestReadDeadline(t *testing.T) {
+func TestReadDeadline(t *testing.T) { bothCallKinds(t, testReadDeadline) }
+
+func testReadDeadline(t *testing.T) {
 	a, _ := socketPair(t, "tcp")
 	a.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 	_, err := a.Read(make([]byte, 16))
@@ -154,7 +175,9 @@ func TestReadDeadline(t *testing.T) {
 	}
 }
 
-func TestWriteDeadline(t *testing.T) {
+func TestWriteDeadline(t *testing.T) { bothCallKinds(t, testWriteDeadline) }
+
+func testWriteDeadline(t *testing.T) {
 	a, _ := socketPair(t, "tcp")
 	a.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
 	chunk := make([]byte, 32<<10)
@@ -169,7 +192,9 @@ func TestWriteDeadline(t *testing.T) {
 	}
 }
 
-func TestCloseUnblocksRead(t *testing.T) {
+func TestCloseUnblocksRead(t *testing.T) { bothCallKinds(t, testCloseUnblocksRead) }
+
+func testCloseUnblocksRead(t *testing.T) {
 	a, _ := socketPair(t, "tcp")
 	done := make(chan error, 1)
 	go func() {
@@ -199,7 +224,9 @@ func reset(t *testing.T, c net.Conn) {
 
 // TestPeerResetIsAnError: a reset reaches the reader and the writer as
 // net.Conn reports it, a *net.OpError over an *os.SyscallError.
-func TestPeerResetIsAnError(t *testing.T) {
+func TestPeerResetIsAnError(t *testing.T) { bothCallKinds(t, testPeerResetIsAnError) }
+
+func testPeerResetIsAnError(t *testing.T) {
 	cases := []struct {
 		op string
 		do func(c net.Conn) error
@@ -243,7 +270,9 @@ func TestPeerResetIsAnError(t *testing.T) {
 
 // TestCloseUnblocksWrite: a write waiting for room in full buffers ends
 // with net.ErrClosed when the socket is closed.
-func TestCloseUnblocksWrite(t *testing.T) {
+func TestCloseUnblocksWrite(t *testing.T) { bothCallKinds(t, testCloseUnblocksWrite) }
+
+func testCloseUnblocksWrite(t *testing.T) {
 	a, _ := socketPair(t, "tcp")
 	done := make(chan error, 1)
 	go func() {
@@ -269,7 +298,9 @@ func TestCloseUnblocksWrite(t *testing.T) {
 
 // TestWrittenCountsWhatWasSent: writes that end at their deadline part
 // way through report exactly the bytes the peer then receives.
-func TestWrittenCountsWhatWasSent(t *testing.T) {
+func TestWrittenCountsWhatWasSent(t *testing.T) { bothCallKinds(t, testWrittenCountsWhatWasSent) }
+
+func testWrittenCountsWhatWasSent(t *testing.T) {
 	a, b := socketPair(t, "tcp")
 	a.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	chunk := make([]byte, maxDirect)
@@ -301,7 +332,9 @@ func TestWrittenCountsWhatWasSent(t *testing.T) {
 // visible to the goroutine that reads what it wrote, as with net.Conn
 // (under -race a raw call would not tell the detector so, and this test
 // would report a race).
-func TestWriteOrdersBeforeRead(t *testing.T) {
+func TestWriteOrdersBeforeRead(t *testing.T) { bothCallKinds(t, testWriteOrdersBeforeRead) }
+
+func testWriteOrdersBeforeRead(t *testing.T) {
 	a, b := socketPair(t, "tcp")
 	var handedOver int
 	go func() {
@@ -318,6 +351,10 @@ func TestWriteOrdersBeforeRead(t *testing.T) {
 }
 
 func TestZeroLengthCallsOnAClosedSocket(t *testing.T) {
+	bothCallKinds(t, testZeroLengthCallsOnAClosedSocket)
+}
+
+func testZeroLengthCallsOnAClosedSocket(t *testing.T) {
 	a, _ := socketPair(t, "tcp")
 	a.Close()
 	if _, err := a.Read(nil); !errors.Is(err, net.ErrClosed) {
@@ -330,7 +367,9 @@ func TestZeroLengthCallsOnAClosedSocket(t *testing.T) {
 
 // TestConcurrentReadAndWrite: one goroutine reads while another writes,
 // as a connection's reader and its canceller do (run with -race).
-func TestConcurrentReadAndWrite(t *testing.T) {
+func TestConcurrentReadAndWrite(t *testing.T) { bothCallKinds(t, testConcurrentReadAndWrite) }
+
+func testConcurrentReadAndWrite(t *testing.T) {
 	a, b := socketPair(t, "tcp")
 	const rounds = 2000
 	var wg sync.WaitGroup

@@ -19,9 +19,12 @@
 // the direct way, so a raw call holds its processor for a bounded copy;
 // larger ones take net.Conn's path.
 //
-// The price, on the same machine: a lone client's round trip takes a few
-// microseconds longer (BENCHMARKS.md, workload 9). SetEnabled(false)
-// (the policy's listen.direct_io: false) leaves sockets as they are.
+// Raw calls are made only while the process is busy (more sockets made a
+// call in the last millisecond than there are processors): a lone
+// client's round trip is faster with ordinary calls, whose bookkeeping
+// keeps a thread awake for the next packet (activity_linux.go).
+// SetEnabled(false) (the policy's listen.direct_io: false) leaves sockets
+// as they are.
 //
 // Under the race detector the calls inside the callbacks are syscall.Read
 // and syscall.Write, which tell the detector what raw calls cannot (the

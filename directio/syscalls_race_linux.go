@@ -10,17 +10,10 @@ import "syscall"
 // syscall's own functions tell it), and report races that are not there.
 // The poller's callbacks, the part this package adds, are the same.
 
-func readFD(fd uintptr, p []byte) (int, syscall.Errno) {
+func rawRead(fd uintptr, p []byte) (int, syscall.Errno) {
 	return errnoOf(syscall.Read(int(fd), p))
 }
 
-func writeFD(fd uintptr, p []byte) (int, syscall.Errno) {
+func rawWrite(fd uintptr, p []byte) (int, syscall.Errno) {
 	return errnoOf(syscall.Write(int(fd), p))
-}
-
-func errnoOf(n int, err error) (int, syscall.Errno) {
-	if err != nil {
-		return 0, err.(syscall.Errno)
-	}
-	return n, 0
 }
