@@ -371,6 +371,11 @@ func tpsFloorText(mode string, p passFloor) string {
 		fmtX(statOf(pairRatio(p.proxyTPS, p.relayTPS)).med))
 }
 
+// relayNoise is how far above the relay's TPS a proxy relaying each query
+// as the relay does can land by chance on this machine (the relay's own
+// runs spread by more: 0.59–0.62× of direct MariaDB in one run).
+const relayNoise = 1.05
+
 // mysqlFloorText compares workload 9's passthrough target with the relay;
 // binary is the binary protocol (prepare, execute, close per query).
 func mysqlFloorText(label string, binary bool, m myPassFloor) (text, outOfReach string) {
@@ -385,10 +390,19 @@ func mysqlFloorText(label string, binary bool, m myPassFloor) (text, outOfReach 
 	switch {
 	case pd.n > 0 && pd.med >= targetMySQLOverDirect:
 		return s + " dpproxy meets the target.", ""
-	case rd.max < targetMySQLOverDirect && (pr.n == 0 || pr.med <= 1):
+	case rd.max < targetMySQLOverDirect && (pr.n == 0 || pr.med <= 1 || !binary && pr.med <= relayNoise):
+		atRelay := ""
+		if pr.n > 0 && pr.med > 1 {
+			// In the text protocol dpproxy sends each query on as the
+			// relay does (one command in, one result back, the same
+			// system calls): a lead this small is the machine's noise.
+			atRelay = fmt.Sprintf(" dpproxy's %s the relay's rate is within this machine's run-to-run noise: in the text "+
+				"protocol it makes the relay's system calls for each query (one command in, one result back) and more work besides.",
+				fmtX(pr.med))
+		}
 		return s + fmt.Sprintf(" A relay that does nothing but copy the bytes stays below %s in every run: the extra hop "+
 				"(two more sockets and a third busy process on two cores) costs more than the target allows, so %s is out of "+
-				"reach for any proxy on this machine.", fmtT(targetMySQLOverDirect)+"×", fmtT(targetMySQLOverDirect)+"×"),
+				"reach for any proxy on this machine.", fmtT(targetMySQLOverDirect)+"×", fmtT(targetMySQLOverDirect)+"×") + atRelay,
 			fmt.Sprintf("a bare Go relay reaches %s of direct MariaDB's TPS", fmtX(rd.med))
 	case rd.max < targetMySQLOverDirect:
 		why := ""

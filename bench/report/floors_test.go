@@ -79,6 +79,17 @@ func TestMySQLFloorText(t *testing.T) {
 			wantParts: []string{"outruns the relay", "prepare, execute and close", "no ceiling"},
 		},
 		{
+			name:      "dpproxy level with the relay (text protocol): still its floor",
+			m:         myPassFloor{proxyTPS: []float64{12600, 12700, 12200}, relayTPS: []float64{12541, 12400, 12000}, directTPS: direct},
+			out:       true,
+			wantParts: []string{"out of reach for any proxy", "within this machine's run-to-run noise"},
+		},
+		{
+			name:      "dpproxy clearly ahead of the relay (text protocol): no floor",
+			m:         myPassFloor{proxyTPS: []float64{14000, 14100, 13900}, relayTPS: []float64{11541, 11600, 11000}, directTPS: direct},
+			wantParts: []string{"outruns the relay", "no ceiling"},
+		},
+		{
 			name:      "dpproxy meets the target",
 			m:         myPassFloor{proxyTPS: []float64{17000, 17500, 17200}, relayTPS: []float64{11541, 11600, 11000}, directTPS: direct},
 			wantParts: []string{"dpproxy meets the target"},
