@@ -284,8 +284,14 @@ func oneProcessorText(rows []Row) string {
 		"processors on two cores it shares with the database and the clients (threads spinning for work and handing a " +
 		"processor over while a socket write blocks). One processor is no default: where dpproxy's own work is what " +
 		"the cores wait for it caps it at one core (cache hits with 16 clients, in turns on the development machine: " +
-		"35,090 q/s on one processor against 44,737 on two), while workload 5's charged queries did not fall " +
-		"(5,576 and 5,783 q/s against 4,673 and 5,410)."
+		"35,090 q/s on one processor against 44,737 on two), and it stalls every goroutine while one waits in a " +
+		"blocking system call until Go's monitor takes the processor back: the ledger's fsync then holds up the " +
+		"charges its next transaction would gather, so workload 5's group commit fell to 1.6 charges per " +
+		"transaction and its rate to 2,900 q/s, against 4,200–4,350 q/s on two. A controller that ran one " +
+		"processor while dpproxy used less than 0.8 of a core and every processor above (sampling its CPU time " +
+		"every 250 ms) took the passthrough's CPU per query from 38–49 µs to 30–38 µs and workload 9 from " +
+		"0.75–0.76× to 0.81–0.82× of direct MariaDB (binary protocol), but kept workload 5 on one processor " +
+		"(it used 0.6–0.7 of a core there, waiting on the fsyncs) at 2,700–3,400 q/s: it was not kept."
 }
 
 // largestScaleRun returns, for workload 10's largest dataset, the seconds
