@@ -422,6 +422,25 @@ func (d *decoder) rowsPerUnit(n *yaml.Node, path string, dst *int) {
 	d.int(n, path, dst)
 }
 
+// processors decodes listen.processors: a whole number of at least 1, or
+// "auto" (0). Null leaves dst unchanged.
+func (d *decoder) processors(n *yaml.Node, path string, dst *int) {
+	switch {
+	case isNull(n):
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && n.Value == "auto":
+		*dst = 0
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+		d.failAt(n, path, "expected a whole number or auto; got %s", describe(n))
+	default:
+		var i int
+		if d.int(n, path, &i); i < 1 && n.ShortTag() == "!!int" {
+			d.failAt(n, path, "must be a whole number of at least 1, or auto; got %d", i)
+			return
+		}
+		*dst = i
+	}
+}
+
 // duration decodes a Go duration string ("1h", "30m", "1h30m", "90s").
 // Bare numbers are refused: their unit would be a guess. Null leaves dst
 // unchanged.
@@ -458,7 +477,7 @@ var (
 	topKeys    = []string{"listen", "backend", "ledger", "defaults", "cache", "admin", "audit", "analysts", "teams", "protected_tables", "public_tables"}
 	listenKeys = []string{"postgres", "mysql", "tls", "tls_cert", "tls_key", "statement_timeout", "idle_timeout", "write_timeout",
 		"max_message_size", "max_result_rows", "max_result_bytes", "max_connections", "max_connections_per_analyst", "max_handshakes",
-		"login_backoff", "login_backoff_max", "direct_io"}
+		"login_backoff", "login_backoff_max", "direct_io", "processors"}
 	backendKeys   = []string{"kind", "dsn", "catalog_dsn", "path", "max_conns", "pipeline_lanes"}
 	ledgerKeys    = []string{"path", "postgres", "schema", "hold_lease"}
 	cacheKeys     = []string{"size", "ttl"}
@@ -518,6 +537,8 @@ func (d *decoder) policy(root *yaml.Node, p *Policy) {
 						d.bool(v, path, &on)
 						p.Listen.DirectIO = &on
 					}
+				case "processors":
+					d.processors(v, path, &p.Listen.Processors)
 				}
 			})
 		case "backend":

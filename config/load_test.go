@@ -40,7 +40,7 @@ var badCases = []struct {
 	{"unknown_column_key", `unknown_column_key.yaml:16:9: protected_tables[0].columns[0].groupby: unknown key "groupby" (did you mean "group_by"?); valid keys here are name, type, bounds, group_by, keys`},
 	{"duplicate_key", `duplicate_key.yaml:3:3: defaults.epsilon: key "epsilon" is repeated (first set at line 2)`},
 	{"not_a_mapping", `not_a_mapping.yaml:1:1: expected a mapping with keys listen, backend, ledger, defaults, cache, admin, audit, analysts, teams, protected_tables, public_tables; got a list`},
-	{"listen_scalar", `listen_scalar.yaml:1:9: listen: expected a mapping with keys postgres, mysql, tls, tls_cert, tls_key, statement_timeout, idle_timeout, write_timeout, max_message_size, max_result_rows, max_result_bytes, max_connections, max_connections_per_analyst, max_handshakes, login_backoff, login_backoff_max, direct_io; got the number 5433`},
+	{"listen_scalar", `listen_scalar.yaml:1:9: listen: expected a mapping with keys postgres, mysql, tls, tls_cert, tls_key, statement_timeout, idle_timeout, write_timeout, max_message_size, max_result_rows, max_result_bytes, max_connections, max_connections_per_analyst, max_handshakes, login_backoff, login_backoff_max, direct_io, processors; got the number 5433`},
 	{"not_a_number", `not_a_number.yaml:2:12: defaults.epsilon: expected a number; got the string "lots"`},
 	{"not_whole_number", `not_whole_number.yaml:2:22: defaults.max_rows_per_unit: expected a whole number; got the number 2.5`},
 	{"not_a_bool", `not_a_bool.yaml:19:19: protected_tables[0].columns[1].group_by: expected true or false; got the string "yes"`},
@@ -103,6 +103,8 @@ var badCases = []struct {
 	{"max_connections_zero", `max_connections_zero.yaml:2:20: listen.max_connections: must be a whole number from 1 to 100000, got 0`},
 	{"max_result_bytes_small", `max_result_bytes_small.yaml:2:21: listen.max_result_bytes: must be a whole number of bytes from 1024 to 1099511627776, got 10`},
 	{"direct_io_not_bool", `direct_io_not_bool.yaml:2:14: listen.direct_io: expected true or false; got the string "maybe"`},
+	{"processors_not_number", `processors_not_number.yaml:2:15: listen.processors: expected a whole number or auto; got the string "many"`},
+	{"processors_zero", `processors_zero.yaml:2:15: listen.processors: must be a whole number of at least 1, or auto; got 0`},
 	{"login_backoff_max_short", `login_backoff_max_short.yaml:3:22: listen.login_backoff_max: 1s is shorter than listen.login_backoff (2s); expected at least as long`},
 	{"mechanism_unknown", `mechanism_unknown.yaml:7:14: defaults.mechanism: unknown mechanism "gauss"`},
 	{"mechanism_gaussian_no_delta", `mechanism_gaussian_no_delta.yaml:7:14: defaults.mechanism: gaussian needs defaults.delta > 0`},
@@ -875,6 +877,35 @@ func TestPipelineLanes(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestProcessorsSetting(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		want   int
+	}{
+		{"", 0},
+		{"listen:\n  processors: auto\n", 0},
+		{"listen:\n  processors: 1\n", 1},
+		{"listen:\n  processors: 8\n", 8},
+		{"listen:\n  processors:\n", 0},
+	} {
+		path := filepath.Join(t.TempDir(), "policy.yaml")
+		minimal, err := os.ReadFile(filepath.Join("testdata", "minimal.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, append([]byte(tc.listen), minimal...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Load(path)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.listen, err)
+		}
+		if got := p.Listen.Processors; got != tc.want {
+			t.Errorf("%q: Processors = %d, want %d", tc.listen, got, tc.want)
+		}
+	}
+}
 
 func TestDirectIOSetting(t *testing.T) {
 	for _, tc := range []struct {

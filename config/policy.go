@@ -88,11 +88,17 @@ type Listen struct {
 	LoginBackoff    time.Duration `yaml:"login_backoff,omitempty"`
 	LoginBackoffMax time.Duration `yaml:"login_backoff_max,omitempty"`
 	// DirectIO makes the small reads and writes of every client and
-	// backend socket raw system calls (package directio): less CPU per
-	// query under load on virtualized machines, a few microseconds more
-	// per round trip for a lone client there. Default true; set false to
-	// use the Go runtime's ordinary calls. Read at start.
+	// backend socket raw system calls while the process is busy (package
+	// directio): less CPU per query under load on virtualized machines.
+	// Default true; set false to use the Go runtime's ordinary calls
+	// always. Read at start.
 	DirectIO *bool `yaml:"direct_io,omitempty"`
+	// Processors fixes how many processors Go's scheduler runs dpproxy's
+	// goroutines on (GOMAXPROCS). 0, "auto" in the file (the default):
+	// one while dpproxy's load fits in one core and rarely waits in a
+	// system call, all of them otherwise (package procs), unless the
+	// GOMAXPROCS environment variable fixes the count. Read at start.
+	Processors int `yaml:"processors,omitempty"`
 }
 
 // DirectIOEnabled is DirectIO with its default (true).

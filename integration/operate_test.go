@@ -31,6 +31,13 @@ var adminListening = regexp.MustCompile(`msg="admin listening" addr=(127\.0\.0\.
 // listener (user ops, password opspw) and the audit log on.
 func operatedProxy(t *testing.T) (p *proxyProcess, adminURL, auditPath string) {
 	t.Helper()
+	return operatedProxyWith(t, "")
+}
+
+// operatedProxyWith is operatedProxy with listen settings added to its
+// policy (YAML lines indented under listen:).
+func operatedProxyWith(t *testing.T, listen string) (p *proxyProcess, adminURL, auditPath string) {
+	t.Helper()
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "demo.db")
 	if err := demo.GenerateSQLite(context.Background(), dbPath); err != nil {
@@ -44,6 +51,9 @@ func operatedProxy(t *testing.T) (p *proxyProcess, adminURL, auditPath string) {
 	ops := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\n" +
 		"admin:\n  listen: 127.0.0.1:0\n  user: ops\n  password:\n    scram_sha_256: " + strconv.Quote(v.String()) + "\n" +
 		"audit:\n  path: " + strconv.Quote(auditPath) + "\n"
+	if listen != "" {
+		ops = "listen:\n" + listen + ops
+	}
 	policy := writeMySQLPolicy(t, ops, 10)
 	p = startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
 	m := adminListening.FindStringSubmatch(p.stderr.String())

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/dpproxy/dpproxy/directio"
+	"github.com/dpproxy/dpproxy/procs"
 	"net"
 	"os"
 	"os/signal"
@@ -19,7 +20,8 @@ import (
 // to the target, one goroutine per direction, through a user-space buffer
 // (a proxy that reads the protocol must bring each message into its own
 // memory; io.Copy would splice TCP to TCP in the kernel), with the
-// direct system calls dpproxy's sockets use (directio). It parses
+// direct system calls dpproxy's sockets use (directio) and its processor
+// count sized to the load (procs). It parses
 // nothing, checks nothing and pools nothing, so a workload through it
 // costs what the two extra sockets, their system calls and Go's scheduler
 // cost and nothing else. bench/run.sh runs the passthrough workloads
@@ -56,6 +58,9 @@ func serveFor(name, listen string, life time.Duration, handle func(ctx context.C
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	fmt.Println(ln.Addr().String())
+	if os.Getenv("GOMAXPROCS") == "" {
+		go procs.Scale(ctx) // as dpproxy sizes its processors
+	}
 	return serveOn(ctx, name, ln, handle)
 }
 

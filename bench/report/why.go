@@ -282,16 +282,21 @@ func oneProcessorText(rows []Row) string {
 	return " The same dpproxy on one processor (`GOMAXPROCS=1`, as PgBouncer runs one thread), in the same turns, reached " +
 		strings.Join(parts, "; ") + ": a part of what dpproxy costs beyond the relay is the Go runtime coordinating two " +
 		"processors on two cores it shares with the database and the clients (threads spinning for work and handing a " +
-		"processor over while a socket write blocks). One processor is no default: where dpproxy's own work is what " +
-		"the cores wait for it caps it at one core (cache hits with 16 clients, in turns on the development machine: " +
-		"35,090 q/s on one processor against 44,737 on two), and it stalls every goroutine while one waits in a " +
-		"blocking system call until Go's monitor takes the processor back: the ledger's fsync then holds up the " +
-		"charges its next transaction would gather, so workload 5's group commit fell to 1.6 charges per " +
-		"transaction and its rate to 2,900 q/s, against 4,200–4,350 q/s on two. A controller that ran one " +
-		"processor while dpproxy used less than 0.8 of a core and every processor above (sampling its CPU time " +
-		"every 250 ms) took the passthrough's CPU per query from 38–49 µs to 30–38 µs and workload 9 from " +
-		"0.75–0.76× to 0.81–0.82× of direct MariaDB (binary protocol), but kept workload 5 on one processor " +
-		"(it used 0.6–0.7 of a core there, waiting on the fsyncs) at 2,700–3,400 q/s: it was not kept."
+		"processor over while a socket write blocks). One processor always is no answer: where dpproxy's own work is " +
+		"what the cores wait for it caps it at one core, and it stalls every goroutine while one waits in a blocking " +
+		"system call until Go's monitor takes the processor back (the ledger's fsync then holds up the charges its next " +
+		"transaction would gather: workload 5's group commit fell to 1.6 charges per transaction and its rate to " +
+		"2,000–2,900 q/s, against 3,800–4,350 q/s on two, on the development machine). So dpproxy sizes its processor " +
+		"count to its load (`procs`): one while it uses less than 0.8 of a core and no goroutine waits in a " +
+		"system call in a fifth of the 10 ms ticks of a 250 ms period, every processor otherwise, back to one after " +
+		"a second below 0.6 of a core and a twentieth of the ticks. The bare Go relay and the answering server size " +
+		"theirs the same way. In turns on the development machine against every processor: the passthrough's CPU " +
+		"per query 28–34 µs against 33–43 µs at a TPS 1.02–1.03× as high; workload 9 at 0.84–0.85× of direct MariaDB " +
+		"(binary protocol) against 0.73–0.74× and 0.58–0.63× (text) against 0.53×; workload 5 on every processor " +
+		"(its ledger waits in fsync) at 4,000–4,700 q/s against 3,800; a lone client's cache hits on every processor " +
+		"too (it uses 0.6–0.7 of a core there). The price is where 16 clients hit the cache: dpproxy stays on one " +
+		"processor (0.6–0.7 of a core, the rest of the two cores taken by the clients), at 0.85–0.87× the rate of " +
+		"every processor."
 }
 
 // largestScaleRun returns, for workload 10's largest dataset, the seconds
@@ -604,6 +609,7 @@ by 4–5 µs), and at 16 clients this workload ran at 0.80–0.83× (binary)
 and 0.57–0.58× (text) of direct MariaDB against 0.78× and 0.55–0.56×
 with every call raw, workload 4 at 0.97–1.06× the TPS of every call raw. The bare Go relay
 and the answering server use the same sockets, so they remain the
-floors. More processors (GOMAXPROCS 4 or 8) or fewer (1), and more lanes (3
-or 4), were each no faster.
+floors. More processors (GOMAXPROCS 4 or 8) and more lanes (3 or 4) were
+no faster; fewer, while the load fits in one core, are (workload 4:
+` + "`procs`" + `).
 `

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	goruntime "runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/procs"
 	"github.com/dpproxy/dpproxy/proxy"
 	"github.com/dpproxy/dpproxy/proxy/mysqlwire"
 	"github.com/dpproxy/dpproxy/proxy/netserver"
@@ -66,7 +68,20 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return p, nil
 	}
+	setProcessors(ctx, pol.Listen.Processors)
 	return serve(ctx, pol, load, nil)
+}
+
+// setProcessors applies listen.processors: a fixed count, or (auto, the
+// default) the count sized to the load until ctx ends, unless the
+// GOMAXPROCS environment variable fixed it.
+func setProcessors(ctx context.Context, n int) {
+	switch {
+	case n > 0:
+		goruntime.GOMAXPROCS(n)
+	case os.Getenv("GOMAXPROCS") == "":
+		go procs.Scale(ctx)
+	}
 }
 
 // dialectFor returns the SQL dialect of a backend kind.

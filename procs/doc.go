@@ -1,0 +1,34 @@
+// Package procs sizes the Go scheduler's processor count (GOMAXPROCS) to
+// the process's load: one processor while the process uses less than
+// most of one core and rarely waits in a system call, every processor the
+// runtime gave it otherwise.
+//
+// Why: with more processors than its load needs, Go's scheduler spends
+// CPU coordinating them: a goroutine woken by a socket may be run by an
+// idle processor whose thread must itself be woken, and threads spin
+// looking for work before they sleep. A proxy wakes goroutines twice per
+// query. On the development machine (2 paravirtualized vCPUs shared with
+// the database and the clients) a passthrough query cost dpproxy 33–43 µs
+// of CPU on two processors and 28–34 µs sized by this package, at a
+// slightly higher rate (BENCHMARKS.md, workload 4).
+//
+// Why not always one: a goroutine in a blocking system call (the ledger's
+// fsync) holds the lone processor until Go's monitor thread takes it
+// back, and every other goroutine waits: charged queries then gathered
+// 1.6 charges per ledger transaction instead of 7, at about half the
+// rate. And a load that needs more than a core needs more than one
+// processor.
+//
+// How: Scale looks every tick at how many goroutines are in a system call
+// (runtime/metrics), and every period at the CPU time the process used
+// (getrusage). On one processor, a period in which the process used
+// upCores of a core, or a goroutine was in a system call in upBlocked of
+// the ticks, raises the count to the maximum at once. On the maximum,
+// downAfter periods in a row below downCores and downBlocked lower it to
+// one. The band between the two leaves room for the extra CPU the same
+// load costs on more processors, so that a load does not move back and
+// forth.
+//
+// An operator who sets GOMAXPROCS, or listen.processors in the policy,
+// fixes the count; Scale is then not run.
+package procs
