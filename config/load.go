@@ -422,7 +422,11 @@ func (d *decoder) rowsPerUnit(n *yaml.Node, path string, dst *int) {
 	d.int(n, path, dst)
 }
 
-// processors decodes listen.processors: a whole number of at least 1, or
+// MaxProcessors bounds listen.processors (the Go runtime's own limit).
+const MaxProcessors = 1024
+
+// processors decodes listen.processors: a whole number from 1 to
+// MaxProcessors, or
 // "auto" (0). Null leaves dst unchanged.
 func (d *decoder) processors(n *yaml.Node, path string, dst *int) {
 	switch {
@@ -433,8 +437,8 @@ func (d *decoder) processors(n *yaml.Node, path string, dst *int) {
 		d.failAt(n, path, "expected a whole number or auto; got %s", describe(n))
 	default:
 		var i int
-		if d.int(n, path, &i); i < 1 && n.ShortTag() == "!!int" {
-			d.failAt(n, path, "must be a whole number of at least 1, or auto; got %d", i)
+		if d.int(n, path, &i); (i < 1 || i > MaxProcessors) && n.ShortTag() == "!!int" {
+			d.failAt(n, path, "must be a whole number from 1 to %d, or auto; got %d", MaxProcessors, i)
 			return
 		}
 		*dst = i

@@ -104,7 +104,7 @@ var badCases = []struct {
 	{"max_result_bytes_small", `max_result_bytes_small.yaml:2:21: listen.max_result_bytes: must be a whole number of bytes from 1024 to 1099511627776, got 10`},
 	{"direct_io_not_bool", `direct_io_not_bool.yaml:2:14: listen.direct_io: expected true or false; got the string "maybe"`},
 	{"processors_not_number", `processors_not_number.yaml:2:15: listen.processors: expected a whole number or auto; got the string "many"`},
-	{"processors_zero", `processors_zero.yaml:2:15: listen.processors: must be a whole number of at least 1, or auto; got 0`},
+	{"processors_zero", `processors_zero.yaml:2:15: listen.processors: must be a whole number from 1 to 1024, or auto; got 0`},
 	{"login_backoff_max_short", `login_backoff_max_short.yaml:3:22: listen.login_backoff_max: 1s is shorter than listen.login_backoff (2s); expected at least as long`},
 	{"mechanism_unknown", `mechanism_unknown.yaml:7:14: defaults.mechanism: unknown mechanism "gauss"`},
 	{"mechanism_gaussian_no_delta", `mechanism_gaussian_no_delta.yaml:7:14: defaults.mechanism: gaussian needs defaults.delta > 0`},

@@ -31,7 +31,7 @@ type directIOConn struct {
 
 	// lastEpoch is the last epoch in which the socket made a call (see
 	// activity).
-	lastEpoch atomic.Int64
+	lastEpoch atomic.Uint64
 
 	// The fields below are used only by the goroutine holding readMu
 	// (writeMu), and by the callback it passes to rc.Read (rc.Write).

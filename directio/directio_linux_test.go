@@ -59,8 +59,8 @@ func bothCallKinds(t *testing.T, test func(t *testing.T)) {
 		raw  bool
 	}{{"raw", true}, {"ordinary", false}} {
 		t.Run(kind.name, func(t *testing.T) {
-			defer func(d func(*atomic.Int64) bool) { decide = d }(decide)
-			decide = func(*atomic.Int64) bool { return kind.raw }
+			defer func(d func(*atomic.Uint64) bool) { decide = d }(decide)
+			decide = func(*atomic.Uint64) bool { return kind.raw }
 			test(t)
 		})
 	}

@@ -20,15 +20,26 @@
 // processor.
 //
 // How: Scale looks every tick at how many goroutines are in a system call
-// (runtime/metrics), and every period at the CPU time the process used
+// (runtime/metrics) beyond the fewest ever seen (os/signal's loop waits in
+// one for good), and every period at the CPU time the process used
 // (getrusage). On one processor, a period in which the process used
-// upCores of a core, or a goroutine was in a system call in upBlocked of
-// the ticks, raises the count to the maximum at once. On the maximum,
+// upCores of a core, or a goroutine was in a system call at upBlocked of
+// the ticks, gives the runtime its default count back at once (every
+// processor the machine and its CPU limit allow). On that count,
 // downAfter periods in a row below downCores and downBlocked lower it to
 // one. The band between the two leaves room for the extra CPU the same
 // load costs on more processors, so that a load does not move back and
 // forth.
 //
-// An operator who sets GOMAXPROCS, or listen.processors in the policy,
-// fixes the count; Scale is then not run.
+// The price: on one processor a goroutine that computes for long holds
+// up the others, up to the scheduler's 10 ms time slice at a time, until
+// the period's CPU time raises the count (a burst of logins, whose SCRAM
+// key derivation is deliberately slow, is the common case); and a load
+// that takes most of a core shared with other processes (16 clients
+// hitting the cache on the development machine: 0.6–0.7 of a core) stays
+// on one processor at a lower rate than on two.
+//
+// listen.processors in the policy, or the GOMAXPROCS environment
+// variable, fixes the count; Scale is then not run (it checks the
+// variable itself).
 package procs

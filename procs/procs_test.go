@@ -12,44 +12,82 @@ import (
 
 func TestControllerFollowsTheLoad(t *testing.T) {
 	idle, busy := load{}, load{cores: 1.2}
+	const one, most = true, false
 	tests := []struct {
 		name  string
 		loads []load // each period's
-		want  []int  // the count after each
+		want  []bool // one processor after each
 	}{
-		{"light load stays on one", []load{idle, {cores: 0.5}, {cores: 0.79, blocked: 0.19}}, []int{1, 1, 1}},
-		{"most of a core raises at once", []load{{cores: 0.2}, {cores: 0.8}}, []int{1, 4}},
-		{"waiting in system calls raises at once", []load{{cores: 0.1, blocked: 0.2}}, []int{4}},
-		{"more than a core stays up", []load{busy, {cores: 1.5}, {cores: 0.7}, {cores: 3}}, []int{4, 4, 4, 4}},
-		{"down after four quiet periods in a row", []load{busy, idle, idle, idle, idle}, []int{4, 4, 4, 4, 1}},
-		{"a busy period restarts the count", []load{busy, idle, idle, idle, {cores: 0.7}, idle, idle, idle, idle}, []int{4, 4, 4, 4, 4, 4, 4, 4, 1}},
-		{"system calls keep it up", []load{busy, {cores: 0.1, blocked: 0.05}, {cores: 0.1, blocked: 0.5}, idle, idle, idle, idle}, []int{4, 4, 4, 4, 4, 4, 1}},
-		{"between the thresholds holds either state", []load{{cores: 0.7}, {cores: 0.7}, busy, {cores: 0.7}, {cores: 0.7}, {cores: 0.7}, {cores: 0.7}}, []int{1, 1, 4, 4, 4, 4, 4}},
+		{"light load stays on one", []load{idle, {cores: 0.5}, {cores: 0.79, blocked: 0.19}}, []bool{one, one, one}},
+		{"most of a core raises at once", []load{{cores: 0.2}, {cores: 0.8}}, []bool{one, most}},
+		{"waiting in system calls raises at once", []load{{cores: 0.1, blocked: 0.2}}, []bool{most}},
+		{"more than a core stays up", []load{busy, {cores: 1.5}, {cores: 0.7}, {cores: 3}}, []bool{most, most, most, most}},
+		{"down after four quiet periods in a row", []load{busy, idle, idle, idle, idle}, []bool{most, most, most, most, one}},
+		{"a busy period restarts the count", []load{busy, idle, idle, idle, {cores: 0.7}, idle, idle, idle, idle}, []bool{most, most, most, most, most, most, most, most, one}},
+		{"system calls keep it up", []load{busy, {cores: 0.1, blocked: 0.05}, {cores: 0.1, blocked: 0.5}, idle, idle, idle, idle}, []bool{most, most, most, most, most, most, one}},
+		{"between the thresholds holds either state", []load{{cores: 0.7}, {cores: 0.7}, busy, {cores: 0.7}, {cores: 0.7}, {cores: 0.7}, {cores: 0.7}}, []bool{one, one, most, most, most, most, most}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &controller{max: 4, cur: 1}
+			c := &controller{settings: defaults, one: true}
 			for i, l := range tt.loads {
 				if got := c.next(l); got != tt.want[i] {
-					t.Fatalf("period %d (%+v): %d processors, want %d", i, l, got, tt.want[i])
+					t.Fatalf("period %d (%+v): one processor = %v, want %v", i, l, got, tt.want[i])
 				}
 			}
 		})
 	}
 }
 
+func TestSyscallCounterIgnoresPermanentWaiters(t *testing.T) {
+	var s syscallCounter
+	count := func(counts ...uint64) (blocked int) {
+		for _, n := range counts {
+			if s.observe(n) {
+				blocked++
+			}
+		}
+		return blocked
+	}
+	// One goroutine always waits (os/signal's loop): not a blocked tick.
+	if got := count(1, 1, 1, 1); got != 0 {
+		t.Fatalf("a permanent waiter counted as blocked at %d ticks", got)
+	}
+	// A second one at times (an fsync): those ticks are blocked.
+	if got := count(2, 1, 2, 2); got != 3 {
+		t.Fatalf("blocked ticks = %d, want 3", got)
+	}
+	// One that waits at every tick for as long as it likes stays blocked.
+	if got := count(2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2); got != 12 {
+		t.Fatalf("a long wait counted %d of 12 ticks", got)
+	}
+	// Fewer than ever before lowers the baseline.
+	if got := count(0, 1); got != 1 {
+		t.Fatalf("after the baseline fell, blocked ticks = %d, want 1", got)
+	}
+}
+
+// testSettings are the defaults on a fast clock, with a lower CPU
+// threshold: the spinning goroutines must raise the count even while
+// other test processes share the cores.
+var testSettings = settings{
+	tick: 2 * time.Millisecond, ticksPerPeriod: 10,
+	upCores: 0.4, upBlocked: 0.2, downCores: 0.3, downBlocked: 0.05, downAfter: 4,
+}
+
 // TestScaleFollowsRealLoad runs the controller on this process: idle it
-// drops to one processor; goroutines spinning, or one blocked in a system
-// call, raise it to the maximum; idle again brings it back to one; at the
-// end the count it found is restored.
+// runs one processor; goroutines spinning, or one blocked in a system
+// call, give it the default count; idle again brings it back to one; at
+// the end the default is restored.
 func TestScaleFollowsRealLoad(t *testing.T) {
-	max := runtime.GOMAXPROCS(0)
-	if max < 2 {
+	most := runtime.GOMAXPROCS(0)
+	if most < 2 {
 		t.Skip("one processor: nothing to scale")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { scale(ctx, 2*time.Millisecond, 10); close(done) }()
+	go func() { scale(ctx, testSettings); close(done) }()
+	defer func() { cancel(); <-done }()
 	waitFor(t, "one processor while idle", 1)
 
 	var stop atomic.Bool
@@ -62,7 +100,7 @@ func TestScaleFollowsRealLoad(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "every processor while goroutines spin", max)
+	waitFor(t, "every processor while goroutines spin", most)
 	stop.Store(true)
 	wg.Wait()
 	waitFor(t, "one processor once idle again", 1)
@@ -73,66 +111,33 @@ func TestScaleFollowsRealLoad(t *testing.T) {
 	if err := syscall.Pipe(p[:]); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Close(p[0])
 	read := make(chan struct{})
 	go func() {
 		var b [1]byte
 		syscall.Read(p[0], b[:])
 		close(read)
 	}()
-	waitFor(t, "every processor while a goroutine waits in a system call", max)
-	syscall.Write(p[1], []byte{1})
-	syscall.Close(p[1])
+	writeOnce := sync.OnceFunc(func() { syscall.Write(p[1], []byte{1}) })
+	t.Cleanup(func() { writeOnce(); <-read; syscall.Close(p[0]); syscall.Close(p[1]) })
+	waitFor(t, "every processor while a goroutine waits in a system call", most)
+	writeOnce()
 	<-read
 	waitFor(t, "one processor once the call returned", 1)
 
 	cancel()
 	<-done
-	if got := runtime.GOMAXPROCS(0); got != max {
-		t.Fatalf("after Scale returned GOMAXPROCS is %d, want the %d it found", got, max)
+	if got := runtime.GOMAXPROCS(0); got != most {
+		t.Fatalf("after Scale returned GOMAXPROCS is %d, want the default %d", got, most)
 	}
 }
 
 func waitFor(t *testing.T, what string, procs int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for runtime.GOMAXPROCS(0) != procs {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 10 s (GOMAXPROCS %d)", what, runtime.GOMAXPROCS(0))
+			t.Fatalf("no %s within 30 s (GOMAXPROCS %d)", what, runtime.GOMAXPROCS(0))
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func TestSyscallCounterIgnoresPermanentWaiters(t *testing.T) {
-	var s syscallCounter
-	period := func(counts ...uint64) (blocked int) {
-		for _, n := range counts {
-			if s.observe(n) {
-				blocked++
-			}
-		}
-		s.endPeriod()
-		return blocked
-	}
-	// One goroutine always waits (os/signal's loop): not a blocked tick.
-	if got := period(1, 1, 1, 1); got != 0 {
-		t.Fatalf("a permanent waiter counted as blocked in %d ticks", got)
-	}
-	// A second one at times (an fsync): those ticks are blocked.
-	if got := period(2, 1, 2, 2); got != 3 {
-		t.Fatalf("blocked ticks = %d, want 3", got)
-	}
-	// A whole period with the fsync at every tick is still blocked: the
-	// baseline remembers the earlier periods.
-	if got := period(2, 2, 2, 2); got != 4 {
-		t.Fatalf("a period blocked at every tick counted %d, want 4", got)
-	}
-	// Once the remembered periods have all seen two, two is the baseline.
-	for range baselinePeriods {
-		period(2, 2)
-	}
-	if got := period(2, 3); got != 1 {
-		t.Fatalf("after the baseline rose, blocked ticks = %d, want 1", got)
 	}
 }

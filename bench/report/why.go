@@ -296,7 +296,9 @@ func oneProcessorText(rows []Row) string {
 		"(its ledger waits in fsync) at 4,000–4,700 q/s against 3,800; a lone client's cache hits on every processor " +
 		"too (it uses 0.6–0.7 of a core there). The price is where 16 clients hit the cache: dpproxy stays on one " +
 		"processor (0.6–0.7 of a core, the rest of the two cores taken by the clients), at 0.85–0.87× the rate of " +
-		"every processor."
+		"every processor; and on one processor a goroutine that computes for long (a burst of SCRAM logins) holds up " +
+		"the others, up to Go's 10 ms time slice at a time, until the period's CPU time raises the count. " +
+		"`listen.processors` fixes the count where either matters."
 }
 
 // largestScaleRun returns, for workload 10's largest dataset, the seconds

@@ -72,16 +72,15 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return serve(ctx, pol, load, nil)
 }
 
-// setProcessors applies listen.processors: a fixed count, or (auto, the
-// default) the count sized to the load until ctx ends, unless the
-// GOMAXPROCS environment variable fixed it.
+// setProcessors applies listen.processors: a fixed count (over the
+// GOMAXPROCS environment variable), or (auto, the default) the count
+// sized to the load until ctx ends, unless the variable fixes it.
 func setProcessors(ctx context.Context, n int) {
-	switch {
-	case n > 0:
+	if n > 0 {
 		goruntime.GOMAXPROCS(n)
-	case os.Getenv("GOMAXPROCS") == "":
-		go procs.Scale(ctx)
+		return
 	}
+	go procs.Scale(ctx)
 }
 
 // dialectFor returns the SQL dialect of a backend kind.
