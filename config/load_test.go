@@ -878,6 +878,25 @@ func TestPipelineLanes(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// loadMinimalWith loads testdata/minimal.yaml with head (whole sections)
+// before it.
+func loadMinimalWith(t *testing.T, head string) *Policy {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	minimal, err := os.ReadFile(filepath.Join("testdata", "minimal.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append([]byte(head), minimal...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(path)
+	if err != nil {
+		t.Fatalf("%q: %v", head, err)
+	}
+	return p
+}
+
 func TestProcessorsSetting(t *testing.T) {
 	for _, tc := range []struct {
 		listen string
@@ -889,18 +908,7 @@ func TestProcessorsSetting(t *testing.T) {
 		{"listen:\n  processors: 8\n", 8},
 		{"listen:\n  processors:\n", 0},
 	} {
-		path := filepath.Join(t.TempDir(), "policy.yaml")
-		minimal, err := os.ReadFile(filepath.Join("testdata", "minimal.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, append([]byte(tc.listen), minimal...), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		p, err := Load(path)
-		if err != nil {
-			t.Fatalf("%q: %v", tc.listen, err)
-		}
+		p := loadMinimalWith(t, tc.listen)
 		if got := p.Listen.Processors; got != tc.want {
 			t.Errorf("%q: Processors = %d, want %d", tc.listen, got, tc.want)
 		}
@@ -917,18 +925,7 @@ func TestDirectIOSetting(t *testing.T) {
 		{"listen:\n  direct_io: false\n", false},
 		{"listen:\n  direct_io:\n", true},
 	} {
-		path := filepath.Join(t.TempDir(), "policy.yaml")
-		minimal, err := os.ReadFile(filepath.Join("testdata", "minimal.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, append([]byte(tc.listen), minimal...), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		p, err := Load(path)
-		if err != nil {
-			t.Fatalf("%q: %v", tc.listen, err)
-		}
+		p := loadMinimalWith(t, tc.listen)
 		if got := p.Listen.DirectIOEnabled(); got != tc.want {
 			t.Errorf("%q: DirectIOEnabled() = %v, want %v", tc.listen, got, tc.want)
 		}

@@ -82,6 +82,21 @@ func get(t *testing.T, url, password string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
+// scrape fetches and parses the admin listener's /metrics as ops.
+func scrape(t *testing.T, adminURL string) map[string]*dto.MetricFamily {
+	t.Helper()
+	status, body := get(t, adminURL+"/metrics", "opspw")
+	if status != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", status, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v\n%s", err, body)
+	}
+	return families
+}
+
 // metricValue sums a family's samples whose labels include want.
 func metricValue(families map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
 	f := families[name]
@@ -149,15 +164,7 @@ SELECT AVG(age) FROM patients;
 	}
 	mysqlCLI(t, p.mysqlAddress(t), "demo", "SELECT COUNT(*) FROM visits;\n")
 
-	status, body := get(t, adminURL+"/metrics", "opspw")
-	if status != http.StatusOK {
-		t.Fatalf("/metrics: %d %s", status, body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v\n%s", err, body)
-	}
+	families := scrape(t, adminURL)
 	for _, c := range []struct {
 		name   string
 		labels map[string]string

@@ -2,32 +2,18 @@ package integration
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // gomaxprocs scrapes the admin listener's Go collector for the processor
 // count dpproxy runs on.
 func gomaxprocs(t *testing.T, adminURL string) int {
 	t.Helper()
-	status, body := get(t, adminURL+"/metrics", "opspw")
-	if status != http.StatusOK {
-		t.Fatalf("/metrics: %d %s", status, body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
-	v := metricValue(families, "go_sched_gomaxprocs_threads", nil)
+	v := metricValue(scrape(t, adminURL), "go_sched_gomaxprocs_threads", nil)
 	if v < 0 {
 		t.Fatal("/metrics has no go_sched_gomaxprocs_threads")
 	}
