@@ -426,8 +426,7 @@ func (d *decoder) rowsPerUnit(n *yaml.Node, path string, dst *int) {
 const MaxProcessors = 1024
 
 // processors decodes listen.processors: a whole number from 1 to
-// MaxProcessors, or
-// "auto" (0). Null leaves dst unchanged.
+// MaxProcessors, or "auto" (0). Null leaves dst unchanged.
 func (d *decoder) processors(n *yaml.Node, path string, dst *int) {
 	switch {
 	case isNull(n):
