@@ -120,6 +120,8 @@ var (
 		"Public-table statements sent combined with others in pipeline batches (PostgreSQL, MySQL).", nil, nil)
 	pipelineBatches = prometheus.NewDesc("dpproxy_backend_pipeline_batches_total",
 		"Pipeline batches sent: pipelined statements ÷ batches is the mean batch size.", nil, nil)
+	unioned = prometheus.NewDesc("dpproxy_backend_unioned_statements_total",
+		"Pipelined statements answered together with others of their shape by one UNION ALL (MySQL).", nil, nil)
 	clientConns = prometheus.NewDesc("dpproxy_client_connections",
 		"Client connections by state: handshake (logging in), active (running a statement), idle.", []string{"state"}, nil)
 	loginFailures = prometheus.NewDesc("dpproxy_login_failures_total",
@@ -129,7 +131,7 @@ var (
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{budgetSpent, budgetLimit, budgetRemaining, budgetDeltaSpent, budgetDeltaLimit, poolConns, poolWaits, poolWaited, pipelined, pipelineBatches, clientConns, loginFailures, auditErrors} {
+	for _, d := range []*prometheus.Desc{budgetSpent, budgetLimit, budgetRemaining, budgetDeltaSpent, budgetDeltaLimit, poolConns, poolWaits, poolWaited, pipelined, pipelineBatches, unioned, clientConns, loginFailures, auditErrors} {
 		ch <- d
 	}
 }
@@ -178,6 +180,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(poolWaited, s.Waited.Seconds())
 		counter(pipelined, float64(s.Pipelined))
 		counter(pipelineBatches, float64(s.Batches))
+		counter(unioned, float64(s.Unioned))
 	}
 	if c.src.Connections != nil {
 		open, handshakes := c.src.Connections()

@@ -35,6 +35,9 @@ type PoolStats struct {
 	// Pipelined statements were sent combined in Batches (public-table
 	// statements, combine.go).
 	Pipelined, Batches int64
+	// Unioned of them (MySQL) were answered together with others of
+	// their shape, by one UNION ALL (myunion.go).
+	Unioned int64
 }
 
 // sqlPoolStats reads a database/sql pool's use.

@@ -92,6 +92,11 @@ type combinedStmt struct {
 	// wire asks for the rows in the client's wire form where the backend
 	// can give them (Rows.MySQLText; PostgreSQL's are always).
 	wire bool
+	// shape, on MySQL, lets statements of one shape be answered by one
+	// UNION ALL (myunion.go), whose columns must be cols, the statement's
+	// when it last ran alone.
+	shape string
+	cols  []Column
 
 	// done is closed when res and err are set (answer), or when lead is
 	// set (the caller then leads the next batch).
@@ -144,7 +149,17 @@ var errCombinerBusy = errors.New("every combining lane is busy")
 // the server took (0 when unknown), or errCombinerBusy when it should run
 // alone (see combineHoldoff).
 func (c *combiner) run(ctx context.Context, sql string, args []any, wire bool) (*Rows, time.Duration, error) {
-	s := &combinedStmt{ctx: ctx, sql: sql, args: args, wire: wire, done: make(chan struct{})}
+	return c.runStmt(newCombinedStmt(ctx, sql, args, wire))
+}
+
+// newCombinedStmt is a caller's statement, to run (runStmt).
+func newCombinedStmt(ctx context.Context, sql string, args []any, wire bool) *combinedStmt {
+	return &combinedStmt{ctx: ctx, sql: sql, args: args, wire: wire, done: make(chan struct{})}
+}
+
+// runStmt runs s as run runs its statement.
+func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
+	ctx := s.ctx
 	c.mu.Lock()
 	if c.leading < c.lanes {
 		c.leading++

@@ -182,7 +182,11 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 			} else {
 				// The arguments go along only to say the text has them
 				// (see readMySQLResult).
-				res, took, err := c.run(ctx, text, args, wire)
+				s := newCombinedStmt(ctx, text, args, wire)
+				if shape := statementShapeFrom(ctx); shape != "" && last.cols != nil && !m.noUnion.Contains(shape) {
+					s.shape, s.cols = shape, last.cols
+				}
+				res, took, err := c.runStmt(s)
 				if took >= c.leaveAt {
 					m.seen.Add(sql, mysqlSeen{took: took, cols: last.cols}) // runs alone from now on
 				}
@@ -195,6 +199,8 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 					m.seen.Add(sql, mysqlSeen{alone: true})
 				case errors.Is(err, errRunAlone):
 					m.seen.Add(sql, mysqlSeen{alone: true})
+				case errors.Is(err, errUnionFailed):
+					m.noUnion.Add(s.shape, struct{}{}) // runs alone this time
 				case errors.Is(err, errCombinerBusy):
 				default:
 					return nil, err
@@ -250,7 +256,13 @@ func (m *MySQL) sendBatch(ctx context.Context, batch []*combinedStmt) error {
 		if !ok || sc.socket == nil {
 			return errors.New("mysql: the connection's socket is unknown") // back to the pool
 		}
-		keep, err := sc.sendPipelined(ctx, batch)
+		cmds := mysqlCommands(batch)
+		for _, cmd := range cmds {
+			if cmd.sql != "" {
+				m.unioned.Add(int64(len(cmd.stmts)))
+			}
+		}
+		keep, err := sc.sendPipelined(ctx, cmds)
 		if err != nil {
 			// The connection is lost or out of step.
 			slog.DebugContext(ctx, "backend: mysql: combined batch failed", "err", err, "statements", len(batch))
@@ -273,16 +285,16 @@ func (m *MySQL) sendBatch(ctx context.Context, batch []*combinedStmt) error {
 	return nil
 }
 
-// sendPipelined sends the statements of batch as COM_QUERY commands, as
-// many at a time as fit in mysqlCombinedMax bytes in one write, and reads
-// their results in order. It reports whether the session is as it was
+// sendPipelined sends a batch's commands (mysqlCommands) as COM_QUERY
+// commands, as many at a time as fit in mysqlCombinedMax bytes in one
+// write, and reads their results in order. It reports whether the session is as it was
 // (the server returned a result set for each); an error is the
 // connection's, after which it cannot be used.
 //
 // A write waits for nothing the server sends: the commands of one write
 // fit in the sockets' buffers, so the server need not read them while it
 // writes a large result that this side is not yet reading.
-func (c *stmtCachingConn) sendPipelined(ctx context.Context, batch []*combinedStmt) (keep bool, err error) {
+func (c *stmtCachingConn) sendPipelined(ctx context.Context, cmds []mysqlCommand) (keep bool, err error) {
 	socket := c.socket
 	// The driver's own read and write deadlines, if the DSN sets them,
 	// are for its statements; the batch ends with its callers.
@@ -306,21 +318,29 @@ func (c *stmtCachingConn) sendPipelined(ctx context.Context, batch []*combinedSt
 	r := c.pipeReader
 	keep = true
 	var out []byte
-	for len(batch) > 0 {
+	for len(cmds) > 0 {
 		out = out[:0]
 		n := 0
-		for n < len(batch) && (n == 0 || len(out)+5+len(batch[n].sql) <= mysqlCombinedMax) {
-			size := 1 + len(batch[n].sql) // at most mysqlCombinedMax: one packet
+		for n < len(cmds) && (n == 0 || len(out)+5+len(cmds[n].text()) <= mysqlCombinedMax) {
+			text := cmds[n].text()
+			size := 1 + len(text) // at most mysqlCombinedMax: one packet
 			out = append(out, byte(size), byte(size>>8), byte(size>>16), 0, mysqlComQuery)
-			out = append(out, batch[n].sql...)
+			out = append(out, text...)
 			n++
 		}
 		if _, err := socket.Write(out); err != nil {
 			return false, err
 		}
 		last := time.Now()
-		for _, s := range batch[:n] {
-			ok, err := readMySQLResult(r, s)
+		for i := range cmds[:n] {
+			cmd := &cmds[i]
+			var ok bool
+			var err error
+			if cmd.sql != "" {
+				ok, err = readMySQLUnionResult(r, cmd)
+			} else {
+				ok, err = readMySQLResult(r, cmd.stmts[0])
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					err = fmt.Errorf("mysql: batch ended: %w", ctx.Err())
@@ -329,10 +349,13 @@ func (c *stmtCachingConn) sendPipelined(ctx context.Context, batch []*combinedSt
 			}
 			keep = keep && ok
 			now := time.Now()
-			s.took, last = now.Sub(last), now
-			s.answer()
+			for _, s := range cmd.stmts {
+				s.took = now.Sub(last)
+				s.answer()
+			}
+			last = now
 		}
-		batch = batch[n:]
+		cmds = cmds[n:]
 	}
 	return keep, nil
 }

@@ -67,8 +67,13 @@ type MySQL struct {
 	// seen holds the public-table texts run recently (mycombine.go);
 	// combiner batches concurrent ones (combine.go), where the
 	// connections allow (pipelinable).
-	seen        *lru.Cache[string, mysqlSeen]
-	combiner    *combiner
+	seen     *lru.Cache[string, mysqlSeen]
+	combiner *combiner
+	// noUnion holds the shapes whose statements are not answered by one
+	// UNION ALL (myunion.go): the first try failed.
+	noUnion *lru.Cache[string, struct{}]
+	// unioned counts the statements sent in a UNION ALL.
+	unioned     atomic.Int64
 	pipelinable bool
 	// lanes keeps the connections of the combiner's idle lanes
 	// (mycombine.go); closed is set by Close.
@@ -118,6 +123,7 @@ func newMySQL(dsn string, maxConns int) (*MySQL, error) {
 	db.SetConnMaxLifetime(pgMaxLifetime)
 	m := &MySQL{db: db, desc: cfg.Net + "(" + cfg.Addr + ")/" + cfg.DBName, pipelinable: mysqlPipelinable(cfg)}
 	m.seen, _ = lru.New[string, mysqlSeen](seenStatements)
+	m.noUnion, _ = lru.New[string, struct{}](seenStatements)
 	m.setPipelineLanes(defaultPipelineLanes(maxConns))
 	return m, nil
 }
@@ -392,5 +398,6 @@ func mysqlText(v any) any {
 func (m *MySQL) Stats() PoolStats {
 	s := sqlPoolStats(m.db.Stats())
 	s.Pipelined, s.Batches = m.combiner.stats()
+	s.Unioned = m.unioned.Load()
 	return s
 }

@@ -222,7 +222,11 @@ func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, form r
 	var err error
 	l := e.Policy().Listen
 	limited := func() context.Context {
-		return backend.WithResultLimit(ctx, backend.ResultLimit{Rows: l.MaxResultRows, Bytes: l.MaxResultBytes})
+		c := backend.WithResultLimit(ctx, backend.ResultLimit{Rows: l.MaxResultRows, Bytes: l.MaxResultBytes})
+		if p.Shape != "" {
+			c = backend.WithStatementShape(c, p.Shape)
+		}
+		return c
 	}
 	pgWire, toPostgres := e.backend.(backend.WireQuerier)
 	myWire, toMySQL := e.backend.(backend.MySQLWireQuerier)

@@ -72,6 +72,10 @@ type EmptyResult struct {
 // AST (never the client's text, so what runs is what was checked).
 type Passthrough struct {
 	SQL string
+	// Shape, on a MySQL backend, is what queries that may be answered
+	// together by one UNION ALL have in common, "" for a query that may
+	// not (shape.go).
+	Shape string
 	// Policy is the policy it was checked against: a memo must not reuse
 	// it under another (a reload may have made its tables protected).
 	Policy *config.Policy
@@ -194,7 +198,7 @@ func passthrough(n ast.Node, pol *config.Policy, opts Options) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Query{Passthrough: &Passthrough{SQL: sql, Policy: pol}}, nil
+	return &Query{Passthrough: &Passthrough{SQL: sql, Policy: pol, Shape: unionShape(n, sql, opts.Dialect)}}, nil
 }
 
 // analyzer plans one SELECT over a protected table.

@@ -37,6 +37,8 @@ type handle struct {
 	// readable through statements prepared before).
 	passthrough       string
 	passthroughPolicy *config.Policy
+	// passthroughShape is the query's shape (rewrite.Passthrough.Shape).
+	passthroughShape string
 }
 
 // Prepare checks and describes a statement a client prepared (PostgreSQL
@@ -190,7 +192,7 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 		}
 		q, err := rewrite.Analyze(fresh, s.engine.Policy(), s.analyzeOptions(s.epsilon, castLookup(freshParsed)))
 		if err == nil && q.Passthrough != nil {
-			h.passthrough, h.passthroughPolicy = q.Passthrough.SQL, q.Passthrough.Policy
+			h.passthrough, h.passthroughPolicy, h.passthroughShape = q.Passthrough.SQL, q.Passthrough.Policy, q.Passthrough.Shape
 		}
 	}
 	return p, nil
@@ -265,7 +267,7 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 			}
 			args[i] = params[n-1]
 		}
-		res, err := s.passthrough(ctx, &rewrite.Passthrough{SQL: h.passthrough}, args...)
+		res, err := s.passthrough(ctx, &rewrite.Passthrough{SQL: h.passthrough, Shape: h.passthroughShape}, args...)
 		if err != nil {
 			return nil, err
 		}

@@ -65,6 +65,11 @@ func main() {
 			}
 		}
 	}
+	if path := os.Getenv("DPPROXY_ALLOCPROFILE"); path != "" {
+		// For profiling (bench/): every allocation of the run, written at
+		// its end.
+		defer writeAllocProfile(path)
+	}
 	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, errHelp) {
 			return // a command's -h: its flags were printed
@@ -78,6 +83,16 @@ func main() {
 		pprof.StopCPUProfile()
 		os.Exit(2)
 	}
+}
+
+// writeAllocProfile writes the allocations made since the start to path.
+func writeAllocProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup("allocs").WriteTo(f, 0)
 }
 
 var (

@@ -1,0 +1,289 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// unionTable creates u(k, i, bi, vc, ch, tx, n, de) with rows 1..40 in the
+// database name (a NULL in n for every third, no vc for k = 7).
+func unionTable(t *testing.T, name string) {
+	t.Helper()
+	admin := mysqlAdmin(t, mysqlDSN(t))
+	var values []string
+	for k := 1; k <= 40; k++ {
+		n := fmt.Sprint(k * 3)
+		if k%3 == 0 {
+			n = "NULL"
+		}
+		vc := fmt.Sprintf("'v%d it''s'", k)
+		if k == 7 {
+			vc = "''"
+		}
+		values = append(values, fmt.Sprintf("(%d, %d, %d, %s, 'c%d', 'text %d', %s, %d.25)", k, -k, int64(k)<<40, vc, k%10, k, n, k))
+	}
+	for _, s := range []string{
+		"CREATE TABLE `" + name + "`.u (k INT PRIMARY KEY, i INT, bi BIGINT, vc VARCHAR(20), ch CHAR(3), tx TEXT, n INT NULL, de DECIMAL(8,2))",
+		"INSERT INTO `" + name + "`.u VALUES " + strings.Join(values, ", "),
+	} {
+		if _, err := admin.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// aloneStmt runs sql alone, as queryPublic does the first time, and
+// returns a combined statement of it carrying shape and its columns.
+func aloneStmt(t *testing.T, m *MySQL, sql, shape string, wire bool) (*combinedStmt, *Rows) {
+	t.Helper()
+	read := readMySQLDriverRows
+	if wire {
+		read = readMySQLTextRows
+	}
+	alone, err := m.query(context.Background(), read, sql, nil)
+	if err != nil {
+		t.Fatalf("%s alone: %v", sql, err)
+	}
+	s := newCombinedStmt(context.Background(), sql, nil, wire)
+	s.shape, s.cols = shape, alone.Columns
+	return s, alone
+}
+
+// TestMySQLUnionMatchesAlone: statements of one shape sent in one batch
+// go as one UNION ALL, and each gets what it gets alone — its rows in
+// their order, NULLs and empty strings, in wire form and decoded — while
+// statements of other shapes in the batch go as commands of their own.
+func TestMySQLUnionMatchesAlone(t *testing.T) {
+	m, name := openMySQLCombinedT(t, 2, 1)
+	unionTable(t, name)
+	for _, wire := range []bool{true, false} {
+		var batch []*combinedStmt
+		var want []*Rows
+		add := func(sql, shape string) {
+			s, alone := aloneStmt(t, m, sql, shape, wire)
+			batch, want = append(batch, s), append(want, alone)
+		}
+		for _, k := range []int{1, 7, 3, 99, 12} { // 99: no row
+			add(fmt.Sprintf("SELECT k, i, bi, vc, ch, tx, n FROM u WHERE k = %d", k), "lookup")
+			add(fmt.Sprintf("SELECT vc, k FROM u WHERE k > %d LIMIT %d", k, k%4+1), "range")
+		}
+		add("SELECT COUNT(*), MAX(vc) FROM u WHERE k < 30", "count")
+		add("SELECT de FROM u WHERE k = 2", "") // no shape: alone
+		before := m.unioned.Load()
+		if err := m.sendBatch(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.unioned.Load() - before; got != 10 {
+			t.Errorf("wire %v: %d statements sent in a UNION ALL, want 10 (two shapes of 5)", wire, got)
+		}
+		for i, s := range batch {
+			if s.err != nil {
+				t.Fatalf("wire %v: %s: %v", wire, s.sql, s.err)
+			}
+			if !reflect.DeepEqual(s.res.MySQLText, want[i].MySQLText) || fmt.Sprint(s.res.Values) != fmt.Sprint(want[i].Values) {
+				t.Errorf("wire %v: %s: got %q %v, alone %q %v", wire, s.sql, s.res.MySQLText, s.res.Values, want[i].MySQLText, want[i].Values)
+			}
+			if !reflect.DeepEqual(s.res.Columns, want[i].Columns) {
+				t.Errorf("wire %v: %s: columns %v, alone %v", wire, s.sql, s.res.Columns, want[i].Columns)
+			}
+		}
+	}
+}
+
+// TestMySQLUnionFailsOver: where a UNION ALL cannot give each statement
+// its own result — a derived table with a name twice, a column whose
+// text a union may change, columns not those of the statement's last run
+// alone, a subquery with two rows in one branch — each statement gets
+// errUnionFailed, and through queryPublic its own result all the same,
+// after which its shape is not combined again.
+func TestMySQLUnionFailsOver(t *testing.T) {
+	m, name := openMySQLCombinedT(t, 2, 1)
+	unionTable(t, name)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		sql  string // %d: the branch's constant
+	}{
+		{"a name twice", "SELECT k, k FROM u WHERE k = %d"},
+		{"a decimal", "SELECT k, de FROM u WHERE k = %d"},
+		{"an error in one branch", "SELECT k, (SELECT k FROM u WHERE k > %d) FROM u WHERE k = 1"},
+	} {
+		var batch []*combinedStmt
+		for _, k := range []int{1, 39} {
+			sql := fmt.Sprintf(c.sql, k)
+			s := newCombinedStmt(ctx, sql, nil, true)
+			s.shape, s.cols = c.name, []Column{{Name: "k"}, {Name: "x"}}
+			if alone, err := m.query(ctx, readMySQLTextRows, sql, nil); err == nil {
+				s.cols = alone.Columns
+			}
+			batch = append(batch, s)
+		}
+		if err := m.sendBatch(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range batch {
+			if !errors.Is(s.err, errUnionFailed) {
+				t.Errorf("%s: %s gave %v %v, want errUnionFailed", c.name, s.sql, s.res, s.err)
+			}
+		}
+	}
+
+	// Columns not those of the last run alone (the table changed since).
+	var batch []*combinedStmt
+	for _, k := range []int{1, 2} {
+		s, _ := aloneStmt(t, m, fmt.Sprintf("SELECT k, vc FROM u WHERE k = %d", k), "changed", true)
+		s.cols = []Column{s.cols[0], {Name: "old", Type: s.cols[1].Type}}
+		batch = append(batch, s)
+	}
+	if err := m.sendBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range batch {
+		if !errors.Is(s.err, errUnionFailed) {
+			t.Errorf("renamed column: %s gave %v %v, want errUnionFailed", s.sql, s.res, s.err)
+		}
+	}
+
+	// Through queryPublic: the right answer, and the shape marked.
+	shaped := WithStatementShape(ctx, "twice")
+	texts := []string{"SELECT k, k FROM u WHERE k = 1", "SELECT k, k FROM u WHERE k = 2"}
+	for _, sql := range texts {
+		if _, err := m.QueryMySQLText(shaped, sql); err != nil { // seen, alone
+			t.Fatal(err)
+		}
+	}
+	before := m.unioned.Load()
+	var wg sync.WaitGroup
+	for round := range 20 {
+		for j := range 8 {
+			i, sql := j%2, texts[j%2]
+			wg.Go(func() {
+				res, err := m.QueryMySQLText(shaped, sql)
+				want := appendLenEncBytes(appendLenEncBytes(nil, []byte(fmt.Sprint(i+1))), []byte(fmt.Sprint(i+1)))
+				if err != nil || len(res.MySQLText) != 1 || string(res.MySQLText[0]) != string(want) {
+					t.Errorf("round %d: %s: %q %v", round, sql, res, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if m.unioned.Load() == before {
+		t.Error("no statement of the shape went in a UNION ALL")
+	}
+	if !m.noUnion.Contains("twice") {
+		t.Error("a shape whose UNION ALL failed is still combined")
+	}
+}
+
+// TestMySQLUnionConcurrentCallers: many callers of one shape through
+// QueryMySQLText get their own rows while most of their statements go in
+// UNION ALLs.
+func TestMySQLUnionConcurrentCallers(t *testing.T) {
+	m, name := openMySQLCombinedT(t, 4, 1)
+	unionTable(t, name)
+	ctx := WithStatementShape(context.Background(), "SELECT k, vc, n FROM u WHERE k = ?")
+	want := map[int]string{}
+	for k := 1; k <= 40; k++ {
+		res, err := m.QueryMySQLText(ctx, fmt.Sprintf("SELECT k, vc, n FROM u WHERE k = %d", k))
+		if err != nil || len(res.MySQLText) != 1 {
+			t.Fatalf("k = %d alone: %v %v", k, res, err)
+		}
+		want[k] = string(res.MySQLText[0])
+	}
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 50 {
+				k := (g*7+i)%40 + 1
+				res, err := m.QueryMySQLText(ctx, fmt.Sprintf("SELECT k, vc, n FROM u WHERE k = %d", k))
+				if err != nil || len(res.MySQLText) != 1 || string(res.MySQLText[0]) != want[k] {
+					t.Errorf("k = %d: %v %v", k, res, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := m.unioned.Load(); n == 0 {
+		t.Error("no statement went in a UNION ALL")
+	} else {
+		t.Logf("%d of %d statements in a UNION ALL", n, 16*50)
+	}
+	if m.Stats().Unioned != m.unioned.Load() {
+		t.Error("Stats does not report the statements unioned")
+	}
+}
+
+func TestMySQLCommands(t *testing.T) {
+	stmt := func(sql, shape string, cols bool) *combinedStmt {
+		s := &combinedStmt{sql: sql, shape: shape}
+		if cols {
+			s.cols = []Column{{Name: "a"}}
+		}
+		return s
+	}
+	long := strings.Repeat("x", mysqlCombinedMax/3)
+	var many []*combinedStmt
+	for range mysqlUnionMax + 3 {
+		many = append(many, stmt("m", "M", true))
+	}
+	for _, c := range []struct {
+		name  string
+		batch []*combinedStmt
+		want  string // each command: its statements' sql, joined
+	}{
+		{"one of each", []*combinedStmt{stmt("a", "A", true), stmt("b", "B", true)}, "a|b"},
+		{"a shape's together where its first came", []*combinedStmt{stmt("a1", "A", true), stmt("b", "", false), stmt("a2", "A", true), stmt("c", "C", true), stmt("a3", "A", true)}, "a1+a2+a3|b|c"},
+		{"no columns known: alone", []*combinedStmt{stmt("a1", "A", true), stmt("a2", "A", false)}, "a1|a2"},
+		{"no shape: alone", []*combinedStmt{stmt("a1", "", true), stmt("a2", "", true)}, "a1|a2"},
+		{"bytes", []*combinedStmt{stmt(long, "L", true), stmt(long, "L", true), stmt(long, "L", true)}, "L+L|L"},
+		{"branches", many, strings.Repeat("m+", mysqlUnionMax-1) + "m|m+m+m"},
+	} {
+		var got []string
+		for _, cmd := range mysqlCommands(c.batch) {
+			var sqls []string
+			for _, s := range cmd.stmts {
+				sqls = append(sqls, strings.Replace(s.sql, long, "L", 1))
+			}
+			got = append(got, strings.Join(sqls, "+"))
+			if (len(cmd.stmts) > 1) != (cmd.sql != "") {
+				t.Errorf("%s: a command of %d statements with UNION %q", c.name, len(cmd.stmts), cmd.sql)
+			}
+		}
+		if g := strings.Join(got, "|"); g != c.want {
+			t.Errorf("%s: commands %s, want %s", c.name, g, c.want)
+		}
+	}
+	u := unionSQL([]*combinedStmt{stmt("SELECT a FROM t WHERE b = 1", "", true), stmt("SELECT a FROM t WHERE b = 2", "", true)})
+	if want := "SELECT 0 AS dpproxy_branch, dpproxy_b.* FROM (SELECT a FROM t WHERE b = 1) AS dpproxy_b UNION ALL SELECT 1, dpproxy_b.* FROM (SELECT a FROM t WHERE b = 2) AS dpproxy_b"; u != want {
+		t.Errorf("unionSQL:\n%s\nwant\n%s", u, want)
+	}
+}
+
+func TestUnionBranch(t *testing.T) {
+	row := appendLenEncBytes(nil, []byte("rest"))
+	for _, c := range []struct {
+		p      []byte
+		n      int
+		branch int
+		ok     bool
+	}{
+		{append([]byte{1, '0'}, row...), 2, 0, true},
+		{append([]byte{2, '1', '2'}, row...), 13, 12, true},
+		{append([]byte{2, '1', '2'}, row...), 12, 0, false}, // no such branch
+		{append([]byte{1, '-'}, row...), 2, 0, false},
+		{[]byte{mysqlNullValue}, 2, 0, false},
+		{[]byte{3, '1'}, 2, 0, false}, // short
+		{[]byte{}, 2, 0, false},
+	} {
+		branch, rest, ok := unionBranch(c.p, c.n)
+		if ok != c.ok || ok && (branch != c.branch || string(rest) != string(row)) {
+			t.Errorf("unionBranch(%q, %d) = %d %q %v, want %d %v", c.p, c.n, branch, rest, ok, c.branch, c.ok)
+		}
+	}
+}

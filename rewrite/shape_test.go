@@ -1,0 +1,91 @@
+package rewrite
+
+import (
+	"testing"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// shapeOf analyzes sql (a public-table query, MySQL front end) for a
+// MySQL backend, or another dialect, and returns its shape.
+func shapeOf(t *testing.T, sql string, d Dialect) string {
+	t.Helper()
+	stmts, err := Parse(sql, MySQLFrontEnd)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	q, err := Analyze(stmts[0], testPolicy(t), Options{Dialect: d, Epsilon: 1, FrontEnd: MySQLFrontEnd})
+	if err != nil || q.Passthrough == nil {
+		t.Fatalf("%s: %v %v", sql, q, err)
+	}
+	return q.Passthrough.Shape
+}
+
+// TestUnionShape: queries that differ in constants outside what they
+// select share a shape; one that selects a constant, a cast or a window,
+// sorts, groups or is not one plain SELECT has none, and none but a
+// MySQL backend's queries have one.
+func TestUnionShape(t *testing.T) {
+	for _, group := range [][]string{
+		{
+			"SELECT clinic_id, name, city FROM clinics WHERE clinic_id = 1",
+			"select clinic_id, name, city from clinics where clinic_id = 25",
+			"SELECT clinic_id, name, city FROM clinics WHERE clinic_id = ?",
+		},
+		{
+			"SELECT name FROM clinics WHERE city = 'Oakford' LIMIT 5",
+			"SELECT name FROM clinics WHERE city = 'it''s' LIMIT 1",
+		},
+		{
+			"SELECT COUNT(*) FROM clinics WHERE clinic_id IN (1, 2)",
+			"SELECT COUNT(*) FROM clinics WHERE clinic_id IN (3, 4, 5)",
+		},
+		{
+			"SELECT c.name FROM clinics c WHERE c.clinic_id IN (SELECT clinic_id FROM clinics WHERE city = 'a')",
+			"SELECT c.name FROM clinics c WHERE c.clinic_id IN (SELECT clinic_id FROM clinics WHERE city = 'b')",
+		},
+	} {
+		first := shapeOf(t, group[0], MySQL)
+		if first == "" {
+			t.Errorf("%s: no shape", group[0])
+			continue
+		}
+		for _, sql := range group[1:] {
+			if got := shapeOf(t, sql, MySQL); got != first {
+				t.Errorf("%s: shape %q, want that of %s, %q", sql, got, group[0], first)
+			}
+		}
+	}
+	if a, b := shapeOf(t, "SELECT name FROM clinics WHERE clinic_id = 1", MySQL), shapeOf(t, "SELECT city FROM clinics WHERE clinic_id = 1", MySQL); a == b {
+		t.Errorf("different columns, one shape %q", a)
+	}
+	for _, sql := range []string{
+		"SELECT clinic_id, 1 FROM clinics WHERE clinic_id = 2",
+		"SELECT clinic_id + 1 FROM clinics",
+		"SELECT ? FROM clinics WHERE clinic_id = 2",
+		"SELECT LEFT(name, 3) FROM clinics",
+		"SELECT CAST(name AS CHAR(3)) FROM clinics",
+		"SELECT (SELECT 1 FROM clinics LIMIT 1) FROM clinics",
+		"SELECT name FROM clinics ORDER BY name",
+		"SELECT city, COUNT(*) FROM clinics GROUP BY city",
+		"SELECT COUNT(*) FROM clinics HAVING COUNT(*) > 1",
+		"SELECT DISTINCT city FROM clinics",
+		"SELECT name, ROW_NUMBER() OVER (ORDER BY clinic_id) FROM clinics",
+		"SELECT name FROM clinics UNION ALL SELECT city FROM clinics",
+		"SELECT NOW()",
+	} {
+		if got := shapeOf(t, sql, MySQL); got != "" {
+			t.Errorf("%s: shape %q, want none", sql, got)
+		}
+	}
+	stmts, err := Parse("WITH c AS (SELECT name FROM clinics) SELECT name FROM c", MySQLFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unionSafe(stmts[0].(*ast.SelectStmt)) {
+		t.Error("a query with a WITH clause can be a branch")
+	}
+	if got := shapeOf(t, "SELECT name FROM clinics WHERE clinic_id = 1", Postgres); got != "" {
+		t.Errorf("a PostgreSQL backend's query has shape %q", got)
+	}
+}
