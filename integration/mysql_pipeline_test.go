@@ -21,7 +21,8 @@ import (
 // name: every answer is the one asked for (the statements, sent back to
 // back on shared backend connections with their parameters as literals,
 // are not crossed), and the metrics show they were combined several to a
-// batch.
+// batch, most of them answered together with others of their shape by
+// one UNION ALL.
 func TestPassthroughPipelinedMariaDB(t *testing.T) {
 	dsn := mysqlDatabase(t)
 	ctx := context.Background()
@@ -104,4 +105,9 @@ func TestPassthroughPipelinedMariaDB(t *testing.T) {
 	wg.Wait()
 
 	checkPipelined(t, m[1], clients*each*11/10) // pipeline_test.go
+	unioned := metricValue(scrape(t, "http://"+m[1]), "dpproxy_backend_unioned_statements_total", nil)
+	t.Logf("%v statements answered by a UNION ALL", unioned)
+	if unioned < clients*each/2 {
+		t.Errorf("%v of %d statements answered by a UNION ALL, want most of them", unioned, clients*each*11/10)
+	}
 }

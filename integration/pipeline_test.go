@@ -3,15 +3,11 @@ package integration
 import (
 	"context"
 	"math/rand/v2"
-	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/demo"
@@ -97,15 +93,7 @@ func TestPassthroughPipelinedPostgres(t *testing.T) {
 // statements were pipelined, several to a batch.
 func checkPipelined(t *testing.T, addr string, sent int) {
 	t.Helper()
-	status, body := get(t, "http://"+addr+"/metrics", "opspw")
-	if status != http.StatusOK {
-		t.Fatalf("/metrics: %d %s", status, body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	families := scrape(t, "http://"+addr) // operate_test.go
 	pipelined := metricValue(families, "dpproxy_backend_pipelined_statements_total", nil)
 	batches := metricValue(families, "dpproxy_backend_pipeline_batches_total", nil)
 	t.Logf("%v of %d statements pipelined in %v batches", pipelined, sent, batches)
