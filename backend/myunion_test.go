@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // unionTable creates u(k, i, bi, vc, ch, tx, n, de) with rows 1..40 in the
@@ -284,6 +288,93 @@ func TestUnionBranch(t *testing.T) {
 		branch, rest, ok := unionBranch(c.p, c.n)
 		if ok != c.ok || ok && (branch != c.branch || string(rest) != string(row)) {
 			t.Errorf("unionBranch(%q, %d) = %d %q %v, want %d %v", c.p, c.n, branch, rest, ok, c.branch, c.ok)
+		}
+	}
+}
+
+// mysqlPackets frames payloads as MySQL packets, sequence ids from 1.
+func mysqlPackets(payloads ...[]byte) []byte {
+	var out []byte
+	for i, p := range payloads {
+		out = append(out, byte(len(p)), byte(len(p)>>8), byte(len(p)>>16), byte(i+1))
+		out = append(out, p...)
+	}
+	return out
+}
+
+// columnDef is a column definition packet of a name and a field type.
+func columnDef(name string, fieldType byte) []byte {
+	var p []byte
+	for _, s := range []string{"def", "db", "t", "t", name, name} {
+		p = appendLenEncBytes(p, []byte(s))
+	}
+	return append(p, 0x0c, 45, 0, 10, 0, 0, 0, fieldType, 0, 0, 0, 0, 0)
+}
+
+// FuzzMySQLUnionResult: whatever the server sends as a union's result,
+// reading it never panics, and either fails the connection or gives each
+// statement a result or an error.
+func FuzzMySQLUnionResult(f *testing.F) {
+	row := func(branch string, vals ...string) []byte {
+		p := appendLenEncBytes(nil, []byte(branch))
+		for _, v := range vals {
+			p = appendLenEncBytes(p, []byte(v))
+		}
+		return p
+	}
+	eof := []byte{0xfe, 0, 0, 2, 0, 0, 0}
+	f.Add(mysqlPackets([]byte{2}, columnDef("dpproxy_branch", 0x03), columnDef("vc", 0xfd), row("0", "a"), row("1", "b"), eof))
+	f.Add(mysqlPackets([]byte{2}, columnDef("dpproxy_branch", 0x03), columnDef("vc", 0xfd), row("2", "a"), eof))
+	f.Add(mysqlPackets([]byte{0xff, 0x3c, 0x04, '#', '4', '2', 'S', '2', '1', 'x'}))
+	f.Add(mysqlPackets([]byte{0, 0, 0, 2, 0, 0, 0}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		stmts := []*combinedStmt{
+			{ctx: context.Background(), wire: true, cols: []Column{{Name: "vc", Type: sqltypes.Text}}},
+			{ctx: context.Background(), cols: []Column{{Name: "vc", Type: sqltypes.Text}}},
+		}
+		cmd := &mysqlCommand{stmts: stmts, sql: "u"}
+		r := &mysqlPacketReader{r: bufio.NewReader(bytes.NewReader(data))}
+		if _, err := readMySQLUnionResult(r, cmd); err != nil {
+			return
+		}
+		for _, s := range stmts {
+			if (s.res == nil) == (s.err == nil) {
+				t.Fatalf("a statement with result %v and error %v", s.res, s.err)
+			}
+		}
+	})
+}
+
+// TestMySQLUnionResultSplits: a union's rows go to their branches'
+// statements, without the branch number, in wire form or decoded; a
+// branch number out of range fails the union.
+func TestMySQLUnionResultSplits(t *testing.T) {
+	row := func(branch, v string) []byte {
+		return appendLenEncBytes(appendLenEncBytes(nil, []byte(branch)), []byte(v))
+	}
+	eof := []byte{0xfe, 0, 0, 2, 0, 0, 0}
+	read := func(payloads ...[]byte) []*combinedStmt {
+		stmts := []*combinedStmt{
+			{ctx: context.Background(), wire: true, cols: []Column{{Name: "vc", Type: sqltypes.Text}}},
+			{ctx: context.Background(), cols: []Column{{Name: "vc", Type: sqltypes.Text}}},
+		}
+		r := &mysqlPacketReader{r: bufio.NewReader(bytes.NewReader(mysqlPackets(payloads...)))}
+		if keep, err := readMySQLUnionResult(r, &mysqlCommand{stmts: stmts, sql: "u"}); err != nil || !keep {
+			t.Fatalf("keep %v, err %v", keep, err)
+		}
+		return stmts
+	}
+	cols := [][]byte{{2}, columnDef("dpproxy_branch", 0x03), columnDef("vc", 0xfd)}
+	stmts := read(append(cols, row("1", "b1"), row("0", "a"), row("1", "b2"), eof)...)
+	if s := stmts[0]; s.err != nil || len(s.res.MySQLText) != 1 || string(s.res.MySQLText[0]) != "\x01a" {
+		t.Errorf("branch 0: %v %v", s.res, s.err)
+	}
+	if s := stmts[1]; s.err != nil || fmt.Sprint(s.res.Values) != "[[b1] [b2]]" {
+		t.Errorf("branch 1: %v %v", s.res, s.err)
+	}
+	for _, s := range read(append(cols, row("0", "a"), row("2", "x"), eof)...) {
+		if !errors.Is(s.err, errUnionFailed) {
+			t.Errorf("branch 2 of 2: %v %v", s.res, s.err)
 		}
 	}
 }
