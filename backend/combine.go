@@ -116,8 +116,9 @@ type combinedStmt struct {
 }
 
 // defaultPipelineLanes is the number of batches in flight at most when
-// the policy does not say: one per processor dpproxy runs on, at most
-// half the pool.
+// the policy does not say: one per processor dpproxy starts on (one
+// where it sizes its processors to the load, package procs; more where
+// listen.processors fixes more), at most half the pool.
 func defaultPipelineLanes(maxConns int) int {
 	return max(1, min(runtime.GOMAXPROCS(0), maxConns/2))
 }

@@ -25,7 +25,7 @@
 //	  dsn: postgres://dpproxy@localhost:5432/clinic   # postgres, mysql
 //	  # path: clinic.db             # sqlite; relative to this file
 //	  max_conns: 10                 # default 10, at most 1000
-//	  # pipeline_lanes: 2           # postgres, mysql; default one per processor, ≤ max_conns/2; 0 off
+//	  # pipeline_lanes: 2           # postgres, mysql; default one per processor at start, ≤ max_conns/2; 0 off
 //	ledger:
 //	  path: dpproxy-ledger.db       # default; relative to this file
 //	defaults:

@@ -142,7 +142,8 @@ type Backend struct {
 	// PipelineLanes (postgres and mysql), when set, is how many batches
 	// of concurrent short public-table statements run at once, each
 	// pipelined on one connection; 0 sends every statement on a
-	// connection of its own. Unset, dpproxy picks one per processor, at
+	// connection of its own. Unset, dpproxy picks one per processor it
+	// starts on (one unless listen.processors or GOMAXPROCS fixes more), at
 	// most half of MaxConns.
 	PipelineLanes *int `yaml:"pipeline_lanes,omitempty"`
 }

@@ -4,5 +4,5 @@ package procs
 
 import "time"
 
-// cpuTime cannot be read here: Scale leaves the processor count alone.
+// cpuTime cannot be read here: Start leaves the processor count alone.
 func cpuTime() (time.Duration, bool) { return 0, false }

@@ -19,7 +19,8 @@
 // rate. And a load that needs more than a core needs more than one
 // processor.
 //
-// How: Scale looks every tick at how many goroutines are in a system call
+// How: Start puts the process on one processor, and from then on looks
+// every tick at how many goroutines are in a system call
 // (runtime/metrics) beyond the fewest ever seen (os/signal's loop waits in
 // one for good), and every period at the CPU time the process used
 // (getrusage). On one processor, a period in which the process used
@@ -40,6 +41,6 @@
 // on one processor at a lower rate than on two.
 //
 // listen.processors in the policy, or the GOMAXPROCS environment
-// variable, fixes the count; Scale is then not run (it checks the
+// variable, fixes the count; Start then does nothing (it checks the
 // variable itself).
 package procs

@@ -66,27 +66,39 @@ func (c *controller) next(l load) bool {
 	return c.one
 }
 
-// Scale sizes GOMAXPROCS to the load until ctx ends, then gives the count
-// back to the runtime's default. It returns at once when the GOMAXPROCS
-// environment variable fixes the count, when the runtime's default is one
-// processor, or when the process's CPU time cannot be read here.
-func Scale(ctx context.Context) {
+// Start sizes GOMAXPROCS to the load until ctx ends, from a goroutine of
+// its own, then gives the count back to the runtime's default. The
+// process is on one processor when Start returns, so that what is sized
+// from GOMAXPROCS as the process starts (the backends' pipeline lanes)
+// always sees the count it starts with. It does nothing when the
+// GOMAXPROCS environment variable fixes the count, when the runtime's
+// default is one processor, or when the process's CPU time cannot be read
+// here.
+func Start(ctx context.Context) {
 	if n, err := strconv.Atoi(os.Getenv("GOMAXPROCS")); err == nil && n > 0 {
 		return
 	}
-	scale(ctx, defaults)
+	if scale := start(defaults); scale != nil {
+		go scale(ctx)
+	}
 }
 
-func scale(ctx context.Context, s settings) {
+// start goes down to one processor and returns the loop that sizes the
+// count from then on, or nil when there is nothing to size (see Start).
+func start(s settings) func(context.Context) {
 	used, ok := cpuTime()
 	if runtime.GOMAXPROCS(0) < 2 || !ok {
-		return
+		return nil
 	}
+	runtime.GOMAXPROCS(1)
+	return func(ctx context.Context) { scale(ctx, s, used) }
+}
+
+func scale(ctx context.Context, s settings, used time.Duration) {
 	// The runtime's default follows the machine (and its CPU limit), and
 	// setting a count stops that: the most is always the default's.
 	defer runtime.SetDefaultGOMAXPROCS()
 	c := &controller{settings: s, one: true}
-	runtime.GOMAXPROCS(1)
 	calls := newSyscallCounter()
 	t := time.NewTicker(s.tick)
 	defer t.Stop()
@@ -124,7 +136,7 @@ func scale(ctx context.Context, s settings) {
 // syscallCounter tells whether goroutines are waiting in system calls
 // beyond those that always are: os/signal's loop, for one, waits for
 // signals in one for the life of the process. Those are the fewest ever
-// seen (os/signal's loop starts before Scale does); a waiter that starts
+// seen (os/signal's loop starts before Start does); a waiter that starts
 // for good later counts as blocked, which errs towards every processor.
 type syscallCounter struct {
 	sample []metrics.Sample

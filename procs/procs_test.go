@@ -86,7 +86,11 @@ func TestScaleFollowsRealLoad(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { scale(ctx, testSettings); close(done) }()
+	loop := start(testSettings)
+	if got := runtime.GOMAXPROCS(0); loop == nil || got != 1 {
+		t.Fatalf("start: GOMAXPROCS %d, want 1 at once", got)
+	}
+	go func() { loop(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	waitFor(t, "one processor while idle", 1)
 

@@ -58,7 +58,7 @@ func serveFor(name, listen string, life time.Duration, handle func(ctx context.C
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	fmt.Println(ln.Addr().String())
-	go procs.Scale(ctx) // as dpproxy sizes its processors
+	procs.Start(ctx) // as dpproxy sizes its processors
 	return serveOn(ctx, name, ln, handle)
 }
 

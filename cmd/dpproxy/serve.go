@@ -80,7 +80,7 @@ func setProcessors(ctx context.Context, n int) {
 		goruntime.GOMAXPROCS(n)
 		return
 	}
-	go procs.Scale(ctx)
+	procs.Start(ctx)
 }
 
 // dialectFor returns the SQL dialect of a backend kind.
