@@ -85,6 +85,9 @@ const laneConnMaxAge = time.Minute
 type laneConn struct {
 	conn  *sql.Conn
 	since time.Time
+	// unions tells whether its batches may answer statements of one
+	// shape with a UNION ALL (unionsAllowed).
+	unions bool
 }
 
 // takeLane returns an idle lane's connection, or one from the pool.
@@ -98,7 +101,7 @@ func (m *MySQL) takeLane(ctx context.Context) (laneConn, error) {
 	if err != nil {
 		return laneConn{}, fmt.Errorf("%w: mysql %s: %w", ErrUnavailable, m.desc, err)
 	}
-	return laneConn{conn, time.Now()}, nil
+	return laneConn{conn: conn, since: time.Now(), unions: unionsAllowed(ctx, conn)}, nil
 }
 
 // keepLane keeps lc for the next batch, or gives it back to the pool.
@@ -183,7 +186,7 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 				// The arguments go along only to say the text has them
 				// (see readMySQLResult).
 				s := newCombinedStmt(ctx, text, args, wire)
-				if shape := statementShapeFrom(ctx); shape != "" && last.cols != nil && !m.noUnion.Contains(shape) {
+				if shape := statementShapeFrom(ctx); shape != "" && unionableColumns(last.cols) && !m.noUnion.Contains(shape) {
 					s.shape, s.cols = shape, last.cols
 				}
 				res, took, err := c.runStmt(s)
@@ -201,6 +204,7 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 					m.seen.Add(sql, mysqlSeen{alone: true})
 				case errors.Is(err, errUnionFailed):
 					m.noUnion.Add(s.shape, struct{}{}) // runs alone this time
+				case errors.Is(err, errUnionRetry): // runs alone this time
 				case errors.Is(err, errCombinerBusy):
 				default:
 					return nil, err
@@ -256,13 +260,17 @@ func (m *MySQL) sendBatch(ctx context.Context, batch []*combinedStmt) error {
 		if !ok || sc.socket == nil {
 			return errors.New("mysql: the connection's socket is unknown") // back to the pool
 		}
-		cmds := mysqlCommands(batch)
+		cmds := mysqlCommands(batch, lc.unions)
+		keep, err := sc.sendPipelined(ctx, cmds)
 		for _, cmd := range cmds {
 			if cmd.sql != "" {
-				m.unioned.Add(int64(len(cmd.stmts)))
+				for _, s := range cmd.stmts {
+					if s.res != nil { // set before its caller was answered
+						m.unioned.Add(1)
+					}
+				}
 			}
 		}
-		keep, err := sc.sendPipelined(ctx, cmds)
 		if err != nil {
 			// The connection is lost or out of step.
 			slog.DebugContext(ctx, "backend: mysql: combined batch failed", "err", err, "statements", len(batch))
@@ -350,7 +358,8 @@ func (c *stmtCachingConn) sendPipelined(ctx context.Context, cmds []mysqlCommand
 			keep = keep && ok
 			now := time.Now()
 			for _, s := range cmd.stmts {
-				s.took = now.Sub(last)
+				// A union's time is its branches' together.
+				s.took = now.Sub(last) / time.Duration(len(cmd.stmts))
 				s.answer()
 			}
 			last = now

@@ -2,9 +2,12 @@ package backend
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // Answering a batch's statements of one shape with one UNION ALL.
@@ -27,19 +30,36 @@ import (
 //
 // Each statement's result must be what it gives alone. The shape sees to
 // the types (no constant is selected) and to the order (none is sorted);
-// here every column of the union must be an integer or a character
-// string (whose text a union or a derived table cannot change), and its
-// name and type what the statement's last run alone gave. Anything else,
-// or an error (a name used twice, a subquery with more than one row in
-// one branch), and the statements run again one by one; their shape is
-// not combined again.
+// here a statement whose columns share a name (which a derived table
+// refuses) is sent on its own, and every column of the union must be an
+// integer or a character string (whose text a union or a derived table
+// cannot change), named and typed as in the statement's last run alone.
+// Anything else, and the statements run again one by one, their shape
+// never combined again; after a server error that may be one branch's
+// own (a subquery with more than one row for its constant, a statement
+// ended on the server) they run again one by one this time only. A
+// session with a sql_select_limit of its own sends no union: the limit
+// is a whole statement's, all branches together.
 
 // mysqlUnionMax bounds the branches of one UNION ALL.
 const mysqlUnionMax = 32
 
 // errUnionFailed tells the caller to run its statement again on its own,
-// and not to answer its shape with a UNION ALL again.
-var errUnionFailed = errors.New("mysql: a UNION ALL of the statements did not give each its own result")
+// and not to answer its shape with a UNION ALL again; errUnionRetry only
+// to run it again on its own (the union failed with an error that may be
+// one branch's alone: a subquery with more rows for its constant, a
+// statement ended on the server).
+var (
+	errUnionFailed = errors.New("mysql: a UNION ALL of the statements did not give each its own result")
+	errUnionRetry  = errors.New("mysql: a UNION ALL of the statements failed")
+)
+
+// unionStructuralErrors are the server errors that say a shape's UNION
+// ALL cannot be made whatever its constants: a name twice in a derived
+// table (1060), an option or clause not allowed there (1234, 1221), a
+// wrong number of columns (1222), a derived table without its alias
+// (1248), a mix of collations (1267, 1270, 1271).
+var unionStructuralErrors = map[uint16]bool{1060: true, 1221: true, 1222: true, 1234: true, 1248: true, 1267: true, 1270: true, 1271: true}
 
 type statementShapeKey struct{}
 
@@ -70,16 +90,16 @@ func (c *mysqlCommand) text() string {
 	return c.stmts[0].sql
 }
 
-// mysqlCommands turns a batch into its commands: the statements of each
-// shape (those with one, up to mysqlUnionMax, and a UNION ALL of at most
-// mysqlCombinedMax bytes) in one command where the first of them came,
-// every other statement in one of its own.
-func mysqlCommands(batch []*combinedStmt) []mysqlCommand {
+// mysqlCommands turns a batch into its commands: where unions is set,
+// the statements of each shape (those with one, up to mysqlUnionMax, and
+// a UNION ALL of at most mysqlCombinedMax bytes) in one command where the
+// first of them came; every other statement in one of its own.
+func mysqlCommands(batch []*combinedStmt, unions bool) []mysqlCommand {
 	cmds := make([]mysqlCommand, 0, len(batch))
 	open := map[string]int{} // shape → its command still taking statements
 	size := map[string]int{}
 	for _, s := range batch {
-		if s.shape == "" || s.cols == nil {
+		if !unions || s.shape == "" || s.cols == nil {
 			cmds = append(cmds, mysqlCommand{stmts: []*combinedStmt{s}})
 			continue
 		}
@@ -119,15 +139,25 @@ func unionSQL(stmts []*combinedStmt) string {
 }
 
 // readMySQLUnionResult reads the result of cmd's UNION ALL from r and
-// sets each statement's res, or errUnionFailed as every statement's err
-// when the result cannot be split into theirs (see above). It reports
+// sets each statement's res, or as every statement's err errUnionFailed
+// when the result cannot be split into theirs (see above) and
+// errUnionRetry when the server's error may be one branch's. It reports
 // whether the session is as before; an error is the connection's.
 func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, err error) {
 	stmts := cmd.stmts
-	failed := func() {
+	fail := func(err error) {
 		for _, s := range stmts {
-			s.err = errUnionFailed
+			s.err = err
 		}
+	}
+	failed := func() { fail(errUnionFailed) }
+	serverError := func(p []byte) {
+		var me *mysql.MySQLError
+		if errors.As(mysqlErrorPacket(p), &me) && unionStructuralErrors[me.Number] {
+			failed()
+			return
+		}
+		fail(errUnionRetry)
 	}
 	r.start()
 	p, err := r.next()
@@ -142,7 +172,7 @@ func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, e
 		failed()
 		return false, nil
 	case mysqlERR:
-		failed()
+		serverError(p)
 		return false, nil
 	case mysqlLocalInfile:
 		return false, errors.New("mysql: the server asked for a local file")
@@ -190,7 +220,7 @@ func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, e
 			}
 			return true, nil
 		case p[0] == mysqlERR:
-			failed()
+			serverError(p)
 			return false, nil
 		}
 		if split {
@@ -247,4 +277,38 @@ func unionBranch(p []byte, n int) (branch int, rest []byte, ok bool) {
 		return 0, nil, false
 	}
 	return branch, p[used+int(size):], true
+}
+
+// unionableColumns reports whether a statement whose last run alone gave
+// cols may be a branch: a derived table must name its columns apart,
+// whatever their case.
+func unionableColumns(cols []Column) bool {
+	if cols == nil {
+		return false
+	}
+	seen := make(map[string]bool, len(cols))
+	for _, c := range cols {
+		name := strings.ToLower(c.Name)
+		if seen[name] {
+			return false
+		}
+		seen[name] = true
+	}
+	return true
+}
+
+// mysqlFullSelectLimit is sql_select_limit's default: no limit.
+const mysqlFullSelectLimit = "18446744073709551615"
+
+// unionsAllowed reports whether a connection's session answers a UNION
+// ALL's branches as it answers the statements alone: sql_select_limit
+// limits the rows of a whole statement, which in a union is every branch
+// together, so a session with a limit of its own (set in the DSN or the
+// server's configuration) never gets one.
+func unionsAllowed(ctx context.Context, conn *sql.Conn) bool {
+	var limit string
+	if err := conn.QueryRowContext(ctx, "SELECT @@sql_select_limit").Scan(&limit); err != nil {
+		return false
+	}
+	return limit == mysqlFullSelectLimit
 }

@@ -112,10 +112,12 @@ func TestMySQLUnionFailsOver(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		sql  string // %d: the branch's constant
+		want error
 	}{
-		{"a name twice", "SELECT k, k FROM u WHERE k = %d"},
-		{"a decimal", "SELECT k, de FROM u WHERE k = %d"},
-		{"an error in one branch", "SELECT k, (SELECT k FROM u WHERE k > %d) FROM u WHERE k = 1"},
+		{"a name twice", "SELECT k, k FROM u WHERE k = %d", errUnionFailed},
+		{"an option refused in a derived table", "SELECT SQL_NO_CACHE k, vc FROM u WHERE k = %d", errUnionFailed},
+		{"a decimal", "SELECT k, de FROM u WHERE k = %d", errUnionFailed},
+		{"an error in one branch", "SELECT k, (SELECT k FROM u WHERE k > %d) FROM u WHERE k = 1", errUnionRetry},
 	} {
 		var batch []*combinedStmt
 		for _, k := range []int{1, 39} {
@@ -131,8 +133,8 @@ func TestMySQLUnionFailsOver(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, s := range batch {
-			if !errors.Is(s.err, errUnionFailed) {
-				t.Errorf("%s: %s gave %v %v, want errUnionFailed", c.name, s.sql, s.res, s.err)
+			if !errors.Is(s.err, c.want) {
+				t.Errorf("%s: %s gave %v %v, want %v", c.name, s.sql, s.res, s.err, c.want)
 			}
 		}
 	}
@@ -154,14 +156,13 @@ func TestMySQLUnionFailsOver(t *testing.T) {
 	}
 
 	// Through queryPublic: the right answer, and the shape marked.
-	shaped := WithStatementShape(ctx, "twice")
-	texts := []string{"SELECT k, k FROM u WHERE k = 1", "SELECT k, k FROM u WHERE k = 2"}
+	shaped := WithStatementShape(ctx, "no cache")
+	texts := []string{"SELECT SQL_NO_CACHE k, k + 0 FROM u WHERE k = 1", "SELECT SQL_NO_CACHE k, k + 0 FROM u WHERE k = 2"}
 	for _, sql := range texts {
 		if _, err := m.QueryMySQLText(shaped, sql); err != nil { // seen, alone
 			t.Fatal(err)
 		}
 	}
-	before := m.unioned.Load()
 	var wg sync.WaitGroup
 	for round := range 20 {
 		for j := range 8 {
@@ -176,10 +177,7 @@ func TestMySQLUnionFailsOver(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	if m.unioned.Load() == before {
-		t.Error("no statement of the shape went in a UNION ALL")
-	}
-	if !m.noUnion.Contains("twice") {
+	if !m.noUnion.Contains("no cache") {
 		t.Error("a shape whose UNION ALL failed is still combined")
 	}
 }
@@ -249,7 +247,7 @@ func TestMySQLCommands(t *testing.T) {
 		{"branches", many, strings.Repeat("m+", mysqlUnionMax-1) + "m|m+m+m"},
 	} {
 		var got []string
-		for _, cmd := range mysqlCommands(c.batch) {
+		for _, cmd := range mysqlCommands(c.batch, true) {
 			var sqls []string
 			for _, s := range cmd.stmts {
 				sqls = append(sqls, strings.Replace(s.sql, long, "L", 1))
@@ -375,6 +373,58 @@ func TestMySQLUnionResultSplits(t *testing.T) {
 	for _, s := range read(append(cols, row("0", "a"), row("2", "x"), eof)...) {
 		if !errors.Is(s.err, errUnionFailed) {
 			t.Errorf("branch 2 of 2: %v %v", s.res, s.err)
+		}
+	}
+}
+
+// TestMySQLUnionSelectLimit: a session whose sql_select_limit is its own
+// (here the DSN's) limits each statement alone but a union as a whole, so
+// its lanes send no union, and each statement gets its own limited rows.
+func TestMySQLUnionSelectLimit(t *testing.T) {
+	name, dbDSN := mysqlDatabase(t, mysqlDSN(t))
+	unionTable(t, name)
+	m := openMySQLT(t, dbDSN+"?sql_select_limit=3", 2)
+	m.setPipelineLanes(1)
+	var batch []*combinedStmt
+	for _, k := range []int{0, 10} {
+		s, alone := aloneStmt(t, m, fmt.Sprintf("SELECT k FROM u WHERE k > %d", k), "limited", true)
+		if len(alone.MySQLText) != 3 {
+			t.Fatalf("alone: %d rows, want sql_select_limit's 3", len(alone.MySQLText))
+		}
+		batch = append(batch, s)
+	}
+	if err := m.sendBatch(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range batch {
+		if s.err != nil || len(s.res.MySQLText) != 3 {
+			t.Errorf("%s: %v %v, want 3 rows", s.sql, s.res, s.err)
+		}
+	}
+	if n := m.unioned.Load(); n != 0 {
+		t.Errorf("%d statements in a UNION ALL under sql_select_limit", n)
+	}
+}
+
+func TestUnionableColumns(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		want  bool
+	}{
+		{nil, false},
+		{[]string{"a", "b"}, true},
+		{[]string{"a", "a"}, false},
+		{[]string{"id", "ID"}, false},
+	} {
+		var cols []Column
+		for _, n := range c.names {
+			cols = append(cols, Column{Name: n})
+		}
+		if c.names == nil {
+			cols = nil
+		}
+		if got := unionableColumns(cols); got != c.want {
+			t.Errorf("unionableColumns(%v) = %v, want %v", c.names, got, c.want)
 		}
 	}
 }

@@ -3,8 +3,8 @@ package rewrite
 import (
 	"strings"
 
-	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 )
 
@@ -24,31 +24,38 @@ import (
 //     its own (GROUP BY, DISTINCT) is not combined, since a branch in a
 //     derived table may lose it; a plain one has no defined order either
 //     way;
-//   - the query must be one SELECT over tables, without a WITH clause.
+//   - the query must be one SELECT over tables, without a WITH clause,
+//     and without what applies to a whole statement or is refused in a
+//     derived table: optimizer hints (MAX_EXECUTION_TIME), HIGH_PRIORITY,
+//     SQL_NO_CACHE, SQL_BUFFER_RESULT and the other SELECT options.
 //
 // Queries of one shape differ only in those constants: the shape is the
-// query's text with each constant replaced (the parser's normalized
-// form). The backend checks the columns of what comes back as well, and
-// runs a shape's queries one by one from the first time that fails.
+// query's text with each constant replaced by ? (maskConstants),
+// everything else as it is, identifiers' case included (two tables may
+// differ only in case). The backend checks the columns of what comes
+// back as well, and runs a shape's queries one by one from the first
+// time that fails.
 
 // unionShape returns the shape of a public-table query on a MySQL
-// backend, or "" when it cannot be answered as a branch of a UNION ALL.
+// backend (sql is its text for that backend), or "" when it cannot be
+// answered as a branch of a UNION ALL.
 func unionShape(n ast.Node, sql string, d Dialect) string {
 	sel, ok := n.(*ast.SelectStmt)
 	if !ok || d.Name() != "mysql" || !unionSafe(sel) {
 		return ""
 	}
-	return parser.NormalizeKeepHint(sql)
+	return maskConstants(sql)
 }
 
 // unionSafe reports whether sel can be a branch of a UNION ALL (above).
 func unionSafe(sel *ast.SelectStmt) bool {
-	if sel.Kind != ast.SelectStmtKindSelect || sel.From == nil || sel.With != nil ||
-		sel.OrderBy != nil || sel.GroupBy != nil || sel.Having != nil || sel.Distinct ||
-		len(sel.WindowSpecs) > 0 || sel.LockInfo != nil || sel.SelectIntoOpt != nil || sel.Fields == nil {
+	if sel.From == nil || sel.With != nil || sel.OrderBy != nil || sel.GroupBy != nil || sel.Having != nil ||
+		sel.Distinct || len(sel.WindowSpecs) > 0 || sel.LockInfo != nil || sel.SelectIntoOpt != nil ||
+		sel.Fields == nil || len(sel.TableHints) > 0 {
 		return false
 	}
-	if o := sel.SelectStmtOpts; o != nil && (o.CalcFoundRows || o.Distinct) {
+	if o := sel.SelectStmtOpts; o != nil && (o.CalcFoundRows || o.Distinct || o.SQLBigResult || o.SQLSmallResult ||
+		o.SQLBufferResult || !o.SQLCache || o.StraightJoin || o.Priority != mysql.NoPriority || len(o.TableHints) > 0) {
 		return false
 	}
 	v := &selectedConstants{}
@@ -58,7 +65,8 @@ func unionSafe(sel *ast.SelectStmt) bool {
 
 // selectedConstants finds a constant, a parameter marker, a cast or a
 // window function in what a SELECT (the query's or a subquery's)
-// selects.
+// selects, and a SELECT that is not one over tables (VALUES, TABLE),
+// whose rows are constants.
 type selectedConstants struct {
 	found    bool
 	inFields int // depth inside a SELECT's field list
@@ -66,6 +74,8 @@ type selectedConstants struct {
 
 func (v *selectedConstants) Enter(n ast.Node) (ast.Node, bool) {
 	switch x := n.(type) {
+	case *ast.SelectStmt:
+		v.found = v.found || x.Kind != ast.SelectStmtKindSelect
 	case *ast.FieldList:
 		v.inFields++
 	case *ast.WindowFuncExpr:
@@ -78,7 +88,7 @@ func (v *selectedConstants) Enter(n ast.Node) (ast.Node, bool) {
 		}
 	case *test_driver.ValueExpr, *test_driver.ParamMarkerExpr, *ast.FuncCastExpr:
 		// A cast's length and scale are constants too (CHAR(3),
-		// DECIMAL(10, 2)), which the normalized text replaces.
+		// DECIMAL(10, 2)).
 		v.found = v.found || v.inFields > 0
 	}
 	return n, v.found
@@ -89,4 +99,72 @@ func (v *selectedConstants) Leave(n ast.Node) (ast.Node, bool) {
 		v.inFields--
 	}
 	return n, !v.found
+}
+
+// maskConstants replaces the constants of sql, a query as restored for
+// MySQL (names in backquotes, strings in single quotes with backslash
+// escapes, numbers bare), by ?: each quoted string and each word that
+// starts with a digit (a number, 0x1F) or with a dot and a digit (.5).
+// Everything else, names in their case included, stays as it is, so two
+// texts with one mask differ in constants alone.
+func maskConstants(sql string) string {
+	var b strings.Builder
+	b.Grow(len(sql))
+	for i := 0; i < len(sql); {
+		c := sql[i]
+		switch {
+		case c == '`':
+			j := i + 1
+			for j < len(sql) {
+				if sql[j] == '`' {
+					if j+1 < len(sql) && sql[j+1] == '`' {
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			b.WriteString(sql[i:min(j+1, len(sql))])
+			i = j + 1
+		case c == '\'' || c == '"':
+			j := i + 1
+			for j < len(sql) {
+				if sql[j] == '\\' {
+					j += 2
+					continue
+				}
+				if sql[j] == c {
+					if j+1 < len(sql) && sql[j+1] == c {
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			b.WriteByte('?')
+			i = j + 1
+		case isIdentCont(c) && !isDigit(c):
+			// A bare word: a keyword, a function, a charset introducer.
+			j := i
+			for j < len(sql) && isIdentCont(sql[j]) {
+				j++
+			}
+			b.WriteString(sql[i:j])
+			i = j
+		case isDigit(c) || c == '.' && i+1 < len(sql) && isDigit(sql[i+1]):
+			j := i
+			for j < len(sql) && (isIdentCont(sql[j]) || sql[j] == '.' ||
+				(sql[j] == '+' || sql[j] == '-') && (sql[j-1] == 'e' || sql[j-1] == 'E')) {
+				j++
+			}
+			b.WriteByte('?')
+			i = j
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
 }

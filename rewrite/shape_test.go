@@ -38,7 +38,7 @@ func TestUnionShape(t *testing.T) {
 		},
 		{
 			"SELECT COUNT(*) FROM clinics WHERE clinic_id IN (1, 2)",
-			"SELECT COUNT(*) FROM clinics WHERE clinic_id IN (3, 4, 5)",
+			"SELECT COUNT(*) FROM clinics WHERE clinic_id IN (3, 4)",
 		},
 		{
 			"SELECT c.name FROM clinics c WHERE c.clinic_id IN (SELECT clinic_id FROM clinics WHERE city = 'a')",
@@ -56,8 +56,15 @@ func TestUnionShape(t *testing.T) {
 			}
 		}
 	}
-	if a, b := shapeOf(t, "SELECT name FROM clinics WHERE clinic_id = 1", MySQL), shapeOf(t, "SELECT city FROM clinics WHERE clinic_id = 1", MySQL); a == b {
-		t.Errorf("different columns, one shape %q", a)
+	for _, pair := range [][2]string{
+		{"SELECT name FROM clinics WHERE clinic_id = 1", "SELECT city FROM clinics WHERE clinic_id = 1"},
+		{"SELECT name FROM clinics WHERE clinic_id = 1", "SELECT Name FROM clinics WHERE clinic_id = 1"},
+		{"SELECT name FROM clinics WHERE clinic_id IN (1, 2)", "SELECT name FROM clinics WHERE clinic_id IN (1, 2, 3)"},
+		{"SELECT name FROM clinics WHERE city = 'a'", "SELECT name FROM clinics WHERE city = `a`"},
+	} {
+		if a, b := shapeOf(t, pair[0], MySQL), shapeOf(t, pair[1], MySQL); a == b {
+			t.Errorf("%s and %s: one shape %q", pair[0], pair[1], a)
+		}
 	}
 	for _, sql := range []string{
 		"SELECT clinic_id, 1 FROM clinics WHERE clinic_id = 2",
@@ -73,6 +80,15 @@ func TestUnionShape(t *testing.T) {
 		"SELECT name, ROW_NUMBER() OVER (ORDER BY clinic_id) FROM clinics",
 		"SELECT name FROM clinics UNION ALL SELECT city FROM clinics",
 		"SELECT NOW()",
+		"SELECT /*+ MAX_EXECUTION_TIME(10) */ name FROM clinics WHERE clinic_id = 1",
+		"SELECT HIGH_PRIORITY name FROM clinics WHERE clinic_id = 1",
+		"SELECT SQL_NO_CACHE name FROM clinics WHERE clinic_id = 1",
+		"SELECT SQL_BUFFER_RESULT name FROM clinics WHERE clinic_id = 1",
+		"SELECT SQL_SMALL_RESULT name FROM clinics WHERE clinic_id = 1",
+		"SELECT STRAIGHT_JOIN name FROM clinics WHERE clinic_id = 1",
+		"SELECT SQL_CALC_FOUND_ROWS name FROM clinics WHERE clinic_id = 1",
+		"SELECT * FROM (VALUES ROW(1, 'a')) AS v",
+		"SELECT * FROM (TABLE clinics) AS c",
 	} {
 		if got := shapeOf(t, sql, MySQL); got != "" {
 			t.Errorf("%s: shape %q, want none", sql, got)
@@ -87,5 +103,21 @@ func TestUnionShape(t *testing.T) {
 	}
 	if got := shapeOf(t, "SELECT name FROM clinics WHERE clinic_id = 1", Postgres); got != "" {
 		t.Errorf("a PostgreSQL backend's query has shape %q", got)
+	}
+}
+
+func TestMaskConstants(t *testing.T) {
+	for _, c := range []struct{ sql, want string }{
+		{"SELECT `a` FROM `t` WHERE `b`=1", "SELECT `a` FROM `t` WHERE `b`=?"},
+		{"SELECT `A1` FROM `t2` WHERE `b`=-1.5e-3 AND `c`=.5 AND `d`=0x1F", "SELECT `A1` FROM `t2` WHERE `b`=-? AND `c`=? AND `d`=?"},
+		{"SELECT `a` FROM `t` WHERE `s`='it''s' AND `u`='back" + `\\slash\\` + "' AND `v`=_UTF8MB4'x'", "SELECT `a` FROM `t` WHERE `s`=? AND `u`=? AND `v`=_UTF8MB4?"},
+		{"SELECT `a` FROM `t` WHERE `s`='q" + `\'` + "s' AND `b`=2", "SELECT `a` FROM `t` WHERE `s`=? AND `b`=?"},
+		{"SELECT `we``ird 1` FROM `t` LIMIT 5,10", "SELECT `we``ird 1` FROM `t` LIMIT ?,?"},
+		{"SELECT `a` FROM `t` WHERE `b` IN (1,2) AND LOG10(`c`)>X'0A'", "SELECT `a` FROM `t` WHERE `b` IN (?,?) AND LOG10(`c`)>X?"},
+		{"SELECT `a` FROM `t` WHERE `b`='unterminated", "SELECT `a` FROM `t` WHERE `b`=?"},
+	} {
+		if got := maskConstants(c.sql); got != c.want {
+			t.Errorf("maskConstants(%q) = %q, want %q", c.sql, got, c.want)
+		}
 	}
 }
