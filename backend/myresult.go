@@ -83,28 +83,9 @@ func readMySQLResult(r *mysqlPacketReader, s *combinedStmt) (keep bool, err erro
 	case mysqlLocalInfile:
 		return false, errors.New("mysql: the server asked for a local file")
 	}
-	count, _, ok := lenEncInt(p)
-	if !ok || count == 0 || count > 1<<16 {
-		return false, fmt.Errorf("mysql: bad column count packet")
-	}
-	cols := make([]mysqlColumn, count)
-	for i := range cols {
-		if p, err = r.next(); err != nil {
-			return false, err
-		}
-		if cols[i], err = parseMySQLColumn(p, interpolated); err != nil {
-			return false, err
-		}
-	}
-	if p, err = r.next(); err != nil {
+	cols, p, err := readMySQLColumns(r, p, interpolated)
+	if err != nil {
 		return false, err
-	}
-	if p[0] == mysqlEOF && len(p) == 5 {
-		// The EOF after the columns (a connection without
-		// CLIENT_DEPRECATE_EOF); an OK packet ending the rows is longer.
-		if p, err = r.next(); err != nil {
-			return false, err
-		}
 	}
 	rows := newMySQLResultRows(s, cols)
 	for {
@@ -124,6 +105,37 @@ func readMySQLResult(r *mysqlPacketReader, s *combinedStmt) (keep bool, err erro
 			return false, err
 		}
 	}
+}
+
+// readMySQLColumns reads the column definitions of a result set whose
+// column count packet is p, and returns them with the packet after them:
+// the first row, or the end of the rows.
+func readMySQLColumns(r *mysqlPacketReader, p []byte, interpolated bool) ([]mysqlColumn, []byte, error) {
+	count, _, ok := lenEncInt(p)
+	if !ok || count == 0 || count > 1<<16 {
+		return nil, nil, errors.New("mysql: bad column count packet")
+	}
+	cols := make([]mysqlColumn, count)
+	var err error
+	for i := range cols {
+		if p, err = r.next(); err != nil {
+			return nil, nil, err
+		}
+		if cols[i], err = parseMySQLColumn(p, interpolated); err != nil {
+			return nil, nil, err
+		}
+	}
+	if p, err = r.next(); err != nil {
+		return nil, nil, err
+	}
+	if p[0] == mysqlEOF && len(p) == 5 {
+		// The EOF after the columns (a connection without
+		// CLIENT_DEPRECATE_EOF); an OK packet ending the rows is longer.
+		if p, err = r.next(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return cols, p, nil
 }
 
 // mysqlResultRows gathers a combined statement's rows: as they are when

@@ -177,32 +177,15 @@ func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, e
 	case mysqlLocalInfile:
 		return false, errors.New("mysql: the server asked for a local file")
 	}
-	count, _, ok := lenEncInt(p)
-	if !ok || count < 2 || count > 1<<16 {
-		return false, errors.New("mysql: bad column count packet")
+	cols, p, err := readMySQLColumns(r, p, false)
+	if err != nil {
+		return false, err
 	}
-	cols := make([]mysqlColumn, count)
-	for i := range cols {
-		if p, err = r.next(); err != nil {
-			return false, err
-		}
-		if cols[i], err = parseMySQLColumn(p, false); err != nil {
-			return false, err
-		}
-	}
-	split := unionColumnsMatch(cols, stmts)
+	split := len(cols) > 1 && unionColumnsMatch(cols, stmts)
 	rows := make([]*mysqlResultRows, len(stmts))
 	if split {
 		for i, s := range stmts {
 			rows[i] = newMySQLResultRows(s, cols[1:])
-		}
-	}
-	if p, err = r.next(); err != nil {
-		return false, err
-	}
-	if p[0] == mysqlEOF && len(p) == 5 {
-		if p, err = r.next(); err != nil { // the EOF after the columns
-			return false, err
 		}
 	}
 	for {
