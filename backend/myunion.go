@@ -264,18 +264,18 @@ func unionBranch(p []byte, n int) (branch int, rest []byte, ok bool) {
 
 // unionableColumns reports whether a statement whose last run alone gave
 // cols may be a branch: a derived table must name its columns apart,
-// whatever their case.
+// whatever their case. It runs for every combined statement, so it
+// compares the few names pairwise rather than build a set.
 func unionableColumns(cols []Column) bool {
 	if cols == nil {
 		return false
 	}
-	seen := make(map[string]bool, len(cols))
-	for _, c := range cols {
-		name := strings.ToLower(c.Name)
-		if seen[name] {
-			return false
+	for i, c := range cols {
+		for _, d := range cols[:i] {
+			if strings.EqualFold(c.Name, d.Name) {
+				return false
+			}
 		}
-		seen[name] = true
 	}
 	return true
 }
