@@ -105,9 +105,19 @@ type combinedStmt struct {
 	// answered is set by the batch's leader once done is closed for the
 	// result; the leader then writes none of its result fields again.
 	answered bool
-	// unwatch stops watching the caller's context for the batch
-	// (pipelineContext).
-	unwatch func()
+	// leads marks the statement of the caller that runs its batch, whose
+	// context the batch watches (the other callers wait in runStmt and
+	// tell the batch when they give up).
+	leads bool
+	// settled is set once, by the answer or by the caller giving up,
+	// whichever comes first: that one takes the statement off its
+	// batch's count (batchWatch).
+	settled atomic.Bool
+	// watch is the batch's count of callers still waiting, set under the
+	// combiner's lock once the statement's batch runs (nil when the batch
+	// cannot end early); unwatch stops watching a leader's context.
+	watch   *batchWatch
+	unwatch func() bool
 	res     *Rows
 	err     error
 	// took is how long the server took to answer it, from the previous
@@ -172,6 +182,7 @@ func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
 		c.mu.Unlock()
 		runtime.Gosched()
 		c.mu.Lock()
+		s.leads = true
 		batch := append(c.pending, s)
 		c.pending = nil
 		c.mu.Unlock()
@@ -200,11 +211,13 @@ func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
 			}
 		}
 		lead := s.lead
-		c.mu.Unlock()
 		if !lead {
 			// In a batch already: its leader sets the result, unread.
+			c.giveUp(s)
+			c.mu.Unlock()
 			return nil, 0, ctx.Err()
 		}
+		c.mu.Unlock()
 	}
 	if s.lead {
 		// Handed the lane: lead what has arrived since, this statement
@@ -214,6 +227,7 @@ func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
 		c.pending = nil
 		c.mu.Unlock()
 		if ctx.Err() == nil {
+			s.leads = true
 			batch = append([]*combinedStmt{s}, batch...)
 		}
 		c.lead(batch)
@@ -257,6 +271,10 @@ func (c *combiner) handOff() {
 // a leader that found a lane free has its done closed unread.
 func (s *combinedStmt) answer() {
 	s.stopWatching()
+	if s.settled.CompareAndSwap(false, true) && s.watch != nil {
+		// Answered before giving up: when all are, nothing is cancelled.
+		s.watch.waiting.Add(-1)
+	}
 	if s.answered || s.lead {
 		return
 	}
@@ -276,7 +294,7 @@ func (c *combiner) runBatch(batch []*combinedStmt) {
 	// The batch outlives any one caller: a caller that gives up leaves
 	// its statement to finish unread (the batch ends when every caller
 	// not yet answered has given up; see pipelineContext).
-	pctx, stop := pipelineContext(batch)
+	pctx, stop := c.pipelineContext(batch)
 	defer stop()
 	c.batches.Add(1)
 	c.statements.Add(int64(len(batch)))
@@ -297,37 +315,65 @@ func failAll(batch []*combinedStmt, err error) {
 	}
 }
 
+// batchWatch ends a batch's context once every caller not yet answered
+// has given up: the connection then cancels what runs on the server.
+type batchWatch struct {
+	cancel  context.CancelFunc
+	waiting atomic.Int64 // callers neither answered nor given up
+}
+
 // pipelineContext is a context that ends when every statement's caller
-// has given up before its answer: the connection then cancels what runs on
-// the server. An answered statement's caller ends its context when its
-// command ends, while the batch may still be read for the others: that
-// counts as nothing (answer stops the watch first).
-func pipelineContext(batch []*combinedStmt) (context.Context, func()) {
+// has given up before its answer. An answered statement's caller ends its
+// context when its command ends, while the batch may still be read for
+// the others: that counts as nothing (settled). The callers waiting in
+// runStmt report giving up themselves (giveUp); only the leader's own
+// context, whose caller is busy running the batch, is watched, so a
+// batch costs one watch however many statements it holds.
+func (c *combiner) pipelineContext(batch []*combinedStmt) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var waiting atomic.Int64 // neither answered nor given up
-	waiting.Store(int64(len(batch)))
 	for _, s := range batch {
 		if s.ctx.Done() == nil {
 			// One caller that cannot give up keeps the batch going.
-			unwatchAll(batch)
 			return ctx, cancel
 		}
-		stop := context.AfterFunc(s.ctx, func() {
-			if waiting.Add(-1) == 0 {
-				cancel()
-			}
-		})
-		s.unwatch = func() {
-			if stop() {
-				// Answered before giving up: when all are, nothing is
-				// cancelled.
-				waiting.Add(-1)
-			}
+	}
+	w := &batchWatch{cancel: cancel}
+	c.mu.Lock()
+	for _, s := range batch {
+		if s.settled.Load() {
+			continue // gave up while the batch was gathered
+		}
+		s.watch = w
+		w.waiting.Add(1)
+	}
+	c.mu.Unlock()
+	if w.waiting.Load() == 0 {
+		cancel()
+	}
+	for _, s := range batch {
+		if s.leads && s.watch != nil {
+			s.unwatch = context.AfterFunc(s.ctx, func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.giveUp(s)
+			})
 		}
 	}
 	return ctx, func() {
 		unwatchAll(batch)
 		cancel()
+	}
+}
+
+// giveUp takes s, whose caller gave up before its answer, off its batch's
+// count, ending the batch when no caller is left waiting; a batch not yet
+// running leaves s out of its count. c.mu is held.
+func (c *combiner) giveUp(s *combinedStmt) {
+	if !s.settled.CompareAndSwap(false, true) {
+		return // answered first
+	}
+	if w := s.watch; w != nil && w.waiting.Add(-1) == 0 {
+		w.cancel()
 	}
 }
 

@@ -92,27 +92,49 @@ func waitPending(t *testing.T, c *combiner, n int) {
 // TestPipelineContextAfterAnswers checks when a batch's context ends:
 // not when callers end their contexts after their answers (their
 // commands are over while the batch is still read for others), but when
-// every caller still waiting has given up.
+// every caller still waiting has given up: the leader (a) by its context,
+// which the batch watches, the others (b) by telling the batch from
+// runStmt (giveUp).
 func TestPipelineContextAfterAnswers(t *testing.T) {
+	type step func(c *combiner, a, b *combinedStmt, endA, endB context.CancelFunc)
+	giveUpB := func(c *combiner, b *combinedStmt, endB context.CancelFunc) {
+		endB()
+		c.mu.Lock()
+		c.giveUp(b)
+		c.mu.Unlock()
+	}
 	cases := []struct {
 		name string
 		// bFixed: b's caller cannot give up (its context has no Done).
 		bFixed bool
-		steps  func(a, b *combinedStmt, endA, endB context.CancelFunc)
+		before step // before the batch runs
+		steps  step
 		ended  bool
 	}{
-		{name: "answered callers leave", steps: func(a, b *combinedStmt, endA, endB context.CancelFunc) {
+		{name: "answered callers leave", steps: func(c *combiner, a, b *combinedStmt, endA, endB context.CancelFunc) {
 			a.answer()
 			endA()
 			b.answer()
 			endB()
 		}},
-		{name: "waiting callers give up", ended: true, steps: func(a, b *combinedStmt, endA, endB context.CancelFunc) {
+		{name: "waiting callers give up", ended: true, steps: func(c *combiner, a, b *combinedStmt, endA, endB context.CancelFunc) {
 			a.answer()
 			endA()
-			endB() // b gives up before its answer
+			giveUpB(c, b, endB) // b gives up before its answer
 		}},
-		{name: "a caller that cannot give up", bFixed: true, steps: func(a, b *combinedStmt, endA, endB context.CancelFunc) {
+		{name: "the leader gives up last", ended: true, steps: func(c *combiner, a, b *combinedStmt, endA, endB context.CancelFunc) {
+			b.answer()
+			endB()
+			endA() // watched: the leader's caller is busy running the batch
+		}},
+		{name: "a caller gives up after its answer", steps: func(c *combiner, a, b *combinedStmt, endA, endB context.CancelFunc) {
+			b.answer()
+			giveUpB(c, b, endB)
+		}},
+		{name: "gave up while the batch was gathered", ended: true,
+			before: func(c *combiner, a, b *combinedStmt, endA, endB context.CancelFunc) { giveUpB(c, b, endB) },
+			steps:  func(c *combiner, a, b *combinedStmt, endA, endB context.CancelFunc) { endA() }},
+		{name: "a caller that cannot give up", bFixed: true, steps: func(c *combiner, a, b *combinedStmt, endA, endB context.CancelFunc) {
 			endA()
 		}},
 	}
@@ -125,11 +147,15 @@ func TestPipelineContextAfterAnswers(t *testing.T) {
 			if tc.bFixed {
 				bctx = context.Background()
 			}
-			a := &combinedStmt{ctx: actx, done: make(chan struct{})}
+			c := &combiner{}
+			a := &combinedStmt{ctx: actx, done: make(chan struct{}), leads: true}
 			b := &combinedStmt{ctx: bctx, done: make(chan struct{})}
-			ctx, stop := pipelineContext([]*combinedStmt{a, b})
+			if tc.before != nil {
+				tc.before(c, a, b, endA, endB)
+			}
+			ctx, stop := c.pipelineContext([]*combinedStmt{a, b})
 			defer stop()
-			tc.steps(a, b, endA, endB)
+			tc.steps(c, a, b, endA, endB)
 			if tc.ended {
 				select {
 				case <-ctx.Done():

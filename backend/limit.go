@@ -17,17 +17,41 @@ type ResultLimit struct {
 	Bytes int64
 }
 
-type resultLimitKey struct{}
+// statement is what a query's context tells the backend about it (one
+// context value for all, the cost of a public-table query being a few
+// allocations).
+type statement struct {
+	limit ResultLimit
+	// shape, on MySQL, lets statements of one shape be answered together
+	// by one UNION ALL (myunion.go).
+	shape string
+}
+
+type statementKey struct{}
 
 // WithResultLimit returns a context whose queries are held to l.
 func WithResultLimit(ctx context.Context, l ResultLimit) context.Context {
-	return context.WithValue(ctx, resultLimitKey{}, l)
+	return WithStatement(ctx, l, "")
 }
 
-func resultLimitFrom(ctx context.Context) ResultLimit {
-	l, _ := ctx.Value(resultLimitKey{}).(ResultLimit)
-	return l
+// WithStatement returns a context whose queries are held to l and whose
+// statement has the given shape (rewrite.Passthrough.Shape, "" for none):
+// on MySQL, statements of one shape may be answered together by one
+// UNION ALL.
+func WithStatement(ctx context.Context, l ResultLimit, shape string) context.Context {
+	return context.WithValue(ctx, statementKey{}, &statement{limit: l, shape: shape})
 }
+
+func statementFrom(ctx context.Context) statement {
+	if s, ok := ctx.Value(statementKey{}).(*statement); ok {
+		return *s
+	}
+	return statement{}
+}
+
+func resultLimitFrom(ctx context.Context) ResultLimit { return statementFrom(ctx).limit }
+
+func statementShapeFrom(ctx context.Context) string { return statementFrom(ctx).shape }
 
 // ResultTooLargeError reports a result that outgrew its ResultLimit.
 type ResultTooLargeError struct {

@@ -236,9 +236,18 @@ func matchColumns(res *Rows, alone []Column) bool {
 			return false
 		}
 	}
+	copied := false // a union's branches share their columns: copy to change
 	for i, a := range alone {
+		c := res.Columns[i]
+		named := strings.Contains(a.Name, "?")
+		if c.Type == a.Type && (!named || c.Name == a.Name) {
+			continue
+		}
+		if !copied {
+			res.Columns, copied = slices.Clone(res.Columns), true
+		}
 		res.Columns[i].Type = a.Type
-		if strings.Contains(a.Name, "?") {
+		if named {
 			res.Columns[i].Name = a.Name
 		}
 	}
@@ -378,6 +387,9 @@ type mysqlPacketReader struct {
 	// seq is the sequence id the next packet must have: 1 for the first
 	// packet of a command's response (start), then counting up.
 	seq byte
+	// header is the packet header being read (a field: a local would
+	// escape to the heap through io.ReadFull).
+	header [4]byte
 }
 
 // start expects the response to a new command.
@@ -388,7 +400,7 @@ func (p *mysqlPacketReader) start() { p.seq = 1 }
 func (p *mysqlPacketReader) next() ([]byte, error) {
 	p.payload = p.payload[:0]
 	for {
-		var header [4]byte
+		header := &p.header
 		if _, err := io.ReadFull(p.r, header[:]); err != nil {
 			return nil, err
 		}

@@ -510,3 +510,23 @@ func TestMySQLCombinerLaneConnections(t *testing.T) {
 		t.Errorf("%d connections still open after Close", n)
 	}
 }
+
+// TestMatchColumnsCopiesSharedColumns: a union's branches share their
+// columns, so matchColumns changes a result's columns on a copy of its
+// own and leaves the other branches' as they were.
+func TestMatchColumnsCopiesSharedColumns(t *testing.T) {
+	shared := []Column{{Name: "k", Type: sqltypes.Int8}, {Name: "-?", Type: sqltypes.Int8}}
+	a := &Rows{Columns: shared}
+	b := &Rows{Columns: shared}
+	alone := []Column{{Name: "k", Type: sqltypes.Int8}, {Name: "-?", Type: sqltypes.Int8}}
+	if !matchColumns(a, alone) || &a.Columns[0] != &shared[0] {
+		t.Fatal("columns as they were alone: copied or refused")
+	}
+	alone = []Column{{Name: "k", Type: sqltypes.Int8}, {Name: "- ?", Type: sqltypes.Int8}}
+	if !matchColumns(a, alone) {
+		t.Fatal("a renamed parameter column refused")
+	}
+	if a.Columns[1].Name != "- ?" || b.Columns[1].Name != "-?" || shared[1].Name != "-?" {
+		t.Fatalf("changed %v; the other branch's %v, want it untouched", a.Columns, b.Columns)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/go-sql-driver/mysql"
@@ -87,7 +88,9 @@ func readMySQLResult(r *mysqlPacketReader, s *combinedStmt) (keep bool, err erro
 	if err != nil {
 		return false, err
 	}
-	rows := newMySQLResultRows(s, cols)
+	var buf []byte
+	rows := new(mysqlResultRows)
+	rows.init(s, newMySQLResultLayout(cols), &buf)
 	for {
 		switch {
 		case p[0] == mysqlEOF && len(p) < 0xffffff:
@@ -140,43 +143,77 @@ func readMySQLColumns(r *mysqlPacketReader, p []byte, interpolated bool) ([]mysq
 
 // mysqlResultRows gathers a combined statement's rows: as they are when
 // its caller wants the wire form and every column is wire-safe, decoded
-// otherwise.
+// otherwise. A union's branches share one (mysqlResultLayout) and one
+// buffer of row bytes, so that a statement's result costs about one
+// allocation of its own.
 type mysqlResultRows struct {
-	cols  []Column
-	mcols []mysqlColumn
+	*mysqlResultLayout
 	wire  bool
 	meter resultMeter
 	err   error
 
-	buf    []byte // wire form: every row's payload
-	ends   []int
-	values [][]any
-	dest   []driver.Value
+	buf   *[]byte   // wire form: the rows' payloads, one after another
+	spans []rowSpan // wire form: where each row is in buf
+	// spanSpace and rowSpace hold a short result's spans and rows.
+	spanSpace [2]rowSpan
+	rowSpace  [2][]byte
+	values    [][]any
+	res       Rows
+}
+
+// rowSpan is where a row's payload is in a result's buffer.
+type rowSpan struct{ start, end int }
+
+// mysqlResultLayout is what a result's column definitions decide, shared
+// by the statements a union answers.
+type mysqlResultLayout struct {
+	cols     []Column
+	mcols    []mysqlColumn
+	wireSafe bool // every column can go to the client as the server sent it
+	// decode is each column's decoder, nil when one cannot be decoded
+	// (the statement then runs alone).
 	decode []mysqlDecoder
 }
 
-func newMySQLResultRows(s *combinedStmt, mcols []mysqlColumn) *mysqlResultRows {
-	rr := &mysqlResultRows{cols: make([]Column, len(mcols)), mcols: mcols, wire: s.wire,
-		meter: resultMeter{limit: resultLimitFrom(s.ctx)}}
+func newMySQLResultLayout(mcols []mysqlColumn) *mysqlResultLayout {
+	l := &mysqlResultLayout{cols: make([]Column, len(mcols)), mcols: mcols, wireSafe: true}
 	for i, c := range mcols {
 		_, safe := mysqlWireType(c.typeName)
-		rr.wire = rr.wire && safe && !c.zerofill
-		rr.cols[i].Name = c.name
-		rr.cols[i].Type, _ = mysqlColumnDecoder(c.typeName)
+		l.wireSafe = l.wireSafe && safe && !c.zerofill
+		l.cols[i].Name = c.name
+		l.cols[i].Type, _ = mysqlColumnDecoder(c.typeName)
 	}
-	if !rr.wire {
-		rr.decode = make([]mysqlDecoder, len(mcols))
-		for i, c := range mcols {
+	return l
+}
+
+// decoders returns the layout's decoders, made on first use.
+func (l *mysqlResultLayout) decoders() []mysqlDecoder {
+	if l.decode == nil {
+		decode := make([]mysqlDecoder, len(l.mcols))
+		for i, c := range l.mcols {
 			if c.read == nil {
-				rr.err = errRunAlone
-				break
+				return nil
 			}
-			_, rr.decode[i] = mysqlColumnDecoder(c.typeName)
+			_, decode[i] = mysqlColumnDecoder(c.typeName)
 		}
-		rr.dest = make([]driver.Value, len(mcols))
+		l.decode = decode
+	}
+	return l.decode
+}
+
+// init readies rr for s's rows in layout l, keeping wire rows in *buf.
+func (rr *mysqlResultRows) init(s *combinedStmt, l *mysqlResultLayout, buf *[]byte) {
+	rr.mysqlResultLayout = l
+	rr.wire = s.wire && l.wireSafe
+	rr.meter = resultMeter{limit: resultLimitFrom(s.ctx)}
+	rr.buf = buf
+	rr.spans = rr.spanSpace[:0]
+	if !rr.wire {
+		if l.decoders() == nil {
+			rr.err = errRunAlone
+		}
 		rr.values = [][]any{}
 	}
-	return rr
 }
 
 // add takes one row's payload (valid until the next packet is read).
@@ -186,8 +223,9 @@ func (rr *mysqlResultRows) add(p []byte) {
 	}
 	if rr.wire {
 		rr.err = rr.meter.addEncoded(len(p))
-		rr.buf = append(rr.buf, p...)
-		rr.ends = append(rr.ends, len(rr.buf))
+		start := len(*rr.buf)
+		*rr.buf = append(*rr.buf, p...)
+		rr.spans = append(rr.spans, rowSpan{start, len(*rr.buf)})
 		return
 	}
 	pos := 0
@@ -220,21 +258,34 @@ func (rr *mysqlResultRows) add(p []byte) {
 	}
 }
 
-// finish sets s's result, or its error.
+// finish sets s's result, or its error. A wire row is capped at its end,
+// so that nothing appended to one can reach the next; the columns of a
+// wire result are the layout's, shared with a union's other branches, and
+// read-only (matchColumns copies them to change them).
 func (rr *mysqlResultRows) finish(s *combinedStmt) {
 	if rr.err != nil {
 		s.err = rr.err
 		return
 	}
 	if rr.wire {
-		s.res = &Rows{Columns: rr.cols, MySQLText: splitRows(rr.buf, rr.ends)}
-		if s.res.MySQLText == nil {
-			s.res.MySQLText = [][]byte{}
+		rows := rr.rowSpace[:0]
+		if len(rr.spans) > len(rr.rowSpace) {
+			rows = make([][]byte, 0, len(rr.spans))
 		}
+		buf := *rr.buf
+		for _, sp := range rr.spans {
+			rows = append(rows, buf[sp.start:sp.end:sp.end])
+		}
+		rr.res = Rows{Columns: rr.cols, MySQLText: rows}
+		s.res = &rr.res
 		return
 	}
-	conform(rr.cols, rr.values)
-	s.res = &Rows{Columns: rr.cols, Values: rr.values}
+	// conform may retype a column for this result's values alone: the
+	// layout's columns are a union's branches' together.
+	cols := slices.Clone(rr.cols)
+	conform(cols, rr.values)
+	rr.res = Rows{Columns: cols, Values: rr.values}
+	s.res = &rr.res
 }
 
 // parseMySQLColumn reads a column definition packet

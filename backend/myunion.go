@@ -61,20 +61,6 @@ var (
 // (1248), a mix of collations (1267, 1270, 1271).
 var unionStructuralErrors = map[uint16]bool{1060: true, 1221: true, 1222: true, 1234: true, 1248: true, 1267: true, 1270: true, 1271: true}
 
-type statementShapeKey struct{}
-
-// WithStatementShape returns ctx carrying the shape of the public-table
-// statement run with it (rewrite.Passthrough.Shape): statements of one
-// shape may be answered together by one UNION ALL.
-func WithStatementShape(ctx context.Context, shape string) context.Context {
-	return context.WithValue(ctx, statementShapeKey{}, shape)
-}
-
-func statementShapeFrom(ctx context.Context) string {
-	s, _ := ctx.Value(statementShapeKey{}).(string)
-	return s
-}
-
 // mysqlCommand is one COM_QUERY of a batch: one statement, or several of
 // one shape as a UNION ALL (sql set).
 type mysqlCommand struct {
@@ -95,22 +81,34 @@ func (c *mysqlCommand) text() string {
 // a UNION ALL of at most mysqlCombinedMax bytes) in one command where the
 // first of them came; every other statement in one of its own.
 func mysqlCommands(batch []*combinedStmt, unions bool) []mysqlCommand {
-	cmds := make([]mysqlCommand, 0, len(batch))
+	// First each statement's command, then the commands' statements, cut
+	// from one array.
+	of := make([]int, len(batch)) // statement → its command
+	sizes := make([]int, 0, len(batch))
 	open := map[string]int{} // shape → its command still taking statements
-	size := map[string]int{}
-	for _, s := range batch {
+	bytes := map[string]int{}
+	for k, s := range batch {
 		if !unions || s.shape == "" || s.cols == nil {
-			cmds = append(cmds, mysqlCommand{stmts: []*combinedStmt{s}})
+			of[k], sizes = len(sizes), append(sizes, 1)
 			continue
 		}
 		grow := len(s.sql) + 64
-		if i, ok := open[s.shape]; ok && len(cmds[i].stmts) < mysqlUnionMax && size[s.shape]+grow <= mysqlCombinedMax-5 {
-			cmds[i].stmts = append(cmds[i].stmts, s)
-			size[s.shape] += grow
+		if i, ok := open[s.shape]; ok && sizes[i] < mysqlUnionMax && bytes[s.shape]+grow <= mysqlCombinedMax-5 {
+			of[k] = i
+			sizes[i]++
+			bytes[s.shape] += grow
 			continue
 		}
-		open[s.shape], size[s.shape] = len(cmds), grow
-		cmds = append(cmds, mysqlCommand{stmts: []*combinedStmt{s}})
+		open[s.shape], bytes[s.shape] = len(sizes), grow
+		of[k], sizes = len(sizes), append(sizes, 1)
+	}
+	cmds := make([]mysqlCommand, len(sizes))
+	all := make([]*combinedStmt, len(batch))
+	for i, n := range sizes {
+		cmds[i].stmts, all = all[:0:n], all[n:]
+	}
+	for k, s := range batch {
+		cmds[of[k]].stmts = append(cmds[of[k]].stmts, s)
 	}
 	for i := range cmds {
 		if len(cmds[i].stmts) > 1 {
@@ -124,6 +122,11 @@ func mysqlCommands(batch []*combinedStmt, unions bool) []mysqlCommand {
 // stmts[i].
 func unionSQL(stmts []*combinedStmt) string {
 	var b strings.Builder
+	n := 0
+	for _, s := range stmts {
+		n += len(s.sql) + 64
+	}
+	b.Grow(n)
 	for i, s := range stmts {
 		if i == 0 {
 			b.WriteString("SELECT 0 AS dpproxy_branch, dpproxy_b.* FROM (")
@@ -182,10 +185,14 @@ func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, e
 		return false, err
 	}
 	split := len(cols) > 1 && unionColumnsMatch(cols, stmts)
-	rows := make([]*mysqlResultRows, len(stmts))
+	// The branches' results are allocated together and share their row
+	// bytes (each row capped at its end).
+	rows := make([]mysqlResultRows, len(stmts))
+	var buf []byte
 	if split {
+		layout := newMySQLResultLayout(cols[1:])
 		for i, s := range stmts {
-			rows[i] = newMySQLResultRows(s, cols[1:])
+			rows[i].init(s, layout, &buf)
 		}
 	}
 	for {

@@ -222,11 +222,7 @@ func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, form r
 	var err error
 	l := e.Policy().Listen
 	limited := func() context.Context {
-		c := backend.WithResultLimit(ctx, backend.ResultLimit{Rows: l.MaxResultRows, Bytes: l.MaxResultBytes})
-		if p.Shape != "" {
-			c = backend.WithStatementShape(c, p.Shape)
-		}
-		return c
+		return backend.WithStatement(ctx, backend.ResultLimit{Rows: l.MaxResultRows, Bytes: l.MaxResultBytes}, p.Shape)
 	}
 	pgWire, toPostgres := e.backend.(backend.WireQuerier)
 	myWire, toMySQL := e.backend.(backend.MySQLWireQuerier)

@@ -77,27 +77,30 @@ func (c *conn) dispatch(pkt []byte) (quit bool, err error) {
 // commandContext bounds one command by the statement timeout, sending its
 // result included (see conn.sendDeadline). The connection's statement
 // timer ends it, with netserver.ErrStatementTimeout as its cause.
-func (c *conn) commandContext() (context.Context, context.CancelFunc) {
+// endCommand ends it, once its result is sent.
+func (c *conn) commandContext() context.Context {
 	ctx, cancel := context.WithCancelCause(c.ctx)
-	c.command = ctx
-	t := c.srv.opts.StatementTimeout
-	if t <= 0 {
-		return ctx, func() { c.command = nil; cancel(nil) }
+	c.command, c.endCommandCtx = ctx, cancel
+	if t := c.srv.opts.StatementTimeout; t > 0 {
+		now := time.Now()
+		c.sendDeadline = now.Add(t + errorWriteTimeout)
+		c.stmtTimer.Start(now.Add(t), cancel)
 	}
-	now := time.Now()
-	c.sendDeadline = now.Add(t + errorWriteTimeout)
-	c.stmtTimer.Start(now.Add(t), cancel)
-	return ctx, func() {
-		c.stmtTimer.Stop()
-		c.command = nil
-		cancel(nil)
-	}
+	return ctx
+}
+
+// endCommand ends the running command's context (commandContext).
+func (c *conn) endCommand() {
+	c.stmtTimer.Stop() // nothing to stop without a statement timeout
+	c.command = nil
+	c.endCommandCtx(nil)
+	c.endCommandCtx = nil
 }
 
 // query runs COM_QUERY and writes its results as text result sets.
 func (c *conn) query(sql string) {
-	ctx, cancel := c.commandContext()
-	defer cancel()
+	ctx := c.commandContext()
+	defer c.endCommand()
 	results, err := c.session.Execute(ctx, sql)
 	if err != nil {
 		c.writeErr(c.clientError(err))
@@ -244,8 +247,8 @@ func (c *conn) trackTransaction(tag string) {
 // an EOF.
 func (c *conn) fieldList(body []byte) {
 	table, _, _ := strings.Cut(string(body), "\x00")
-	ctx, cancel := c.commandContext()
-	defer cancel()
+	ctx := c.commandContext()
+	defer c.endCommand()
 	cols, err := c.session.FieldList(ctx, table)
 	if err != nil {
 		c.writeErr(c.clientError(err))
@@ -273,8 +276,8 @@ func (c *conn) stmtPrepare(sql string) {
 		c.writeErr(mysqlError{1461, "42000", fmt.Sprintf("Can't create more than max_prepared_stmt_count statements (current value: %d)", c.srv.opts.MaxStatements)})
 		return
 	}
-	ctx, cancel := c.commandContext()
-	defer cancel()
+	ctx := c.commandContext()
+	defer c.endCommand()
 	p, err := c.session.Prepare(ctx, sql, nil)
 	if err != nil {
 		c.writeErr(c.clientError(err))
@@ -357,8 +360,8 @@ func (c *conn) stmtExecute(body []byte) error {
 		c.writeErr(mysqlError{ErrWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute: " + err.Error()})
 		return nil
 	}
-	ctx, cancel := c.commandContext()
-	defer cancel()
+	ctx := c.commandContext()
+	defer c.endCommand()
 	res, err := c.session.ExecutePrepared(ctx, st.p, params)
 	if err != nil {
 		c.writeErr(c.clientError(err))

@@ -78,9 +78,10 @@ type conn struct {
 
 	// life is the connection's phase as Shutdown sees it.
 	life netserver.ConnState
-	// command is the running command's context (commandContext); nil
-	// between commands.
-	command context.Context
+	// command is the running command's context (commandContext), and
+	// endCommandCtx ends it; nil between commands.
+	command       context.Context
+	endCommandCtx context.CancelCauseFunc
 	// stmtTimer ends a command that outlives the statement timeout: one
 	// timer for the connection, seldom moved (netserver.StatementTimer).
 	stmtTimer netserver.StatementTimer
