@@ -624,13 +624,33 @@ once per statement. In turns on the development machine, 16 clients
 text protocol 0.56–0.62× → 0.58–0.64× of direct MariaDB (6 rounds),
 binary protocol 0.75–0.79× → 0.77–0.81× (3 rounds), dpproxy's own CPU
 per query unchanged (31–38 µs). The rate rose far less than the CPU
-fell: the machine went from 83–87 % busy to 76–82 %. With 16 clients in
-a closed loop the rate is 16 ÷ the round trip, and a proxy's round
-trip holds a Go server's own (read the query, answer it: the answering
-server alone runs this client at about 1.3× direct MariaDB's rate)
-and MariaDB's; each hop is a wake-up of a process on the other core,
-which on this paravirtualized machine enters the hypervisor. Neither
-more lanes, nor two batches in flight on one connection, nor pinning
-dpproxy to a core, nor more processors moved the text protocol beyond
-that range on the development machine.
+fell: the machine went from 83–87 % busy to 76–82 %. Where the rest
+of the cores go, a scheduler trace shows (` + "`perf sched`" + `, 300 ms of
+this workload's text protocol on the development machine): no task
+moved between the two CPUs; dpproxy's thread and the client's busiest
+thread ran in turns on one CPU, each about 25 µs, each waking the other
+there, while the other CPU, MariaDB's, was idle 29 % of the time, half
+of that while a task waited on the first. The kernel puts a woken task
+on the CPU of the task that wakes it: these machines expose no cache
+shared by their two CPUs that would let it look for an idle one, and
+their kernel is booted with a vendor option that packs tasks onto
+virtual CPUs (` + "`sched_vcpu_pack=15`" + ` on its command line). And
+it preempts: 1,090 of dpproxy's 1,561 switches in that trace left it
+with work to do (the client it had just answered ran first). Directly,
+MariaDB's 16 threads keep both CPUs busy (94 %). So through a proxy a
+query's two hops share one CPU, whose load is dpproxy's CPU per query
+plus the client's (31 µs here): at about 16,000 to 19,000 queries a
+second that CPU is full. Making dpproxy's own code cheaper is what moves
+the rate: a public-table statement on this path made 36 allocations and
+now makes 14 (a batch watches only its leader's context, the callers
+waiting in it report giving up themselves; a union's branches share
+one column layout and one buffer of row bytes; one context value
+carries a statement's limit and shape): in turns on the development
+machine, 16 clients, text protocol 0.59–0.62× → 0.66–0.69× of direct
+MariaDB (3 rounds), dpproxy's CPU per query 28.2–29.9 → 27.4–28.7 µs.
+Neither more lanes, nor two batches in flight on one connection, nor
+pinning dpproxy to a core, nor more processors (dpproxy's CPU per query
+then 45 µs, the rate lower), nor a shorter or longer scheduling slice
+for dpproxy's threads (` + "`sched_setattr`" + `: it was preempted as often)
+moved the text protocol beyond that range on the development machine.
 `
