@@ -59,7 +59,7 @@ const (
 
 // batchSender runs batch on one connection of its backend, setting each
 // statement's res or err (and took) and then calling its answer; ctx ends
-// when every caller not yet answered has given up. An error it returns
+// when the last caller still waiting gives up. An error it returns
 // ends the statements left without a result.
 type batchSender func(ctx context.Context, batch []*combinedStmt) error
 
@@ -292,8 +292,8 @@ func (c *combiner) runBatch(batch []*combinedStmt) {
 		}
 	}()
 	// The batch outlives any one caller: a caller that gives up leaves
-	// its statement to finish unread (the batch ends when every caller
-	// not yet answered has given up; see pipelineContext).
+	// its statement to finish unread (the batch ends when the last caller
+	// still waiting gives up; see pipelineContext).
 	pctx, stop := c.pipelineContext(batch)
 	defer stop()
 	c.batches.Add(1)
@@ -315,15 +315,18 @@ func failAll(batch []*combinedStmt, err error) {
 	}
 }
 
-// batchWatch ends a batch's context once every caller not yet answered
-// has given up: the connection then cancels what runs on the server.
+// batchWatch ends a batch's context when the last caller still waiting
+// for its answer gives up: the connection then cancels what runs on the
+// server. When the last one is answered instead, the batch is read to its
+// end (what is left is the results of callers gone, and reading them
+// keeps the connection).
 type batchWatch struct {
 	cancel  context.CancelFunc
 	waiting atomic.Int64 // callers neither answered nor given up
 }
 
-// pipelineContext is a context that ends when every statement's caller
-// has given up before its answer. An answered statement's caller ends its
+// pipelineContext is a context that ends when the last statement's
+// caller still waiting gives up (batchWatch). An answered statement's caller ends its
 // context when its command ends, while the batch may still be read for
 // the others: that counts as nothing (settled). The callers waiting in
 // runStmt report giving up themselves (giveUp); only the leader's own

@@ -75,6 +75,82 @@ func TestCombinerAnswersBeforeBatchEnds(t *testing.T) {
 	}
 }
 
+// TestCombinerCallersGiveUp checks giving up through runStmt: a caller
+// waiting for its answer in a batch it does not lead tells the batch when
+// it gives up, and the caller handed the lead is watched by its context;
+// the batch goes on while either still waits and ends once both have
+// given up.
+func TestCombinerCallersGiveUp(t *testing.T) {
+	firstHeld, firstGo := make(chan struct{}), make(chan struct{})
+	second := make(chan context.Context, 1)
+	release := make(chan struct{}) // ends the second batch if nothing cancels it
+	defer close(release)
+	batches := 0
+	c := newCombiner(1, func(ctx context.Context, batch []*combinedStmt) error {
+		batches++
+		if batches == 1 {
+			close(firstHeld)
+			<-firstGo
+			for _, s := range batch {
+				s.res = &Rows{}
+				s.answer()
+			}
+			return nil
+		}
+		second <- ctx
+		select { // a statement the server runs until cancelled
+		case <-ctx.Done():
+		case <-release:
+		}
+		return ctx.Err()
+	})
+	c.holdoff = time.Hour
+	done := make(chan error, 3)
+	run := func(ctx context.Context, sql string) {
+		_, _, err := c.run(ctx, sql, nil, false)
+		done <- err
+	}
+	go run(context.Background(), "a")
+	<-firstHeld
+	bctx, endB := context.WithCancel(context.Background())
+	cctx, endC := context.WithCancel(context.Background())
+	defer endB()
+	defer endC()
+	go run(bctx, "b")
+	waitPending(t, c, 1)
+	go run(cctx, "c")
+	waitPending(t, c, 2)
+	close(firstGo) // "a" ends its batch and hands the lane to "b", which leads "b" and "c"
+	if err := <-done; err != nil {
+		t.Fatalf("a: %v", err)
+	}
+	var batch context.Context
+	select {
+	case batch = <-second:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second batch never ran")
+	}
+
+	endC() // "c" gives up while "b" still waits
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("c gave up: got %v, want context.Canceled", err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if batch.Err() != nil {
+		t.Fatal("the batch ended while its leader's caller still waited")
+	}
+
+	endB() // the leader's caller gives up too
+	select {
+	case <-batch.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the batch went on after every caller gave up")
+	}
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("b gave up: got %v, want context.Canceled", err)
+	}
+}
+
 // waitPending waits until n statements wait for a lane.
 func waitPending(t *testing.T, c *combiner, n int) {
 	t.Helper()
@@ -94,7 +170,7 @@ func waitPending(t *testing.T, c *combiner, n int) {
 // commands are over while the batch is still read for others), but when
 // every caller still waiting has given up: the leader (a) by its context,
 // which the batch watches, the others (b) by telling the batch from
-// runStmt (giveUp).
+// runStmt (giveUp; ending b's context alone tells the batch nothing).
 func TestPipelineContextAfterAnswers(t *testing.T) {
 	type step func(c *combiner, a, b *combinedStmt, endA, endB context.CancelFunc)
 	giveUpB := func(c *combiner, b *combinedStmt, endB context.CancelFunc) {

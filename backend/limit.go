@@ -29,9 +29,10 @@ type statement struct {
 
 type statementKey struct{}
 
-// WithResultLimit returns a context whose queries are held to l.
+// WithResultLimit returns a context whose queries are held to l (and keep
+// the shape ctx gave them).
 func WithResultLimit(ctx context.Context, l ResultLimit) context.Context {
-	return WithStatement(ctx, l, "")
+	return WithStatement(ctx, l, statementShapeFrom(ctx))
 }
 
 // WithStatement returns a context whose queries are held to l and whose

@@ -87,3 +87,19 @@ func TestResultLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestStatementContext: a statement's limit and shape travel in one
+// context value, and a limit set later keeps the shape.
+func TestStatementContext(t *testing.T) {
+	ctx := WithStatement(context.Background(), ResultLimit{Rows: 5}, "SELECT a FROM t WHERE b = ?")
+	ctx = WithResultLimit(ctx, ResultLimit{Bytes: 9})
+	if got := resultLimitFrom(ctx); got != (ResultLimit{Bytes: 9}) {
+		t.Errorf("limit %+v, want the later one", got)
+	}
+	if got := statementShapeFrom(ctx); got != "SELECT a FROM t WHERE b = ?" {
+		t.Errorf("shape %q: lost", got)
+	}
+	if got := statementFrom(context.Background()); got != (statement{}) {
+		t.Errorf("no value: %+v", got)
+	}
+}

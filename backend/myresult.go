@@ -145,7 +145,8 @@ func readMySQLColumns(r *mysqlPacketReader, p []byte, interpolated bool) ([]mysq
 // its caller wants the wire form and every column is wire-safe, decoded
 // otherwise. A union's branches share one (mysqlResultLayout) and one
 // buffer of row bytes, so that a statement's result costs about one
-// allocation of its own.
+// allocation of its own. It points into itself (spans, the rows and the
+// result it gives): it is used in place, never copied after init.
 type mysqlResultRows struct {
 	*mysqlResultLayout
 	wire  bool

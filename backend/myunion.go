@@ -186,10 +186,13 @@ func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, e
 	}
 	split := len(cols) > 1 && unionColumnsMatch(cols, stmts)
 	// The branches' results are allocated together and share their row
-	// bytes (each row capped at its end).
-	rows := make([]mysqlResultRows, len(stmts))
+	// bytes (each row capped at its end): they stay in memory together
+	// until the last caller is done with its result, at most
+	// mysqlUnionMax results of listen.max_result_bytes each.
+	var rows []mysqlResultRows
 	var buf []byte
 	if split {
+		rows = make([]mysqlResultRows, len(stmts))
 		layout := newMySQLResultLayout(cols[1:])
 		for i, s := range stmts {
 			rows[i].init(s, layout, &buf)

@@ -91,7 +91,7 @@ func (c *conn) commandContext() context.Context {
 
 // endCommand ends the running command's context (commandContext).
 func (c *conn) endCommand() {
-	c.stmtTimer.Stop() // nothing to stop without a statement timeout
+	c.stmtTimer.Stop() // without a statement timeout, nothing was started: a no-op
 	c.command = nil
 	c.endCommandCtx(nil)
 	c.endCommandCtx = nil
