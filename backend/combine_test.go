@@ -14,12 +14,8 @@ func TestCombinerAnswersBeforeBatchEnds(t *testing.T) {
 	firstHeld, firstGo := make(chan struct{}), make(chan struct{})
 	secondGo := make(chan struct{})
 	batches := 0
-	c := newCombiner(1, func(ctx context.Context, batch []*combinedStmt) error {
+	c := newCombiner(1, holdFirstBatch(firstHeld, firstGo, func(ctx context.Context, batch []*combinedStmt) error {
 		batches++
-		if batches == 1 {
-			close(firstHeld)
-			<-firstGo
-		}
 		for _, s := range batch {
 			s.res = &Rows{Columns: []Column{{Name: s.sql}}}
 			s.answer()
@@ -28,7 +24,7 @@ func TestCombinerAnswersBeforeBatchEnds(t *testing.T) {
 			<-secondGo // the rest of the batch is still being read
 		}
 		return nil
-	})
+	}))
 	c.holdoff = time.Hour // the test's waits must not send statements alone
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -86,11 +82,9 @@ func TestCombinerCallersGiveUp(t *testing.T) {
 	release := make(chan struct{}) // ends the second batch if nothing cancels it
 	defer close(release)
 	batches := 0
-	c := newCombiner(1, func(ctx context.Context, batch []*combinedStmt) error {
+	c := newCombiner(1, holdFirstBatch(firstHeld, firstGo, func(ctx context.Context, batch []*combinedStmt) error {
 		batches++
 		if batches == 1 {
-			close(firstHeld)
-			<-firstGo
 			for _, s := range batch {
 				s.res = &Rows{}
 				s.answer()
@@ -103,7 +97,7 @@ func TestCombinerCallersGiveUp(t *testing.T) {
 		case <-release:
 		}
 		return ctx.Err()
-	})
+	}))
 	c.holdoff = time.Hour
 	done := make(chan error, 3)
 	run := func(ctx context.Context, sql string) {
@@ -148,6 +142,21 @@ func TestCombinerCallersGiveUp(t *testing.T) {
 	}
 	if err := <-done; err != context.Canceled {
 		t.Fatalf("b gave up: got %v, want context.Canceled", err)
+	}
+}
+
+// holdFirstBatch is send, its first batch held until release is closed
+// (held is closed when it arrives), so that the statements sent meanwhile
+// wait for the lane.
+func holdFirstBatch(held, release chan struct{}, send batchSender) batchSender {
+	first := true
+	return func(ctx context.Context, batch []*combinedStmt) error {
+		if first {
+			first = false
+			close(held)
+			<-release
+		}
+		return send(ctx, batch)
 	}
 }
 
