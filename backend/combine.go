@@ -326,12 +326,12 @@ type batchWatch struct {
 }
 
 // pipelineContext is a context that ends when the last statement's
-// caller still waiting gives up (batchWatch). An answered statement's caller ends its
-// context when its command ends, while the batch may still be read for
-// the others: that counts as nothing (settled). The callers waiting in
-// runStmt report giving up themselves (giveUp); only the leader's own
-// context, whose caller is busy running the batch, is watched, so a
-// batch costs one watch however many statements it holds.
+// caller still waiting gives up (batchWatch). An answered statement's
+// caller ends its context when its command ends, while the batch may
+// still be read for the others: that counts as nothing (settled). The
+// callers waiting in runStmt report giving up themselves (giveUp); only
+// the leader's own context, whose caller is busy running the batch, is
+// watched, so a batch costs one watch however many statements it holds.
 func (c *combiner) pipelineContext(batch []*combinedStmt) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	for _, s := range batch {
