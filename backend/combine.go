@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// Combining concurrent public-table statements into pipelines.
+// Combining concurrent short statements into pipelines.
 //
 // A public-table statement from one client is usually short: a lookup by
-// key, a BI tool's small query. Sent on a connection of its own, each
+// key, a BI tool's small query; so is the bounded SQL of a small DP query
+// (a count by key, on PostgreSQL also combined: Postgres.Query). Sent on a connection of its own, each
 // costs a write and a read on dpproxy's side and a wake-up, a read and a
 // write on the server's, for a few microseconds of work; on a busy machine
 // those system calls and context switches are most of the CPU both
@@ -37,8 +38,7 @@ import (
 //
 // A slow statement delays the statements sent after it in its batch. So
 // only a text seen before whose last run took the server less than
-// combineShorterThan is combined (a public-table text runs alone the
-// first time), until a combined run of it takes combineLeaveAt or more;
+// combineShorterThan is combined (a text runs alone the first time), until a combined run of it takes combineLeaveAt or more;
 // and so that lanes held by statements that turned slow do not hold
 // everyone, a statement that finds every lane busy, none taken and no
 // batch finished for combineHoldoff, runs on a pooled connection of its

@@ -164,7 +164,7 @@ func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combi
 				return fmt.Errorf("postgres: pipeline: unexpected %T for a query", res)
 			}
 			var rows *Rows
-			rows, err = readResultReader(s.ctx, rr, m)
+			rows, err = readResultReader(s.ctx, rr, m, s.wire)
 			if err == nil && s.err == nil {
 				s.res = rows
 			}

@@ -131,9 +131,13 @@ func TestCombinerPreparedStatements(t *testing.T) {
 			t.Fatalf("run %d: columns %#v", i, res.Columns)
 		}
 	}
+	looks := 0
 	preparedNames := func() []string {
 		t.Helper()
-		res, err := p.Query(ctx, `SELECT name FROM pg_prepared_statements WHERE name LIKE 'dpproxy_c%' ORDER BY name`)
+		// A text of its own each time, so that it runs alone rather than
+		// being combined (and prepared) itself.
+		looks++
+		res, err := p.Query(ctx, `SELECT name FROM pg_prepared_statements WHERE name LIKE 'dpproxy_c%' AND `+strconv.Itoa(looks)+` > 0 ORDER BY name`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,5 +382,56 @@ func TestCombinerFailedPrepare(t *testing.T) {
 	}
 	if _, err := p.QueryPostgresText(ctx, `SELECT 1`); err != nil {
 		t.Errorf("the connection after a failed prepare: %v", err)
+	}
+}
+
+// TestCombinerDecodedResults: Query (a DP query's bounded SQL, decoded
+// values) goes through the combiner like a public-table statement once its
+// text is seen and short, and a combined result is the one the statement
+// alone returns, type for type and value for value, NULLs included.
+func TestCombinerDecodedResults(t *testing.T) {
+	p := openCombinedT(t, pgDSN(t), 2, 1)
+	p.combiner.shorterThan = time.Minute
+	ctx := context.Background()
+	const sql = `SELECT $1::int8 AS n, $1::numeric / 8 AS ratio, $1::float8 / 3 AS third,
+		DATE '2025-01-05' + $1::int AS day, TIMESTAMPTZ '2025-01-05 10:00:00+02' AS at,
+		'x' || $1::text AS label, $1::int8 > 2 AS big, NULL::int8 AS nothing`
+	alone, err := p.Query(ctx, sql, int64(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.combiner.statements.Load(); got != 0 {
+		t.Fatalf("the first run of a text was combined (%d)", got)
+	}
+	combined, err := p.Query(ctx, sql, int64(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.combiner.statements.Load(); got != 1 {
+		t.Fatalf("the second run of a short text: %d combined, want 1", got)
+	}
+	if combined.PostgresText != nil {
+		t.Fatalf("Query returned wire rows: %d", len(combined.PostgresText))
+	}
+	if fmt.Sprintf("%#v", combined.Columns) != fmt.Sprintf("%#v", alone.Columns) {
+		t.Errorf("columns: combined %#v, alone %#v", combined.Columns, alone.Columns)
+	}
+	if fmt.Sprintf("%#v", combined.Values) != fmt.Sprintf("%#v", alone.Values) {
+		t.Errorf("values: combined %#v, alone %#v", combined.Values, alone.Values)
+	}
+	if len(alone.Values) != 1 || alone.Values[0][7] != nil || alone.Values[0][0] != int64(5) {
+		t.Errorf("alone: %#v", alone.Values)
+	}
+	// An error in a combined statement is the statement's own.
+	if _, err := p.Query(ctx, `SELECT 1 / $1::int`, int64(1)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Query(ctx, `SELECT 1 / $1::int`, int64(0))
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "22012" {
+		t.Errorf("division by zero, combined: %v", err)
+	}
+	if got := p.combiner.statements.Load(); got != 2 {
+		t.Errorf("%d combined, want 2", got)
 	}
 }

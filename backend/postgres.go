@@ -54,7 +54,7 @@ type Postgres struct {
 	// seen holds the statement texts run recently, each with how long its
 	// last run took on the server's side.
 	seen *lru.Cache[string, time.Duration]
-	// combiner batches concurrent public-table statements (combine.go,
+	// combiner batches concurrent short statements (combine.go,
 	// pgcombine.go); keepPrepared bounds the statements each connection
 	// keeps prepared for its batches (combinePrepared).
 	combiner     *combiner
@@ -160,8 +160,12 @@ func (p *Postgres) Close() error {
 }
 
 // Query runs sql, with args bound as $1, $2, ..., in a read-only
-// transaction and returns the whole result.
+// transaction and returns the whole result, decoded. A short text seen
+// before (a small DP query's bounded SQL) goes in a combined batch.
 func (p *Postgres) Query(ctx context.Context, sql string, args ...any) (*Rows, error) {
+	if res, ok, err := p.combined(ctx, sql, args, false); ok {
+		return res, err
+	}
 	return p.query(ctx, queryText, sql, args)
 }
 

@@ -42,27 +42,39 @@ func wireSafe(t sqltypes.Type) bool {
 // QueryPostgresText runs sql and returns its rows as DataRow bodies when
 // every column is wire-safe.
 func (p *Postgres) QueryPostgresText(ctx context.Context, sql string, args ...any) (*Rows, error) {
-	if p.combiner != nil {
-		// Only a text seen before, whose last run was short, is combined:
-		// it runs prepared, and a long one would hold up its batch.
-		if last, seen := p.seen.Get(sql); seen && last < p.combiner.shorterThan {
-			res, took, err := p.combiner.run(ctx, sql, args, true)
-			if took >= p.combiner.leaveAt {
-				p.seen.Add(sql, took) // runs alone from now on
-			}
-			switch {
-			case err == nil:
-				return res, nil
-			case errors.Is(err, errCombinerBusy):
-			case planChanged(err):
-				// A table changed under the connection's prepared
-				// statement (closed in its next batch): run it alone.
-			default:
-				return nil, err
-			}
-		}
+	if res, ok, err := p.combined(ctx, sql, args, true); ok {
+		return res, err
 	}
 	return p.query(ctx, queryWire, sql, args)
+}
+
+// combined runs sql in a combined batch (wire form when wire is set and
+// every column is wire-safe, decoded otherwise) when it is a text seen
+// before whose last run was short: it runs prepared, and a long one would
+// hold up its batch. ok is false when the statement should run alone.
+func (p *Postgres) combined(ctx context.Context, sql string, args []any, wire bool) (res *Rows, ok bool, err error) {
+	if p.combiner == nil {
+		return nil, false, nil
+	}
+	last, seen := p.seen.Get(sql)
+	if !seen || last >= p.combiner.shorterThan {
+		return nil, false, nil
+	}
+	res, took, err := p.combiner.run(ctx, sql, args, wire)
+	if took >= p.combiner.leaveAt {
+		p.seen.Add(sql, took) // runs alone from now on
+	}
+	switch {
+	case err == nil:
+		return res, true, nil
+	case errors.Is(err, errCombinerBusy):
+	case planChanged(err):
+		// A table changed under the connection's prepared statement
+		// (closed in its next batch): run it alone.
+	default:
+		return nil, true, err
+	}
+	return nil, false, nil
 }
 
 // queryWire runs one statement with text results and keeps each row's
@@ -92,8 +104,8 @@ func queryWire(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pg
 
 // readResultReader reads a pipelined statement's result as queryWire
 // does. A result over the ResultLimit is read to its end and dropped.
-func readResultReader(ctx context.Context, rr *pgconn.ResultReader, m *pgtype.Map) (*Rows, error) {
-	b, err := newRowsBuilder(ctx, rr.FieldDescriptions(), m, true)
+func readResultReader(ctx context.Context, rr *pgconn.ResultReader, m *pgtype.Map, wire bool) (*Rows, error) {
+	b, err := newRowsBuilder(ctx, rr.FieldDescriptions(), m, wire)
 	if err == nil {
 		for rr.NextRow() {
 			if err = b.add(rr.Values()); err != nil {
