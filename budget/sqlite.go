@@ -18,6 +18,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/dpproxy/dpproxy/procs"
 )
 
 // schemaVersion is stored in PRAGMA user_version. Version 2 added the
@@ -520,7 +522,12 @@ func (s *SQLiteStore) write(reqs []*appendReq) error {
 	for _, r := range reqs {
 		r.c.At = time.Unix(0, ns).UTC()
 	}
-	if _, err := s.commitTx.ExecContext(ctx); err != nil {
+	// The commit waits for the WAL's fsync: a wait procs must see in
+	// full to give the process more than one processor (procs.Waited).
+	committing := time.Now()
+	_, err := s.commitTx.ExecContext(ctx)
+	procs.Waited(time.Since(committing))
+	if err != nil {
 		rollback(s.wconn)
 		return err
 	}

@@ -23,10 +23,16 @@
 // every tick at how many goroutines are in a system call
 // (runtime/metrics) beyond the fewest ever seen (os/signal's loop waits in
 // one for good), and every period at the CPU time the process used
-// (getrusage). On one processor, a period in which the process used
-// upCores of a core, or a goroutine was in a system call at upBlocked of
-// the ticks, gives the runtime its default count back at once (every
-// processor the machine and its CPU limit allow). On that count,
+// (getrusage). Goroutines that wait in the kernel on purpose (the
+// ledger's commit) also declare how long they waited (Waited): on one
+// processor the ticks see too little of such a wait, since the ticker
+// itself needs the processor the waiter holds (on the development
+// machine workload 5 stayed on one processor for seconds at a time, at
+// 3 charges per ledger transaction and about 60 % of its rate). On one
+// processor, a period in which the process used upCores of a core, or
+// waited in system calls for upBlocked of the period (of the ticks, or of
+// the time declared), gives the runtime its default count back at once
+// (every processor the machine and its CPU limit allow). On that count,
 // downAfter periods in a row below downCores and downBlocked lower it to
 // one. The band between the two leaves room for the extra CPU the same
 // load costs on more processors, so that a load does not move back and

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,7 +27,7 @@ var defaults = settings{
 	tick:           10 * time.Millisecond,
 	ticksPerPeriod: 25, // 250 ms
 	upCores:        0.8,
-	upBlocked:      0.2,
+	upBlocked:      0.1,
 	downCores:      0.6,
 	downBlocked:    0.05,
 	downAfter:      4,
@@ -34,8 +35,32 @@ var defaults = settings{
 
 // load is what one period showed.
 type load struct {
-	cores   float64 // the CPU the process used, in cores
-	blocked float64 // the share of ticks at which a goroutine was in a system call
+	cores float64 // the CPU the process used, in cores
+	// blocked is the share of ticks at which a goroutine was in a system
+	// call, or the share of the period goroutines declared they waited
+	// (Waited), whichever is larger.
+	blocked float64
+}
+
+// waited is the time declared by Waited since the loop last read it, in
+// nanoseconds.
+var waited atomic.Int64
+
+// Waited tells the sizing that a goroutine has just spent d in a call
+// that waits in the kernel without using CPU: a durable commit's fsync.
+// Such waits are sampled at every tick too, but on one processor the
+// sample comes out low exactly when it matters: the waiter holds the only
+// processor until the runtime takes it back, and the sampling goroutine
+// needs that processor to look. A declared wait counts in full.
+func Waited(d time.Duration) { waited.Add(int64(d)) }
+
+// periodLoad is one period's load: cpu used in elapsed, blockedTicks of
+// ticks sampled blocked, and waitedNs declared.
+func periodLoad(cpu, elapsed time.Duration, blockedTicks, ticks int, waitedNs int64) load {
+	return load{
+		cores:   float64(cpu) / float64(elapsed),
+		blocked: max(float64(blockedTicks)/float64(ticks), float64(waitedNs)/float64(elapsed)),
+	}
 }
 
 // controller decides whether the next period runs on one processor or on
@@ -103,6 +128,7 @@ func scale(ctx context.Context, s settings, used time.Duration) {
 	t := time.NewTicker(s.tick)
 	defer t.Stop()
 	last, ticks, blocked := time.Now(), 0, 0
+	waited.Store(0)
 	for {
 		select {
 		case <-ctx.Done():
@@ -120,7 +146,7 @@ func scale(ctx context.Context, s settings, used time.Duration) {
 		if !ok {
 			continue // this period is not judged; the next one is longer
 		}
-		l := load{cores: float64(u-used) / float64(now.Sub(last)), blocked: float64(blocked) / float64(ticks)}
+		l := periodLoad(u-used, now.Sub(last), blocked, ticks, waited.Swap(0))
 		used, last, ticks, blocked = u, now, 0, 0
 		if before := c.one; c.next(l) != before {
 			if c.one {

@@ -2,6 +2,7 @@ package procs
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -18,9 +19,9 @@ func TestControllerFollowsTheLoad(t *testing.T) {
 		loads []load // each period's
 		want  []bool // one processor after each
 	}{
-		{"light load stays on one", []load{idle, {cores: 0.5}, {cores: 0.79, blocked: 0.19}}, []bool{one, one, one}},
+		{"light load stays on one", []load{idle, {cores: 0.5}, {cores: 0.79, blocked: 0.09}}, []bool{one, one, one}},
 		{"most of a core raises at once", []load{{cores: 0.2}, {cores: 0.8}}, []bool{one, most}},
-		{"waiting in system calls raises at once", []load{{cores: 0.1, blocked: 0.2}}, []bool{most}},
+		{"waiting in system calls raises at once", []load{{cores: 0.1, blocked: 0.1}}, []bool{most}},
 		{"more than a core stays up", []load{busy, {cores: 1.5}, {cores: 0.7}, {cores: 3}}, []bool{most, most, most, most}},
 		{"down after four quiet periods in a row", []load{busy, idle, idle, idle, idle}, []bool{most, most, most, most, one}},
 		{"a busy period restarts the count", []load{busy, idle, idle, idle, {cores: 0.7}, idle, idle, idle, idle}, []bool{most, most, most, most, most, most, most, most, one}},
@@ -36,6 +37,27 @@ func TestControllerFollowsTheLoad(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPeriodLoad(t *testing.T) {
+	tests := []struct {
+		name            string
+		cpu, elapsed    time.Duration
+		blocked, ticks  int
+		waited          time.Duration
+		cores, blockedF float64
+	}{
+		{"idle", 0, time.Second, 0, 25, 0, 0, 0},
+		{"sampled", 500 * time.Millisecond, time.Second, 5, 25, 0, 0.5, 0.2},
+		{"declared beyond the samples", 0, 250 * time.Millisecond, 1, 25, 50 * time.Millisecond, 0, 0.2},
+		{"samples beyond the declared", 0, 250 * time.Millisecond, 10, 25, 50 * time.Millisecond, 0, 0.4},
+	}
+	for _, tt := range tests {
+		l := periodLoad(tt.cpu, tt.elapsed, tt.blocked, tt.ticks, int64(tt.waited))
+		if math.Abs(l.cores-tt.cores) > 1e-9 || math.Abs(l.blocked-tt.blockedF) > 1e-9 {
+			t.Errorf("%s: %+v, want cores %v blocked %v", tt.name, l, tt.cores, tt.blockedF)
+		}
 	}
 }
 
@@ -72,7 +94,7 @@ func TestSyscallCounterIgnoresPermanentWaiters(t *testing.T) {
 // other test processes share the cores.
 var testSettings = settings{
 	tick: 2 * time.Millisecond, ticksPerPeriod: 10,
-	upCores: 0.4, upBlocked: 0.2, downCores: 0.3, downBlocked: 0.05, downAfter: 4,
+	upCores: 0.4, upBlocked: 0.1, downCores: 0.3, downBlocked: 0.05, downAfter: 4,
 }
 
 // TestScaleFollowsRealLoad runs the controller on this process: idle it
@@ -127,6 +149,21 @@ func TestScaleFollowsRealLoad(t *testing.T) {
 	writeOnce()
 	<-read
 	waitFor(t, "one processor once the call returned", 1)
+
+	// Waits declared with Waited count even when no tick sees them.
+	stop.Store(false)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			time.Sleep(time.Millisecond)
+			Waited(time.Millisecond)
+		}
+	}()
+	waitFor(t, "every processor while goroutines declare waits", most)
+	stop.Store(true)
+	wg.Wait()
+	waitFor(t, "one processor once no wait is declared", 1)
 
 	cancel()
 	<-done

@@ -287,9 +287,10 @@ func oneProcessorText(rows []Row) string {
 		"system call until Go's monitor takes the processor back (the ledger's fsync then holds up the charges its next " +
 		"transaction would gather: workload 5's group commit fell to 1.6 charges per transaction and its rate to " +
 		"2,000–2,900 q/s, against 3,800–4,350 q/s on two, on the development machine). So dpproxy sizes its processor " +
-		"count to its load (`procs`): one while it uses less than 0.8 of a core and no goroutine waits in a " +
-		"system call in a fifth of the 10 ms ticks of a 250 ms period, every processor otherwise, back to one after " +
-		"a second below 0.6 of a core and a twentieth of the ticks. The bare Go relay and the answering server size " +
+		"count to its load (`procs`): one while it uses less than 0.8 of a core and goroutines wait in " +
+		"system calls less than a tenth of a 250 ms period (sampled at 10 ms ticks, and declared by the ledger's commits, " +
+		"whose fsync waits the ticks see too little of on one processor), every processor otherwise, back to one after " +
+		"a second below 0.6 of a core and a twentieth of the period. The bare Go relay and the answering server size " +
 		"theirs the same way. In turns on the development machine against every processor: the passthrough's CPU " +
 		"per query 28–34 µs against 33–43 µs at a TPS 1.02–1.03× as high; workload 9 at 0.84–0.85× of direct MariaDB " +
 		"(binary protocol) against 0.73–0.74× and 0.58–0.63× (text) against 0.53×; workload 5 on every processor " +
