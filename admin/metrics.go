@@ -117,7 +117,7 @@ var (
 	poolWaited = prometheus.NewDesc("dpproxy_backend_wait_seconds_total",
 		"Time statements waited for a backend connection.", nil, nil)
 	pipelined = prometheus.NewDesc("dpproxy_backend_pipelined_statements_total",
-		"Public-table statements sent combined with others in pipeline batches (PostgreSQL, MySQL).", nil, nil)
+		"Short statements sent combined with others in pipeline batches (public-table statements on PostgreSQL and MySQL; on PostgreSQL also DP queries' backend SQL).", nil, nil)
 	pipelineBatches = prometheus.NewDesc("dpproxy_backend_pipeline_batches_total",
 		"Pipeline batches sent: pipelined statements ÷ batches is the mean batch size.", nil, nil)
 	unioned = prometheus.NewDesc("dpproxy_backend_unioned_statements_total",

@@ -32,8 +32,8 @@ type PoolStats struct {
 	Max, Open, InUse, Idle int
 	Waits                  int64
 	Waited                 time.Duration
-	// Pipelined statements were sent combined in Batches (public-table
-	// statements, combine.go).
+	// Pipelined statements were sent combined in Batches (short
+	// statements seen before, combine.go).
 	Pipelined, Batches int64
 	// Unioned of them (MySQL) were answered together with others of
 	// their shape, by one UNION ALL (myunion.go).

@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,8 @@ import (
 //
 // A slow statement delays the statements sent after it in its batch. So
 // only a text seen before whose last run took the server less than
-// combineShorterThan is combined (a text runs alone the first time), until a combined run of it takes combineLeaveAt or more;
+// combineShorterThan is combined (a text runs alone the first time), until a combined run of it takes combineLeaveAt or more (it then
+// runs alone for good: Postgres.remember, mycombine.go);
 // and so that lanes held by statements that turned slow do not hold
 // everyone, a statement that finds every lane busy, none taken and no
 // batch finished for combineHoldoff, runs on a pooled connection of its
@@ -205,9 +207,12 @@ func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
 		c.mu.Lock()
 		for i, p := range c.pending {
 			if p == s {
+				// Never sent: like a caller that gave up waiting for a
+				// pooled connection, it did not reach the server (a DP
+				// query's charge is refunded).
 				c.pending = append(c.pending[:i], c.pending[i+1:]...)
 				c.mu.Unlock()
-				return nil, 0, ctx.Err()
+				return nil, 0, fmt.Errorf("%w: waiting for a pipeline lane: %w", ErrUnavailable, ctx.Err())
 			}
 		}
 		lead := s.lead

@@ -191,7 +191,9 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 				}
 				res, took, err := c.runStmt(s)
 				if took >= c.leaveAt {
-					m.seen.Add(sql, mysqlSeen{took: took, cols: last.cols}) // runs alone from now on
+					// Runs alone for good: a text holds up a batch at most
+					// once (see Postgres.remember).
+					m.seen.Add(sql, mysqlSeen{alone: true})
 				}
 				switch {
 				case err == nil && matchColumns(res, last.cols):

@@ -270,6 +270,33 @@ func TestMySQLCombinerOnlySeenTexts(t *testing.T) {
 	}
 }
 
+// TestMySQLCombinerLeavesForGood: a text whose combined run was slow runs
+// alone from then on, however short its later runs.
+func TestMySQLCombinerLeavesForGood(t *testing.T) {
+	m, _ := openMySQLCombinedT(t, 2, 1)
+	m.combiner.shorterThan = 50 * time.Millisecond
+	m.combiner.leaveAt = 300 * time.Millisecond
+	ctx := context.Background()
+	combined := func() int64 { n, _ := m.combiner.stats(); return n }
+	for i, step := range []struct {
+		sleep    float64
+		combined int64
+	}{
+		{0, 0},   // first run: alone
+		{0, 1},   // seen and short: combined
+		{0.4, 2}, // combined, and too long: leaves
+		{0, 2},   // alone, short again
+		{0, 2},   // and alone for good
+	} {
+		if _, err := m.QueryPublic(ctx, "SELECT SLEEP(?) AS s", step.sleep); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := combined(); got != step.combined {
+			t.Errorf("step %d (%.1f s): %d combined, want %d", i+1, step.sleep, got, step.combined)
+		}
+	}
+}
+
 // TestMySQLCombinerCallerGivesUp: a caller that gives up gets its error at
 // once; the batch's connection is closed, which ends the statement on the
 // server, and the next statements run.

@@ -16,7 +16,7 @@ import (
 	"github.com/dpproxy/dpproxy/config"
 )
 
-// openCombinedT opens a Postgres whose public-table statements go through
+// openCombinedT opens a Postgres whose short statements go through
 // a combiner of the given lanes.
 func openCombinedT(t *testing.T, dsn string, maxConns, lanes int) *Postgres {
 	t.Helper()
@@ -210,6 +210,9 @@ func TestCombinerCallerGivesUp(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 200*time.Millisecond {
 		t.Errorf("a caller that gave up after 20 ms: %v after %v", err, time.Since(start))
 	}
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("a caller that gave up before its statement was sent: %v, want ErrUnavailable (nothing reached the server)", err)
+	}
 	if err := <-slowDone; err != nil {
 		t.Errorf("the slow statement: %v", err)
 	}
@@ -347,7 +350,7 @@ func TestCombinerLeavesOnlyWhenSlow(t *testing.T) {
 		{0, 3},
 		{0.6, 4}, // combined, and too long: leaves
 		{0, 4},   // alone, short again
-		{0, 5},   // combined again
+		{0, 4},   // and alone for good: a text holds up a batch at most once
 	} {
 		if _, err := p.QueryPostgresText(ctx, q, step.sleep); err != nil {
 			t.Fatal(err)
@@ -433,5 +436,22 @@ func TestCombinerDecodedResults(t *testing.T) {
 	}
 	if got := p.combiner.statements.Load(); got != 2 {
 		t.Errorf("%d combined, want 2", got)
+	}
+	// The result limit holds for decoded rows in a batch too.
+	const many = `SELECT g, g::numeric / 3 FROM generate_series(1, $1::int) g`
+	if _, err := p.Query(ctx, many, int64(1000)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Query(WithResultLimit(ctx, ResultLimit{Rows: 10}), many, int64(1000))
+	var tl *ResultTooLargeError
+	if !errors.As(err, &tl) || !tl.Rows {
+		t.Errorf("1000 decoded rows at a cap of 10, combined: %v", err)
+	}
+	if got := p.combiner.statements.Load(); got != 3 {
+		t.Errorf("%d combined, want 3", got)
+	}
+	res, err := p.Query(ctx, many, int64(4))
+	if err != nil || len(res.Values) != 4 {
+		t.Errorf("the next statement: %v %#v", err, res)
 	}
 }

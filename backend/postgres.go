@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/dpproxy/dpproxy/directio"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -52,7 +53,8 @@ type Postgres struct {
 	pool *pgPool
 	desc string // host:port/database, for logs
 	// seen holds the statement texts run recently, each with how long its
-	// last run took on the server's side.
+	// last run took on the server's side (combinedSlow once a combined run
+	// of it was slow).
 	seen *lru.Cache[string, time.Duration]
 	// combiner batches concurrent short statements (combine.go,
 	// pgcombine.go); keepPrepared bounds the statements each connection
@@ -188,7 +190,7 @@ func (p *Postgres) query(ctx context.Context, read statementReader, sql string, 
 	}
 	ran := time.Now()
 	res, err := runStatement(ctx, pc.conn, read, sql, args, mode)
-	p.seen.Add(sql, time.Since(ran))
+	p.remember(sql, time.Since(ran))
 	if err != nil {
 		cleanupConn(ctx, pc.conn)
 		slog.DebugContext(ctx, "backend: postgres query failed", "err", err, "elapsed", time.Since(start))
@@ -196,6 +198,23 @@ func (p *Postgres) query(ctx context.Context, read statementReader, sql string, 
 	}
 	slog.DebugContext(ctx, "backend: postgres query", "rows", len(res.Values)+len(res.PostgresText), "elapsed", time.Since(start))
 	return res, nil
+}
+
+// combinedSlow marks in seen a text a combined run found slow
+// (combineLeaveAt or more): it runs alone from then on, whatever its later
+// runs take. One text's runs can differ widely (a DP query's bounded SQL,
+// its constants parameters: a lookup by key, then a scan of the table), so
+// that a short run alone must not bring a long one back into a batch: a
+// text holds up a batch at most once.
+const combinedSlow = time.Duration(math.MaxInt64)
+
+// remember records how long a run of sql took, keeping the mark of a text
+// found slow in a batch.
+func (p *Postgres) remember(sql string, took time.Duration) {
+	if last, ok := p.seen.Get(sql); ok && last == combinedSlow {
+		return
+	}
+	p.seen.Add(sql, took)
 }
 
 var textResults = pgx.QueryResultFormats{pgx.TextFormatCode}

@@ -62,7 +62,7 @@ func (p *Postgres) combined(ctx context.Context, sql string, args []any, wire bo
 	}
 	res, took, err := p.combiner.run(ctx, sql, args, wire)
 	if took >= p.combiner.leaveAt {
-		p.seen.Add(sql, took) // runs alone from now on
+		p.seen.Add(sql, combinedSlow) // runs alone from now on
 	}
 	switch {
 	case err == nil:

@@ -140,7 +140,8 @@ type Backend struct {
 	// (default DefaultMaxConns).
 	MaxConns int `yaml:"max_conns"`
 	// PipelineLanes (postgres and mysql), when set, is how many batches
-	// of concurrent short public-table statements run at once, each
+	// of concurrent short statements (public-table statements; on
+	// PostgreSQL also DP queries' backend SQL) run at once, each
 	// pipelined on one connection; 0 sends every statement on a
 	// connection of its own. Unset, dpproxy picks one per processor it
 	// starts on (one unless listen.processors or GOMAXPROCS fixes more), at
