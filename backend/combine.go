@@ -3,7 +3,6 @@ package backend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -14,7 +13,8 @@ import (
 //
 // A public-table statement from one client is usually short: a lookup by
 // key, a BI tool's small query; so is the bounded SQL of a small DP query
-// (a count by key, on PostgreSQL also combined: Postgres.Query). Sent on a connection of its own, each
+// (a count by key; on PostgreSQL combined too, Postgres.Query). Sent on a
+// connection of its own, each
 // costs a write and a read on dpproxy's side and a wake-up, a read and a
 // write on the server's, for a few microseconds of work; on a busy machine
 // those system calls and context switches are most of the CPU both
@@ -39,9 +39,10 @@ import (
 //
 // A slow statement delays the statements sent after it in its batch. So
 // only a text seen before whose last run took the server less than
-// combineShorterThan is combined (a text runs alone the first time), until a combined run of it takes combineLeaveAt or more (it then
-// runs alone for good: Postgres.remember, mycombine.go);
-// and so that lanes held by statements that turned slow do not hold
+// combineShorterThan is combined (a text runs alone the first time),
+// until a combined run of it takes combineLeaveAt or more (it then runs
+// alone for good: Postgres.remember, mycombine.go); and so that lanes held
+// by statements that turned slow do not hold
 // everyone, a statement that finds every lane busy, none taken and no
 // batch finished for combineHoldoff, runs on a pooled connection of its
 // own.
@@ -207,12 +208,14 @@ func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
 		c.mu.Lock()
 		for i, p := range c.pending {
 			if p == s {
-				// Never sent: like a caller that gave up waiting for a
-				// pooled connection, it did not reach the server (a DP
-				// query's charge is refunded).
+				// Never sent. The context's error as it is (not
+				// ErrUnavailable, as when waiting for a pooled
+				// connection): the client is told its statement was
+				// canceled, and a DP query stays charged, which errs on
+				// the safe side.
 				c.pending = append(c.pending[:i], c.pending[i+1:]...)
 				c.mu.Unlock()
-				return nil, 0, fmt.Errorf("%w: waiting for a pipeline lane: %w", ErrUnavailable, ctx.Err())
+				return nil, 0, ctx.Err()
 			}
 		}
 		lead := s.lead
