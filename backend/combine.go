@@ -14,38 +14,36 @@ import (
 // A public-table statement from one client is usually short: a lookup by
 // key, a BI tool's small query; so is the bounded SQL of a small DP query
 // (a count by key; on PostgreSQL combined too, Postgres.Query). Sent on a
-// connection of its own, each
-// costs a write and a read on dpproxy's side and a wake-up, a read and a
-// write on the server's, for a few microseconds of work; on a busy machine
-// those system calls and context switches are most of the CPU both
-// processes spend on it. Here statements that arrive while others are in
-// flight are sent together: the first caller that finds a lane free leads
-// a batch (every statement waiting at that moment, its own included),
-// sends them on one pooled connection, each its own statement as when
-// sent alone (so one statement's error touches no other), flushes once,
-// reads the results in order and hands each to its caller. How a batch
-// goes on the wire is the backend's (a batchSender: pgcombine.go for
-// PostgreSQL's pipeline mode, mycombine.go for MySQL's commands sent
-// back to back). The callers that found every lane busy wait; when a
-// batch is done, its leader hands the lane to the first of them, which
-// leads the next batch with everything that arrived meanwhile. A caller
-// that takes a free lane first yields the processor once
-// (runtime.Gosched), so that the statements other goroutines are about
-// to send join its batch: with 16 clients on the development machine's
-// two lanes, batches went from 2.5 to about 4 statements and dpproxy's
-// CPU per query fell by a tenth. With one client nothing waits: the yield
-// finds nothing else to run, and the caller leads a batch of one on its
-// own goroutine.
+// connection of its own, each costs a write and a read on dpproxy's side
+// and a wake-up, a read and a write on the server's, for a few
+// microseconds of work; on a busy machine those system calls and context
+// switches are most of the CPU both processes spend on it. Here statements
+// that arrive while others are in flight are sent together: the first
+// caller that finds a lane free leads a batch (every statement waiting at
+// that moment, its own included), sends them on one pooled connection,
+// each its own statement as when sent alone (so one statement's error
+// touches no other), flushes once, reads the results in order and hands
+// each to its caller. How a batch goes on the wire is the backend's (a
+// batchSender: pgcombine.go for PostgreSQL's pipeline mode, mycombine.go
+// for MySQL's commands sent back to back). The callers that found every
+// lane busy wait; when a batch is done, its leader hands the lane to the
+// first of them, which leads the next batch with everything that arrived
+// meanwhile. A caller that takes a free lane first yields the processor
+// once (runtime.Gosched), so that the statements other goroutines are
+// about to send join its batch: with 16 clients on the development
+// machine's two lanes, batches went from 2.5 to about 4 statements and
+// dpproxy's CPU per query fell by a tenth. With one client nothing waits:
+// the yield finds nothing else to run, and the caller leads a batch of one
+// on its own goroutine.
 //
 // A slow statement delays the statements sent after it in its batch. So
 // only a text seen before whose last run took the server less than
-// combineShorterThan is combined (a text runs alone the first time),
-// until a combined run of it takes combineLeaveAt or more (it then runs
-// alone for good: Postgres.remember, mycombine.go); and so that lanes held
-// by statements that turned slow do not hold
-// everyone, a statement that finds every lane busy, none taken and no
-// batch finished for combineHoldoff, runs on a pooled connection of its
-// own.
+// combineShorterThan is combined (a text runs alone the first time), until
+// a combined run of it takes combineLeaveAt or more (it then runs alone
+// for good: Postgres.remember, mycombine.go); and so that lanes held by
+// statements that turned slow do not hold everyone, a statement that finds
+// every lane busy, none taken and no batch finished for combineHoldoff,
+// runs on a pooled connection of its own.
 
 // combineHoldoff is how long the lanes, all busy, may go without one
 // being taken or finishing a batch before new statements stop waiting.

@@ -211,7 +211,7 @@ const combinedSlow = time.Duration(math.MaxInt64)
 // remember records how long a run of sql took, keeping the mark of a text
 // found slow in a batch.
 func (p *Postgres) remember(sql string, took time.Duration) {
-	if last, ok := p.seen.Get(sql); ok && last == combinedSlow {
+	if last, ok := p.seen.Peek(sql); ok && last == combinedSlow {
 		return
 	}
 	p.seen.Add(sql, took)
