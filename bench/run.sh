@@ -17,10 +17,11 @@
 #    16 minutes more: 2,113 s in all on the 2-core development machine)
 #
 # Installs what it needs from Debian packages when missing (postgresql-15,
-# postgresql-client-15, pgbouncer, mariadb-server, mariadb-client; needs
-# root or sudo for apt-get), starts a throwaway PostgreSQL cluster,
-# PgBouncer, MariaDB and dpproxy instances on free loopback ports, and
-# stops and removes all of them on exit.
+# postgresql-client-15, pgbouncer, mariadb-server, mariadb-client, and
+# haproxy for workload 9's floor if it can; needs root or sudo for
+# apt-get), starts a throwaway PostgreSQL cluster, PgBouncer, MariaDB,
+# HAProxy and dpproxy instances on free loopback ports, and stops and
+# removes all of them on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -63,14 +64,14 @@ else
   D_CACHE=8; D_CACHE1=4; D_PASS=3; D_LEDGER=8; W1_COUNT=3; W2K_COUNT=8; IDLE_HOLD=3; BENCHTIME=0.5s; ACC_RUNS=60; GB_COUNT=3
   D_SCALE=3; SCALE_SIZES="1m 10m"
   # The floors and ceilings (issue 18: which targets this machine rules
-  # out), about 75 s in all (paid for by 3 s instead of 5 per passthrough
+  # out), about 95 s in all (paid for by 3 s instead of 5 per passthrough
   # target): workload 4 through the bare Go relay and through dpproxy on
   # one processor as long as through dpproxy, in every run (30 s each);
-  # workload 9's passthrough
-  # through it as long as through dpproxy, D_MYPASS s per protocol and run
-  # (18 s); SELECT 1 floors next to each 1-client cache-hit run, D_FLOOR s
-  # each (10,000+ round trips: 10 + 6 s); PostgreSQL alone on workload 5's
-  # rewritten SQL, D_W5DIRECT s in W5D_RUNS runs (6 s).
+  # workload 9's passthrough through it and through HAProxy as long as
+  # through dpproxy, D_MYPASS s each per protocol and run (36 s); SELECT 1
+  # floors next to each 1-client cache-hit run, D_FLOOR s each (10,000+
+  # round trips: 10 + 6 s); PostgreSQL alone on workload 5's rewritten
+  # SQL, D_W5DIRECT s in W5D_RUNS runs (6 s).
   D_FLOOR=1; D_MYPASS=3; D_W5DIRECT=2
 fi
 W5D_RUNS=$(( RUNS < 3 ? RUNS : 3 ))
@@ -107,6 +108,15 @@ PGBOUNCER=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
 if [ ! -x "$PGBOUNCER" ]; then
   log "installing PgBouncer"
   apt_install pgbouncer
+fi
+# HAProxy in TCP mode is workload 9's second floor (a proxy in C that
+# copies bytes); without it that floor is not measured.
+HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
+HAPROXY_NOTE=
+if [ -z "$NO_MYSQL" ] && [ ! -x "$HAPROXY" ]; then
+  log "installing HAProxy"
+  apt_install haproxy || true
+  [ -x "$HAPROXY" ] || HAPROXY_NOTE="HAProxy could not be installed: workload 9's HAProxy floor not measured"
 fi
 # MySQL workloads (issue 6 #9 and MariaDB in #2) need dpproxy's MySQL front
 # end wired into `dpproxy serve`; without it MariaDB is not installed.
@@ -361,6 +371,37 @@ start_relay() {
   grep -q "127.0.0.1:$port" "$WORK/$name.log" || { log "relay $name did not start"; cat "$WORK/$name.log" >&2; exit 1; }
   RELAY_PORT=$port
 }
+# start_haproxy PORT: HAProxy in TCP mode (it parses nothing) on a free
+# port in front of PORT, in the foreground as one process with one thread
+# (in turns on the development machine one thread gave 0.53–0.56× direct
+# MariaDB's TPS and two 0.50–0.51×), stopped with the proxies.
+start_haproxy() {
+  local port
+  port=$(free_port)
+  cat >"$WORK/haproxy.cfg" <<EOF
+global
+    maxconn 2000
+    nbthread 1
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 6h
+    timeout server 6h
+listen mariadb
+    bind 127.0.0.1:$port
+    server mariadb 127.0.0.1:$1
+EOF
+  "$HAPROXY" -db -f "$WORK/haproxy.cfg" >"$WORK/haproxy.log" 2>&1 &
+  HAPROXY_PID=$!
+  PROXY_PIDS+=("$HAPROXY_PID")
+  for _ in $(seq 1 100); do
+    ss -ltn "sport = :$port" | grep -q LISTEN && break
+    kill -0 "$HAPROXY_PID" 2>/dev/null || { cat "$WORK/haproxy.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  ss -ltn "sport = :$port" | grep -q LISTEN || { log "HAProxy did not start"; cat "$WORK/haproxy.log" >&2; exit 1; }
+  HAPROXY_PORT=$port
+}
 # File descriptors for 10,000 idle connections (dpproxy and loadgen each
 # hold one per connection): 65,536 if allowed, else the hard limit (Go
 # programs also raise their soft limit to the hard limit themselves).
@@ -603,6 +644,12 @@ if [ -z "$MYSQL_NOTE" ]; then
   MY_RELAY_PID=$RELAY_PID
   M_RELAY="root@tcp(127.0.0.1:$RELAY_PORT)/bench"
   log "bare Go relay to MariaDB on :$RELAY_PORT"
+  M_HAPROXY= MY_HAPROXY_PID=
+  if [ -z "$HAPROXY_NOTE" ]; then
+    start_haproxy "$MY_PORT"
+    M_HAPROXY="root@tcp(127.0.0.1:$HAPROXY_PORT)/bench" MY_HAPROXY_PID=$HAPROXY_PID
+    log "HAProxy (TCP mode) to MariaDB on :$HAPROXY_PORT"
+  fi
   start_relay answer-my --answer mysql
   M_ANSWER="bench:bench@tcp(127.0.0.1:$RELAY_PORT)/bench"
   log "server answering from memory (MySQL protocol) on :$RELAY_PORT"
@@ -633,9 +680,14 @@ if [ -z "$MYSQL_NOTE" ]; then
   log "workload 9 (4): passthrough, 16 clients, ${D_MYPASS}s per target and protocol in slices of 1 s in turns, $MY_RUNS runs"
   for r in $(seq 1 "$MY_RUNS"); do
     for mode in simple extended; do
+      haproxy_target=()
+      if [ -n "$M_HAPROXY" ]; then
+        haproxy_target=(--target "w9.w4.$mode.haproxy" --dsn "$M_HAPROXY" --pid "$MY_HAPROXY_PID")
+      fi
       record_targets "$r" turns --driver mysql --query "$MPQ" --clients 16 --mode "$mode" --slice 1s --duration "${D_MYPASS}s" \
         --target "w9.w4.$mode.proxy" --dsn "$M_CACHE" --pid "$MY_CACHE_PID" \
         --target "w9.w4.$mode.relay" --dsn "$M_RELAY" --pid "$MY_RELAY_PID" \
+        "${haproxy_target[@]}" \
         --target "w9.w4.$mode.direct" --dsn "$MY_DSN" --pid 0
     done
   done
@@ -738,6 +790,8 @@ log "writing bench/results and BENCHMARKS.md"
   echo "load_seconds=$LOAD_SECS"
   echo "postgresql=$PG_VERSION"
   echo "pgbouncer=$PGB_VERSION"
+  echo "haproxy=$(if [ -x "$HAPROXY" ]; then "$HAPROXY" -v 2>/dev/null | awk 'NR == 1 {print $3}'; fi)"
+  echo "haproxy_note=$HAPROXY_NOTE"
   echo "go=$(go version | awk '{print $3}')"
   echo "dpproxy_commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet -- . ':!bench/results' ':!BENCHMARKS.md' 2>/dev/null || echo ' (with local changes)')"
   echo "mysql_note=$MYSQL_NOTE"
@@ -745,7 +799,7 @@ log "writing bench/results and BENCHMARKS.md"
   echo "mariadb_runs=$MY_RUNS"
   echo "mariadb_visits=$MY_VISITS"
   echo "mariadb_load_seconds=$MY_LOAD_SECS"
-  echo "durations=w1 $W1_COUNT queries/run; w2b $W2K_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s per target in 1 s slices in turns (w9: ${D_MYPASS}s); w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 2 queries per target and visits size in turns; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs; floors: bare Go relay as w4 in $W4R_RUNS runs, and w4 also through dpproxy on one processor (GOMAXPROCS=1) (w9: ${D_MYPASS}s, as dpproxy), SELECT 1 and an answer from memory ${D_FLOOR}s each next to each 1-client cache-hit run, w5 on PostgreSQL alone ${D_W5DIRECT}s × $W5D_RUNS runs"
+  echo "durations=w1 $W1_COUNT queries/run; w2b $W2K_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s per target in 1 s slices in turns (w9: ${D_MYPASS}s); w5 ${D_LEDGER}s; w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 2 queries per target and visits size in turns; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs; floors: bare Go relay as w4 in $W4R_RUNS runs (w9: every run, with HAProxy in TCP mode), and w4 also through dpproxy on one processor (GOMAXPROCS=1) (w9: ${D_MYPASS}s, as dpproxy), SELECT 1 and an answer from memory ${D_FLOOR}s each next to each 1-client cache-hit run, w5 on PostgreSQL alone ${D_W5DIRECT}s × $W5D_RUNS runs"
   echo "idle_conns=$IDLE_CONNS"
   echo "scale_sizes=$SCALE_SIZES"
   echo "scale_client_seconds=$D_SCALE"

@@ -90,6 +90,27 @@ func TestMySQLFloorText(t *testing.T) {
 			wantParts: []string{"outruns the relay", "no ceiling"},
 		},
 		{
+			name: "dpproxy ahead of both relays, each below 0.8× in every run (text protocol): out of reach",
+			m: myPassFloor{proxyTPS: []float64{14000, 14100, 13900}, relayTPS: []float64{11541, 11600, 11000},
+				haproxyTPS: []float64{11100, 11300, 10900}, directTPS: direct},
+			out: true,
+			wantParts: []string{"HAProxy in TCP mode", "reaches 0.53×", "outruns both", "out of reach for the proxies measured",
+				"0.67× is the best of them"},
+		},
+		{
+			name: "HAProxy reaches 0.8× in one run: not out of reach",
+			m: myPassFloor{proxyTPS: []float64{14000, 14100, 13900}, relayTPS: []float64{11541, 11600, 11000},
+				haproxyTPS: []float64{11100, 17000, 10900}, directTPS: direct},
+			wantParts: []string{"HAProxy in TCP mode", "outruns the relay", "no ceiling"},
+		},
+		{
+			name:   "dpproxy ahead of both relays in the binary protocol: no floor",
+			binary: true,
+			m: myPassFloor{proxyTPS: []float64{14000, 14100, 13900}, relayTPS: []float64{11541, 11600, 11000},
+				haproxyTPS: []float64{11100, 11300, 10900}, directTPS: direct},
+			wantParts: []string{"outruns the relay", "no ceiling"},
+		},
+		{
 			name:      "dpproxy meets the target",
 			m:         myPassFloor{proxyTPS: []float64{17000, 17500, 17200}, relayTPS: []float64{11541, 11600, 11000}, directTPS: direct},
 			wantParts: []string{"dpproxy meets the target"},

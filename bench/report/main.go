@@ -526,7 +526,7 @@ func machineInfo(info map[string]string) map[string]string {
 	if b, err := os.ReadFile("/etc/debian_version"); err == nil {
 		m["debian"] = strings.TrimSpace(string(b))
 	}
-	for _, k := range []string{"go", "postgresql", "pgbouncer", "mariadb", "dpproxy_commit"} {
+	for _, k := range []string{"go", "postgresql", "pgbouncer", "mariadb", "haproxy", "dpproxy_commit"} {
 		m[k] = info[k]
 	}
 	return m
@@ -536,6 +536,11 @@ func machineMD(m, info map[string]string) string {
 	maria, myRun := "", ""
 	if m["mariadb"] != "" {
 		maria = ", MariaDB " + m["mariadb"]
+		if m["haproxy"] != "" {
+			maria += ", HAProxy " + m["haproxy"]
+		} else if n := info["haproxy_note"]; n != "" {
+			maria += " (" + n + ")"
+		}
 		myRun = fmt.Sprintf(" (MariaDB: %s visits loaded in %ss, %s runs per workload)", info["mariadb_visits"], info["mariadb_load_seconds"], info["mariadb_runs"])
 	}
 	pinning := ""
