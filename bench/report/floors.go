@@ -129,6 +129,11 @@ type chargedCeiling struct {
 	// committers (BenchmarkCommitParallel): the reservation, the group
 	// commit and its share of the fsync, which every charged query needs.
 	ledgerCPU []float64
+	// sameText and sameTextCPU are workload 5 with one text for every
+	// query (w5.sametext), cache off: charged queries/s and dpproxy's CPU
+	// per charged query when parse and analysis come from the session's
+	// plan memo, run next to the first runs of workload 5.
+	sameText, sameTextCPU []float64
 }
 
 // cpuCeiling is cores / (PostgreSQL's and the clients' CPU per query,
@@ -194,6 +199,12 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 	machine := func(r loadResult) float64 { return r.MachineCPUUS }
 	busy := func(r loadResult) float64 { return r.MachineBusy }
 	f.w5.proxyCPU = runValues(series, "w5", cpu)
+	for _, r := range series["w5.sametext"] {
+		if r.Seconds > 0 {
+			f.w5.sameText = append(f.w5.sameText, float64(r.LedgerChg)/r.Seconds)
+		}
+	}
+	f.w5.sameTextCPU = runValues(series, "w5.sametext", cpu)
 	f.w5.proxyMachineCPU, f.w5.proxyBusy = runValues(series, "w5", machine), runValues(series, "w5", busy)
 	f.w5.directCPU, f.w5.directBusy = runValues(series, "w5.direct", machine), runValues(series, "w5.direct", busy)
 	for _, r := range series["w5.direct"] {
@@ -298,6 +309,15 @@ func chargedCeilingRows(w string, c chargedCeiling, directNote string) []Row {
 	}
 	if len(positive(c.proxyCPU)) > 0 {
 		rows = append(rows, mk(w, "dpproxy CPU time per charged query (user + system)", "µs", positive(c.proxyCPU), "", nil))
+	}
+	if len(c.sameText) > 0 {
+		rows = append(rows,
+			mk(w, "charged queries/s with one text for every query (cache off: each still charged, its parse and analysis from the plan memo)", "q/s", c.sameText, "", nil),
+			mk(w, "charged queries/s, one text ÷ distinct texts (the same runs)", "×", pairRatio(c.sameText, c.charged), "", nil),
+		)
+		if sc := positive(c.sameTextCPU); len(sc) > 0 {
+			rows = append(rows, mk(w, "dpproxy CPU time per charged query, one text (user + system)", "µs", sc, "", nil))
+		}
 	}
 	if len(positive(c.proxyMachineCPU)) > 0 {
 		r := mk(w, "CPU time per charged query of every process, through dpproxy (/proc/stat)", "µs", positive(c.proxyMachineCPU), "", nil)
@@ -597,6 +617,19 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 			s += fmt.Sprintf(" A charged query costs dpproxy %s µs (%s: parse, plan, the backend round trip, noise, the ledger's share, the client's messages; "+
 				"the ledger's writer yields the processor in a loop while it gathers a transaction's charges, up to 250 µs per transaction, "+
 				"counted here), so at its measured cost the cores would carry about %s queries/s.", fmt1(ps.med), rangeUS(ps), fmtQPS(c.cpuCeiling(slices.Min(p))))
+		}
+		if st := statOf(c.sameText); st.n > 0 {
+			s += fmt.Sprintf(" With one text for every query (the cache off: each still charged and answered from the backend with fresh noise, "+
+				"its parse and analysis from the session's plan memo) dpproxy charged %s queries/s (%s), %s the distinct texts' rate in the same runs",
+				fmtQPS(st.med), rangeQPS(st), fmtX(statOf(pairRatio(c.sameText, c.charged)).med))
+			if sc := positive(c.sameTextCPU); len(sc) > 0 {
+				s += fmt.Sprintf(", at %s µs of dpproxy's CPU per charged query", fmt1(median(sc)))
+			}
+			s += ": the most a plan memo by the query's shape could gain"
+			if st.max < t {
+				s += fmt.Sprintf(", below %s in every run: what is left, the relaying, the bounded query's round trip, the noise and the ledger, misses the target by itself", fmtQPS(t))
+			}
+			s += "."
 		}
 		if m := positive(c.proxyMachineCPU); len(m) > 0 {
 			s += fmt.Sprintf(" Through dpproxy every process together spent %s µs per charged query with the machine %.0f %% busy: "+

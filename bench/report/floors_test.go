@@ -276,6 +276,7 @@ func TestReportFloors(t *testing.T) {
 		}
 		add("w5", r, map[string]any{"seconds": 8.0, "ledger_charges": 31200, "ledger_transactions": 3000, "p50_us": 7000.0, "proc_cpu_us_per_query": 200.0 + float64(r)})
 		add("w5.direct", r, map[string]any{"qps": 13000.0, "machine_cpu_us_per_query": 80.0 + float64(r), "machine_busy": 0.98, "machine_cores": 2})
+		add("w5.sametext", r, map[string]any{"seconds": 8.0, "ledger_charges": 48000, "ledger_transactions": 4000, "proc_cpu_us_per_query": 130.0})
 		add("w2k.direct_rewritten", r, map[string]any{"p50_us": 12000.0})
 		add("w2k.direct_per_unit", r, map[string]any{"p50_us": 60000.0})
 		add("w2k.direct_original", r, map[string]any{"p50_us": 10000.0})
@@ -300,6 +301,11 @@ func TestReportFloors(t *testing.T) {
 		"the machine's CPU allows at most 14,388 q/s even at the cost of a passthrough",
 		"so at its measured cost the cores would carry about 7,092 queries/s",
 		"| 5 small DP queries, distinct text, 32 clients | dpproxy CPU time per charged query (user + system) | 202.0 µs |",
+		// One text: 48,000 charges in 8 s against 31,200.
+		"| 5 small DP queries, distinct text, 32 clients | charged queries/s with one text for every query (cache off: each still charged, its parse and analysis from the plan memo) | 6000 q/s |",
+		"| 5 small DP queries, distinct text, 32 clients | charged queries/s, one text ÷ distinct texts (the same runs) | 1.538 × |",
+		"| 5 small DP queries, distinct text, 32 clients | dpproxy CPU time per charged query, one text (user + system) | 130.0 µs |",
+		"dpproxy charged 6,000 queries/s (6,000 to 6,000 over 3 runs), 1.54× the distinct texts' rate in the same runs, at 130.0 µs of dpproxy's CPU per charged query: the most a plan memo by the query's shape could gain, below 20,000 in every run",
 		"| 2b bounding on a table keyed by its unit (patients) | rewritten ÷ original SQL, both directly on PostgreSQL (each round's pair, median) | 1.200 × |",
 		"| 2b bounding on a table keyed by its unit (patients) | per-person form ÷ original SQL (the bounding step a key makes needless) (each round's pair, median) | 6.000 × |",
 		"no round trip measured here is within 50 µs",
