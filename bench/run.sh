@@ -5,7 +5,8 @@
 # visits, idle connections), the floors and ceilings that show which
 # targets this machine rules out (a bare Go relay and HAProxy, SELECT 1
 # round trips, PostgreSQL alone on workload 5, and workload 5 with one
-# text), plus the Go micro-benchmarks and the accuracy report. Writes bench/results/ and regenerates BENCHMARKS.md.
+# text), plus the Go micro-benchmarks and the accuracy report. Writes
+# bench/results/ and regenerates BENCHMARKS.md.
 #
 #   bash bench/run.sh                 # default: 100,000 patients (~2.1M visits), 5 runs
 #   bash bench/run.sh --quick         # 10,000 patients, 3 short runs (CI-like)
@@ -44,7 +45,7 @@ while [ $# -gt 0 ]; do
     --mysql-runs) MY_RUNS=$2; shift 2 ;;
     --no-mysql) NO_MYSQL=1; shift ;;
     --visits-100m) VISITS_100M=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
