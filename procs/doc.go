@@ -36,7 +36,17 @@
 // downAfter periods in a row below downCores and downBlocked lower it to
 // one. The band between the two leaves room for the extra CPU the same
 // load costs on more processors, so that a load does not move back and
-// forth.
+// forth. That extra CPU can also hold a load in the band for good: a
+// burst (logins, a batch of system calls) raises the count, and the same
+// steady load then costs more than downCores on the most though it took
+// less than upCores on one (a passthrough load on the development machine
+// stayed at 0.7–0.8 of a core on two processors, 30–40 % more CPU per
+// query than on one, where it took 0.55–0.68). So a load in the band
+// that does not wait in system calls (below probeCores and downBlocked)
+// is tried on one processor after probeAfter periods in a row, and stays
+// there unless that period is busy; each try that goes back up doubles
+// the wait before the next, up to probeAfterMost periods (32 s), so a
+// load that needs the most loses at most one period in 128 to a try.
 //
 // The price: on one processor a goroutine that computes for long holds
 // up the others, up to the scheduler's 10 ms time slice at a time, until

@@ -21,6 +21,13 @@ type settings struct {
 	downCores      float64       // of one core, on the maximum
 	downBlocked    float64       // of the ticks, on the maximum
 	downAfter      int           // quiet periods in a row
+	// On the most, a load below probeCores that has not waited in system
+	// calls (below downBlocked) for probeAfter periods in a row is tried
+	// on one processor for a period; each try that ends back on the most
+	// doubles the wait before the next, up to probeAfterMost periods.
+	probeCores     float64
+	probeAfter     int
+	probeAfterMost int
 }
 
 var defaults = settings{
@@ -31,6 +38,9 @@ var defaults = settings{
 	downCores:      0.6,
 	downBlocked:    0.05,
 	downAfter:      4,
+	probeCores:     1.2,
+	probeAfter:     8,   // 2 s
+	probeAfterMost: 128, // 32 s
 }
 
 // load is what one period showed.
@@ -69,6 +79,13 @@ type controller struct {
 	settings
 	one   bool // the period in force runs on one processor
 	quiet int  // periods in a row below the down thresholds, on the most
+	// calm counts periods in a row on the most below probeCores and
+	// downBlocked; probing marks a period on one processor that tries
+	// whether the load fits there; probeWait is the calm periods the next
+	// try waits for (0: probeAfter).
+	calm      int
+	probing   bool
+	probeWait int
 }
 
 // next reports whether the next period runs on one processor, given the
@@ -76,17 +93,41 @@ type controller struct {
 func (c *controller) next(l load) bool {
 	busy := l.cores >= c.upCores || l.blocked >= c.upBlocked
 	quiet := l.cores < c.downCores && l.blocked < c.downBlocked
+	calm := quiet || l.cores < c.probeCores && l.blocked < c.downBlocked
+	if c.probeWait == 0 {
+		c.probeWait = c.probeAfter
+	}
 	switch {
 	case c.one:
 		if busy {
-			c.one, c.quiet = false, 0
+			// A try that did not fit waits twice as long for the next;
+			// any other rise starts again from probeAfter.
+			if c.probing {
+				c.probeWait = min(2*c.probeWait, c.probeAfterMost)
+			} else {
+				c.probeWait = c.probeAfter
+			}
+			c.one, c.quiet, c.calm = false, 0, 0
 		}
-	case quiet:
-		if c.quiet++; c.quiet >= c.downAfter {
-			c.one, c.quiet = true, 0
-		}
+		c.probing = false
+	case !calm:
+		c.quiet, c.calm = 0, 0
 	default:
-		c.quiet = 0
+		if quiet {
+			c.quiet++
+		} else {
+			c.quiet = 0
+		}
+		c.calm++
+		switch {
+		case c.quiet >= c.downAfter:
+			c.one, c.quiet, c.calm = true, 0, 0
+		case c.calm >= c.probeWait:
+			// Between the thresholds the same load costs more CPU on
+			// several processors than on one (the scheduler's
+			// coordination), so it may never look quiet there: try one.
+			c.one, c.probing, c.quiet, c.calm = true, true, 0, 0
+		}
 	}
 	return c.one
 }

@@ -12,7 +12,7 @@ import (
 )
 
 func TestControllerFollowsTheLoad(t *testing.T) {
-	idle, busy := load{}, load{cores: 1.2}
+	idle, mid, busy := load{}, load{cores: 0.7}, load{cores: 1.2}
 	const one, most = true, false
 	tests := []struct {
 		name  string
@@ -26,7 +26,12 @@ func TestControllerFollowsTheLoad(t *testing.T) {
 		{"down after four quiet periods in a row", []load{busy, idle, idle, idle, idle}, []bool{most, most, most, most, one}},
 		{"a busy period restarts the count", []load{busy, idle, idle, idle, {cores: 0.7}, idle, idle, idle, idle}, []bool{most, most, most, most, most, most, most, most, one}},
 		{"system calls keep it up", []load{busy, {cores: 0.1, blocked: 0.05}, {cores: 0.1, blocked: 0.5}, idle, idle, idle, idle}, []bool{most, most, most, most, most, most, one}},
-		{"between the thresholds holds either state", []load{{cores: 0.7}, {cores: 0.7}, busy, {cores: 0.7}, {cores: 0.7}, {cores: 0.7}, {cores: 0.7}}, []bool{one, one, most, most, most, most, most}},
+		{"between the thresholds holds either state for a while", []load{{cores: 0.7}, {cores: 0.7}, busy, {cores: 0.7}, {cores: 0.7}, {cores: 0.7}, {cores: 0.7}}, []bool{one, one, most, most, most, most, most}},
+		{"between the thresholds on the most, one is tried after eight periods and kept if the load fits",
+			[]load{busy, mid, mid, mid, mid, mid, mid, mid, mid, mid, mid}, []bool{most, most, most, most, most, most, most, most, one, one, one}},
+		{"a quiet period counts towards the try", []load{busy, mid, mid, mid, idle, mid, mid, mid, mid}, []bool{most, most, most, most, most, most, most, most, one}},
+		{"a try that does not fit goes back up", []load{busy, mid, mid, mid, mid, mid, mid, mid, mid, {cores: 0.85}}, []bool{most, most, most, most, most, most, most, most, one, most}},
+		{"a busy period restarts the wait for a try", []load{busy, mid, mid, mid, mid, mid, mid, mid, {cores: 1.3}, mid, mid, mid, mid, mid, mid, mid, mid}, []bool{most, most, most, most, most, most, most, most, most, most, most, most, most, most, most, most, one}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,6 +42,45 @@ func TestControllerFollowsTheLoad(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestControllerTriesOneLessOftenWhenItDoesNotFit: a load between the
+// thresholds that needs more than one processor is tried on one after 8
+// calm periods, then 16, 32, 64 and 128, and never less often; a load
+// above probeCores, or one that waits in system calls, is never tried.
+func TestControllerTriesOneLessOftenWhenItDoesNotFit(t *testing.T) {
+	tries := func(l, onOne load, periods int) (waits []int) {
+		c := &controller{settings: defaults, one: true}
+		c.next(load{cores: 1.5})
+		since := 0
+		for range periods {
+			since++
+			if c.next(l) {
+				waits = append(waits, since)
+				since = 0
+				if c.next(onOne) {
+					t.Fatalf("a load of %+v on one processor stayed there", onOne)
+				}
+			}
+		}
+		return waits
+	}
+	want := []int{8, 16, 32, 64, 128, 128, 128}
+	got := tries(load{cores: 1.1}, load{cores: 0.9}, 8+16+32+64+3*128+7)
+	if len(got) != len(want) {
+		t.Fatalf("waits before each try %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("waits before each try %v, want %v", got, want)
+		}
+	}
+	if got := tries(load{cores: 1.2}, load{}, 1000); len(got) != 0 {
+		t.Fatalf("a load of 1.2 cores was tried on one processor after %v periods", got)
+	}
+	if got := tries(load{cores: 0.5, blocked: 0.05}, load{}, 1000); len(got) != 0 {
+		t.Fatalf("a load waiting in system calls was tried on one processor after %v periods", got)
 	}
 }
 
@@ -95,6 +139,7 @@ func TestSyscallCounterIgnoresPermanentWaiters(t *testing.T) {
 var testSettings = settings{
 	tick: 2 * time.Millisecond, ticksPerPeriod: 10,
 	upCores: 0.4, upBlocked: 0.1, downCores: 0.3, downBlocked: 0.05, downAfter: 4,
+	probeCores: 0.6, probeAfter: 8, probeAfterMost: 128,
 }
 
 // TestScaleFollowsRealLoad runs the controller on this process: idle it
