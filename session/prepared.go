@@ -51,10 +51,10 @@ type handle struct {
 // declared). A statement that would be refused is refused here, with the
 // error executing it would give.
 func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error) {
-	key := s.prepareKey(sql, paramTypes)
-	if p, ok := s.engine.PreparedStatements().Get(key); ok && handleOf(p).passthroughPolicy == s.engine.Policy() {
+	if p, ok := s.PrepareMemoized(sql, paramTypes); ok {
 		return p, nil
 	}
+	key := s.prepareKey(sql, paramTypes)
 	p, err := s.prepareNew(ctx, sql, paramTypes)
 	if err == nil && handleOf(p).passthrough != "" {
 		// A public-table query with parameters: its description depends
@@ -64,6 +64,19 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 		s.engine.PreparedStatements().Add(key, p)
 	}
 	return p, err
+}
+
+// PrepareMemoized is Prepare when the engine's memo of prepared
+// public-table queries holds sql with paramTypes under the policy in
+// force: it neither blocks nor fails, so a front end can skip what it
+// wraps a statement's run in (a context, the statement timer). ok is false
+// otherwise; Prepare then does the work.
+func (s *Session) PrepareMemoized(sql string, paramTypes []sqltypes.Type) (p *sqltypes.Prepared, ok bool) {
+	p, ok = s.engine.PreparedStatements().Get(s.prepareKey(sql, paramTypes))
+	if !ok || handleOf(p).passthroughPolicy != s.engine.Policy() {
+		return nil, false
+	}
+	return p, true
 }
 
 // prepareKey keys the engine's memo of prepared public-table queries.

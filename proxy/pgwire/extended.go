@@ -90,17 +90,22 @@ func (c *conn) handleParse(m *pgproto3.Parse) error {
 	for i, oid := range m.ParameterOIDs {
 		paramTypes[i] = typeForDeclaredOID(oid)
 	}
-	var prep *sqltypes.Prepared
-	qerr, connErr := c.runSession(func(ctx context.Context) error {
-		var err error
-		prep, err = c.session.Prepare(ctx, m.Query, paramTypes)
-		return err
-	})
-	if connErr != nil {
-		return connErr
-	}
-	if qerr != nil {
-		return c.failExtended(qerr)
+	// Drivers that Parse before every Execute (pgx's exec mode, pgbench
+	// -M extended) mostly find the statement memoized: no statement run
+	// to set up for it.
+	prep, memoized := c.session.PrepareMemoized(m.Query, paramTypes)
+	if !memoized {
+		qerr, connErr := c.runSession(func(ctx context.Context) error {
+			var err error
+			prep, err = c.session.Prepare(ctx, m.Query, paramTypes)
+			return err
+		})
+		if connErr != nil {
+			return connErr
+		}
+		if qerr != nil {
+			return c.failExtended(qerr)
+		}
 	}
 	switch {
 	case prep == nil:

@@ -72,6 +72,10 @@ func (fuzzSession) Execute(_ context.Context, sql string) ([]*sqltypes.Result, e
 	return []*sqltypes.Result{cannedResult(), {Tag: "SET"}}, nil
 }
 
+func (fuzzSession) PrepareMemoized(string, []sqltypes.Type) (*sqltypes.Prepared, bool) {
+	return nil, false
+}
+
 func (fuzzSession) Prepare(_ context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error) {
 	p := &sqltypes.Prepared{SQL: sql}
 	switch strings.TrimSpace(sql) {

@@ -46,8 +46,12 @@ type testSessions struct {
 	closed   int
 	prepared []prepareCall
 	executed []executeCall
-	release  chan struct{} // "wait" queries block until this is closed
-	started  chan string   // receives the text of "wait"/"sleep" queries when they start
+	// memoize keeps what Prepare describes, by text and declared types,
+	// for PrepareMemoized (as the engine does for public-table queries).
+	memoize bool
+	memo    map[string]*sqltypes.Prepared
+	release chan struct{} // "wait" queries block until this is closed
+	started chan string   // receives the text of "wait"/"sleep" queries when they start
 }
 
 type prepareCall struct {
@@ -255,15 +259,36 @@ var testTypes = map[string]sqltypes.Type{
 //	fail            prepares, then fails with 22012 when executed
 //	mismatch        is described as int8 but returns text
 //	huge int4       returns 2^40 in an int4 column (no binary form)
-func (t *testSession) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error) {
+func memoKey(sql string, paramTypes []sqltypes.Type) string {
+	return fmt.Sprint(sql, paramTypes)
+}
+
+func (t *testSession) PrepareMemoized(sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, bool) {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	p, ok := t.s.memo[memoKey(sql, paramTypes)]
+	return p, ok
+}
+
+func (t *testSession) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (p *sqltypes.Prepared, err error) {
 	if t.closed {
 		panic("Prepare after Close")
 	}
+	defer func() {
+		t.s.mu.Lock()
+		defer t.s.mu.Unlock()
+		if err == nil && t.s.memoize {
+			if t.s.memo == nil {
+				t.s.memo = map[string]*sqltypes.Prepared{}
+			}
+			t.s.memo[memoKey(sql, paramTypes)] = p
+		}
+	}()
 	t.s.mu.Lock()
 	t.s.prepared = append(t.s.prepared, prepareCall{sql, append([]sqltypes.Type(nil), paramTypes...)})
 	t.s.mu.Unlock()
 	q := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql), ";"))
-	p := &sqltypes.Prepared{SQL: sql}
+	p = &sqltypes.Prepared{SQL: sql}
 	switch {
 	case q == "bad":
 		return nil, &sqlerr.Error{Code: sqlerr.SyntaxError, Message: `syntax error at or near "bad"`, Position: 1}

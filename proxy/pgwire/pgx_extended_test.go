@@ -98,6 +98,55 @@ func TestPgxCacheStatementProtocolFlow(t *testing.T) {
 	}
 }
 
+// TestPgxExecModeParsesFromTheMemo: a driver that sends Parse before
+// every Execute (pgx's exec mode) gets each statement after the first from
+// the session's memo, with the same messages and results.
+func TestPgxExecModeParsesFromTheMemo(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.sessions.mu.Lock()
+	ts.sessions.memoize = true
+	ts.sessions.mu.Unlock()
+	conn := connectPgxMode(t, ts, "exec", "")
+	tr := traceConn(conn)
+	ctx := context.Background()
+	for i := range 3 {
+		var n int64
+		if err := conn.QueryRow(ctx, "echo int8", int64(i)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != int64(i) {
+			t.Errorf("execution %d returned %d", i, n)
+		}
+	}
+	// A text that fails to prepare is not memoized: it fails every time,
+	// and the connection goes on.
+	for range 2 {
+		if _, err := conn.Exec(ctx, "bad", int64(1)); err == nil || !strings.Contains(err.Error(), "42601") {
+			t.Fatalf("bad statement: %v", err)
+		}
+	}
+	var n int64
+	if err := conn.QueryRow(ctx, "echo int8", int64(9)).Scan(&n); err != nil || n != 9 {
+		t.Fatalf("after the errors: %d, %v", n, err)
+	}
+	round := "F Parse, F Bind, F Describe, F Execute, F Sync, B ParseComplete, B BindComplete, B RowDescription, B DataRow, B CommandComplete, B ReadyForQuery"
+	if got := strings.Join(tr.names(), ", "); !strings.HasPrefix(got, round+", "+round+", "+round+", F Parse") {
+		t.Errorf("messages:\n%s\nwant three rounds of:\n%s", got, round)
+	}
+	var echoes, bads int
+	for _, c := range ts.sessions.preparedCalls() {
+		switch c.sql {
+		case "echo int8":
+			echoes++
+		case "bad":
+			bads++
+		}
+	}
+	if echoes != 1 || bads != 2 {
+		t.Errorf("Prepare called %d times for the memoized text, %d for the failing one; want 1 and 2", echoes, bads)
+	}
+}
+
 func TestPgxBinaryParametersAndResults(t *testing.T) {
 	ts := startServer(t, Options{})
 	conn := connectPgxMode(t, ts, "", "")

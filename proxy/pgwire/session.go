@@ -41,6 +41,10 @@ type Session interface {
 	// sent as the statement's RowDescription. A string with no statement
 	// in it ("", "-- ping") must prepare without error.
 	Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error)
+	// PrepareMemoized is Prepare for a statement the session has
+	// prepared before and kept: it neither blocks nor fails, so Parse
+	// needs no statement run around it. ok false: call Prepare.
+	PrepareMemoized(sql string, paramTypes []sqltypes.Type) (p *sqltypes.Prepared, ok bool)
 	// ExecutePrepared runs a prepared statement with one value per
 	// p.Params entry, of the Go types package sqltypes lists (nil for
 	// NULL). The Result's Columns must have p.Columns' number and types:
