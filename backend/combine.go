@@ -38,9 +38,19 @@ import (
 //
 // A slow statement delays the statements sent after it in its batch. So
 // only a text seen before whose last run took the server less than
-// combineShorterThan is combined (a text runs alone the first time), until
-// a combined run of it takes combineLeaveAt or more (it then runs alone
-// for good: Postgres.remember, mycombine.go); and so that lanes held by
+// combineShorterThan is combined (a text runs alone the first time), and
+// a combined run of it that takes combineLeaveAt or more benches it: it
+// runs alone until combineReadmitAfter short runs alone have followed,
+// twice as many each time it is benched again (slowRecord). One text's
+// runs can differ widely (a DP query's bounded SQL with its constants as
+// parameters: a lookup by key, then a scan of the table), and a short
+// run alone must not bring a long one straight back: over n runs, a text
+// holds up a batch about log2(n/combineReadmitAfter) times at most. But a
+// stall of the machine (a paused virtual CPU, the server's checkpoint)
+// makes any statement slow once in a while, and a text that ran alone
+// for good after one would lose combining for the life of the process
+// (on the development machine the passthrough text of workload 4 was
+// benched within 15 s in most runs). And so that lanes held by
 // statements that turned slow do not hold everyone, a statement that finds
 // every lane busy, none taken and no batch finished for combineHoldoff,
 // runs on a pooled connection of its own.
@@ -57,6 +67,38 @@ const (
 	combineShorterThan = 2 * time.Millisecond
 	combineLeaveAt     = 20 * time.Millisecond
 )
+
+// combineReadmitAfter is how many short runs alone bring a text benched
+// once back into batches (see slowRecord).
+const combineReadmitAfter = 64
+
+// slowRecord is what a backend remembers of a text's slow combined runs:
+// how many there were, and how many short runs alone (shorter than
+// shorterThan) followed the last. A text with strikes runs alone until
+// readmitAfter·2^(strikes−1) short runs alone have followed; a run alone
+// that is not short starts that count again.
+type slowRecord struct {
+	strikes, shortAlone int
+}
+
+// benched reports whether a text must run alone for now.
+func (c *combiner) benched(s slowRecord) bool {
+	return s.strikes > 0 && s.shortAlone < c.readmitAfter<<min(s.strikes-1, 24)
+}
+
+// strike records a combined run that took leaveAt or more.
+func (s *slowRecord) strike() { s.strikes, s.shortAlone = s.strikes+1, 0 }
+
+// ranAlone records a run alone that took took.
+func (c *combiner) ranAlone(s *slowRecord, took time.Duration) {
+	switch {
+	case s.strikes == 0:
+	case took < c.shorterThan:
+		s.shortAlone++
+	default:
+		s.shortAlone = 0
+	}
+}
 
 // batchSender runs batch on one connection of its backend, setting each
 // statement's res or err (and took) and then calling its answer; ctx ends
@@ -77,9 +119,10 @@ type combiner struct {
 	// progress is when a lane was last taken or a batch last finished
 	// (UnixNano).
 	progress atomic.Int64
-	// holdoff is combineHoldoff, shorterThan combineShorterThan and
-	// leaveAt combineLeaveAt.
+	// holdoff is combineHoldoff, shorterThan combineShorterThan,
+	// leaveAt combineLeaveAt and readmitAfter combineReadmitAfter.
 	holdoff, shorterThan, leaveAt time.Duration
+	readmitAfter                  int
 
 	// batches and statements count what was sent.
 	batches, statements atomic.Int64
@@ -140,7 +183,7 @@ func newCombiner(lanes int, send batchSender) *combiner {
 	if lanes <= 0 {
 		return nil
 	}
-	c := &combiner{send: send, lanes: lanes, holdoff: combineHoldoff, shorterThan: combineShorterThan, leaveAt: combineLeaveAt}
+	c := &combiner{send: send, lanes: lanes, holdoff: combineHoldoff, shorterThan: combineShorterThan, leaveAt: combineLeaveAt, readmitAfter: combineReadmitAfter}
 	c.progress.Store(time.Now().UnixNano())
 	return c
 }

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -254,5 +255,46 @@ func TestPipelineContextAfterAnswers(t *testing.T) {
 				t.Fatal("the batch ended while a caller still waits or was answered")
 			}
 		})
+	}
+}
+
+// TestSlowRecordReadmits: a text benched by a slow combined run comes back
+// after readmitAfter short runs alone in a row, twice as many for each
+// slow run before, and never while its runs alone are long.
+func TestSlowRecordReadmits(t *testing.T) {
+	c := &combiner{shorterThan: 2 * time.Millisecond, readmitAfter: 4}
+	const short, long = time.Millisecond, 3 * time.Millisecond
+	var s slowRecord
+	if c.benched(s) {
+		t.Fatal("a text never slow is benched")
+	}
+	c.ranAlone(&s, long)
+	if c.benched(s) {
+		t.Fatal("a long run alone benched a text never slow in a batch")
+	}
+	var waits []int
+	for range 4 {
+		s.strike()
+		var n int
+		for n = 0; c.benched(s); n++ {
+			c.ranAlone(&s, short)
+		}
+		waits = append(waits, n)
+	}
+	if want := []int{4, 8, 16, 32}; !slices.Equal(waits, want) {
+		t.Errorf("short runs alone before each return %v, want %v", waits, want)
+	}
+	s.strike()
+	c.ranAlone(&s, short)
+	c.ranAlone(&s, long)
+	for range 63 {
+		c.ranAlone(&s, short)
+	}
+	if !c.benched(s) {
+		t.Error("readmitted after 63 short runs alone since a long one, at the fifth strike (64 needed)")
+	}
+	c.ranAlone(&s, short)
+	if c.benched(s) {
+		t.Error("still benched after 64 short runs alone in a row at the fifth strike")
 	}
 }

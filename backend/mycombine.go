@@ -42,7 +42,8 @@ import (
 const mysqlCombinedMax = 16 << 10
 
 // mysqlSeen is what MySQL remembers of a public-table text: how long its
-// last run took, whether it must run alone, and its result columns when
+// last run took, whether it must run alone for good, its slow combined
+// runs (combine.go), and its result columns when
 // it last ran alone. A combined statement's columns are given those
 // (matchColumns): a column of an expression with a parameter marker is
 // named after the text, "LENGTH(?)", where the combined statement's is
@@ -51,6 +52,7 @@ const mysqlCombinedMax = 16 << 10
 type mysqlSeen struct {
 	took  time.Duration
 	alone bool
+	slow  slowRecord
 	cols  []Column
 }
 
@@ -178,7 +180,7 @@ func backslashSafeCharset(cs string) bool {
 // it can be (see above), alone otherwise; read reads a result run alone.
 func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql string, args []any, wire bool) (*Rows, error) {
 	if c := m.combiner; c != nil {
-		if last, ok := m.seen.Get(sql); ok && !last.alone && last.took < c.shorterThan {
+		if last, ok := m.seen.Get(sql); ok && !last.alone && last.took < c.shorterThan && !c.benched(last.slow) {
 			text, ok := interpolateMySQL(sql, mysqlArgs(args))
 			if !ok || len(text) > mysqlCombinedMax-5 {
 				m.seen.Add(sql, mysqlSeen{alone: true})
@@ -191,9 +193,8 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 				}
 				res, took, err := c.runStmt(s)
 				if took >= c.leaveAt {
-					// Runs alone for good: a text holds up a batch at most
-					// once (see Postgres.remember).
-					m.seen.Add(sql, mysqlSeen{alone: true})
+					last.slow.strike() // runs alone until readmitted
+					m.seen.Add(sql, last)
 				}
 				switch {
 				case err == nil && matchColumns(res, last.cols):
@@ -217,7 +218,11 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 	start := time.Now()
 	res, err := m.query(ctx, read, sql, args)
 	if prev, ok := m.seen.Peek(sql); err == nil && (!ok || !prev.alone) {
-		m.seen.Add(sql, mysqlSeen{took: time.Since(start), cols: slices.Clone(res.Columns)})
+		rec := mysqlSeen{took: time.Since(start), slow: prev.slow, cols: slices.Clone(res.Columns)}
+		if c := m.combiner; c != nil {
+			c.ranAlone(&rec.slow, rec.took)
+		}
+		m.seen.Add(sql, rec)
 	}
 	return res, err
 }

@@ -270,12 +270,14 @@ func TestMySQLCombinerOnlySeenTexts(t *testing.T) {
 	}
 }
 
-// TestMySQLCombinerLeavesForGood: a text whose combined run was slow runs
-// alone from then on, however short its later runs.
-func TestMySQLCombinerLeavesForGood(t *testing.T) {
+// TestMySQLCombinerBenchesSlowTexts: a text whose combined run was slow
+// runs alone until readmitAfter short runs alone have followed, then twice
+// as many after its next slow run.
+func TestMySQLCombinerBenchesSlowTexts(t *testing.T) {
 	m, _ := openMySQLCombinedT(t, 2, 1)
 	m.combiner.shorterThan = 50 * time.Millisecond
 	m.combiner.leaveAt = 300 * time.Millisecond
+	m.combiner.readmitAfter = 2
 	ctx := context.Background()
 	combined := func() int64 { n, _ := m.combiner.stats(); return n }
 	for i, step := range []struct {
@@ -285,8 +287,15 @@ func TestMySQLCombinerLeavesForGood(t *testing.T) {
 		{0, 0},   // first run: alone
 		{0, 1},   // seen and short: combined
 		{0.4, 2}, // combined, and too long: leaves
-		{0, 2},   // alone, short again
-		{0, 2},   // and alone for good
+		{0, 2},   // alone, short again: 1 of 2
+		{0, 2},   // 2 of 2
+		{0, 3},   // back in a batch
+		{0.4, 4}, // too long again: leaves for 4 short runs alone
+		{0, 4},
+		{0, 4},
+		{0, 4},
+		{0, 4},
+		{0, 5}, // back
 	} {
 		if _, err := m.QueryPublic(ctx, "SELECT SLEEP(?) AS s", step.sleep); err != nil {
 			t.Fatalf("step %d: %v", i, err)

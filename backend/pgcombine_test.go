@@ -332,12 +332,14 @@ func TestOpenPipelineLanes(t *testing.T) {
 }
 
 // TestCombinerLeavesOnlyWhenSlow: a combined text stays combined through
-// runs longer than it takes to enter (a busy server's queue), and runs
-// alone once a run takes leaveAt or more.
+// runs longer than it takes to enter (a busy server's queue), runs alone
+// once a run takes leaveAt or more, and comes back after readmitAfter
+// short runs alone, twice as many after its second slow run.
 func TestCombinerLeavesOnlyWhenSlow(t *testing.T) {
 	p := openCombinedT(t, pgDSN(t), 2, 1)
 	p.combiner.shorterThan = 50 * time.Millisecond
 	p.combiner.leaveAt = 500 * time.Millisecond
+	p.combiner.readmitAfter = 2
 	ctx := context.Background()
 	q := `SELECT pg_sleep($1::float8)::text`
 	for i, step := range []struct {
@@ -349,8 +351,17 @@ func TestCombinerLeavesOnlyWhenSlow(t *testing.T) {
 		{0.1, 2}, // longer than it takes to enter, shorter than to leave: still combined
 		{0, 3},
 		{0.6, 4}, // combined, and too long: leaves
-		{0, 4},   // alone, short again
-		{0, 4},   // and alone for good: a text holds up a batch at most once
+		{0, 4},   // alone, short: 1 of 2
+		{0.1, 4}, // alone, not short: the count starts again
+		{0, 4},   // 1 of 2
+		{0, 4},   // 2 of 2
+		{0, 5},   // back in a batch
+		{0.6, 6}, // too long again: leaves for 4 short runs alone
+		{0, 6},
+		{0, 6},
+		{0, 6},
+		{0, 6},
+		{0, 7}, // back
 	} {
 		if _, err := p.QueryPostgresText(ctx, q, step.sleep); err != nil {
 			t.Fatal(err)

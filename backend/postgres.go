@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/dpproxy/dpproxy/directio"
 	"log/slog"
-	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -53,9 +52,8 @@ type Postgres struct {
 	pool *pgPool
 	desc string // host:port/database, for logs
 	// seen holds the statement texts run recently, each with how long its
-	// last run took on the server's side (combinedSlow once a combined run
-	// of it was slow).
-	seen *lru.Cache[string, time.Duration]
+	// last run alone took on the server's side, and its slow combined runs.
+	seen *lru.Cache[string, pgSeen]
 	// combiner batches concurrent short statements (combine.go,
 	// pgcombine.go); keepPrepared bounds the statements each connection
 	// keeps prepared for its batches (combinePrepared).
@@ -135,7 +133,7 @@ func newPostgres(dsn string, maxConns int) (*Postgres, error) {
 	}
 	desc := fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
 	p := &Postgres{pool: newPgPool(cc, maxConns, afterConnect), desc: desc, keepPrepared: combinePrepared}
-	p.seen, _ = lru.New[string, time.Duration](seenStatements)
+	p.seen, _ = lru.New[string, pgSeen](seenStatements)
 	p.setPipelineLanes(defaultPipelineLanes(maxConns))
 	return p, nil
 }
@@ -200,21 +198,20 @@ func (p *Postgres) query(ctx context.Context, read statementReader, sql string, 
 	return res, nil
 }
 
-// combinedSlow marks in seen a text a combined run found slow
-// (combineLeaveAt or more): it runs alone from then on, whatever its later
-// runs take. One text's runs can differ widely (a DP query's bounded SQL,
-// its constants parameters: a lookup by key, then a scan of the table), so
-// that a short run alone must not bring a long one back into a batch: a
-// text holds up a batch at most once.
-const combinedSlow = time.Duration(math.MaxInt64)
+// pgSeen is what Postgres remembers of a statement text.
+type pgSeen struct {
+	took time.Duration // its last run alone
+	slow slowRecord    // its slow combined runs (combine.go)
+}
 
-// remember records how long a run of sql took, keeping the mark of a text
-// found slow in a batch.
+// remember records how long a run of sql alone took.
 func (p *Postgres) remember(sql string, took time.Duration) {
-	if last, ok := p.seen.Peek(sql); ok && last == combinedSlow {
-		return
+	rec, _ := p.seen.Peek(sql)
+	rec.took = took
+	if p.combiner != nil {
+		p.combiner.ranAlone(&rec.slow, took)
 	}
-	p.seen.Add(sql, took)
+	p.seen.Add(sql, rec)
 }
 
 var textResults = pgx.QueryResultFormats{pgx.TextFormatCode}

@@ -57,12 +57,13 @@ func (p *Postgres) combined(ctx context.Context, sql string, args []any, wire bo
 		return nil, false, nil
 	}
 	last, seen := p.seen.Get(sql)
-	if !seen || last >= p.combiner.shorterThan {
+	if !seen || last.took >= p.combiner.shorterThan || p.combiner.benched(last.slow) {
 		return nil, false, nil
 	}
 	res, took, err := p.combiner.run(ctx, sql, args, wire)
 	if took >= p.combiner.leaveAt {
-		p.seen.Add(sql, combinedSlow) // runs alone from now on
+		last.slow.strike() // runs alone until readmitted
+		p.seen.Add(sql, last)
 	}
 	switch {
 	case err == nil:
