@@ -290,7 +290,10 @@ func oneProcessorText(rows []Row) string {
 		"count to its load (`procs`): one while it uses less than 0.8 of a core and goroutines wait in " +
 		"system calls less than a tenth of a 250 ms period (sampled at 10 ms ticks, and declared by the ledger's commits, " +
 		"whose fsync waits the ticks see too little of on one processor), every processor otherwise, back to one after " +
-		"a second below 0.6 of a core and a twentieth of the period. The bare Go relay and the answering server size " +
+		"a second below 0.6 of a core and a twentieth of the period. A load in between that does not wait (under 1.2 cores " +
+		"on every processor) is tried on one after 2 s, then after twice as long each time it does not fit there (up to " +
+		"32 s): the same load costs more CPU on two processors, so after a burst of logins a passthrough load at 0.55–0.68 " +
+		"of a core on one stayed at 0.7–0.8 on two, at 30–40 % more CPU per query, for good. The bare Go relay and the answering server size " +
 		"theirs the same way. In turns on the development machine against every processor: the passthrough's CPU " +
 		"per query 28–34 µs against 33–43 µs at a TPS 1.02–1.03× as high; workload 9 at 0.84–0.85× of direct MariaDB " +
 		"(binary protocol) against 0.73–0.74× and 0.58–0.63× (text) against 0.53×; workload 5 on every processor " +
@@ -489,8 +492,15 @@ to send join it: batches went from 2.5 to 3.8 statements on average
 (dpproxy's metrics), and in four more rounds dpproxy reached 1.00–1.11×
 PgBouncer's TPS (simple) and 1.08–1.11× (extended), against 0.84–0.86×
 and 0.81–0.86× for the commit before the pipelining. Only a text seen before whose last run took the server under
-2 ms is combined, and it leaves once a combined run takes 20 ms, so that
-a long statement holds up a batch at most once. Before that: public-table rows of wire-safe types (bool,
+2 ms is combined; a combined run that takes 20 ms benches the text
+until 64 short runs alone have followed, twice as many after each
+further slow run, so that a long statement holds up a batch only a few
+times in its life. (It used to leave for good; but a stall of the
+machine makes any statement slow once, and on the development machine
+one 22 ms stall sent this workload's text alone within 15 s in most
+runs, at 57–63 µs of CPU per query and 0.75–0.82× PgBouncer's TPS in
+the extended protocol, against 37–46 µs and 1.06–1.25× benched and
+readmitted, in the same turns.) Before that: public-table rows of wire-safe types (bool,
 integers, text) go to PostgreSQL clients as the backend's own DataRow
 bytes, without decoding and re-encoding each value (the micro-benchmark
 DataRowWire1000 against DataRowTextSafe1000: about 2.5× faster, no
