@@ -61,8 +61,9 @@ const combineHoldoff = 2 * time.Millisecond
 
 // A text is combined once a run of it took the server less than
 // combineShorterThan, and until a combined run takes combineLeaveAt or
-// more: how long a statement takes at the head of a batch includes the
-// server's own queue, which a busy server makes long for any statement.
+// more (it is then benched: slowRecord): how long a statement takes at
+// the head of a batch includes the server's own queue, which a busy
+// server makes long for any statement.
 const (
 	combineShorterThan = 2 * time.Millisecond
 	combineLeaveAt     = 20 * time.Millisecond
@@ -76,7 +77,10 @@ const combineReadmitAfter = 64
 // how many there were, and how many short runs alone (shorter than
 // shorterThan) followed the last. A text with strikes runs alone until
 // readmitAfter·2^(strikes−1) short runs alone have followed; a run alone
-// that is not short starts that count again.
+// that is not short starts that count again. Records are read and written
+// back without a lock: concurrent runs of one text may lose a count, which
+// only delays its return (it waits at least that many runs), or a strike,
+// which the next slow batch gives again.
 type slowRecord struct {
 	strikes, shortAlone int
 }
@@ -89,7 +93,7 @@ func (c *combiner) benched(s slowRecord) bool {
 // strike records a combined run that took leaveAt or more.
 func (s *slowRecord) strike() { s.strikes, s.shortAlone = s.strikes+1, 0 }
 
-// ranAlone records a run alone that took took.
+// ranAlone records a successful run alone of the given duration.
 func (c *combiner) ranAlone(s *slowRecord, took time.Duration) {
 	switch {
 	case s.strikes == 0:

@@ -42,9 +42,9 @@ import (
 const mysqlCombinedMax = 16 << 10
 
 // mysqlSeen is what MySQL remembers of a public-table text: how long its
-// last run took, whether it must run alone for good, its slow combined
-// runs (combine.go), and its result columns when
-// it last ran alone. A combined statement's columns are given those
+// last run took, whether it must run alone for good (it cannot be
+// combined), its slow combined runs (slowRecord), and its result columns
+// when it last ran alone. A combined statement's columns are given those
 // (matchColumns): a column of an expression with a parameter marker is
 // named after the text, "LENGTH(?)", where the combined statement's is
 // named after its literal, and an integer parameter is a BIGINT where

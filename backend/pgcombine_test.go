@@ -343,8 +343,8 @@ func TestCombinerLeavesOnlyWhenSlow(t *testing.T) {
 	ctx := context.Background()
 	q := `SELECT pg_sleep($1::float8)::text`
 	for i, step := range []struct {
-		sleep    float64
-		combined int64 // statements combined after the run
+		sleep    float64 // -1: a run that fails
+		combined int64   // statements combined after the run
 	}{
 		{0, 0},   // first run: alone
 		{0, 1},   // seen and short: combined
@@ -354,6 +354,7 @@ func TestCombinerLeavesOnlyWhenSlow(t *testing.T) {
 		{0, 4},   // alone, short: 1 of 2
 		{0.1, 4}, // alone, not short: the count starts again
 		{0, 4},   // 1 of 2
+		{-1, 4},  // alone, failed: does not count
 		{0, 4},   // 2 of 2
 		{0, 5},   // back in a batch
 		{0.6, 6}, // too long again: leaves for 4 short runs alone
@@ -363,7 +364,11 @@ func TestCombinerLeavesOnlyWhenSlow(t *testing.T) {
 		{0, 6},
 		{0, 7}, // back
 	} {
-		if _, err := p.QueryPostgresText(ctx, q, step.sleep); err != nil {
+		if step.sleep < 0 {
+			if _, err := p.QueryPostgresText(ctx, q, "not a number"); err == nil {
+				t.Fatalf("run %d: no error", i+1)
+			}
+		} else if _, err := p.QueryPostgresText(ctx, q, step.sleep); err != nil {
 			t.Fatal(err)
 		}
 		if got := p.combiner.statements.Load(); got != step.combined {

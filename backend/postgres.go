@@ -188,7 +188,7 @@ func (p *Postgres) query(ctx context.Context, read statementReader, sql string, 
 	}
 	ran := time.Now()
 	res, err := runStatement(ctx, pc.conn, read, sql, args, mode)
-	p.remember(sql, time.Since(ran))
+	p.remember(sql, time.Since(ran), err == nil)
 	if err != nil {
 		cleanupConn(ctx, pc.conn)
 		slog.DebugContext(ctx, "backend: postgres query failed", "err", err, "elapsed", time.Since(start))
@@ -204,11 +204,12 @@ type pgSeen struct {
 	slow slowRecord    // its slow combined runs (combine.go)
 }
 
-// remember records how long a run of sql alone took.
-func (p *Postgres) remember(sql string, took time.Duration) {
+// remember records how long a run of sql alone took; only a successful
+// one counts towards a benched text's return.
+func (p *Postgres) remember(sql string, took time.Duration, ok bool) {
 	rec, _ := p.seen.Peek(sql)
 	rec.took = took
-	if p.combiner != nil {
+	if p.combiner != nil && ok {
 		p.combiner.ranAlone(&rec.slow, took)
 	}
 	p.seen.Add(sql, rec)

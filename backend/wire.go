@@ -50,8 +50,9 @@ func (p *Postgres) QueryPostgresText(ctx context.Context, sql string, args ...an
 
 // combined runs sql in a combined batch (wire form when wire is set and
 // every column is wire-safe, decoded otherwise) when it is a text seen
-// before whose last run was short: it runs prepared, and a long one would
-// hold up its batch. ok is false when the statement should run alone.
+// before whose last run was short and that is not benched (slowRecord):
+// it runs prepared, and a long one would hold up its batch. ok is false
+// when the statement should run alone.
 func (p *Postgres) combined(ctx context.Context, sql string, args []any, wire bool) (res *Rows, ok bool, err error) {
 	if p.combiner == nil {
 		return nil, false, nil

@@ -41,12 +41,14 @@
 // steady load then costs more than downCores on the most though it took
 // less than upCores on one (a passthrough load on the development machine
 // stayed at 0.7–0.8 of a core on two processors, 30–40 % more CPU per
-// query than on one, where it took 0.55–0.68). So a load in the band
-// that does not wait in system calls (below probeCores and downBlocked)
-// is tried on one processor after probeAfter periods in a row, and stays
-// there unless that period is busy; each try that goes back up doubles
-// the wait before the next, up to probeAfterMost periods (32 s), so a
-// load that needs the most loses at most one period in 128 to a try.
+// query than on one, where it took 0.55–0.68). So on the most, a load
+// below probeCores (1.2 cores, above upCores: what fits on one processor
+// costs more here) that does not wait in system calls (below downBlocked)
+// is tried on one processor after probeAfter periods in a row (2 s), and
+// stays there unless it turns busy within downAfter periods; each try
+// that goes back up doubles the wait before the next, up to
+// probeAfterMost periods (32 s), so a load that needs the most loses
+// about one period in 128 to the tries.
 //
 // The price: on one processor a goroutine that computes for long holds
 // up the others, up to the scheduler's 10 ms time slice at a time, until

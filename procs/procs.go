@@ -23,7 +23,7 @@ type settings struct {
 	downAfter      int           // quiet periods in a row
 	// On the most, a load below probeCores that has not waited in system
 	// calls (below downBlocked) for probeAfter periods in a row is tried
-	// on one processor for a period; each try that ends back on the most
+	// on one processor; a try that turns busy within downAfter periods
 	// doubles the wait before the next, up to probeAfterMost periods.
 	probeCores     float64
 	probeAfter     int
@@ -80,11 +80,13 @@ type controller struct {
 	one   bool // the period in force runs on one processor
 	quiet int  // periods in a row below the down thresholds, on the most
 	// calm counts periods in a row on the most below probeCores and
-	// downBlocked; probing marks a period on one processor that tries
-	// whether the load fits there; probeWait is the calm periods the next
-	// try waits for (0: probeAfter).
+	// downBlocked; probing marks the periods on one processor that try
+	// whether the load fits there, settled of them so far (downAfter
+	// settle the try); probeWait is the calm periods the next try waits
+	// for (0: probeAfter).
 	calm      int
 	probing   bool
+	settled   int
 	probeWait int
 }
 
@@ -99,7 +101,8 @@ func (c *controller) next(l load) bool {
 	}
 	switch {
 	case c.one:
-		if busy {
+		switch {
+		case busy:
 			// A try that did not fit waits twice as long for the next;
 			// any other rise starts again from probeAfter.
 			if c.probing {
@@ -107,9 +110,12 @@ func (c *controller) next(l load) bool {
 			} else {
 				c.probeWait = c.probeAfter
 			}
-			c.one, c.quiet, c.calm = false, 0, 0
+			c.one, c.quiet, c.calm, c.probing = false, 0, 0, false
+		case c.probing:
+			if c.settled++; c.settled >= c.downAfter {
+				c.probing = false // the load fits on one
+			}
 		}
-		c.probing = false
 	case !calm:
 		c.quiet, c.calm = 0, 0
 	default:
@@ -123,10 +129,10 @@ func (c *controller) next(l load) bool {
 		case c.quiet >= c.downAfter:
 			c.one, c.quiet, c.calm = true, 0, 0
 		case c.calm >= c.probeWait:
-			// Between the thresholds the same load costs more CPU on
-			// several processors than on one (the scheduler's
-			// coordination), so it may never look quiet there: try one.
-			c.one, c.probing, c.quiet, c.calm = true, true, 0, 0
+			// The same load costs more CPU on several processors than
+			// on one (the scheduler's coordination), so one that fits on
+			// one may never look quiet on the most: try one.
+			c.one, c.probing, c.settled, c.quiet, c.calm = true, true, 0, 0, 0
 		}
 	}
 	return c.one

@@ -84,6 +84,46 @@ func TestControllerTriesOneLessOftenWhenItDoesNotFit(t *testing.T) {
 	}
 }
 
+// TestControllerTryOutcome: a try that turns busy within downAfter
+// periods on one processor doubles the wait before the next, even if its
+// first period fit; one that stayed settles, and the next rise waits
+// probeAfter again.
+func TestControllerTryOutcome(t *testing.T) {
+	mid, over := load{cores: 0.7}, load{cores: 0.85}
+	// periodsToTry runs mid loads on the most until the controller tries
+	// one processor, and returns how many it took.
+	periodsToTry := func(c *controller) int {
+		for n := 1; n <= 1000; n++ {
+			if c.next(mid) {
+				return n
+			}
+		}
+		return -1
+	}
+	c := &controller{settings: defaults, one: true}
+	c.next(load{cores: 1.5})
+	if n := periodsToTry(c); n != 8 {
+		t.Fatalf("first try after %d periods, want 8", n)
+	}
+	c.next(mid) // fits for a period...
+	if c.next(over) {
+		t.Fatal("a busy period on one processor stayed there")
+	}
+	// ...then turned busy: the try failed.
+	if n := periodsToTry(c); n != 16 {
+		t.Fatalf("after a try that turned busy in its second period, the next after %d periods, want 16", n)
+	}
+	for range defaults.downAfter {
+		if !c.next(mid) {
+			t.Fatal("a fitting load left one processor")
+		}
+	}
+	c.next(over) // a rise after the try settled
+	if n := periodsToTry(c); n != 8 {
+		t.Fatalf("after a try that settled, the next after %d periods, want 8", n)
+	}
+}
+
 func TestPeriodLoad(t *testing.T) {
 	tests := []struct {
 		name            string

@@ -51,10 +51,10 @@ type handle struct {
 // declared). A statement that would be refused is refused here, with the
 // error executing it would give.
 func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes.Type) (*sqltypes.Prepared, error) {
-	if p, ok := s.PrepareMemoized(sql, paramTypes); ok {
+	key := s.prepareKey(sql, paramTypes)
+	if p, ok := s.memoized(key); ok {
 		return p, nil
 	}
-	key := s.prepareKey(sql, paramTypes)
 	p, err := s.prepareNew(ctx, sql, paramTypes)
 	if err == nil && handleOf(p).passthrough != "" {
 		// A public-table query with parameters: its description depends
@@ -72,7 +72,13 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 // wraps a statement's run in (a context, the statement timer). ok is false
 // otherwise; Prepare then does the work.
 func (s *Session) PrepareMemoized(sql string, paramTypes []sqltypes.Type) (p *sqltypes.Prepared, ok bool) {
-	p, ok = s.engine.PreparedStatements().Get(s.prepareKey(sql, paramTypes))
+	return s.memoized(s.prepareKey(sql, paramTypes))
+}
+
+// memoized looks key up in the engine's memo of prepared public-table
+// queries; one prepared under another policy does not count.
+func (s *Session) memoized(key engine.MemoKey) (*sqltypes.Prepared, bool) {
+	p, ok := s.engine.PreparedStatements().Get(key)
 	if !ok || handleOf(p).passthroughPolicy != s.engine.Policy() {
 		return nil, false
 	}

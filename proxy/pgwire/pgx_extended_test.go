@@ -129,6 +129,22 @@ func TestPgxExecModeParsesFromTheMemo(t *testing.T) {
 	if err := conn.QueryRow(ctx, "echo int8", int64(9)).Scan(&n); err != nil || n != 9 {
 		t.Fatalf("after the errors: %d, %v", n, err)
 	}
+	// A memoized statement is refused in a failed transaction like any
+	// other.
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "bad", int64(1)); err == nil {
+		t.Fatal("no error")
+	}
+	err = tx.QueryRow(ctx, "echo int8", int64(2)).Scan(&n)
+	if pgErr := pgError(t, err); pgErr.Code != "25P02" {
+		t.Errorf("a memoized statement in a failed transaction: %+v", pgErr)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
 	round := "F Parse, F Bind, F Describe, F Execute, F Sync, B ParseComplete, B BindComplete, B RowDescription, B DataRow, B CommandComplete, B ReadyForQuery"
 	if got := strings.Join(tr.names(), ", "); !strings.HasPrefix(got, round+", "+round+", "+round+", F Parse") {
 		t.Errorf("messages:\n%s\nwant three rounds of:\n%s", got, round)
@@ -142,8 +158,8 @@ func TestPgxExecModeParsesFromTheMemo(t *testing.T) {
 			bads++
 		}
 	}
-	if echoes != 1 || bads != 2 {
-		t.Errorf("Prepare called %d times for the memoized text, %d for the failing one; want 1 and 2", echoes, bads)
+	if echoes != 1 || bads != 3 {
+		t.Errorf("Prepare called %d times for the memoized text, %d for the failing one; want 1 and 3", echoes, bads)
 	}
 }
 
