@@ -49,8 +49,8 @@ import (
 // stall of the machine (a paused virtual CPU, the server's checkpoint)
 // makes any statement slow once in a while, and a text that ran alone
 // for good after one would lose combining for the life of the process
-// (on the development machine the passthrough text of workload 4 was
-// benched within 15 s in most runs). And so that lanes held by
+// (on the development machine one 22 ms stall did so to workload 4's
+// passthrough text within a 15 s run). And so that lanes held by
 // statements that turned slow do not hold everyone, a statement that finds
 // every lane busy, none taken and no batch finished for combineHoldoff,
 // runs on a pooled connection of its own.

@@ -497,10 +497,12 @@ until 64 short runs alone have followed, twice as many after each
 further slow run, so that a long statement holds up a batch only a few
 times in its life. (It used to leave for good; but a stall of the
 machine makes any statement slow once, and on the development machine
-one 22 ms stall sent this workload's text alone within 15 s in most
-runs, at 57–63 µs of CPU per query and 0.75–0.82× PgBouncer's TPS in
-the extended protocol, against 37–46 µs and 1.06–1.25× benched and
-readmitted, in the same turns.) Before that: public-table rows of wire-safe types (bool,
+a build that logged it saw one 22 ms stall send this workload's text
+alone within a 15 s run; in three rounds of turns, both on one
+processor, the build before gave 57–63 µs of CPU per query and
+0.75–0.82× PgBouncer's TPS in the extended protocol, the build with
+this rule (and a cheaper Parse of a memoized statement) 37–46 µs and
+1.06–1.25×.) Before that: public-table rows of wire-safe types (bool,
 integers, text) go to PostgreSQL clients as the backend's own DataRow
 bytes, without decoding and re-encoding each value (the micro-benchmark
 DataRowWire1000 against DataRowTextSafe1000: about 2.5× faster, no
