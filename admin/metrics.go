@@ -122,6 +122,8 @@ var (
 		"Pipeline batches sent: pipelined statements ÷ batches is the mean batch size.", nil, nil)
 	unioned = prometheus.NewDesc("dpproxy_backend_unioned_statements_total",
 		"Pipelined statements answered together with others of their shape by one UNION ALL (MySQL).", nil, nil)
+	lookups = prometheus.NewDesc("dpproxy_backend_key_lookups_total",
+		"Pipelined lookups by one integer key answered together with others of their shape by one statement listing their keys (MySQL).", nil, nil)
 	clientConns = prometheus.NewDesc("dpproxy_client_connections",
 		"Client connections by state: handshake (logging in), active (running a statement), idle.", []string{"state"}, nil)
 	loginFailures = prometheus.NewDesc("dpproxy_login_failures_total",
@@ -131,7 +133,7 @@ var (
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{budgetSpent, budgetLimit, budgetRemaining, budgetDeltaSpent, budgetDeltaLimit, poolConns, poolWaits, poolWaited, pipelined, pipelineBatches, unioned, clientConns, loginFailures, auditErrors} {
+	for _, d := range []*prometheus.Desc{budgetSpent, budgetLimit, budgetRemaining, budgetDeltaSpent, budgetDeltaLimit, poolConns, poolWaits, poolWaited, pipelined, pipelineBatches, unioned, lookups, clientConns, loginFailures, auditErrors} {
 		ch <- d
 	}
 }
@@ -181,6 +183,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(pipelined, float64(s.Pipelined))
 		counter(pipelineBatches, float64(s.Batches))
 		counter(unioned, float64(s.Unioned))
+		counter(lookups, float64(s.Lookups))
 	}
 	if c.src.Connections != nil {
 		open, handshakes := c.src.Connections()

@@ -36,8 +36,9 @@ type PoolStats struct {
 	// statements seen before, combine.go).
 	Pipelined, Batches int64
 	// Unioned of them (MySQL) were answered together with others of
-	// their shape, by one UNION ALL (myunion.go).
-	Unioned int64
+	// their shape, by one UNION ALL, and Lookups, lookups by key, by one
+	// statement listing their keys (myunion.go).
+	Unioned, Lookups int64
 }
 
 // sqlPoolStats reads a database/sql pool's use.

@@ -145,6 +145,10 @@ type combinedStmt struct {
 	// when it last ran alone.
 	shape string
 	cols  []Column
+	// lookup and key, where set, make it a lookup by key: lookups with
+	// one lookup (their statement's prefix, myunion.go) are answered by
+	// one statement with their keys (digits) in a list.
+	lookup, key string
 
 	// done is closed when res and err are set (answer), or when lead is
 	// set (the caller then leads the next batch).

@@ -23,8 +23,19 @@ type ResultLimit struct {
 type statement struct {
 	limit ResultLimit
 	// shape, on MySQL, lets statements of one shape be answered together
-	// by one UNION ALL (myunion.go).
-	shape string
+	// by one UNION ALL (myunion.go), and lookup lookups by key of one
+	// shape by one statement with their keys in a list.
+	shape  string
+	lookup Lookup
+}
+
+// Lookup is a MySQL lookup by one integer key (rewrite.Lookup, shape.go
+// there): Prefix is the statement answering lookups of its shape up to
+// its list of keys, Key the lookup's key (digits), "" when it is the
+// statement's one parameter. The zero Lookup is none.
+type Lookup struct {
+	Prefix string
+	Key    string
 }
 
 type statementKey struct{}
@@ -32,15 +43,17 @@ type statementKey struct{}
 // WithResultLimit returns a context whose queries are held to l (and keep
 // the shape ctx gave them).
 func WithResultLimit(ctx context.Context, l ResultLimit) context.Context {
-	return WithStatement(ctx, l, statementShapeFrom(ctx))
+	st := statementFrom(ctx)
+	return WithStatement(ctx, l, st.shape, st.lookup)
 }
 
 // WithStatement returns a context whose queries are held to l and whose
-// statement has the given shape (rewrite.Passthrough.Shape, "" for none):
-// on MySQL, statements of one shape may be answered together by one
-// UNION ALL.
-func WithStatement(ctx context.Context, l ResultLimit, shape string) context.Context {
-	return context.WithValue(ctx, statementKey{}, &statement{limit: l, shape: shape})
+// statement has the given shape (rewrite.Passthrough.Shape, "" for none)
+// and lookup (rewrite.Passthrough.Lookup): on MySQL, statements of one
+// shape may be answered together by one UNION ALL, and lookups of one
+// shape by one statement.
+func WithStatement(ctx context.Context, l ResultLimit, shape string, lookup Lookup) context.Context {
+	return context.WithValue(ctx, statementKey{}, &statement{limit: l, shape: shape, lookup: lookup})
 }
 
 func statementFrom(ctx context.Context) statement {

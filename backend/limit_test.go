@@ -91,7 +91,7 @@ func TestResultLimit(t *testing.T) {
 // TestStatementContext: a statement's limit and shape travel in one
 // context value, and a limit set later keeps the shape.
 func TestStatementContext(t *testing.T) {
-	ctx := WithStatement(context.Background(), ResultLimit{Rows: 5}, "SELECT a FROM t WHERE b = ?")
+	ctx := WithStatement(context.Background(), ResultLimit{Rows: 5}, "SELECT a FROM t WHERE b = ?", Lookup{})
 	ctx = WithResultLimit(ctx, ResultLimit{Bytes: 9})
 	if got := resultLimitFrom(ctx); got != (ResultLimit{Bytes: 9}) {
 		t.Errorf("limit %+v, want the later one", got)

@@ -188,8 +188,11 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 				// The arguments go along only to say the text has them
 				// (see readMySQLResult).
 				s := newCombinedStmt(ctx, text, args, wire)
-				if shape := statementShapeFrom(ctx); shape != "" && unionableColumns(last.cols) && !m.noUnion.Contains(shape) {
-					s.shape, s.cols = shape, last.cols
+				if st := statementFrom(ctx); st.shape != "" && unionableColumns(last.cols) && !m.noUnion.Contains(st.shape) {
+					s.shape, s.cols = st.shape, last.cols
+					if key, ok := lookupKey(st.lookup, args); ok {
+						s.lookup, s.key = st.lookup.Prefix, key
+					}
 				}
 				res, took, err := c.runStmt(s)
 				if took >= c.leaveAt {
@@ -279,11 +282,16 @@ func (m *MySQL) sendBatch(ctx context.Context, batch []*combinedStmt) error {
 		cmds := mysqlCommands(batch, lc.unions)
 		keep, err := sc.sendPipelined(ctx, cmds)
 		for _, cmd := range cmds {
-			if cmd.sql != "" {
-				for _, s := range cmd.stmts {
-					if s.res != nil { // set before its caller was answered
-						m.unioned.Add(1)
-					}
+			if cmd.sql == "" {
+				continue
+			}
+			count := &m.unioned
+			if cmd.keys != nil {
+				count = &m.lookups
+			}
+			for _, s := range cmd.stmts {
+				if s.res != nil { // set before its caller was answered
+					count.Add(1)
 				}
 			}
 		}

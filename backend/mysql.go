@@ -72,9 +72,10 @@ type MySQL struct {
 	// noUnion holds the shapes whose statements are not answered by one
 	// UNION ALL (myunion.go): the first try failed.
 	noUnion *lru.Cache[string, struct{}]
-	// unioned counts the statements sent in a UNION ALL.
-	unioned     atomic.Int64
-	pipelinable bool
+	// unioned counts the statements sent in a UNION ALL, lookups the
+	// lookups by key answered by one statement listing their keys.
+	unioned, lookups atomic.Int64
+	pipelinable      bool
 	// lanes keeps the connections of the combiner's idle lanes
 	// (mycombine.go); closed is set by Close.
 	lanes  chan laneConn
@@ -398,6 +399,6 @@ func mysqlText(v any) any {
 func (m *MySQL) Stats() PoolStats {
 	s := sqlPoolStats(m.db.Stats())
 	s.Pipelined, s.Batches = m.combiner.stats()
-	s.Unioned = m.unioned.Load()
+	s.Unioned, s.Lookups = m.unioned.Load(), m.lookups.Load()
 	return s
 }

@@ -66,6 +66,9 @@ var unionStructuralErrors = map[uint16]bool{1060: true, 1221: true, 1222: true, 
 type mysqlCommand struct {
 	stmts []*combinedStmt
 	sql   string
+	// keys, for lookups by key answered together, names the statements
+	// each key answers (by their index in stmts).
+	keys map[string][]int
 }
 
 // text is the command's statement.
@@ -92,14 +95,19 @@ func mysqlCommands(batch []*combinedStmt, unions bool) []mysqlCommand {
 			of[k], sizes = len(sizes), append(sizes, 1)
 			continue
 		}
-		grow := len(s.sql) + 64
-		if i, ok := open[s.shape]; ok && sizes[i] < mysqlUnionMax && bytes[s.shape]+grow <= mysqlCombinedMax-5 {
+		// Lookups by key go together by their statement's prefix, other
+		// statements by their shape.
+		group, grow := s.shape, len(s.sql)+64
+		if s.lookup != "" {
+			group, grow = "\x00"+s.lookup, len(s.lookup)+len(s.key)+2
+		}
+		if i, ok := open[group]; ok && sizes[i] < mysqlUnionMax && bytes[group]+grow <= mysqlCombinedMax-5 {
 			of[k] = i
 			sizes[i]++
-			bytes[s.shape] += grow
+			bytes[group] += grow
 			continue
 		}
-		open[s.shape], bytes[s.shape] = len(sizes), grow
+		open[group], bytes[group] = len(sizes), grow
 		of[k], sizes = len(sizes), append(sizes, 1)
 	}
 	cmds := make([]mysqlCommand, len(sizes))
@@ -111,8 +119,12 @@ func mysqlCommands(batch []*combinedStmt, unions bool) []mysqlCommand {
 		cmds[of[k]].stmts = append(cmds[of[k]].stmts, s)
 	}
 	for i := range cmds {
-		if len(cmds[i].stmts) > 1 {
-			cmds[i].sql = unionSQL(cmds[i].stmts)
+		switch c := &cmds[i]; {
+		case len(c.stmts) < 2:
+		case c.stmts[0].lookup != "":
+			c.sql, c.keys = lookupSQL(c.stmts)
+		default:
+			c.sql = unionSQL(c.stmts)
 		}
 	}
 	return cmds
@@ -184,7 +196,8 @@ func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, e
 	if err != nil {
 		return false, err
 	}
-	split := len(cols) > 1 && unionColumnsMatch(cols, stmts)
+	lookup := cmd.keys != nil
+	split := len(cols) > 1 && unionColumnsMatch(cols, stmts, lookup)
 	// The branches' results are allocated together and share their row
 	// bytes (each row capped at its end): they stay in memory together
 	// until the last caller is done with its result, at most
@@ -194,6 +207,9 @@ func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, e
 	if split {
 		rows = make([]mysqlResultRows, len(stmts))
 		layout := newMySQLResultLayout(cols[1:])
+		if lookup {
+			layout = newMySQLResultLayout(cols[:len(cols)-1])
+		}
 		for i, s := range stmts {
 			rows[i].init(s, layout, &buf)
 		}
@@ -216,7 +232,17 @@ func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, e
 			serverError(p)
 			return false, nil
 		}
-		if split {
+		switch {
+		case split && lookup:
+			// Every row has a key asked for (IN); one that does not
+			// (its text not the key's) leaves the lookups to run alone.
+			row, key, ok := lookupRow(p, len(cols))
+			to := cmd.keys[key]
+			split = ok && len(to) > 0
+			for _, i := range to {
+				rows[i].add(row)
+			}
+		case split:
 			if branch, rest, ok := unionBranch(p, len(stmts)); ok {
 				rows[branch].add(rest)
 			} else {
@@ -230,14 +256,18 @@ func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, e
 }
 
 // unionColumnsMatch reports whether a union's columns (its branch number
-// first) can be split into each statement's result: every other column
-// an integer or a character string, named and typed as when the
-// statement last ran alone (s.cols).
-func unionColumnsMatch(cols []mysqlColumn, stmts []*combinedStmt) bool {
-	if t, _ := mysqlColumnDecoder(cols[0].typeName); !t.Integer() {
+// first), or a lookup statement's (its key last), can be split into each
+// statement's result: every other column an integer or a character
+// string, named and typed as when the statement last ran alone (s.cols).
+func unionColumnsMatch(cols []mysqlColumn, stmts []*combinedStmt, lookup bool) bool {
+	rest := cols[1:]
+	if lookup {
+		if rest = cols[:len(cols)-1]; !lookupKeyColumn(cols[len(cols)-1]) {
+			return false
+		}
+	} else if t, _ := mysqlColumnDecoder(cols[0].typeName); !t.Integer() {
 		return false
 	}
-	rest := cols[1:]
 	for _, c := range rest {
 		t, safe := mysqlWireType(c.typeName)
 		if !safe || c.zerofill || !(t.Integer() || c.typeName == "CHAR" || c.typeName == "VARCHAR" || strings.HasSuffix(c.typeName, "TEXT")) {

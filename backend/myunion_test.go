@@ -156,7 +156,7 @@ func TestMySQLUnionFailsOver(t *testing.T) {
 	}
 
 	// Through queryPublic: the right answer, and the shape marked.
-	shaped := WithStatement(ctx, ResultLimit{}, "no cache")
+	shaped := WithStatement(ctx, ResultLimit{}, "no cache", Lookup{})
 	texts := []string{"SELECT SQL_NO_CACHE k, k + 0 FROM u WHERE k = 1", "SELECT SQL_NO_CACHE k, k + 0 FROM u WHERE k = 2"}
 	for _, sql := range texts {
 		if _, err := m.QueryMySQLText(shaped, sql); err != nil { // seen, alone
@@ -188,7 +188,7 @@ func TestMySQLUnionFailsOver(t *testing.T) {
 func TestMySQLUnionConcurrentCallers(t *testing.T) {
 	m, name := openMySQLCombinedT(t, 4, 1)
 	unionTable(t, name)
-	ctx := WithStatement(context.Background(), ResultLimit{}, "SELECT k, vc, n FROM u WHERE k = ?")
+	ctx := WithStatement(context.Background(), ResultLimit{}, "SELECT k, vc, n FROM u WHERE k = ?", Lookup{})
 	want := map[int]string{}
 	for k := 1; k <= 40; k++ {
 		res, err := m.QueryMySQLText(ctx, fmt.Sprintf("SELECT k, vc, n FROM u WHERE k = %d", k))

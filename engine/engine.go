@@ -222,7 +222,7 @@ func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, form r
 	var err error
 	l := e.Policy().Listen
 	limited := func() context.Context {
-		return backend.WithStatement(ctx, backend.ResultLimit{Rows: l.MaxResultRows, Bytes: l.MaxResultBytes}, p.Shape)
+		return backend.WithStatement(ctx, backend.ResultLimit{Rows: l.MaxResultRows, Bytes: l.MaxResultBytes}, p.Shape, backend.Lookup(p.Lookup))
 	}
 	pgWire, toPostgres := e.backend.(backend.WireQuerier)
 	myWire, toMySQL := e.backend.(backend.MySQLWireQuerier)

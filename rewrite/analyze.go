@@ -76,6 +76,10 @@ type Passthrough struct {
 	// together by one UNION ALL have in common, "" for a query that may
 	// not (shape.go).
 	Shape string
+	// Lookup, on a MySQL backend, is set for a lookup by one integer key:
+	// concurrent lookups of one shape may be answered by one statement
+	// with the keys in a list (shape.go).
+	Lookup Lookup
 	// Policy is the policy it was checked against: a memo must not reuse
 	// it under another (a reload may have made its tables protected).
 	Policy *config.Policy
@@ -198,7 +202,11 @@ func passthrough(n ast.Node, pol *config.Policy, opts Options) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Query{Passthrough: &Passthrough{SQL: sql, Policy: pol, Shape: unionShape(n, sql, opts.Dialect)}}, nil
+	p := &Passthrough{SQL: sql, Policy: pol, Shape: unionShape(n, sql, opts.Dialect)}
+	if p.Shape != "" {
+		p.Lookup = lookupShape(n, opts.Dialect)
+	}
+	return &Query{Passthrough: p}, nil
 }
 
 // analyzer plans one SELECT over a protected table.

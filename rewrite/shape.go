@@ -5,6 +5,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 )
 
@@ -167,4 +168,98 @@ func maskConstants(sql string) string {
 		}
 	}
 	return b.String()
+}
+
+// A lookup by key: a query of a union shape that is one plain SELECT of
+// columns from one table whose WHERE is only a column compared with = to
+// an integer literal (or to the statement's one parameter). On a MySQL
+// backend, concurrent lookups of one shape are answered by one statement
+// with their keys in a list (backend/mylookup.go), each row going to the
+// lookups of the key it carries. That is exact only where each lookup's
+// rows are what it gets alone: nothing but columns may be selected (an
+// aggregate would count every key's rows together, a function or a
+// variable could see the other keys' rows), there may be no LIMIT (it
+// limits each lookup alone), and the key must be an integer literal (a
+// string compared with an integer column converts as a number: '5x' =
+// 5). The backend checks that the key column is an integer one.
+
+// Lookup is what a lookup by key needs to be answered with others of its
+// shape; the zero Lookup is none.
+type Lookup struct {
+	// Prefix is the statement answering lookups of the shape up to its
+	// list of keys: "SELECT ..., `k` AS dpproxy_key FROM ... WHERE `k` IN (".
+	// Lookups of one shape have one Prefix.
+	Prefix string
+	// Key is this lookup's key, digits as written; "" when the key is
+	// the statement's one parameter.
+	Key string
+}
+
+// lookupShape returns sel's Lookup on a MySQL backend, or the zero
+// Lookup. sel has a union shape (unionSafe).
+func lookupShape(n ast.Node, d Dialect) Lookup {
+	sel, ok := n.(*ast.SelectStmt)
+	if !ok || d.Name() != "mysql" || sel.Limit != nil || sel.From == nil || sel.From.TableRefs == nil ||
+		sel.From.TableRefs.Right != nil || sel.Fields == nil {
+		return Lookup{}
+	}
+	if ts, ok := sel.From.TableRefs.Left.(*ast.TableSource); !ok {
+		return Lookup{}
+	} else if _, ok := ts.Source.(*ast.TableName); !ok {
+		return Lookup{}
+	}
+	for _, f := range sel.Fields.Fields {
+		if _, col := f.Expr.(*ast.ColumnNameExpr); f.WildCard == nil && !col {
+			return Lookup{}
+		}
+	}
+	eq, ok := sel.Where.(*ast.BinaryOperationExpr)
+	if !ok || eq.Op != opcode.EQ {
+		return Lookup{}
+	}
+	col, value := eq.L, eq.R
+	if _, ok := col.(*ast.ColumnNameExpr); !ok {
+		col, value = eq.R, eq.L
+	}
+	if _, ok := col.(*ast.ColumnNameExpr); !ok {
+		return Lookup{}
+	}
+	var key string
+	switch v := value.(type) {
+	case *test_driver.ParamMarkerExpr:
+	case *test_driver.ValueExpr:
+		if k := v.Kind(); k != test_driver.KindInt64 && k != test_driver.KindUint64 {
+			return Lookup{}
+		}
+		text, err := restore(v, d)
+		if err != nil || !allDigits(text) {
+			return Lookup{} // TRUE, a negative number
+		}
+		key = text
+	default:
+		return Lookup{}
+	}
+	fields, err := restore(sel.Fields, d)
+	if err != nil {
+		return Lookup{}
+	}
+	keyCol, err := restore(col, d)
+	if err != nil {
+		return Lookup{}
+	}
+	from, err := restore(sel.From, d)
+	if err != nil {
+		return Lookup{}
+	}
+	return Lookup{Prefix: "SELECT " + fields + "," + keyCol + " AS `dpproxy_key` FROM " + from + " WHERE " + keyCol + " IN (", Key: key}
+}
+
+// allDigits reports whether s is one or more decimal digits.
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
 }

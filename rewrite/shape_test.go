@@ -121,3 +121,77 @@ func TestMaskConstants(t *testing.T) {
 		}
 	}
 }
+
+// lookupOf analyzes sql (a public-table query, MySQL front end) for a
+// MySQL backend, or another dialect, and returns its Lookup.
+func lookupOf(t *testing.T, sql string, d Dialect) Lookup {
+	t.Helper()
+	stmts, err := Parse(sql, MySQLFrontEnd)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	q, err := Analyze(stmts[0], testPolicy(t), Options{Dialect: d, Epsilon: 1, FrontEnd: MySQLFrontEnd})
+	if err != nil || q.Passthrough == nil {
+		t.Fatalf("%s: %v %v", sql, q, err)
+	}
+	return q.Passthrough.Lookup
+}
+
+// TestLookupShape: a plain SELECT of columns from one table whose WHERE
+// is only an integer literal or a parameter compared with = to a column
+// is a lookup by key, lookups of one shape sharing their prefix; anything
+// that would not give each key's rows alone in a list of keys is not.
+func TestLookupShape(t *testing.T) {
+	for _, c := range []struct{ sql, prefix, key string }{
+		{"SELECT clinic_id, name, city FROM clinics WHERE clinic_id = 5",
+			"SELECT `clinic_id`, `name`, `city`,`clinic_id` AS `dpproxy_key` FROM `clinics` WHERE `clinic_id` IN (", "5"},
+		{"select clinic_id, name, city from clinics where clinic_id = 0017",
+			"SELECT `clinic_id`, `name`, `city`,`clinic_id` AS `dpproxy_key` FROM `clinics` WHERE `clinic_id` IN (", "17"},
+		{"SELECT name AS n, c.city FROM clinics c WHERE 9 = c.clinic_id",
+			"SELECT `name` AS `n`, `c`.`city`,`c`.`clinic_id` AS `dpproxy_key` FROM `clinics` AS `c` WHERE `c`.`clinic_id` IN (", "9"},
+		{"SELECT * FROM clinics WHERE clinic_id = ?",
+			"SELECT *,`clinic_id` AS `dpproxy_key` FROM `clinics` WHERE `clinic_id` IN (", ""},
+		{"SELECT c.* FROM clinics AS c USE INDEX (PRIMARY) WHERE c.clinic_id = 18446744073709551615",
+			"SELECT `c`.*,`c`.`clinic_id` AS `dpproxy_key` FROM `clinics` AS `c` USE INDEX (`PRIMARY`) WHERE `c`.`clinic_id` IN (", "18446744073709551615"},
+	} {
+		got := lookupOf(t, c.sql, MySQL)
+		if got.Prefix != c.prefix || got.Key != c.key {
+			t.Errorf("%s:\n got %q key %q\nwant %q key %q", c.sql, got.Prefix, got.Key, c.prefix, c.key)
+		}
+	}
+	for _, sql := range []string{
+		"SELECT COUNT(*) FROM clinics WHERE clinic_id = 5",  // an aggregate counts every key's rows
+		"SELECT MAX(name) FROM clinics WHERE clinic_id = 5", // likewise
+		"SELECT name FROM clinics WHERE clinic_id = 5 LIMIT 1",
+		"SELECT LEFT(name, 3) FROM clinics WHERE clinic_id = 5",
+		"SELECT name, (SELECT city FROM clinics WHERE clinic_id = 1) FROM clinics WHERE clinic_id = 5",
+		"SELECT name FROM clinics WHERE clinic_id = 5 AND city = 'a'",
+		"SELECT name FROM clinics WHERE clinic_id = 5 OR clinic_id = 6",
+		"SELECT name FROM clinics WHERE (clinic_id = 5)",
+		"SELECT name FROM clinics WHERE clinic_id > 5",
+		"SELECT name FROM clinics WHERE clinic_id IN (5, 6)",
+		"SELECT name FROM clinics WHERE clinic_id = '5'", // a string: '5x' = 5
+		"SELECT name FROM clinics WHERE clinic_id = 5.0",
+		"SELECT name FROM clinics WHERE clinic_id = 1e1",
+		"SELECT name FROM clinics WHERE clinic_id = -5",
+		"SELECT name FROM clinics WHERE clinic_id = TRUE",
+		"SELECT name FROM clinics WHERE clinic_id = 0x1F",
+		"SELECT name FROM clinics WHERE clinic_id = 99999999999999999999999",
+		"SELECT name FROM clinics WHERE clinic_id = clinic_id",
+		"SELECT name FROM clinics WHERE clinic_id = 5 + 1",
+		"SELECT name FROM clinics",
+		"SELECT a.name FROM clinics a JOIN clinics b ON a.clinic_id = b.clinic_id WHERE a.clinic_id = 5",
+		"SELECT a.name FROM clinics a, clinics b WHERE a.clinic_id = 5",
+		"SELECT name FROM (SELECT * FROM clinics) AS c WHERE clinic_id = 5",
+		"SELECT name FROM clinics WHERE clinic_id = 5 ORDER BY name",
+		"SELECT DISTINCT name FROM clinics WHERE clinic_id = 5",
+		"SELECT SQL_NO_CACHE name FROM clinics WHERE clinic_id = 5",
+	} {
+		if got := lookupOf(t, sql, MySQL); got != (Lookup{}) {
+			t.Errorf("%s: lookup %+v, want none", sql, got)
+		}
+	}
+	if got := lookupOf(t, "SELECT name FROM clinics WHERE clinic_id = 5", Postgres); got != (Lookup{}) {
+		t.Errorf("a PostgreSQL backend's query has lookup %+v", got)
+	}
+}

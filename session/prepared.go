@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
@@ -28,17 +27,14 @@ type handle struct {
 	// markerParams maps each parameter marker, in text order, to its
 	// 1-based parameter number.
 	markerParams []int
-	// passthrough, for a query on public tables, is its backend SQL with
-	// the parameters left as markers ($n for PostgreSQL, ? otherwise), in
-	// marker order: executions bind them in the database, without parsing
-	// the statement again — while the policy it was checked against,
-	// passthroughPolicy, is in force; after a reload the statement is
-	// checked again (found in review: a table made protected stayed
-	// readable through statements prepared before).
-	passthrough       string
-	passthroughPolicy *config.Policy
-	// passthroughShape is the query's shape (rewrite.Passthrough.Shape).
-	passthroughShape string
+	// passthrough, for a query on public tables, is its analysis with
+	// the parameters left as markers in its backend SQL ($n for
+	// PostgreSQL, ? otherwise), in marker order: executions bind them in
+	// the database, without parsing the statement again — while the
+	// policy it was checked against (its Policy) is in force; after a
+	// reload the statement is checked again (found in review: a table
+	// made protected stayed readable through statements prepared before).
+	passthrough *rewrite.Passthrough
 }
 
 // Prepare checks and describes a statement a client prepared (PostgreSQL
@@ -56,7 +52,7 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramTypes []sqltypes
 		return p, nil
 	}
 	p, err := s.prepareNew(ctx, sql, paramTypes)
-	if err == nil && handleOf(p).passthrough != "" {
+	if err == nil && handleOf(p).passthrough != nil {
 		// A public-table query with parameters: its description depends
 		// only on the text and the declared types, and executing it only
 		// reads p. Drivers that Parse before every Execute (pgx's exec
@@ -79,7 +75,7 @@ func (s *Session) PrepareMemoized(sql string, paramTypes []sqltypes.Type) (p *sq
 // queries; one prepared under another policy does not count.
 func (s *Session) memoized(key engine.MemoKey) (*sqltypes.Prepared, bool) {
 	p, ok := s.engine.PreparedStatements().Get(key)
-	if !ok || handleOf(p).passthroughPolicy != s.engine.Policy() {
+	if !ok || handleOf(p).passthrough == nil || handleOf(p).passthrough.Policy != s.engine.Policy() {
 		return nil, false
 	}
 	return p, true
@@ -211,7 +207,7 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 		}
 		q, err := rewrite.Analyze(fresh, s.engine.Policy(), s.analyzeOptions(s.epsilon, castLookup(freshParsed)))
 		if err == nil && q.Passthrough != nil {
-			h.passthrough, h.passthroughPolicy, h.passthroughShape = q.Passthrough.SQL, q.Passthrough.Policy, q.Passthrough.Shape
+			h.passthrough = q.Passthrough
 		}
 	}
 	return p, nil
@@ -277,7 +273,7 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 		}
 		return conform(res, p.Columns), nil
 	}
-	if h.passthrough != "" && h.passthroughPolicy == s.engine.Policy() {
+	if h.passthrough != nil && h.passthrough.Policy == s.engine.Policy() {
 		s.note.kind = KindPublic
 		args := make([]any, len(h.markerParams))
 		for i, n := range h.markerParams {
@@ -286,7 +282,7 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 			}
 			args[i] = params[n-1]
 		}
-		res, err := s.passthrough(ctx, &rewrite.Passthrough{SQL: h.passthrough, Shape: h.passthroughShape}, args...)
+		res, err := s.passthrough(ctx, h.passthrough, args...)
 		if err != nil {
 			return nil, err
 		}
