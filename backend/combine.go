@@ -145,9 +145,9 @@ type combinedStmt struct {
 	// when it last ran alone.
 	shape string
 	cols  []Column
-	// lookup and key, where set, make it a lookup by key: lookups with
-	// one lookup (their statement's prefix, myunion.go) are answered by
-	// one statement with their keys (digits) in a list.
+	// lookup and key, where set, make it a lookup by key (mylookup.go):
+	// lookups of one prefix (lookup) are answered by one statement
+	// listing their keys, key this one's in decimal.
 	lookup, key string
 
 	// done is closed when res and err are set (answer), or when lead is

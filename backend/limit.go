@@ -41,7 +41,7 @@ type Lookup struct {
 type statementKey struct{}
 
 // WithResultLimit returns a context whose queries are held to l (and keep
-// the shape ctx gave them).
+// the shape and lookup ctx gave them).
 func WithResultLimit(ctx context.Context, l ResultLimit) context.Context {
 	st := statementFrom(ctx)
 	return WithStatement(ctx, l, st.shape, st.lookup)
@@ -64,8 +64,6 @@ func statementFrom(ctx context.Context) statement {
 }
 
 func resultLimitFrom(ctx context.Context) ResultLimit { return statementFrom(ctx).limit }
-
-func statementShapeFrom(ctx context.Context) string { return statementFrom(ctx).shape }
 
 // ResultTooLargeError reports a result that outgrew its ResultLimit.
 type ResultTooLargeError struct {

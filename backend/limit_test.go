@@ -88,16 +88,17 @@ func TestResultLimit(t *testing.T) {
 	}
 }
 
-// TestStatementContext: a statement's limit and shape travel in one
-// context value, and a limit set later keeps the shape.
+// TestStatementContext: a statement's limit, shape and lookup travel in
+// one context value, and a limit set later keeps the shape and lookup.
 func TestStatementContext(t *testing.T) {
-	ctx := WithStatement(context.Background(), ResultLimit{Rows: 5}, "SELECT a FROM t WHERE b = ?", Lookup{})
+	lookup := Lookup{Prefix: "SELECT a,`b` AS `dpproxy_key` FROM t WHERE `b` IN (", Key: "7"}
+	ctx := WithStatement(context.Background(), ResultLimit{Rows: 5}, "SELECT a FROM t WHERE b = ?", lookup)
 	ctx = WithResultLimit(ctx, ResultLimit{Bytes: 9})
 	if got := resultLimitFrom(ctx); got != (ResultLimit{Bytes: 9}) {
 		t.Errorf("limit %+v, want the later one", got)
 	}
-	if got := statementShapeFrom(ctx); got != "SELECT a FROM t WHERE b = ?" {
-		t.Errorf("shape %q: lost", got)
+	if got := statementFrom(ctx); got.shape != "SELECT a FROM t WHERE b = ?" || got.lookup != lookup {
+		t.Errorf("shape %q, lookup %+v: lost", got.shape, got.lookup)
 	}
 	if got := statementFrom(context.Background()); got != (statement{}) {
 		t.Errorf("no value: %+v", got)

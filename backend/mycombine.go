@@ -188,10 +188,13 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 				// The arguments go along only to say the text has them
 				// (see readMySQLResult).
 				s := newCombinedStmt(ctx, text, args, wire)
-				if st := statementFrom(ctx); st.shape != "" && unionableColumns(last.cols) && !m.noUnion.Contains(st.shape) {
-					s.shape, s.cols = st.shape, last.cols
-					if key, ok := lookupKey(st.lookup, args); ok {
-						s.lookup, s.key = st.lookup.Prefix, key
+				if st := statementFrom(ctx); st.shape != "" {
+					key, lookup := lookupKey(st.lookup, args)
+					switch {
+					case lookup && last.cols != nil && !m.noLookup.Contains(st.lookup.Prefix):
+						s.shape, s.cols, s.lookup, s.key = st.shape, last.cols, st.lookup.Prefix, key
+					case unionableColumns(last.cols) && !m.noUnion.Contains(st.shape):
+						s.shape, s.cols = st.shape, last.cols
 					}
 				}
 				res, took, err := c.runStmt(s)
@@ -208,6 +211,9 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 					m.seen.Add(sql, mysqlSeen{alone: true})
 				case errors.Is(err, errRunAlone):
 					m.seen.Add(sql, mysqlSeen{alone: true})
+				case errors.Is(err, errUnionFailed) && s.lookup != "":
+					// Its shape may still be answered by a UNION ALL.
+					m.noLookup.Add(s.lookup, struct{}{}) // runs alone this time
 				case errors.Is(err, errUnionFailed):
 					m.noUnion.Add(s.shape, struct{}{}) // runs alone this time
 				case errors.Is(err, errUnionRetry): // runs alone this time

@@ -55,10 +55,12 @@ func lookupSQL(stmts []*combinedStmt) (string, map[string][]int) {
 }
 
 // lookupKey returns the key of a lookup (l set) as the statement with
-// args sends it: its literal without leading zeros, or its one integer
-// parameter in decimal; ok is false for no lookup, and for a parameter
-// of another type (a string compared with an integer column converts as
-// a number: '5x' = 5).
+// args sends it: its literal without leading zeros (the analysis writes
+// none; this is what a row's key is compared with), or its one integer
+// parameter in decimal (the front ends give an integer parameter as an
+// int64, an unsigned one above it as a uint64); ok is false for no
+// lookup, and for a parameter of another type (a string compared with an
+// integer column converts as a number: '5x' = 5).
 func lookupKey(l Lookup, args []any) (string, bool) {
 	switch {
 	case l.Prefix == "":
@@ -78,14 +80,8 @@ func lookupKey(l Lookup, args []any) (string, bool) {
 	switch v := args[0].(type) {
 	case int64:
 		return strconv.FormatInt(v, 10), true
-	case int32:
-		return strconv.FormatInt(int64(v), 10), true
-	case int:
-		return strconv.Itoa(v), true
 	case uint64:
 		return strconv.FormatUint(v, 10), true
-	case uint32:
-		return strconv.FormatUint(uint64(v), 10), true
 	}
 	return "", false
 }

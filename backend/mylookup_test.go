@@ -103,23 +103,25 @@ func TestMySQLLookupsMatchAlone(t *testing.T) {
 }
 
 // TestMySQLLookupKeyColumnChecked: where the key column does not compare
-// with integers as integers (a character string: '05' = 5; YEAR; a
-// decimal) or does not give its key as the integer's text (ZEROFILL),
-// the lookups fail over (errUnionFailed), and through queryPublic each
-// still gets its own rows, the shape then left alone.
+// with integers as integers (a character string: '05' = 5; YEAR; ENUM,
+// whose = compares its index; BIT; a decimal) or does not give its key
+// as the integer's text (ZEROFILL), the lookups fail over
+// (errUnionFailed), and through queryPublic each still gets its own
+// rows, the prefix then no longer sent and the shape answered by UNION
+// ALLs instead.
 func TestMySQLLookupKeyColumnChecked(t *testing.T) {
 	m, name := openMySQLCombinedT(t, 2, 1)
 	admin := mysqlAdmin(t, mysqlDSN(t))
 	for _, s := range []string{
-		"CREATE TABLE `" + name + "`.w (id INT PRIMARY KEY, s VARCHAR(10), y YEAR, d DECIMAL(5,0), z INT(4) ZEROFILL)",
-		"INSERT INTO `" + name + "`.w VALUES (1, '05', 2024, 5, 5), (2, '5x', 1999, 7, 7)",
+		"CREATE TABLE `" + name + "`.w (id INT PRIMARY KEY, s VARCHAR(10), y YEAR, d DECIMAL(5,0), z INT(4) ZEROFILL, e ENUM('a','b','c','d','e','f','g'), b BIT(8))",
+		"INSERT INTO `" + name + "`.w VALUES (1, '05', 2024, 5, 5, 'e', 5), (2, '5x', 1999, 7, 7, 'g', 7)",
 	} {
 		if _, err := admin.Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
 	ctx := context.Background()
-	for _, col := range []string{"s", "y", "d", "z"} {
+	for _, col := range []string{"s", "y", "d", "z", "e", "b"} {
 		prefix := "SELECT id,`" + col + "` AS `dpproxy_key` FROM w WHERE `" + col + "` IN ("
 		var batch []*combinedStmt
 		for _, k := range []string{"5", "24", "7"} {
@@ -166,8 +168,71 @@ func TestMySQLLookupKeyColumnChecked(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if !m.noUnion.Contains("by s") {
-		t.Error("a shape whose lookups failed over is still combined")
+	if !m.noLookup.Contains(prefix) || m.noUnion.Contains("by s") {
+		t.Errorf("after the lookups failed over: prefix left out %v, shape left out of unions %v; want true, false",
+			m.noLookup.Contains(prefix), m.noUnion.Contains("by s"))
+	}
+	if m.unioned.Load() == 0 {
+		t.Error("the shape's statements were not answered by UNION ALLs once its lookups failed over")
+	}
+}
+
+// TestMySQLLookupColumnsOfAnyType: a lookup's statement selects the
+// lookup's own columns, so columns a UNION ALL could change (decimals,
+// floats, binary strings, unsigned BIGINTs) are answered together too,
+// each lookup getting what it gets alone; keys are compared exactly up
+// to 2^64 - 1 and below zero, literal and parameter alike.
+func TestMySQLLookupColumnsOfAnyType(t *testing.T) {
+	m, name := openMySQLCombinedT(t, 2, 1)
+	admin := mysqlAdmin(t, mysqlDSN(t))
+	for _, s := range []string{
+		"CREATE TABLE `" + name + "`.ub (id BIGINT UNSIGNED PRIMARY KEY, d DECIMAL(8,3), f DOUBLE, vb VARBINARY(8), n INT NULL)",
+		"INSERT INTO `" + name + "`.ub VALUES (18446744073709551615, 1.5, 0.25, 'x', NULL), (5, -2.125, 1e300, '', 3), (9223372036854775808, 0, -0.5, NULL, 4)",
+		"CREATE TABLE `" + name + "`.sg (id BIGINT PRIMARY KEY, d DECIMAL(8,3))",
+		"INSERT INTO `" + name + "`.sg VALUES (-3, 7.5), (5, 1.25)",
+	} {
+		if _, err := admin.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	ctx := context.Background()
+	for _, wire := range []bool{true, false} {
+		var batch []*combinedStmt
+		var want []*Rows
+		prefix := "SELECT id, d, f, vb, n,`id` AS `dpproxy_key` FROM ub WHERE `id` IN ("
+		for _, k := range []string{"18446744073709551615", "5", "9223372036854775808", "6"} {
+			s, alone := lookupStmt(t, m, "SELECT id, d, f, vb, n FROM ub WHERE id = "+k, prefix, k, wire)
+			batch, want = append(batch, s), append(want, alone)
+		}
+		signed := "SELECT id, d,`id` AS `dpproxy_key` FROM sg WHERE `id` IN ("
+		for _, k := range []int64{-3, 5, -4} {
+			sql := "SELECT id, d FROM sg WHERE id = ?"
+			alone, err := m.query(ctx, readMySQLDriverRows, sql, []any{k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newCombinedStmt(ctx, fmt.Sprintf("SELECT id, d FROM sg WHERE id = %d", k), []any{k}, false)
+			s.shape, s.cols = "signed", alone.Columns
+			s.lookup, s.key = signed, fmt.Sprint(k)
+			batch, want = append(batch, s), append(want, alone)
+		}
+		before := m.lookups.Load()
+		if err := m.sendBatch(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.lookups.Load() - before; got != 7 {
+			t.Errorf("wire %v: %d lookups answered together, want 7", wire, got)
+		}
+		for i, s := range batch {
+			if s.err != nil {
+				t.Fatalf("wire %v: %s: %v", wire, s.sql, s.err)
+			}
+			if !reflect.DeepEqual(s.res.MySQLText, want[i].MySQLText) || fmt.Sprint(s.res.Values) != fmt.Sprint(want[i].Values) ||
+				!reflect.DeepEqual(s.res.Columns, want[i].Columns) {
+				t.Errorf("wire %v: %s: got %q %v %v, alone %q %v %v", wire, s.sql, s.res.MySQLText, s.res.Values, s.res.Columns,
+					want[i].MySQLText, want[i].Values, want[i].Columns)
+			}
+		}
 	}
 }
 
@@ -236,8 +301,8 @@ func TestLookupKey(t *testing.T) {
 		{Lookup{Prefix: p, Key: "42"}, []any{int64(1)}, "", false}, // a literal and a parameter
 		{Lookup{Prefix: p}, []any{int64(-7)}, "-7", true},
 		{Lookup{Prefix: p}, []any{uint64(18446744073709551615)}, "18446744073709551615", true},
-		{Lookup{Prefix: p}, []any{int32(5)}, "5", true},
-		{Lookup{Prefix: p}, []any{"5"}, "", false}, // a string: '5x' = 5
+		{Lookup{Prefix: p}, []any{int32(5)}, "", false}, // no front end gives one
+		{Lookup{Prefix: p}, []any{"5"}, "", false},      // a string: '5x' = 5
 		{Lookup{Prefix: p}, []any{5.0}, "", false},
 		{Lookup{Prefix: p}, []any{[]byte("5")}, "", false},
 		{Lookup{Prefix: p}, []any{int64(1), int64(2)}, "", false},

@@ -70,8 +70,10 @@ type MySQL struct {
 	seen     *lru.Cache[string, mysqlSeen]
 	combiner *combiner
 	// noUnion holds the shapes whose statements are not answered by one
-	// UNION ALL (myunion.go): the first try failed.
-	noUnion *lru.Cache[string, struct{}]
+	// UNION ALL (myunion.go), noLookup the lookups' prefixes not answered
+	// by one statement listing their keys (mylookup.go): the first try
+	// failed.
+	noUnion, noLookup *lru.Cache[string, struct{}]
 	// unioned counts the statements sent in a UNION ALL, lookups the
 	// lookups by key answered by one statement listing their keys.
 	unioned, lookups atomic.Int64
@@ -125,6 +127,7 @@ func newMySQL(dsn string, maxConns int) (*MySQL, error) {
 	m := &MySQL{db: db, desc: cfg.Net + "(" + cfg.Addr + ")/" + cfg.DBName, pipelinable: mysqlPipelinable(cfg)}
 	m.seen, _ = lru.New[string, mysqlSeen](seenStatements)
 	m.noUnion, _ = lru.New[string, struct{}](seenStatements)
+	m.noLookup, _ = lru.New[string, struct{}](seenStatements)
 	m.setPipelineLanes(defaultPipelineLanes(maxConns))
 	return m, nil
 }

@@ -62,7 +62,8 @@ var (
 var unionStructuralErrors = map[uint16]bool{1060: true, 1221: true, 1222: true, 1234: true, 1248: true, 1267: true, 1270: true, 1271: true}
 
 // mysqlCommand is one COM_QUERY of a batch: one statement, or several of
-// one shape as a UNION ALL (sql set).
+// one shape as a UNION ALL, or lookups of one prefix as one statement
+// listing their keys (sql set).
 type mysqlCommand struct {
 	stmts []*combinedStmt
 	sql   string
@@ -80,9 +81,10 @@ func (c *mysqlCommand) text() string {
 }
 
 // mysqlCommands turns a batch into its commands: where unions is set,
-// the statements of each shape (those with one, up to mysqlUnionMax, and
-// a UNION ALL of at most mysqlCombinedMax bytes) in one command where the
-// first of them came; every other statement in one of its own.
+// the lookups of each prefix (mylookup.go) and the other statements of
+// each shape (those with one, up to mysqlUnionMax, and a command of at
+// most mysqlCombinedMax bytes) in one command where the first of them
+// came; every other statement in one of its own.
 func mysqlCommands(batch []*combinedStmt, unions bool) []mysqlCommand {
 	// First each statement's command, then the commands' statements, cut
 	// from one array.
@@ -153,11 +155,12 @@ func unionSQL(stmts []*combinedStmt) string {
 	return b.String()
 }
 
-// readMySQLUnionResult reads the result of cmd's UNION ALL from r and
-// sets each statement's res, or as every statement's err errUnionFailed
-// when the result cannot be split into theirs (see above) and
-// errUnionRetry when the server's error may be one branch's. It reports
-// whether the session is as before; an error is the connection's.
+// readMySQLUnionResult reads the result of cmd's UNION ALL, or of its
+// lookups' statement (cmd.keys set), from r and sets each statement's
+// res, or as every statement's err errUnionFailed when the result cannot
+// be split into theirs (see above and mylookup.go) and errUnionRetry when
+// the server's error may be one branch's. It reports whether the session
+// is as before; an error is the connection's.
 func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, err error) {
 	stmts := cmd.stmts
 	fail := func(err error) {
@@ -168,7 +171,9 @@ func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, e
 	failed := func() { fail(errUnionFailed) }
 	serverError := func(p []byte) {
 		var me *mysql.MySQLError
-		if errors.As(mysqlErrorPacket(p), &me) && unionStructuralErrors[me.Number] {
+		// A lookups' statement has no branch of its own to fail: the
+		// server's refusal of its text (1064) is the shape's.
+		if errors.As(mysqlErrorPacket(p), &me) && (unionStructuralErrors[me.Number] || cmd.keys != nil && me.Number == 1064) {
 			failed()
 			return
 		}
@@ -256,9 +261,12 @@ func readMySQLUnionResult(r *mysqlPacketReader, cmd *mysqlCommand) (keep bool, e
 }
 
 // unionColumnsMatch reports whether a union's columns (its branch number
-// first), or a lookup statement's (its key last), can be split into each
-// statement's result: every other column an integer or a character
-// string, named and typed as when the statement last ran alone (s.cols).
+// first), or a lookups' statement's (its key last), can be split into
+// each statement's result: every other column named and typed as when the
+// statement last ran alone (s.cols), and in a union an integer or a
+// character string, whose text a union or a derived table cannot change
+// (a lookups' statement selects the lookup's own columns of its own
+// table: their text is what the lookup alone gets).
 func unionColumnsMatch(cols []mysqlColumn, stmts []*combinedStmt, lookup bool) bool {
 	rest := cols[1:]
 	if lookup {
@@ -270,7 +278,7 @@ func unionColumnsMatch(cols []mysqlColumn, stmts []*combinedStmt, lookup bool) b
 	}
 	for _, c := range rest {
 		t, safe := mysqlWireType(c.typeName)
-		if !safe || c.zerofill || !(t.Integer() || c.typeName == "CHAR" || c.typeName == "VARCHAR" || strings.HasSuffix(c.typeName, "TEXT")) {
+		if !lookup && (!safe || c.zerofill || !(t.Integer() || c.typeName == "CHAR" || c.typeName == "VARCHAR" || strings.HasSuffix(c.typeName, "TEXT"))) {
 			return false
 		}
 	}
@@ -279,7 +287,7 @@ func unionColumnsMatch(cols []mysqlColumn, stmts []*combinedStmt, lookup bool) b
 			return false
 		}
 		for i, c := range rest {
-			t, _ := mysqlWireType(c.typeName)
+			t, _ := mysqlColumnDecoder(c.typeName)
 			if a := s.cols[i]; a.Name != c.name || (a.Type != t && !(a.Type.Integer() && t.Integer())) {
 				return false
 			}

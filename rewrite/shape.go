@@ -190,16 +190,16 @@ type Lookup struct {
 	// list of keys: "SELECT ..., `k` AS dpproxy_key FROM ... WHERE `k` IN (".
 	// Lookups of one shape have one Prefix.
 	Prefix string
-	// Key is this lookup's key, digits as written; "" when the key is
-	// the statement's one parameter.
+	// Key is this lookup's key, decimal digits; "" when the key is the
+	// statement's one parameter.
 	Key string
 }
 
 // lookupShape returns sel's Lookup on a MySQL backend, or the zero
-// Lookup. sel has a union shape (unionSafe).
+// Lookup.
 func lookupShape(n ast.Node, d Dialect) Lookup {
 	sel, ok := n.(*ast.SelectStmt)
-	if !ok || d.Name() != "mysql" || sel.Limit != nil || sel.From == nil || sel.From.TableRefs == nil ||
+	if !ok || d.Name() != "mysql" || !unionSafe(sel) || sel.Limit != nil || sel.From == nil || sel.From.TableRefs == nil ||
 		sel.From.TableRefs.Right != nil || sel.Fields == nil {
 		return Lookup{}
 	}

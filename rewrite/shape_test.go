@@ -186,12 +186,31 @@ func TestLookupShape(t *testing.T) {
 		"SELECT name FROM clinics WHERE clinic_id = 5 ORDER BY name",
 		"SELECT DISTINCT name FROM clinics WHERE clinic_id = 5",
 		"SELECT SQL_NO_CACHE name FROM clinics WHERE clinic_id = 5",
+		"SELECT name FROM clinics WHERE clinic_id = 5 GROUP BY name",
+		"SELECT name FROM clinics WHERE clinic_id = 5 HAVING name > 'a'",
 	} {
 		if got := lookupOf(t, sql, MySQL); got != (Lookup{}) {
 			t.Errorf("%s: lookup %+v, want none", sql, got)
 		}
+		// lookupShape refuses it by itself too, union shape or not.
+		stmts, err := Parse(sql, MySQLFrontEnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lookupShape(stmts[0], MySQL); got != (Lookup{}) {
+			t.Errorf("%s: lookupShape gives %+v, want none", sql, got)
+		}
 	}
 	if got := lookupOf(t, "SELECT name FROM clinics WHERE clinic_id = 5", Postgres); got != (Lookup{}) {
 		t.Errorf("a PostgreSQL backend's query has lookup %+v", got)
+	}
+	// A locking read never reaches it (dpproxy is read-only), and would
+	// be none either.
+	stmts, err := Parse("SELECT name FROM clinics WHERE clinic_id = 5 FOR UPDATE", MySQLFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookupShape(stmts[0], MySQL); got != (Lookup{}) {
+		t.Errorf("FOR UPDATE: lookupShape gives %+v, want none", got)
 	}
 }
