@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"testing"
 
@@ -85,17 +84,7 @@ func TestMySQLLookupsMatchAlone(t *testing.T) {
 		if got := m.unioned.Load() - unionedBefore; got != 6 {
 			t.Errorf("wire %v: %d statements in a UNION ALL, want the 6 ranges", wire, got)
 		}
-		for i, s := range batch {
-			if s.err != nil {
-				t.Fatalf("wire %v: %s: %v", wire, s.sql, s.err)
-			}
-			if !reflect.DeepEqual(s.res.MySQLText, want[i].MySQLText) || fmt.Sprint(s.res.Values) != fmt.Sprint(want[i].Values) {
-				t.Errorf("wire %v: %s: got %q %v, alone %q %v", wire, s.sql, s.res.MySQLText, s.res.Values, want[i].MySQLText, want[i].Values)
-			}
-			if !reflect.DeepEqual(s.res.Columns, want[i].Columns) {
-				t.Errorf("wire %v: %s: columns %v, alone %v", wire, s.sql, s.res.Columns, want[i].Columns)
-			}
-		}
+		checkAsAlone(t, batch, want) // myunion_test.go
 		if n := len(want[len(want)-2].MySQLText) + len(want[len(want)-2].Values); n < 2 {
 			t.Fatalf("the test's last group lookup has %d rows, want several", n)
 		}
@@ -223,16 +212,7 @@ func TestMySQLLookupColumnsOfAnyType(t *testing.T) {
 		if got := m.lookups.Load() - before; got != 7 {
 			t.Errorf("wire %v: %d lookups answered together, want 7", wire, got)
 		}
-		for i, s := range batch {
-			if s.err != nil {
-				t.Fatalf("wire %v: %s: %v", wire, s.sql, s.err)
-			}
-			if !reflect.DeepEqual(s.res.MySQLText, want[i].MySQLText) || fmt.Sprint(s.res.Values) != fmt.Sprint(want[i].Values) ||
-				!reflect.DeepEqual(s.res.Columns, want[i].Columns) {
-				t.Errorf("wire %v: %s: got %q %v %v, alone %q %v %v", wire, s.sql, s.res.MySQLText, s.res.Values, s.res.Columns,
-					want[i].MySQLText, want[i].Values, want[i].Columns)
-			}
-		}
+		checkAsAlone(t, batch, want)
 	}
 }
 

@@ -58,6 +58,23 @@ func aloneStmt(t *testing.T, m *MySQL, sql, shape string, wire bool) (*combinedS
 	return s, alone
 }
 
+// checkAsAlone checks that each statement of a batch sent got want[i],
+// its rows (in wire form or decoded) and columns when it ran alone.
+func checkAsAlone(t *testing.T, batch []*combinedStmt, want []*Rows) {
+	t.Helper()
+	for i, s := range batch {
+		if s.err != nil {
+			t.Fatalf("wire %v: %s: %v", s.wire, s.sql, s.err)
+		}
+		if !reflect.DeepEqual(s.res.MySQLText, want[i].MySQLText) || fmt.Sprint(s.res.Values) != fmt.Sprint(want[i].Values) {
+			t.Errorf("wire %v: %s: got %q %v, alone %q %v", s.wire, s.sql, s.res.MySQLText, s.res.Values, want[i].MySQLText, want[i].Values)
+		}
+		if !reflect.DeepEqual(s.res.Columns, want[i].Columns) {
+			t.Errorf("wire %v: %s: columns %v, alone %v", s.wire, s.sql, s.res.Columns, want[i].Columns)
+		}
+	}
+}
+
 // TestMySQLUnionMatchesAlone: statements of one shape sent in one batch
 // go as one UNION ALL, and each gets what it gets alone — its rows in
 // their order, NULLs and empty strings, in wire form and decoded — while
@@ -85,17 +102,7 @@ func TestMySQLUnionMatchesAlone(t *testing.T) {
 		if got := m.unioned.Load() - before; got != 10 {
 			t.Errorf("wire %v: %d statements sent in a UNION ALL, want 10 (two shapes of 5)", wire, got)
 		}
-		for i, s := range batch {
-			if s.err != nil {
-				t.Fatalf("wire %v: %s: %v", wire, s.sql, s.err)
-			}
-			if !reflect.DeepEqual(s.res.MySQLText, want[i].MySQLText) || fmt.Sprint(s.res.Values) != fmt.Sprint(want[i].Values) {
-				t.Errorf("wire %v: %s: got %q %v, alone %q %v", wire, s.sql, s.res.MySQLText, s.res.Values, want[i].MySQLText, want[i].Values)
-			}
-			if !reflect.DeepEqual(s.res.Columns, want[i].Columns) {
-				t.Errorf("wire %v: %s: columns %v, alone %v", wire, s.sql, s.res.Columns, want[i].Columns)
-			}
-		}
+		checkAsAlone(t, batch, want)
 	}
 }
 

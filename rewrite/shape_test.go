@@ -6,9 +6,9 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
-// shapeOf analyzes sql (a public-table query, MySQL front end) for a
-// MySQL backend, or another dialect, and returns its shape.
-func shapeOf(t *testing.T, sql string, d Dialect) string {
+// passthroughOf analyzes sql (a public-table query, MySQL front end)
+// for a MySQL backend, or another dialect.
+func passthroughOf(t *testing.T, sql string, d Dialect) *Passthrough {
 	t.Helper()
 	stmts, err := Parse(sql, MySQLFrontEnd)
 	if err != nil {
@@ -18,7 +18,13 @@ func shapeOf(t *testing.T, sql string, d Dialect) string {
 	if err != nil || q.Passthrough == nil {
 		t.Fatalf("%s: %v %v", sql, q, err)
 	}
-	return q.Passthrough.Shape
+	return q.Passthrough
+}
+
+// shapeOf is sql's shape (passthroughOf).
+func shapeOf(t *testing.T, sql string, d Dialect) string {
+	t.Helper()
+	return passthroughOf(t, sql, d).Shape
 }
 
 // TestUnionShape: queries that differ in constants outside what they
@@ -122,19 +128,10 @@ func TestMaskConstants(t *testing.T) {
 	}
 }
 
-// lookupOf analyzes sql (a public-table query, MySQL front end) for a
-// MySQL backend, or another dialect, and returns its Lookup.
+// lookupOf is sql's Lookup (passthroughOf).
 func lookupOf(t *testing.T, sql string, d Dialect) Lookup {
 	t.Helper()
-	stmts, err := Parse(sql, MySQLFrontEnd)
-	if err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	q, err := Analyze(stmts[0], testPolicy(t), Options{Dialect: d, Epsilon: 1, FrontEnd: MySQLFrontEnd})
-	if err != nil || q.Passthrough == nil {
-		t.Fatalf("%s: %v %v", sql, q, err)
-	}
-	return q.Passthrough.Lookup
+	return passthroughOf(t, sql, d).Lookup
 }
 
 // TestLookupShape: a plain SELECT of columns from one table whose WHERE
