@@ -97,7 +97,8 @@ func mysqlCommands(batch []*combinedStmt, unions bool) []mysqlCommand {
 			of[k], sizes = len(sizes), append(sizes, 1)
 			continue
 		}
-		// Lookups by key go together by their statement's prefix, other
+		// Lookups by key go together by their statement's prefix (its
+		// length counted for each: a bound, not the size), other
 		// statements by their shape.
 		group, grow := s.shape, len(s.sql)+64
 		if s.lookup != "" {
