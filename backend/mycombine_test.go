@@ -33,6 +33,17 @@ func openMySQLCombinedT(t *testing.T, maxConns, lanes int) (*MySQL, string) {
 	return m, name
 }
 
+// mysqlExec runs stmts, in order, on the test server as its admin.
+func mysqlExec(t *testing.T, stmts ...string) {
+	t.Helper()
+	admin := mysqlAdmin(t, mysqlDSN(t))
+	for _, s := range stmts {
+		if _, err := admin.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
 // mysqlAdmin is an ordinary (writable) connection to the server of dsn,
 // closed when the test ends.
 func mysqlAdmin(t *testing.T, dsn string) *sql.DB {
@@ -61,19 +72,14 @@ var trickyStrings = []string{
 // form, its arguments written as literals.
 func TestMySQLCombinedMatchesAlone(t *testing.T) {
 	m, name := openMySQLCombinedT(t, 2, 1)
-	admin := mysqlAdmin(t, mysqlDSN(t))
-	for _, s := range []string{
-		"CREATE TABLE `" + name + "`.ty (k INT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, mi MEDIUMINT, i INT, iu INT UNSIGNED, bi BIGINT, bu BIGINT UNSIGNED," +
-			" f FLOAT, db DOUBLE, de DECIMAL(12,3), ch CHAR(3), vc VARCHAR(40), tx TEXT, en ENUM('a','b'), st SET('x','y'), bn BINARY(2), vb VARBINARY(4), bl BLOB," +
+	mysqlExec(t,
+		"CREATE TABLE `"+name+"`.ty (k INT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, mi MEDIUMINT, i INT, iu INT UNSIGNED, bi BIGINT, bu BIGINT UNSIGNED,"+
+			" f FLOAT, db DOUBLE, de DECIMAL(12,3), ch CHAR(3), vc VARCHAR(40), tx TEXT, en ENUM('a','b'), st SET('x','y'), bn BINARY(2), vb VARBINARY(4), bl BLOB,"+
 			" bt BIT(5), js JSON, tm TIME, yr YEAR, bo BOOLEAN, zf INT(5) ZEROFILL)",
-		"INSERT INTO `" + name + "`.ty VALUES (1, -128, 255, -32768, -8388608, -2147483648, 4294967295, -9223372036854775808, 18446744073709551615," +
+		"INSERT INTO `"+name+"`.ty VALUES (1, -128, 255, -32768, -8388608, -2147483648, 4294967295, -9223372036854775808, 18446744073709551615,"+
 			" 1.5, 2.25e300, -123456789.125, 'ab', 'it''s é', 'long text', 'b', 'x,y', 'z\\0', 0x00ff, 0x616263, b'10101', '{\"a\": [1, 2]}', '-838:59:59', 2024, TRUE, 42)",
-		"INSERT INTO `" + name + "`.ty (k) VALUES (2)",
-	} {
-		if _, err := admin.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+		"INSERT INTO `"+name+"`.ty (k) VALUES (2)",
+	)
 	ctx := context.Background()
 	type query struct {
 		sql  string

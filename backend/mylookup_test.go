@@ -16,7 +16,6 @@ import (
 // = id % 4 (several rows per key), vc NULL for every fifth.
 func lookupTable(t *testing.T, name string) {
 	t.Helper()
-	admin := mysqlAdmin(t, mysqlDSN(t))
 	var values string
 	for id := 1; id <= 30; id++ {
 		vc := fmt.Sprintf("'g%d'", id)
@@ -28,14 +27,10 @@ func lookupTable(t *testing.T, name string) {
 		}
 		values += fmt.Sprintf("(%d, %d, %s)", id, id%4, vc)
 	}
-	for _, s := range []string{
-		"CREATE TABLE `" + name + "`.g (id INT PRIMARY KEY, grp INT, vc VARCHAR(20) NULL)",
-		"INSERT INTO `" + name + "`.g VALUES " + values,
-	} {
-		if _, err := admin.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	mysqlExec(t,
+		"CREATE TABLE `"+name+"`.g (id INT PRIMARY KEY, grp INT, vc VARCHAR(20) NULL)",
+		"INSERT INTO `"+name+"`.g VALUES "+values,
+	)
 }
 
 // lookupStmt runs sql alone and returns it as a combined lookup of the
@@ -100,15 +95,10 @@ func TestMySQLLookupsMatchAlone(t *testing.T) {
 // ALLs instead.
 func TestMySQLLookupKeyColumnChecked(t *testing.T) {
 	m, name := openMySQLCombinedT(t, 2, 1)
-	admin := mysqlAdmin(t, mysqlDSN(t))
-	for _, s := range []string{
-		"CREATE TABLE `" + name + "`.w (id INT PRIMARY KEY, s VARCHAR(10), y YEAR, d DECIMAL(5,0), z INT(4) ZEROFILL, e ENUM('a','b','c','d','e','f','g'), b BIT(8))",
-		"INSERT INTO `" + name + "`.w VALUES (1, '05', 2024, 5, 5, 'e', 5), (2, '5x', 1999, 7, 7, 'g', 7)",
-	} {
-		if _, err := admin.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	mysqlExec(t,
+		"CREATE TABLE `"+name+"`.w (id INT PRIMARY KEY, s VARCHAR(10), y YEAR, d DECIMAL(5,0), z INT(4) ZEROFILL, e ENUM('a','b','c','d','e','f','g'), b BIT(8))",
+		"INSERT INTO `"+name+"`.w VALUES (1, '05', 2024, 5, 5, 'e', 5), (2, '5x', 1999, 7, 7, 'g', 7)",
+	)
 	ctx := context.Background()
 	for _, col := range []string{"s", "y", "d", "z", "e", "b"} {
 		prefix := "SELECT id,`" + col + "` AS `dpproxy_key` FROM w WHERE `" + col + "` IN ("
@@ -173,17 +163,12 @@ func TestMySQLLookupKeyColumnChecked(t *testing.T) {
 // to 2^64 - 1 and below zero, literal and parameter alike.
 func TestMySQLLookupColumnsOfAnyType(t *testing.T) {
 	m, name := openMySQLCombinedT(t, 2, 1)
-	admin := mysqlAdmin(t, mysqlDSN(t))
-	for _, s := range []string{
-		"CREATE TABLE `" + name + "`.ub (id BIGINT UNSIGNED PRIMARY KEY, d DECIMAL(8,3), f DOUBLE, vb VARBINARY(8), n INT NULL)",
-		"INSERT INTO `" + name + "`.ub VALUES (18446744073709551615, 1.5, 0.25, 'x', NULL), (5, -2.125, 1e300, '', 3), (9223372036854775808, 0, -0.5, NULL, 4)",
-		"CREATE TABLE `" + name + "`.sg (id BIGINT PRIMARY KEY, d DECIMAL(8,3))",
-		"INSERT INTO `" + name + "`.sg VALUES (-3, 7.5), (5, 1.25)",
-	} {
-		if _, err := admin.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	mysqlExec(t,
+		"CREATE TABLE `"+name+"`.ub (id BIGINT UNSIGNED PRIMARY KEY, d DECIMAL(8,3), f DOUBLE, vb VARBINARY(8), n INT NULL)",
+		"INSERT INTO `"+name+"`.ub VALUES (18446744073709551615, 1.5, 0.25, 'x', NULL), (5, -2.125, 1e300, '', 3), (9223372036854775808, 0, -0.5, NULL, 4)",
+		"CREATE TABLE `"+name+"`.sg (id BIGINT PRIMARY KEY, d DECIMAL(8,3))",
+		"INSERT INTO `"+name+"`.sg VALUES (-3, 7.5), (5, 1.25)",
+	)
 	ctx := context.Background()
 	for _, wire := range []bool{true, false} {
 		var batch []*combinedStmt

@@ -18,7 +18,6 @@ import (
 // database name (a NULL in n for every third, no vc for k = 7).
 func unionTable(t *testing.T, name string) {
 	t.Helper()
-	admin := mysqlAdmin(t, mysqlDSN(t))
 	var values []string
 	for k := 1; k <= 40; k++ {
 		n := fmt.Sprint(k * 3)
@@ -31,14 +30,10 @@ func unionTable(t *testing.T, name string) {
 		}
 		values = append(values, fmt.Sprintf("(%d, %d, %d, %s, 'c%d', 'text %d', %s, %d.25)", k, -k, int64(k)<<40, vc, k%10, k, n, k))
 	}
-	for _, s := range []string{
-		"CREATE TABLE `" + name + "`.u (k INT PRIMARY KEY, i INT, bi BIGINT, vc VARCHAR(20), ch CHAR(3), tx TEXT, n INT NULL, de DECIMAL(8,2))",
-		"INSERT INTO `" + name + "`.u VALUES " + strings.Join(values, ", "),
-	} {
-		if _, err := admin.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	mysqlExec(t,
+		"CREATE TABLE `"+name+"`.u (k INT PRIMARY KEY, i INT, bi BIGINT, vc VARCHAR(20), ch CHAR(3), tx TEXT, n INT NULL, de DECIMAL(8,2))",
+		"INSERT INTO `"+name+"`.u VALUES "+strings.Join(values, ", "),
+	)
 }
 
 // aloneStmt runs sql alone, as queryPublic does the first time, and
