@@ -40,6 +40,10 @@ type Engine struct {
 	// and PreparedStatements).
 	passthroughs *lru.Cache[MemoKey, *rewrite.Passthrough]
 	prepared     *lru.Cache[MemoKey, *sqltypes.Prepared]
+	// templates is the sessions' memo of DP plans by shape (Templates);
+	// templateHits counts the plans it gave.
+	templates    *lru.Cache[TemplateKey, *rewrite.Template]
+	templateHits atomic.Uint64
 
 	// sessionsMu guards sessions, each analyst's open sessions, held to
 	// listen.max_connections_per_analyst.
@@ -87,6 +91,9 @@ func New(opts Options) (*Engine, error) {
 	if e.prepared, err = lru.New[MemoKey, *sqltypes.Prepared](passthroughMemoSize); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	if e.templates, err = lru.New[TemplateKey, *rewrite.Template](passthroughMemoSize); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	if e.rand == nil {
 		e.rand = mechanisms.Secure()
 	}
@@ -114,6 +121,7 @@ func (e *Engine) SetPolicy(pol *config.Policy) {
 	e.policy.Store(pol)
 	e.passthroughs.Purge()
 	e.prepared.Purge()
+	e.templates.Purge()
 }
 
 // Dialect returns the SQL dialect of the backend: the analysis of a
@@ -187,6 +195,32 @@ func (e *Engine) Passthroughs() *lru.Cache[MemoKey, *rewrite.Passthrough] { retu
 // parameter types; its Prepared values are read-only. Safe for concurrent
 // use.
 func (e *Engine) PreparedStatements() *lru.Cache[MemoKey, *sqltypes.Prepared] { return e.prepared }
+
+// TemplateKey keys the sessions' memo of DP plans by shape: the shape
+// (rewrite.Shape.Key) and everything else its analysis depends on besides
+// the engine's policy and dialect. The front end is PostgreSQL's (the only
+// one with shapes).
+type TemplateKey struct {
+	// Shape is the text with its slots taken out.
+	Shape string
+	// Settings are the session's settings the analysis reads (its ε, the
+	// bias report, ...), written out by the session.
+	Settings string
+	Database string
+}
+
+// Templates is the sessions' shared memo of DP plans by shape: a text
+// whose shape has a template gets its plan without being parsed or
+// analyzed. A nil template marks a shape that has none (it is analyzed in
+// full each time). A template records the policy it was made under;
+// SetPolicy empties the memo. Safe for concurrent use.
+func (e *Engine) Templates() *lru.Cache[TemplateKey, *rewrite.Template] { return e.templates }
+
+// CountTemplateHit counts a DP plan a session took from Templates.
+func (e *Engine) CountTemplateHit() { e.templateHits.Add(1) }
+
+// TemplateHits is the number of DP plans sessions took from Templates.
+func (e *Engine) TemplateHits() uint64 { return e.templateHits.Load() }
 
 // Passthrough runs a public-table query unchanged in meaning, binding
 // args to its parameter markers in the database. It costs no budget; the

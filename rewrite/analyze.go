@@ -137,14 +137,28 @@ func statementName(stmt ast.StmtNode) string {
 }
 
 func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Query, error) {
+	q, consts, err := draftSelect(sel, pol, opts)
+	if err != nil {
+		return nil, err
+	}
+	if q.Plan != nil {
+		finishConstants(q.Plan, consts, opts)
+	}
+	return q, nil
+}
+
+// draftSelect is analyzeSelect without the last step: a DP plan's SQL
+// still holds the markers of its constants, numbered in consts
+// (constants.go). A shape template (template.go) is made of a draft.
+func draftSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Query, *constantTable, error) {
 	if readsProtected(sel, pol) {
 		// CTEs and derived tables that filter rows fold into the query
 		// (inline.go); public-only statements go to the backend as written.
 		if err := inlineCTEs(sel); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if _, err := flattenDerived(sel); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	tables := collectTables(sel)
@@ -157,43 +171,40 @@ func analyzeSelect(sel *ast.SelectStmt, pol *config.Policy, opts Options) (*Quer
 				protected = pt // the first one named; others must be joined to it (join.go)
 			}
 		case pub == nil:
-			return nil, unknownTable(tn, pol)
+			return nil, nil, unknownTable(tn, pol)
 		}
 	}
 	if protected == nil {
 		if err := checkPassthrough(sel); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return passthrough(sel, pol, opts)
+		q, err := passthrough(sel, pol, opts)
+		return q, nil, err
 	}
 	a := &analyzer{pol: pol, table: protected, opts: opts}
 	// Tables read by WHERE's subqueries are checked where they are
 	// emitted (public tables only); the FROM clause must name one table.
 	from := collectFromTables(sel)
 	if !slices.ContainsFunc(from, func(tn *ast.TableName) bool { pt, _ := pol.LookupTable(tn.Schema.O, tn.Name.O); return pt != nil }) {
-		return nil, sqlerr.New(sqlerr.FeatureNotSupported, "protected table %q is read in a subquery: a protected table can only be read in FROM, with aggregates", protected.Name).
+		return nil, nil, sqlerr.New(sqlerr.FeatureNotSupported, "protected table %q is read in a subquery: a protected table can only be read in FROM, with aggregates", protected.Name).
 			WithHint("query %s in FROM with aggregates; subqueries in WHERE may read public tables", protected.Name)
 	}
 	fromTables := len(from)
 	if empty := a.emptyProbe(sel, fromTables); empty != nil {
-		return &Query{Empty: empty}, nil
+		return &Query{Empty: empty}, nil, nil
 	}
 	if inner := derivedTable(sel); inner != nil {
 		q, err := a.planOuter(sel, inner)
 		if err != nil {
-			return nil, a.consts.inlineError(err)
+			return nil, nil, a.consts.inlineError(err)
 		}
-		if q.Plan != nil {
-			a.finishConstants(q.Plan)
-		}
-		return q, nil
+		return q, &a.consts, nil
 	}
 	plan, err := a.plan(sel)
 	if err != nil {
-		return nil, a.consts.inlineError(err)
+		return nil, nil, a.consts.inlineError(err)
 	}
-	a.finishConstants(plan)
-	return &Query{Plan: plan}, nil
+	return &Query{Plan: plan}, &a.consts, nil
 }
 
 func passthrough(n ast.Node, pol *config.Policy, opts Options) (*Query, error) {

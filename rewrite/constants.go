@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -191,14 +192,13 @@ type BoundSQL struct {
 }
 
 // finishConstants replaces the markers in every SQL of p with their
-// constants' texts and, with Options.BindConstants on PostgreSQL, sets
-// p.Bound from BackendSQL.
-func (a *analyzer) finishConstants(p *Plan) {
-	t := &a.consts
-	if len(t.texts) == 0 {
+// constants' texts in t and, with Options.BindConstants on PostgreSQL,
+// sets p.Bound from BackendSQL.
+func finishConstants(p *Plan, t *constantTable, opts Options) {
+	if t == nil || len(t.texts) == 0 {
 		return
 	}
-	if a.opts.BindConstants && a.opts.Dialect.Name() == "postgres" && p.BackendSQL != "" {
+	if opts.BindConstants && opts.Dialect.Name() == "postgres" && p.BackendSQL != "" {
 		sql, args := t.bind(p.BackendSQL)
 		p.Bound = &BoundSQL{SQL: sql, Args: args}
 	}
@@ -222,6 +222,29 @@ func (a *analyzer) finishConstants(p *Plan) {
 	if p.Auto != nil {
 		p.Auto.SQL = t.inline(p.Auto.SQL)
 	}
+}
+
+// clonePlanSQL copies p deep enough for finishConstants to fill in the copy
+// (a template's plan is shared by every text of its shape): every field
+// finishConstants writes is copied, the rest is shared and only read.
+func clonePlanSQL(p *Plan) *Plan {
+	c := *p
+	c.Groups = slices.Clone(p.Groups)
+	c.Histograms = slices.Clone(p.Histograms)
+	c.SideQueries = slices.Clone(p.SideQueries)
+	if p.Bias != nil {
+		b := *p.Bias
+		c.Bias = &b
+	}
+	if p.R2T != nil {
+		r := *p.R2T
+		c.R2T = &r
+	}
+	if p.Auto != nil {
+		a := *p.Auto
+		c.Auto = &a
+	}
+	return &c
 }
 
 // inlineError replaces markers in the texts of an analysis error with

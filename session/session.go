@@ -176,8 +176,13 @@ func (s *Session) execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 		return []*sqltypes.Result{res}, nil
 	}
 	// A DP query this session analyzed before, under the same settings,
-	// skips parsing and analysis (planmemo.go).
-	if p := s.memoizedPlan(sql, nil); p != nil {
+	// skips parsing and analysis (planmemo.go); so does one whose shape
+	// has a template (templates.go).
+	p, learn := s.memoizedPlan(sql, nil), (*rewrite.Shape)(nil)
+	if p == nil {
+		p, learn = s.templatedPlan(sql)
+	}
+	if p != nil {
 		res, err := s.run(ctx, p, sql)
 		if err != nil {
 			return nil, err
@@ -238,12 +243,15 @@ func (s *Session) execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 	if len(parsed.Params) > 0 {
 		return nil, sqlerr.New(sqlerr.ProtocolViolation, "the query has parameters ($n) but no values: send it with the extended query protocol (Parse/Bind)")
 	}
-	p, err := s.prepare(stmt, castLookup(parsed))
+	p, err = s.prepare(stmt, castLookup(parsed))
 	if err != nil {
 		return nil, err
 	}
 	if p.query != nil && p.query.Passthrough != nil {
 		s.engine.Passthroughs().Add(s.passthroughKey(sql), p.query.Passthrough)
+	}
+	if learn != nil && p.query != nil && p.query.Plan != nil {
+		s.learnTemplate(learn, p)
 	}
 	if p.tag != "" {
 		s.forgetPlans()
@@ -403,10 +411,7 @@ func (s *Session) prepare(stmt ast.StmtNode, casts rewrite.CastLookup) (*prepare
 		// (analysis of a DP query reads the tree, never changes it).
 		// Without a canonical text the query is not cached.
 		if c, err := rewrite.Canonical(stmt); err == nil {
-			suffix := ""
-			if s.reportBias {
-				suffix = " -- with the bias report" // another release
-			}
+			suffix := s.canonicalSuffix()
 			p.canonical = c + suffix
 			p.derived = s.deriveFrom(stmt, q.Plan, casts, suffix)
 		} else {

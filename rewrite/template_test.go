@@ -1,0 +1,292 @@
+package rewrite
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/config"
+)
+
+// parseForTemplate parses one PostgreSQL text as BuildTemplate takes it.
+func parseForTemplate(t testing.TB, sql string) (TemplateText, bool) {
+	t.Helper()
+	parsed, err := ParseStatement(sql, PostgresFrontEnd)
+	if err != nil || len(parsed.Stmts) != 1 {
+		return TemplateText{}, false
+	}
+	var casts CastLookup
+	if parsed.Casts != nil {
+		casts = parsed.CastOf
+	}
+	return TemplateText{Stmt: parsed.Stmts[0], Casts: casts}, true
+}
+
+// templateOf builds the template of sql's shape the way the session does;
+// the error says why there is none.
+func templateOf(t testing.TB, pol *config.Policy, opts Options, sql string) (*Template, *Shape, error) {
+	t.Helper()
+	shape, ok := PostgresShape(sql)
+	if !ok {
+		return nil, nil, errNoShape
+	}
+	var texts []TemplateText
+	for _, values := range [][]int64{shape.Values, shape.Probe(ProbeBaseHigh), shape.Probe(ProbeBaseLow)} {
+		text, ok := parseForTemplate(t, shape.Text(values))
+		if !ok {
+			return nil, nil, errNoShape
+		}
+		text.Values = values
+		texts = append(texts, text)
+	}
+	tmpl, err := BuildTemplate(&shape, texts, pol, opts)
+	return tmpl, &shape, err
+}
+
+var errNoShape = &testError{"no shape"}
+
+type testError struct{ s string }
+
+func (e *testError) Error() string { return e.s }
+
+// analyzeFresh is what the session does without a template.
+func analyzeFresh(t testing.TB, pol *config.Policy, opts Options, sql string) (*Query, string, error) {
+	t.Helper()
+	text, ok := parseForTemplate(t, sql)
+	if !ok {
+		t.Fatalf("%s: does not parse", sql)
+	}
+	opts.Casts = text.Casts
+	q, err := Analyze(text.Stmt, pol, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	canonical, err := Canonical(text.Stmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, canonical, nil
+}
+
+// templateQueries are queries beyond the golden cases with slots in every
+// position a shape may have them and many it may not.
+var templateQueries = []string{
+	`SELECT COUNT(*) FROM visits WHERE patient_id = 42`,
+	`SELECT COUNT(*), SUM(cost) FROM visits WHERE clinic_id = 7 AND nights >= 3`,
+	`SELECT AVG(cost) FROM visits WHERE nights BETWEEN 2 AND 9 OR clinic_id IN (3, 4, 5)`,
+	`SELECT COUNT(*) FROM visits WHERE clinic_id NOT IN (12, 13) AND nights <> 4`,
+	`SELECT COUNT(*) FROM visits WHERE 7 < nights AND nights < 30`,
+	`SELECT COUNT(*) FROM visits WHERE nights = 3 AND clinic_id = 3`,
+	`SELECT COUNT(*) FROM visits WHERE nights = 3 AND clinic_id = 4 LIMIT 3`,
+	`SELECT diagnosis, COUNT(*) FROM visits WHERE clinic_id = 5 GROUP BY diagnosis`,
+	`SELECT clinic_id, COUNT(*) FROM visits WHERE clinic_id = 5 GROUP BY clinic_id`,
+	`SELECT clinic_id, COUNT(*) FROM visits WHERE clinic_id IN (5, 6) GROUP BY clinic_id`,
+	`SELECT region, COUNT(*) FROM visits WHERE nights > 2 GROUP BY region`,
+	`SELECT diagnosis, COUNT(*) FROM visits WHERE nights > 2 GROUP BY diagnosis HAVING COUNT(*) > 10`,
+	`SELECT diagnosis, COUNT(*) FROM visits WHERE nights > 2 GROUP BY diagnosis ORDER BY 2 DESC LIMIT 5`,
+	`SELECT COUNT(CASE WHEN nights > 3 THEN 1 END) FROM visits WHERE clinic_id = 9`,
+	`SELECT SUM(CASE WHEN clinic_id = 2 THEN cost ELSE 0 END) FROM visits`,
+	`SELECT COUNT(*) FROM visits WHERE nights + 2 > 5`,
+	`SELECT COUNT(*) FROM visits WHERE nights = 2::int`,
+	`SELECT COUNT(*) FROM visits WHERE nights = -5`,
+	`SELECT COUNT(*) FROM visits WHERE clinic_id IN (SELECT clinic_id FROM clinics WHERE clinic_id > 5)`,
+	`SELECT COUNT(*) FROM visits v JOIN clinics c ON c.clinic_id = v.clinic_id AND c.clinic_id > 3 WHERE v.nights = 4`,
+	`SELECT c.city, COUNT(*) FROM visits v JOIN clinics c ON c.clinic_id = v.clinic_id WHERE v.nights = 4 GROUP BY c.city`,
+	`SELECT COUNT(*) FROM visits WHERE 2 = 3`,
+	`SELECT COUNT(*) FROM visits WHERE nights = 2 AND 5 = 5`,
+	`SELECT COUNT(*) FROM visits WHERE visit_date >= '2024-06-01' AND nights = 12`,
+	`SELECT COUNT(*) FROM visits WHERE note = '5' AND nights = 5`,
+	`SELECT COUNT(*) FROM visits /* 5 */ WHERE nights = 5 -- 6`,
+	`SELECT COUNT(*) FROM "visits" WHERE "nights" = 14`,
+	`SELECT COUNT(*) FROM visits WHERE nights = 007`,
+	`SELECT COUNT(*) FROM visits WHERE nights = 2147483647`,
+	`SELECT COUNT(*) FROM visits WHERE nights = 2147483648`,
+	`SELECT COUNT(*) FROM visits WHERE nights = 1 AND clinic_id = 0`,
+	`SELECT COUNT(*) FROM visits WHERE nights = 2.5`,
+	`SELECT "source"."n" FROM (SELECT COUNT(*) AS "n" FROM visits WHERE nights = 8) AS "source"`,
+	`SELECT date_trunc('month', visit_date) AS m, COUNT(*) FROM visits WHERE clinic_id = 4 GROUP BY 1`,
+	`SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY cost) FROM visits WHERE nights = 3`,
+	`SELECT COUNT(*) FROM people WHERE age > 17 AND age <= 65`,
+	`SELECT sex, AVG(income) FROM people WHERE age BETWEEN 18 AND 64 GROUP BY sex`,
+	`SELECT COUNT(DISTINCT patient_id) FROM visits WHERE clinic_id = 11`,
+}
+
+// TestTemplateMatchesAnalysis is the template's contract: for every query
+// of the golden cases and templateQueries that has a template, each text
+// of its shape gets from the template exactly the plan and canonical text
+// a full analysis gives it, on both backends. Values are drawn at random,
+// from the text's other numbers (a slot equal to a constant elsewhere) and
+// from the edges of the slot range.
+func TestTemplateMatchesAnalysis(t *testing.T) {
+	pol := testPolicy(t)
+	var queries []string
+	for _, c := range readCases(t) {
+		queries = append(queries, c.sql)
+	}
+	queries = append(queries, templateQueries...)
+	rng := rand.New(rand.NewPCG(1, 2))
+	numbers := regexp.MustCompile(`\d+`)
+	templates := 0
+	for _, d := range []Dialect{Postgres, MySQL} {
+		opts := Options{Dialect: d, Epsilon: 1, BindConstants: true}
+		for _, sql := range queries {
+			tmpl, shape, err := templateOf(t, pol, opts, sql)
+			if err != nil {
+				continue
+			}
+			templates++
+			var candidates []int64
+			for _, n := range numbers.FindAllString(sql, -1) {
+				if v, err := strconv.ParseInt(n, 10, 64); err == nil && v >= minSlot && v <= maxSlot {
+					candidates = append(candidates, v)
+				}
+			}
+			candidates = append(candidates, minSlot, minSlot+1, maxSlot, maxSlot-1, 1<<16, 1<<31-1, 1<<31, 1<<32, ProbeBaseHigh, ProbeBaseLow)
+			for trial := 0; trial < 40; trial++ {
+				values := distinctValues(rng, len(shape.Values), candidates, trial == 0, shape.Values)
+				text := shape.Text(values)
+				again, ok := PostgresShape(text)
+				if !ok || again.Key != shape.Key {
+					t.Fatalf("%s: the text with %v has another shape", sql, values)
+				}
+				got, canonical, err := tmpl.Instantiate(&again)
+				if err != nil {
+					t.Fatalf("%s with %v: %v", text, values, err)
+				}
+				want, wantCanonical, err := analyzeFresh(t, pol, opts, text)
+				if err != nil {
+					t.Fatalf("%s (%s): the template answers a text the analysis refuses: %v", text, d.Name(), err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s (%s): the template's plan differs from the analysis':\n got %+v\nwant %+v", text, d.Name(), got.Plan, want.Plan)
+				}
+				if canonical != wantCanonical {
+					t.Fatalf("%s: canonical text %q, want %q", text, canonical, wantCanonical)
+				}
+			}
+		}
+	}
+	if templates < 20 {
+		t.Fatalf("only %d queries have a template: the test checks too little", templates)
+	}
+	t.Logf("%d templates checked", templates)
+}
+
+// distinctValues draws n distinct slot values, from candidates or the
+// whole range; first returns the text's own values.
+func distinctValues(rng *rand.Rand, n int, candidates []int64, first bool, own []int64) []int64 {
+	if first {
+		return own
+	}
+	for {
+		out := make([]int64, n)
+		for i := range out {
+			if rng.IntN(2) == 0 {
+				out[i] = candidates[rng.IntN(len(candidates))]
+			} else {
+				out[i] = minSlot + rng.Int64N(maxSlot-minSlot+1)
+			}
+		}
+		seen := map[int64]bool{}
+		for _, v := range out {
+			seen[v] = true
+		}
+		if len(seen) == n {
+			return out
+		}
+	}
+}
+
+// TestTemplateAdmits pins which queries get a template: filters of rows by
+// integer constants do; a constant anywhere else, or one whose value the
+// analysis reads, makes the shape analyzed in full each time.
+func TestTemplateAdmits(t *testing.T) {
+	pol := testPolicy(t)
+	opts := Options{Dialect: Postgres, Epsilon: 1, BindConstants: true}
+	for _, c := range []struct {
+		sql  string
+		want bool
+	}{
+		{`SELECT COUNT(*) FROM visits WHERE patient_id = 42`, true},
+		{`SELECT COUNT(*), SUM(cost) FROM visits WHERE clinic_id = 7 AND nights >= 3`, true},
+		{`SELECT AVG(cost) FROM visits WHERE nights BETWEEN 2 AND 9 OR clinic_id IN (3, 4, 5)`, true},
+		{`SELECT COUNT(*) FROM visits WHERE clinic_id NOT IN (12, 13) AND nights <> 4`, true},
+		{`SELECT COUNT(*) FROM visits WHERE 7 < nights`, false}, // constant first: not a slot
+		{`SELECT region, COUNT(*) FROM visits WHERE nights > 2 GROUP BY region`, true},
+		{`SELECT sex, AVG(income) FROM people WHERE age BETWEEN 18 AND 64 GROUP BY sex`, true},
+		// The analysis reads these values, or they are not filters.
+		{`SELECT clinic_id, COUNT(*) FROM visits WHERE clinic_id = 5 GROUP BY clinic_id`, false},
+		{`SELECT COUNT(*) FROM visits WHERE nights = 3 LIMIT 3`, true}, // LIMIT 3 stays in the shape
+		{`SELECT clinic_id, COUNT(*) FROM visits WHERE clinic_id IN (5, 6) GROUP BY 1`, false},
+		{`SELECT c, COUNT(*) FROM (SELECT clinic_id AS c FROM visits WHERE nights = 5) AS s GROUP BY c`, false},
+		{`WITH s AS (SELECT clinic_id AS c FROM visits) SELECT COUNT(*) FROM s WHERE c = 5`, false},
+		{`SELECT diagnosis, COUNT(*) FROM visits WHERE nights > 2 GROUP BY diagnosis HAVING COUNT(*) > 10`, false},
+		{`SELECT SUM(CASE WHEN clinic_id = 2 THEN cost ELSE 0 END) FROM visits`, false},
+		{`SELECT COUNT(*) FROM visits WHERE nights + 2 > 5`, false},
+		{`SELECT COUNT(*) FROM visits WHERE nights = 2::int`, false},
+		{`SELECT COUNT(*) FROM visits WHERE clinic_id IN (SELECT clinic_id FROM clinics WHERE clinic_id > 5)`, false},
+		{`SELECT COUNT(*) FROM visits v JOIN clinics c ON c.clinic_id = v.clinic_id AND c.clinic_id > 3`, false},
+		{`SELECT COUNT(*) FROM visits WHERE 2 = 3`, false},
+		{`SELECT COUNT(*) FROM visits /* 5 */ WHERE nights > 1`, false},
+		{`SELECT COUNT(*) FROM visits WHERE nights = 1 AND clinic_id = 0`, false},
+		{`SELECT COUNT(*) FROM visits WHERE nights = 2147483648`, true},
+		{`SELECT COUNT(*) FROM visits WHERE nights = 9223372036854775808`, false},
+		{`SELECT COUNT(*) FROM visits WHERE nights = 2.5`, false},
+		{`SELECT COUNT(*) FROM visits WHERE nights = $1`, false},
+		{`SELECT name FROM clinics WHERE clinic_id = 5`, false}, // public: the passthrough memo's
+		{`SELECT COUNT(*) FROM visits WHERE nosuch = 5`, false},
+	} {
+		tmpl, _, err := templateOf(t, pol, opts, c.sql)
+		if got := tmpl != nil; got != c.want {
+			t.Errorf("%s: template %v (%v), want %v", c.sql, got, err, c.want)
+		}
+	}
+}
+
+// TestPostgresShape pins which constants are slots and that a shape's text
+// with its own values is the text.
+func TestPostgresShape(t *testing.T) {
+	for _, c := range []struct {
+		sql    string
+		values []int64 // nil: no shape
+		key    string  // with NUL written as #
+	}{
+		{`SELECT COUNT(*) FROM t WHERE a = 42`, []int64{42}, `SELECT COUNT(*) FROM t WHERE a = #`},
+		{`SELECT COUNT(*) FROM t WHERE a >= 2 AND b<>3 AND c <= 4`, []int64{2, 3, 4}, `SELECT COUNT(*) FROM t WHERE a >= # AND b<># AND c <= #`},
+		{`SELECT 1 FROM t WHERE a IN (5, 6) AND b BETWEEN 7 AND 8`, []int64{5, 6, 7, 8}, `SELECT 1 FROM t WHERE a IN (#, #) AND b BETWEEN # AND #`},
+		{`SELECT COUNT(*) FROM t WHERE a = 5 AND b = 5`, []int64{5}, `SELECT COUNT(*) FROM t WHERE a = # AND b = #`},
+		{`SELECT COUNT(*) FROM t WHERE a = 1 OR b = 0`, nil, ``},
+		{`SELECT COUNT(*) FROM t WHERE a = 9223372036854775807`, []int64{9223372036854775807}, `SELECT COUNT(*) FROM t WHERE a = #`},
+		{`SELECT COUNT(*) FROM t WHERE a = 9223372036854775808`, nil, ``},
+		{`SELECT COUNT(*) FROM t WHERE a = 5.5 OR a = 5e3`, nil, ``},
+		{`SELECT COUNT(*) FROM t WHERE a = '5' OR "b=5" = 7`, []int64{7}, `SELECT COUNT(*) FROM t WHERE a = '5' OR "b=5" = #`},
+		{`SELECT COUNT(*) FROM t WHERE a = $$ = 5 $$ AND b = 6`, []int64{6}, `SELECT COUNT(*) FROM t WHERE a = $$ = 5 $$ AND b = #`},
+		{`SELECT COUNT(*) FROM t /* = 5 */ WHERE -- = 6` + "\n" + `a = 7`, []int64{7}, "SELECT COUNT(*) FROM t /* = 5 */ WHERE -- = 6\na = #"},
+		{`SELECT COUNT(*) FROM t WHERE a = 5::int OR a = -6 OR a + 7 > b LIMIT 8`, nil, ``},
+		{`SELECT COUNT(*) FROM t WHERE a = $1 AND b = 5`, nil, ``},
+		{`SELECT COUNT(*) FROM t WHERE a = 'unterminated`, nil, ``},
+		{`SELECT COUNT(*) FROM t WHERE a = 0042`, []int64{42}, `SELECT COUNT(*) FROM t WHERE a = #`},
+	} {
+		shape, ok := PostgresShape(c.sql)
+		if ok != (c.values != nil) {
+			t.Errorf("%s: shape %v, want %v", c.sql, ok, c.values != nil)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if !reflect.DeepEqual(shape.Values, c.values) {
+			t.Errorf("%s: values %v, want %v", c.sql, shape.Values, c.values)
+		}
+		key, _, _ := strings.Cut(shape.Key, "\x01")
+		if got := strings.ReplaceAll(key, "\x00", "#"); got != c.key {
+			t.Errorf("%s: key %q, want %q", c.sql, got, c.key)
+		}
+		if !strings.Contains(c.sql, "0042") && shape.Text(shape.Values) != c.sql {
+			t.Errorf("%s: the shape's text with its values is %q", c.sql, shape.Text(shape.Values))
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/dpproxy/dpproxy/engine"
+	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// A service asking for one unit's figures at a time sends a new text each
+// time (WHERE patient_id = 42, then 43): the plan memo, keyed by text,
+// never hits. Such texts have one shape (rewrite.Shape) and, when the
+// analysis of the shape is the same whatever the slots hold, one template
+// (rewrite.Template) that gives each text its plan without parsing or
+// analysis. The engine keeps the templates for every session
+// (engine.Templates), by shape and by the session settings analysis
+// reads; a shape that has none is remembered too, so it is tried once.
+//
+// Only plain DP plans have templates: not a plan chosen for a target
+// error (its ε is chosen per query), nor one a cached release could answer
+// (derived.go: the derivation reads the constants).
+
+// templateKey keys sql's shape under the session's settings.
+func (s *Session) templateKey(shape string) engine.TemplateKey {
+	return engine.TemplateKey{Shape: shape, Database: s.database,
+		Settings: strconv.FormatFloat(s.epsilon, 'g', -1, 64) + "\x00" + s.intervals + "\x00" + s.autoBound + "\x00" + strconv.FormatBool(s.reportBias)}
+}
+
+// canonicalSuffix marks the result cache's key of a release with the bias
+// report: another release than the one without.
+func (s *Session) canonicalSuffix() string {
+	if s.reportBias {
+		return " -- with the bias report"
+	}
+	return ""
+}
+
+// templatedPlan returns the prepared DP statement for sql from its
+// shape's template. Without one it returns nil, and the shape when it is
+// new: the caller analyzes sql in full and then learns the shape
+// (learnTemplate).
+func (s *Session) templatedPlan(sql string) (*prepared, *rewrite.Shape) {
+	if s.frontEnd != rewrite.PostgresFrontEnd || s.targetError > 0 {
+		return nil, nil
+	}
+	shape, ok := rewrite.PostgresShape(sql)
+	if !ok {
+		return nil, nil
+	}
+	t, known := s.engine.Templates().Get(s.templateKey(shape.Key))
+	switch {
+	case !known || t != nil && t.Policy != s.engine.Policy():
+		return nil, &shape
+	case t == nil:
+		return nil, nil // a shape without a template
+	}
+	q, canonical, err := t.Instantiate(&shape)
+	if err != nil {
+		s.engine.Logger().Warn("a template does not fit its shape", "err", err)
+		return nil, nil
+	}
+	canonical += s.canonicalSuffix()
+	s.engine.CountTemplateHit()
+	return &prepared{query: q, canonical: canonical, release: s.engine.Release(s.analyst, q.Plan, canonical)}, nil
+}
+
+// learnTemplate makes the template of shape, whose text the session has
+// just analyzed in full into p, and keeps it; or remembers that the shape
+// has none.
+func (s *Session) learnTemplate(shape *rewrite.Shape, p *prepared) {
+	t, err := s.buildTemplate(shape, p)
+	if err != nil {
+		s.engine.Logger().Debug("the query's shape has no template", "err", err)
+		t = nil
+	}
+	s.engine.Templates().Add(s.templateKey(shape.Key), t)
+}
+
+func (s *Session) buildTemplate(shape *rewrite.Shape, p *prepared) (*rewrite.Template, error) {
+	if p.query.Plan == nil || p.notice != "" || p.canonical == "" || len(p.derived) > 0 {
+		return nil, errors.New("not a DP plan that is answered by itself")
+	}
+	texts := make([]rewrite.TemplateText, 0, 3)
+	for _, values := range [][]int64{shape.Values, shape.Probe(rewrite.ProbeBaseHigh), shape.Probe(rewrite.ProbeBaseLow)} {
+		parsed, err := rewrite.ParseStatement(shape.Text(values), s.frontEnd)
+		if err != nil {
+			return nil, err
+		}
+		if len(parsed.Stmts) != 1 || len(parsed.Params) > 0 {
+			return nil, errors.New("not one statement without parameters")
+		}
+		if s.derivable(parsed.Stmts[0]) {
+			return nil, errors.New("an earlier release may answer it (derived.go)")
+		}
+		texts = append(texts, rewrite.TemplateText{Stmt: parsed.Stmts[0], Casts: castLookup(parsed), Values: values})
+	}
+	t, err := rewrite.BuildTemplate(shape, texts, s.engine.Policy(), s.analyzeOptions(s.epsilon, nil))
+	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	return t, nil
+}
+
+// derivable reports whether deriveFrom may find earlier releases that
+// answer stmt: the derivations read the constants of its WHERE.
+func (s *Session) derivable(stmt ast.StmtNode) bool {
+	sel, ok := stmt.(*ast.SelectStmt)
+	if !ok || s.targetError > 0 || !s.engine.CachesReleases() {
+		return false
+	}
+	if _, _, ok := rewrite.SplitKeyFilter(sel); ok {
+		return true
+	}
+	return len(rewrite.KeySumBases(sel)) > 0
+}

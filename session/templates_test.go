@@ -1,0 +1,139 @@
+package session
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/rewrite"
+)
+
+// noCache turns the result cache off: each query is its own release.
+func noCache(p *config.Policy) { p.Cache.Size = 0 }
+
+// preparedFresh is what the session prepares for sql without templates.
+func preparedFresh(t *testing.T, s *Session, sql string) *prepared {
+	t.Helper()
+	stmt, parsed, err := s.parseOne(sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.prepare(stmt, castLookup(parsed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A DP query whose text differs from an earlier one only in the numbers
+// its WHERE compares columns with gets its plan from the shape's template:
+// the plan, cache key and charge a full analysis gives, without one.
+func TestTemplates(t *testing.T) {
+	e, s, acct, _ := sessionFixture(t, noCache)
+	ctx := context.Background()
+	const first = "SELECT COUNT(*), SUM(cost) FROM visits WHERE n >= 2 AND patient_id <> 7"
+	const second = "SELECT COUNT(*), SUM(cost) FROM visits WHERE n >= 3 AND patient_id <> 9"
+	exec(t, s, first)
+	if e.Templates().Len() != 1 {
+		t.Fatalf("%d shapes known after the first query, want 1", e.Templates().Len())
+	}
+	before := spent(t, acct, "ana")
+	p, learn := s.templatedPlan(second)
+	if p == nil || learn != nil {
+		t.Fatalf("the second text got no plan from the template (learn %v)", learn != nil)
+	}
+	want := preparedFresh(t, s, second)
+	if !reflect.DeepEqual(p.query, want.query) || p.canonical != want.canonical || !reflect.DeepEqual(p.release, want.release) {
+		t.Fatalf("the template's plan differs from the analysis':\n got %+v %q\nwant %+v %q", p.query.Plan, p.canonical, want.query.Plan, want.canonical)
+	}
+	hits := e.TemplateHits()
+	res := exec(t, s, second)
+	if e.TemplateHits() != hits+1 {
+		t.Error("the second query did not use the template")
+	}
+	if len(res.Rows) != 1 || len(res.Columns) != 2 {
+		t.Errorf("answer %v", res.Rows)
+	}
+	if got := spent(t, acct, "ana") - before; got < 0.499 || got > 0.501 {
+		t.Errorf("the templated query was charged ε = %v, want 0.5", got)
+	}
+	charges, err := acct.Charges(ctx, "ana", 1)
+	if err != nil || len(charges) != 1 || charges[0].Query != second {
+		t.Errorf("the ledger's last charge is %+v (%v), want the client's text", charges, err)
+	}
+
+	// Another ε is another key: analyzed in full, then its own template.
+	exec(t, s, "SET dpproxy.epsilon = 0.7")
+	if p, learn := s.templatedPlan(second); p != nil || learn == nil {
+		t.Error("a template made at ε = 0.5 was used at ε = 0.7")
+	}
+	before = spent(t, acct, "ana")
+	exec(t, s, second)
+	if got := spent(t, acct, "ana") - before; got < 0.699 || got > 0.701 {
+		t.Errorf("at ε = 0.7 the query was charged %v", got)
+	}
+	if p, _ := s.templatedPlan(first); p == nil || p.query.Plan.Epsilon != 0.7 {
+		t.Error("no template at ε = 0.7")
+	}
+
+	// A reload: templates of the old policy are not used.
+	reloaded := *e.Policy()
+	if err := s.server.Reload(ctx, &reloaded, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p, learn := s.templatedPlan(second); p != nil || learn == nil {
+		t.Error("a template made under the old policy was used after a reload")
+	}
+}
+
+// Shapes without a template are remembered and analyzed in full each
+// time; templates are not used where the plan is chosen per query or the
+// front end is MySQL's.
+func TestTemplatesNotUsed(t *testing.T) {
+	e, s, _, _ := sessionFixture(t, func(p *config.Policy) {
+		noCache(p)
+		n := &p.ProtectedTables[0].Columns[3]
+		n.GroupBy, n.Keys = true, []string{"2", "3", "4"}
+	})
+	// The analysis narrows n's keys to the ones WHERE names: a constant
+	// compared with a grouped column is no slot.
+	const grouped = "SELECT n, COUNT(*) FROM visits WHERE n = 3 GROUP BY n"
+	exec(t, s, grouped)
+	if p, learn := s.templatedPlan("SELECT n, COUNT(*) FROM visits WHERE n = 4 GROUP BY n"); p != nil || learn != nil {
+		t.Errorf("a shape without a template: plan %v, learn %v", p != nil, learn != nil)
+	}
+	// A refused query teaches nothing.
+	execErr(t, s, "SELECT patient_id FROM visits WHERE n = 3")
+	if _, learn := s.templatedPlan("SELECT patient_id FROM visits WHERE n = 4"); learn == nil {
+		t.Error("a refused query's shape was remembered")
+	}
+	// A target error chooses ε per query.
+	exec(t, s, "SET dpproxy.target_error = 5")
+	if p, learn := s.templatedPlan("SELECT COUNT(*) FROM visits WHERE n = 4"); p != nil || learn != nil {
+		t.Error("templates used with a target error")
+	}
+	exec(t, s, "SET dpproxy.target_error = off")
+
+	// With the result cache on, a query an earlier release may answer
+	// (WHERE on a grouped key) has no template; one it may not, has.
+	e2, s2, _, _ := sessionFixture(t, nil)
+	exec(t, s2, "SELECT COUNT(*) FROM visits WHERE n > 2")
+	if p, _ := s2.templatedPlan("SELECT COUNT(*) FROM visits WHERE n > 3"); p == nil {
+		t.Error("no template with the cache on")
+	}
+	exec(t, s2, "SELECT COUNT(*) FROM visits WHERE kind = 'a' AND n > 2")
+	if p, _ := s2.templatedPlan("SELECT COUNT(*) FROM visits WHERE kind = 'a' AND n > 3"); p != nil {
+		t.Error("a template for a query an earlier release may answer")
+	}
+	_ = e2
+
+	my, err := New(serverFor(t, e), "ana", rewrite.MySQLFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, my, "SELECT COUNT(*) FROM visits WHERE n > 2")
+	if p, learn := my.templatedPlan("SELECT COUNT(*) FROM visits WHERE n > 3"); p != nil || learn != nil {
+		t.Error("templates used by the MySQL front end")
+	}
+}
