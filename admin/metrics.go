@@ -24,6 +24,9 @@ type Sources struct {
 	Active        func() int
 	LoginFailures func() int64
 	AuditErrors   func() int64
+	// TemplateHits counts the DP plans taken from their shape's template
+	// (engine.Engine.TemplateHits; may be nil).
+	TemplateHits func() uint64
 }
 
 // Metrics are dpproxy's Prometheus metrics: counters fed by Observe, one
@@ -130,10 +133,12 @@ var (
 		"Failed logins (wrong password, unknown user): both front ends and the admin listener.", nil, nil)
 	auditErrors = prometheus.NewDesc("dpproxy_audit_errors_total",
 		"Audit log lines that could not be written.", nil, nil)
+	templateHits = prometheus.NewDesc("dpproxy_plan_template_hits_total",
+		"DP queries planned from the template of their shape (an earlier query's text with other integers in its WHERE), without parsing or analysis.", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{budgetSpent, budgetLimit, budgetRemaining, budgetDeltaSpent, budgetDeltaLimit, poolConns, poolWaits, poolWaited, pipelined, pipelineBatches, unioned, lookups, clientConns, loginFailures, auditErrors} {
+	for _, d := range []*prometheus.Desc{budgetSpent, budgetLimit, budgetRemaining, budgetDeltaSpent, budgetDeltaLimit, poolConns, poolWaits, poolWaited, pipelined, pipelineBatches, unioned, lookups, clientConns, loginFailures, auditErrors, templateHits} {
 		ch <- d
 	}
 }
@@ -201,5 +206,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.AuditErrors != nil {
 		counter(auditErrors, float64(c.src.AuditErrors()))
+	}
+	if c.src.TemplateHits != nil {
+		counter(templateHits, float64(c.src.TemplateHits()))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // A service that looks up one unit's figures sends the same query again and
@@ -45,8 +46,15 @@ const (
 // tokens before them; BuildTemplate checks each against the parsed
 // statement and refuses a shape where one is anything else.
 func PostgresShape(sql string) (shape Shape, ok bool) {
-	var buf [96]token
-	toks, err := lexPostgresInto(sql, buf[:0])
+	buf := shapeTokens.Get().(*[]token)
+	toks, err := lexPostgresInto(sql, (*buf)[:0])
+	defer func() {
+		if cap(toks) <= 1024 {
+			clear(toks) // no text kept alive by a pooled buffer
+			*buf = toks[:0]
+			shapeTokens.Put(buf)
+		}
+	}()
 	if err != nil {
 		return Shape{}, false
 	}
@@ -116,6 +124,10 @@ func PostgresShape(sql string) (shape Shape, ok bool) {
 	shape.Key = key.String()
 	return shape, true
 }
+
+// shapeTokens recycles PostgresShape's token buffers: it lexes every
+// simple-protocol text that misses the plan memo.
+var shapeTokens = sync.Pool{New: func() any { b := make([]token, 0, 64); return &b }}
 
 // slotValue reads a number token that is plain digits from minSlot to
 // maxSlot.

@@ -290,3 +290,52 @@ func TestPostgresShape(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTemplate is TestTemplateMatchesAnalysis on any text: when the text's
+// shape has a template, the text with other values in its slots gets from
+// it exactly what a full analysis gives; and a shape's text with its own
+// values has the same shape.
+func FuzzTemplate(f *testing.F) {
+	for _, c := range readCorpusQueries(f) {
+		f.Add(c, uint64(7))
+	}
+	for _, q := range templateQueries {
+		f.Add(q, uint64(1<<40))
+	}
+	pol := testPolicy(f)
+	f.Fuzz(func(t *testing.T, in string, seed uint64) {
+		shape, ok := PostgresShape(in)
+		if !ok {
+			return
+		}
+		again, ok := PostgresShape(shape.Text(shape.Values))
+		if !ok || again.Key != shape.Key || !reflect.DeepEqual(again.Values, shape.Values) {
+			t.Fatalf("%q: the shape's own text has another shape", in)
+		}
+		for _, d := range []Dialect{Postgres, MySQL} {
+			opts := Options{Dialect: d, Epsilon: 1, BindConstants: true}
+			tmpl, _, err := templateOf(t, pol, opts, in)
+			if err != nil {
+				return
+			}
+			rng := rand.New(rand.NewPCG(seed, 3))
+			values := distinctValues(rng, len(shape.Values), shape.Values, false, nil)
+			text := shape.Text(values)
+			other, ok := PostgresShape(text)
+			if !ok || other.Key != shape.Key {
+				t.Fatalf("%q with %v has another shape", in, values)
+			}
+			got, canonical, err := tmpl.Instantiate(&other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantCanonical, err := analyzeFresh(t, pol, opts, text)
+			if err != nil {
+				t.Fatalf("%q: the template answers a text the analysis refuses: %v", text, err)
+			}
+			if !reflect.DeepEqual(got, want) || canonical != wantCanonical {
+				t.Fatalf("%q (%s): the template's plan or canonical text differs from the analysis'", text, d.Name())
+			}
+		}
+	})
+}

@@ -152,3 +152,35 @@ func BenchmarkDPQueryDistinctText(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlanDistinctText is the planning of a new DP query text, the
+// step a shape's template replaces: "analysis" parses and analyzes it in
+// full, "template" takes its plan from the shape's template.
+func BenchmarkPlanDistinctText(b *testing.B) {
+	e := benchEngine(b, 0)
+	s := benchSession(b, e)
+	text := func(i int) string { return `SELECT COUNT(*) FROM patients WHERE patient_id = ` + strconv.Itoa(i%2000+2) }
+	if _, err := s.Execute(context.Background(), text(0)); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("analysis", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			stmt, parsed, err := s.parseOne(text(i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.prepare(stmt, castLookup(parsed)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("template", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if p, _ := s.templatedPlan(text(i)); p == nil {
+				b.Fatal("no template")
+			}
+		}
+	})
+}

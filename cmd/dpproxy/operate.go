@@ -46,6 +46,7 @@ func startOperations(pol *config.Policy, rt *runtime, limits *netserver.Limits, 
 			Connections:   limits.Counts,
 			Active:        rt.server.Active,
 			LoginFailures: throttle.Failures,
+			TemplateHits:  rt.engine.TemplateHits,
 		}
 		if ops.audit != nil {
 			src.AuditErrors = ops.audit.Errors
