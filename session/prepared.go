@@ -158,6 +158,15 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 			return p, nil
 		}
 	}
+	// A DP text without parameters whose shape has a template is
+	// described from it (templates.go).
+	var learn *rewrite.Shape
+	if len(paramTypes) == 0 {
+		var prep *prepared
+		if prep, learn = s.templatedPlan(sql); prep != nil {
+			return p, s.describe(ctx, p, prep)
+		}
+	}
 	stmt, parsed, err := s.parseForBinding(sql)
 	if err != nil {
 		if s.frontEnd == rewrite.PostgresFrontEnd && !errors.Is(err, errMultipleStatements) && mentionsCatalog(sql) {
@@ -194,6 +203,9 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 	prep, err := s.prepare(stmt, castLookup(parsed))
 	if err != nil {
 		return nil, err
+	}
+	if learn != nil && len(markers) == 0 && prep.query != nil && prep.query.Plan != nil {
+		s.learnTemplate(learn, prep)
 	}
 	if err := s.describe(ctx, p, prep); err != nil {
 		return nil, err
@@ -291,7 +303,10 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 		}
 		return conform(res, p.Columns), nil
 	}
-	prep := s.memoizedPlan(p.SQL, params)
+	prep, learn := s.memoizedPlan(p.SQL, params), (*rewrite.Shape)(nil)
+	if prep == nil && len(params) == 0 {
+		prep, learn = s.templatedPlan(p.SQL)
+	}
 	if prep == nil {
 		stmt, parsed, err := s.parseForBinding(p.SQL)
 		if err != nil {
@@ -305,6 +320,9 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 		}
 		if prep.tag != "" {
 			s.forgetPlans()
+		}
+		if learn != nil && len(h.markerParams) == 0 && prep.query != nil && prep.query.Plan != nil {
+			s.learnTemplate(learn, prep)
 		}
 		s.memoizePlan(p.SQL, params, prep)
 	}

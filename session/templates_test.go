@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // noCache turns the result cache off: each query is its own release.
@@ -135,5 +136,48 @@ func TestTemplatesNotUsed(t *testing.T) {
 	exec(t, my, "SELECT COUNT(*) FROM visits WHERE n > 2")
 	if p, learn := my.templatedPlan("SELECT COUNT(*) FROM visits WHERE n > 3"); p != nil || learn != nil {
 		t.Error("templates used by the MySQL front end")
+	}
+}
+
+// The extended protocol's texts without parameters (pgx's exec mode,
+// JDBC's Statement) use templates too, to describe and to execute.
+func TestTemplatesExtendedProtocol(t *testing.T) {
+	e, s, acct, _ := sessionFixture(t, noCache)
+	ctx := context.Background()
+	run := func(sql string) *sqltypes.Prepared {
+		t.Helper()
+		p, err := s.Prepare(ctx, sql, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ExecutePrepared(ctx, p, nil); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := run("SELECT COUNT(*) AS n, AVG(cost) FROM visits WHERE n < 4")
+	hits := e.TemplateHits()
+	before := spent(t, acct, "ana")
+	second := run("SELECT COUNT(*) AS n, AVG(cost) FROM visits WHERE n < 5")
+	if got := e.TemplateHits() - hits; got != 2 {
+		t.Errorf("%d plans from the template for Parse and Execute, want 2", got)
+	}
+	if !reflect.DeepEqual(first.Columns, second.Columns) || len(second.Params) != 0 {
+		t.Errorf("described %v (params %v), want %v", second.Columns, second.Params, first.Columns)
+	}
+	if got := spent(t, acct, "ana") - before; got < 0.499 || got > 0.501 {
+		t.Errorf("charged ε = %v, want 0.5", got)
+	}
+	// With a parameter: analyzed in full, as before.
+	hits = e.TemplateHits()
+	p, err := s.Prepare(ctx, "SELECT COUNT(*) FROM visits WHERE n < $1 AND patient_id <> 5", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ExecutePrepared(ctx, p, []any{int64(3)}); err != nil {
+		t.Fatal(err)
+	}
+	if e.TemplateHits() != hits {
+		t.Error("a statement with parameters used a template")
 	}
 }
