@@ -159,7 +159,9 @@ func BenchmarkDPQueryDistinctText(b *testing.B) {
 func BenchmarkPlanDistinctText(b *testing.B) {
 	e := benchEngine(b, 0)
 	s := benchSession(b, e)
-	text := func(i int) string { return `SELECT COUNT(*) FROM patients WHERE patient_id = ` + strconv.Itoa(i%2000+2) }
+	text := func(i int) string {
+		return `SELECT COUNT(*) FROM patients WHERE patient_id = ` + strconv.Itoa(i%2000+2)
+	}
 	if _, err := s.Execute(context.Background(), text(0)); err != nil {
 		b.Fatal(err)
 	}
