@@ -203,17 +203,21 @@ func (e *Engine) PreparedStatements() *lru.Cache[MemoKey, *sqltypes.Prepared] { 
 type TemplateKey struct {
 	// Shape is the text with its slots taken out.
 	Shape string
+	// Analyst is the session's analyst: each analyst's templates are
+	// their own (a template's speed must not tell one analyst what
+	// another asked).
+	Analyst string
 	// Settings are the session's settings the analysis reads (its ε, the
 	// bias report, ...), written out by the session.
 	Settings string
 	Database string
 }
 
-// Templates is the sessions' shared memo of DP plans by shape: a text
-// whose shape has a template gets its plan without being parsed or
-// analyzed. A nil template marks a shape that has none (it is analyzed in
-// full each time). A template records the policy it was made under;
-// SetPolicy empties the memo. Safe for concurrent use.
+// Templates is the sessions' memo of DP plans by shape: a text whose shape
+// has a template gets its plan without being parsed or analyzed. A
+// template that is not Usable marks a shape that has none (its texts are
+// analyzed in full). Each records the policy it was made under; SetPolicy
+// empties the memo. Safe for concurrent use.
 func (e *Engine) Templates() *lru.Cache[TemplateKey, *rewrite.Template] { return e.templates }
 
 // CountTemplateHit counts a DP plan a session took from Templates.

@@ -27,10 +27,12 @@ import (
 //     col IN (3, 4)), under AND and OR only: a constant that filters rows
 //     and does nothing else. A constant in a CASE, a HAVING, a LIMIT, an
 //     expression, a subquery or a join's ON stays in the shape's text.
-//   - the shape is analyzed three times, with the text's own values and
-//     with two sets of probe values, and the three plans must be the same
-//     but for the slots' constants, each slot one marker of its own; the
-//     same for the statement's canonical text (the result cache's key).
+//   - the shape is analyzed three times, with three sets of probe values
+//     (never the client's own, so that whether a shape has a template does
+//     not depend on the first text's numbers), and the three plans must be
+//     the same but for the slots' constants, each slot one marker of its
+//     own; the same for the statement's canonical text (the result
+//     cache's key).
 //
 // Which sites of the analysis read a constant's value (narrowing GROUP BY
 // keys to the ones a WHERE names, an empty-result probe's 1 = 0, a boolean
@@ -41,7 +43,8 @@ type Template struct {
 	// Policy is the policy the template was analyzed under: it must not
 	// be used under another (a reload can make any table protected).
 	Policy *config.Policy
-	plan   *Plan
+	// plan is nil for a shape found to have no template (NoTemplate).
+	plan *Plan
 	// consts are the plan's constants; entry[c] indexes the one of slot
 	// class c, filled in for each text.
 	consts constantTable
@@ -61,21 +64,26 @@ type TemplateText struct {
 	Values []int64
 }
 
-// Probe bases for the two probe texts of a shape: far from any constant a
-// query is likely to hold and from each other, one a PostgreSQL integer
-// and one a bigint (the types differ in the backend SQL's parameters).
-const (
-	ProbeBaseHigh = 987_654_321_000_000
-	ProbeBaseLow  = 1_234_500_000
-)
+// ProbeBases are the bases of a shape's three probe texts (Shape.Probe):
+// far from any constant a query is likely to hold and from each other,
+// PostgreSQL integers and a bigint (the types differ in the backend SQL's
+// parameters).
+var ProbeBases = [3]int64{1_234_500_000, 987_654_321_000_000, 7_777_000}
 
-// BuildTemplate makes the template of shape from three of its texts,
-// parsed: the client's own first, then the shape's probes (Shape.Probe
-// with ProbeBaseHigh and ProbeBaseLow). The error says why a shape has
-// none; the caller then analyzes each of its texts in full.
+// NoTemplate marks a shape found to have no template under pol: its texts
+// are analyzed in full.
+func NoTemplate(pol *config.Policy) *Template { return &Template{Policy: pol} }
+
+// Usable reports whether t is a template, not the mark of a shape that
+// has none.
+func (t *Template) Usable() bool { return t.plan != nil }
+
+// BuildTemplate makes the template of shape from its probe texts, parsed:
+// Shape.Probe with each of ProbeBases, in that order. The error says why
+// a shape has none; the caller then analyzes each of its texts in full.
 func BuildTemplate(shape *Shape, texts []TemplateText, pol *config.Policy, opts Options) (*Template, error) {
-	if len(texts) != 3 {
-		return nil, fmt.Errorf("rewrite: a template needs a text and two probes, got %d texts", len(texts))
+	if len(texts) != len(ProbeBases) {
+		return nil, fmt.Errorf("rewrite: a template needs %d probes, got %d texts", len(ProbeBases), len(texts))
 	}
 	type draft struct {
 		plan      *Plan
@@ -88,7 +96,7 @@ func BuildTemplate(shape *Shape, texts []TemplateText, pol *config.Policy, opts 
 		if !ok || isRR(sel) {
 			return nil, fmt.Errorf("rewrite: not a template: not a SELECT with aggregates")
 		}
-		if i > 0 && !slotsFilterRows(sel, t.Values, len(shape.slotClass)) {
+		if !slotsFilterRows(sel, t.Values, len(shape.slotClass)) {
 			return nil, fmt.Errorf("rewrite: not a template: a slot is not a constant a WHERE condition compares a column with")
 		}
 		o := opts
@@ -206,6 +214,9 @@ func fill(pieces []string, classes []int, values []int64) string {
 // Instantiate returns the plan and canonical text of a text of the
 // template's shape (the same Shape.Key).
 func (t *Template) Instantiate(s *Shape) (*Query, string, error) {
+	if !t.Usable() {
+		return nil, "", fmt.Errorf("rewrite: the shape has no template")
+	}
 	if len(s.Values) != len(t.entry) {
 		return nil, "", fmt.Errorf("rewrite: a text of %d slot classes for a template of %d", len(s.Values), len(t.entry))
 	}
@@ -307,14 +318,17 @@ func plainFrom(sel *ast.SelectStmt) bool {
 
 // groupedColumns names (lower case, without qualifier) the columns a
 // GROUP BY may group by: those in its items and in the fields outside
-// aggregates (GROUP BY 1 or an alias names a field). Nil without GROUP BY.
+// aggregates (GROUP BY 1 or an alias names a field; SELECT DISTINCT is
+// planned as a GROUP BY of its fields). Nil without either.
 func groupedColumns(sel *ast.SelectStmt) map[string]bool {
-	if sel.GroupBy == nil {
+	if sel.GroupBy == nil && !sel.Distinct {
 		return nil
 	}
 	c := &columnCollector{names: map[string]bool{}}
-	for _, item := range sel.GroupBy.Items {
-		item.Expr.Accept(c)
+	if sel.GroupBy != nil {
+		for _, item := range sel.GroupBy.Items {
+			item.Expr.Accept(c)
+		}
 	}
 	if sel.Fields != nil {
 		for _, f := range sel.Fields.Fields {

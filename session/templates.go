@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
-	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
 // A service asking for one unit's figures at a time sends a new text each
@@ -21,11 +21,13 @@ import (
 //
 // Only plain DP plans have templates: not a plan chosen for a target
 // error (its ε is chosen per query), nor one a cached release could answer
-// (derived.go: the derivation reads the constants).
+// (derived.go: the derivation reads the constants). Templates are kept
+// per analyst: a template's speed must not tell one analyst what shapes
+// another has asked about.
 
-// templateKey keys sql's shape under the session's settings.
+// templateKey keys sql's shape under the session's analyst and settings.
 func (s *Session) templateKey(shape string) engine.TemplateKey {
-	return engine.TemplateKey{Shape: shape, Database: s.database,
+	return engine.TemplateKey{Shape: shape, Analyst: s.analyst, Database: s.database,
 		Settings: strconv.FormatFloat(s.epsilon, 'g', -1, 64) + "\x00" + s.intervals + "\x00" + s.autoBound + "\x00" + strconv.FormatBool(s.reportBias)}
 }
 
@@ -52,9 +54,9 @@ func (s *Session) templatedPlan(sql string) (*prepared, *rewrite.Shape) {
 	}
 	t, known := s.engine.Templates().Get(s.templateKey(shape.Key))
 	switch {
-	case !known || t != nil && t.Policy != s.engine.Policy():
+	case !known || t.Policy != s.engine.Policy():
 		return nil, &shape
-	case t == nil:
+	case !t.Usable():
 		return nil, nil // a shape without a template
 	}
 	q, canonical, err := t.Instantiate(&shape)
@@ -71,20 +73,22 @@ func (s *Session) templatedPlan(sql string) (*prepared, *rewrite.Shape) {
 // just analyzed in full into p, and keeps it; or remembers that the shape
 // has none.
 func (s *Session) learnTemplate(shape *rewrite.Shape, p *prepared) {
-	t, err := s.buildTemplate(shape, p)
+	pol := s.engine.Policy()
+	t, err := s.buildTemplate(shape, p, pol)
 	if err != nil {
 		s.engine.Logger().Debug("the query's shape has no template", "err", err)
-		t = nil
+		t = rewrite.NoTemplate(pol)
 	}
 	s.engine.Templates().Add(s.templateKey(shape.Key), t)
 }
 
-func (s *Session) buildTemplate(shape *rewrite.Shape, p *prepared) (*rewrite.Template, error) {
+func (s *Session) buildTemplate(shape *rewrite.Shape, p *prepared, pol *config.Policy) (*rewrite.Template, error) {
 	if p.query.Plan == nil || p.notice != "" || p.canonical == "" || len(p.derived) > 0 {
 		return nil, errors.New("not a DP plan that is answered by itself")
 	}
-	texts := make([]rewrite.TemplateText, 0, 3)
-	for _, values := range [][]int64{shape.Values, shape.Probe(rewrite.ProbeBaseHigh), shape.Probe(rewrite.ProbeBaseLow)} {
+	texts := make([]rewrite.TemplateText, 0, len(rewrite.ProbeBases))
+	for _, base := range rewrite.ProbeBases {
+		values := shape.Probe(base)
 		parsed, err := rewrite.ParseStatement(shape.Text(values), s.frontEnd)
 		if err != nil {
 			return nil, err
@@ -92,27 +96,16 @@ func (s *Session) buildTemplate(shape *rewrite.Shape, p *prepared) (*rewrite.Tem
 		if len(parsed.Stmts) != 1 || len(parsed.Params) > 0 {
 			return nil, errors.New("not one statement without parameters")
 		}
-		if s.derivable(parsed.Stmts[0]) {
+		// A derivation from an earlier release reads the constants it
+		// matches the release's rows with (derived.go).
+		if len(s.deriveFrom(parsed.Stmts[0], p.query.Plan, castLookup(parsed), s.canonicalSuffix())) > 0 {
 			return nil, errors.New("an earlier release may answer it (derived.go)")
 		}
 		texts = append(texts, rewrite.TemplateText{Stmt: parsed.Stmts[0], Casts: castLookup(parsed), Values: values})
 	}
-	t, err := rewrite.BuildTemplate(shape, texts, s.engine.Policy(), s.analyzeOptions(s.epsilon, nil))
+	t, err := rewrite.BuildTemplate(shape, texts, pol, s.analyzeOptions(s.epsilon, nil))
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	return t, nil
-}
-
-// derivable reports whether deriveFrom may find earlier releases that
-// answer stmt: the derivations read the constants of its WHERE.
-func (s *Session) derivable(stmt ast.StmtNode) bool {
-	sel, ok := stmt.(*ast.SelectStmt)
-	if !ok || s.targetError > 0 || !s.engine.CachesReleases() {
-		return false
-	}
-	if _, _, ok := rewrite.SplitKeyFilter(sel); ok {
-		return true
-	}
-	return len(rewrite.KeySumBases(sel)) > 0
 }

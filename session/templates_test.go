@@ -104,6 +104,14 @@ func TestTemplatesNotUsed(t *testing.T) {
 	if p, learn := s.templatedPlan("SELECT n, COUNT(*) FROM visits WHERE n = 4 GROUP BY n"); p != nil || learn != nil {
 		t.Errorf("a shape without a template: plan %v, learn %v", p != nil, learn != nil)
 	}
+	// Nor after a reload: the shape is tried again under the new policy.
+	reloaded := *e.Policy()
+	if err := s.server.Reload(context.Background(), &reloaded, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, learn := s.templatedPlan("SELECT n, COUNT(*) FROM visits WHERE n = 4 GROUP BY n"); learn == nil {
+		t.Error("a shape found to have no template under the old policy is not tried again after a reload")
+	}
 	// A refused query teaches nothing.
 	execErr(t, s, "SELECT patient_id FROM visits WHERE n = 3")
 	if _, learn := s.templatedPlan("SELECT patient_id FROM visits WHERE n = 4"); learn == nil {
@@ -127,7 +135,17 @@ func TestTemplatesNotUsed(t *testing.T) {
 	if p, _ := s2.templatedPlan("SELECT COUNT(*) FROM visits WHERE kind = 'a' AND n > 3"); p != nil {
 		t.Error("a template for a query an earlier release may answer")
 	}
-	_ = e2
+	// A unit's figures: no release of a GROUP BY of the unit can exist
+	// (the unit is no group column), so it has a template.
+	exec(t, s2, "SELECT COUNT(*) FROM visits WHERE patient_id = 2")
+	if p, _ := s2.templatedPlan("SELECT COUNT(*) FROM visits WHERE patient_id = 3"); p == nil {
+		t.Error("no template for a lookup of one unit with the cache on")
+	}
+	// Templates are each analyst's own.
+	bob := newSession(t, e2, "bob")
+	if p, learn := bob.templatedPlan("SELECT COUNT(*) FROM visits WHERE patient_id = 3"); p != nil || learn == nil {
+		t.Error("one analyst used another's template")
+	}
 
 	my, err := New(serverFor(t, e), "ana", rewrite.MySQLFrontEnd)
 	if err != nil {
