@@ -22,6 +22,7 @@
 //
 // The engine also runs what costs nothing: public-table queries
 // (Passthrough, DescribePassthrough), held to the policy's result limits; it counts each analyst's open sessions (OpenSession) and keeps
-// the sessions' shared memos of analyzed public-table queries. Explain and
+// the sessions' shared memos of analyzed public-table queries and of DP
+// plan templates (Templates). Explain and
 // ExplainSummary describe a plan without running it.
 package engine

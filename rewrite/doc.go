@@ -29,6 +29,12 @@
 //     same SQL with the query's constants as parameters (Plan.Bound,
 //     constants.go): queries that differ only in their constants are then
 //     one statement, which the backend prepares once per connection.
+//   - A Shape (shape_text.go) is a PostgreSQL text with the integers its
+//     WHERE compares columns with taken out; a Template (template.go) is
+//     the plan of a shape with those constants' markers still in its SQL,
+//     admitted only when three analyses of the shape agree, so that each
+//     text of the shape gets exactly the plan a full analysis gives it,
+//     without being parsed or analyzed.
 //
 // The package never runs SQL and never adds noise: that is the engine's job.
 //

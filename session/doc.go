@@ -32,7 +32,12 @@
 //   - MySQL session emulation: session and user variables, USE and SHOW
 //     (mysql.go).
 //
+// A DP query's plan comes from the session's plan memo when its text was
+// seen under the same settings (planmemo.go), or from its shape's
+// template when only the integers its WHERE compares columns with changed
+// (templates.go); otherwise the text is parsed and analyzed.
+//
 // A Session is used by one goroutine at a time; sessions of one Server
 // (server.go) share its engine, with its memos of analyzed public-table
-// queries, and its catalog.
+// queries and of each analyst's plan templates, and its catalog.
 package session
