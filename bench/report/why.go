@@ -510,35 +510,41 @@ allocation); the wire rows are checked without allocating. dpproxy must
 still read, check and answer every message itself; PgBouncer relays bytes
 in one event loop (C, libevent, one thread).`
 
-const charged5MD = ` Profile (development machine, 32 clients, this
-version): each charged query costs dpproxy 135 to 175 µs of CPU: the
-ledger's writer about 22 % (its inserts, the WAL's writes and fsync),
-parsing the new text about 16 % (the TiDB parser alone 10 %: the plan memo
-cannot help a text never seen), analysis and planning about 7 %, the
-bounded query's round trip about 12 %, the client's messages about 14 %,
-Go's collector and allocator about 15 %. The ledger's writer, timed per
-transaction over 4,200 transactions of 10.6 charges: 270 µs waiting for
-a first charge, 190 µs gathering more, 200 µs inserting, 840 µs
-committing (the WAL's fsync, 200 µs on this disk when the machine is
-idle, and the wait for a processor after it): one transaction every
-1.5 ms carries the charges of about 7,000 queries/s. The same query with
-one text for every execution, cache off (each still charged and answered
-from the backend with fresh noise, its parse and analysis from the
-session's plan memo), in turns with distinct texts on the development
-machine, 3 rounds: 6,150–6,990 against 4,360–4,810 charged q/s (1.4×),
-dpproxy's CPU per charged query 130–148 against 216–231 µs (the machine
-was slower than in this run). Its profile: the ledger's writer 32 %
-(committing 14 %, inserting 12 %), the client's messages about 20 %, the
-bounded query's round trip 12 %. That is about the most a plan memo by the
-query's shape could gain, and the bench now measures it next to this
-workload: what is left is relaying, the round trip, noise and a durable
-charge. Waiting for the charge's commit after the round trip was tried
-away: the durable commit started with the bounded query instead of
-after the release, in turns on the development machine, 32 clients, 3
+const charged5MD = ` What was changed last: each text is new, so the
+plan memo (keyed by text) never hit and every query was parsed and
+analyzed (about 30 % of dpproxy's CPU). A query that differs from an
+earlier one only in the integers its WHERE compares columns with now gets
+its plan from its shape's template (` + "`rewrite/template.go`" + `,
+` + "`session/templates.go`" + `): the shape is analyzed with three sets of
+probe values, and its template is kept only if the three plans agree but
+for those constants, each a filter of rows; each text then gets exactly
+the plan a full analysis gives it (checked on 3,990 templates in
+` + "`rewrite/template_test.go`" + `), in about 2 µs against 19 µs
+(BenchmarkPlanDistinctText). In turns on the development machine, 32
+clients, 3 rounds: 7,700–10,800 charged q/s before against
+12,500–14,400 after (1.24–1.63× in each round), dpproxy's CPU per
+charged query 102–139 µs against 69–80 µs. Profile of this version
+(development machine, 32 clients): the ledger's writer 31 % (its inserts,
+the WAL's writes and fsync, 10.8 charges per transaction), the bounded
+query's round trip 16 %, the client's messages 17 %, release and noise
+6 %, the template 6 %, Go's allocator, collector and scheduler about
+20 %. The same query with one text for every execution (its plan from
+the session's memo; the row "one text" in the table) is what is left
+without any planning: relaying, the round trip, noise and a durable
+charge. On the development machine, at 20,000 q/s and the 84 % busy
+these runs reach, two processors give every process 84 µs of CPU per
+query; PostgreSQL, the clients and the kernel took about 40 µs of it
+(every process's CPU less dpproxy's), and the embedded ledger alone, at
+this workload's 10 charges per transaction, costs 23–31 µs per charge
+(BenchmarkCommitParallel with 10 committers): 13–21 µs would be left for
+everything else dpproxy does, where its client's messages and the
+bounded query's round trip alone take about 23 µs.
+Tried and dropped: the durable commit started with the bounded query
+instead of after the release, in turns on the development machine, 32 clients, 3
 rounds: 6,700–8,600 against 7,400–8,600 charged q/s, no gain with the
 machine 87–92 % busy (and it would charge the queries the database
-refuses before reading a row, which are refunded now). What was changed
-last: the bounded query, short and seen before, now goes to PostgreSQL in
+refuses before reading a row, which are refunded now). Before the
+templates: the bounded query, short and seen before, now goes to PostgreSQL in
 a combined batch like a public-table statement (one write for the
 batch, ` + "`backend/pgcombine.go`" + `), where each query wrote to its own
 connection (that write alone cost about 30 µs); and the ledger's commits
