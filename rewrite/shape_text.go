@@ -30,8 +30,12 @@ type Shape struct {
 	Values []int64
 	// slotClass is the class of each slot, in text order.
 	slotClass []int
-	// pieces are the text around the slots: len(slotClass)+1 of them.
+	// pieces are the text around the slots: len(slotClass)+1 of them (a
+	// text's shape only).
 	pieces []string
+	// paramClass is each parameter's class, -1 for one that is no slot
+	// (an execution's shape only, ParamShape).
+	paramClass []int
 }
 
 // minSlot and maxSlot bound the constants that are slots.
@@ -189,7 +193,8 @@ func followedByCast(toks []token, i int) bool {
 	return false
 }
 
-// Text is the shape's text with values (one per class) in its slots.
+// Text is the shape's text with values (one per class) in its slots (a
+// text's shape only: an execution's has no text of its own).
 func (s *Shape) Text(values []int64) string {
 	var b strings.Builder
 	for n, c := range s.slotClass {

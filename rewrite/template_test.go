@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dpproxy/dpproxy/config"
+	"github.com/dpproxy/dpproxy/sqltypes"
 )
 
 // parseForTemplate parses one PostgreSQL text as BuildTemplate takes it.
@@ -498,4 +499,177 @@ func FuzzTemplate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// paramTemplateOf builds the template of an execution's shape the way the
+// session does: the probes bound into the statement.
+func paramTemplateOf(t testing.TB, pol *config.Policy, opts Options, sql string, values []any, types []sqltypes.Type) (*Template, *Shape, error) {
+	t.Helper()
+	parsed, err := ParseStatement(sql, PostgresFrontEnd)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	shape, ok := ParamShape(sql, parsed.Params, values, types)
+	if !ok {
+		return nil, nil, errNoShape
+	}
+	var texts []TemplateText
+	for _, base := range ProbeBases {
+		probe := shape.Probe(base)
+		text, _, err := boundText(t, sql, shape.ProbeParams(values, probe), types)
+		if err != nil {
+			return nil, nil, err
+		}
+		text.Values = probe
+		texts = append(texts, text)
+	}
+	tmpl, err := BuildTemplate(&shape, texts, pol, opts)
+	return tmpl, &shape, err
+}
+
+// boundText parses sql and binds values into it, as ExecutePrepared does.
+func boundText(t testing.TB, sql string, values []any, types []sqltypes.Type) (TemplateText, *Parsed, error) {
+	t.Helper()
+	parsed, err := ParseStatement(sql, PostgresFrontEnd)
+	if err != nil || len(parsed.Stmts) != 1 {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	if err := BindParams(parsed.Stmts[0], parsed.Params, values, types); err != nil {
+		return TemplateText{}, nil, err
+	}
+	var casts CastLookup
+	if parsed.Casts != nil {
+		casts = parsed.CastOf
+	}
+	return TemplateText{Stmt: parsed.Stmts[0], Casts: casts}, parsed, nil
+}
+
+// TestParamTemplateMatchesAnalysis is TestTemplateMatchesAnalysis for
+// prepared statements: every query with slots, its slots made parameters
+// ($n, one per class), executed with integer values (Go int64s, or text
+// for parameters declared integers) gets from its execution's template
+// what binding them and a full analysis give.
+func TestParamTemplateMatchesAnalysis(t *testing.T) {
+	queries := templateQueries
+	for _, c := range readCases(t) {
+		queries = append(queries, c.sql)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	pol := testPolicy(t)
+	templates := 0
+	for _, d := range []Dialect{Postgres, MySQL} {
+		opts := Options{Dialect: d, Epsilon: 1, BindConstants: true}
+		for _, sql := range queries {
+			shape, ok := PostgresShape(sql)
+			if !ok {
+				continue
+			}
+			var b strings.Builder
+			for n, c := range shape.slotClass {
+				b.WriteString(shape.pieces[n] + "$" + strconv.Itoa(c+1))
+			}
+			b.WriteString(shape.pieces[len(shape.pieces)-1])
+			prepared := b.String()
+			parsedPrepared, err := ParseStatement(prepared, PostgresFrontEnd)
+			if err != nil {
+				t.Fatalf("%s: %v", prepared, err)
+			}
+			// Half the executions send text for integer parameters.
+			typed := func(values []int64, asText bool) ([]any, []sqltypes.Type) {
+				out, types := make([]any, len(values)), make([]sqltypes.Type, len(values))
+				for i, v := range values {
+					out[i], types[i] = v, sqltypes.Int8
+					if asText {
+						out[i], types[i] = strconv.FormatInt(v, 10), sqltypes.Int4
+					}
+				}
+				return out, types
+			}
+			for _, asText := range []bool{false, true} {
+				values, types := typed(shape.Values, asText)
+				tmpl, pshape, err := paramTemplateOf(t, pol, opts, prepared, values, types)
+				if err != nil {
+					continue
+				}
+				templates++
+				for range 8 {
+					values, types := typed(distinctValues(rng, len(shape.Values), shape.Values), asText)
+					again, ok := ParamShape(prepared, parsedPrepared.Params, values, types)
+					if !ok || again.Key != pshape.Key {
+						t.Fatalf("%s with %v: another shape", prepared, values)
+					}
+					got, canonical, err := tmpl.Instantiate(&again)
+					if err != nil {
+						t.Fatal(err)
+					}
+					text, _, err := boundText(t, prepared, values, types)
+					if err != nil {
+						t.Fatal(err)
+					}
+					o := opts
+					o.Casts = text.Casts
+					want, err := Analyze(text.Stmt, pol, o)
+					if err != nil {
+						t.Fatalf("%s %v: the template answers what the analysis refuses: %v", prepared, values, err)
+					}
+					wantCanonical, _ := Canonical(text.Stmt)
+					if !reflect.DeepEqual(got, want) || canonical != wantCanonical {
+						t.Fatalf("[%s] %s %v: the template's plan differs from the analysis':\n%s\ncanonical %q\n     want %q", d.Name(), prepared, values, diffPlans(got.Plan, want.Plan), canonical, wantCanonical)
+					}
+				}
+			}
+		}
+	}
+	if templates < 50 {
+		t.Fatalf("only %d templates: the test checks too little", templates)
+	}
+	t.Logf("%d templates checked", templates)
+}
+
+// TestParamShape pins which parameters are slots and what the key holds.
+func TestParamShape(t *testing.T) {
+	const sql = `SELECT COUNT(*) FROM t WHERE a = $1 AND b = $2 AND c = $1`
+	i8, i4, txt := sqltypes.Int8, sqltypes.Int4, sqltypes.Text
+	for _, c := range []struct {
+		values []any
+		types  []sqltypes.Type
+		want   []int64 // class values; nil: no shape
+		slots  []int
+	}{
+		{[]any{int64(5), int64(6)}, []sqltypes.Type{i8, i8}, []int64{5, 6}, []int{0, 1, 0}},
+		{[]any{int64(5), int64(5)}, []sqltypes.Type{i8, i8}, []int64{5}, []int{0, 0, 0}},
+		{[]any{"7", int64(1)}, []sqltypes.Type{i4, i8}, []int64{7}, []int{0, 0}},
+		{[]any{"7", "8"}, []sqltypes.Type{txt, sqltypes.Unknown}, nil, nil},
+		{[]any{int64(0), int64(-3)}, []sqltypes.Type{i8, i8}, nil, nil},
+		{[]any{1.5, nil}, []sqltypes.Type{sqltypes.Float8, i8}, nil, nil},
+	} {
+		shape, ok := ParamShape(sql, []int{1, 2, 1}, c.values, c.types)
+		if ok != (c.want != nil) || ok && (!reflect.DeepEqual(shape.Values, c.want) || !reflect.DeepEqual(shape.slotClass, c.slots)) {
+			t.Errorf("%v: shape %v %v %v, want %v %v", c.values, ok, shape.Values, shape.slotClass, c.want, c.slots)
+		}
+	}
+	// The key tells apart what binds differently: the other parameters'
+	// values (quoted, so that none passes for another), the types, equal
+	// slot values.
+	key := func(values []any, types []sqltypes.Type) string {
+		s, _ := ParamShape(sql, []int{1, 2, 1}, values, types)
+		return s.Key
+	}
+	same := key([]any{int64(5), "x"}, []sqltypes.Type{i8, txt})
+	for _, other := range []string{
+		key([]any{int64(5), "y"}, []sqltypes.Type{i8, txt}),
+		key([]any{int64(5), "x"}, []sqltypes.Type{i8, sqltypes.Unknown}),
+		key([]any{"5", "x"}, []sqltypes.Type{i4, txt}),
+		key([]any{int64(5), `x";s`}, []sqltypes.Type{i8, txt}),
+	} {
+		if other == same {
+			t.Errorf("two executions that bind differently share the key %q", same)
+		}
+	}
+	if key([]any{int64(9), "x"}, []sqltypes.Type{i8, txt}) != same {
+		t.Error("another slot value changed the key")
+	}
+	if key([]any{int64(5), int64(5)}, []sqltypes.Type{i8, i8}) == key([]any{int64(5), int64(6)}, []sqltypes.Type{i8, i8}) {
+		t.Error("equal and distinct slot values share a key")
+	}
 }

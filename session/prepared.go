@@ -205,7 +205,7 @@ func (s *Session) prepareNew(ctx context.Context, sql string, paramTypes []sqlty
 		return nil, err
 	}
 	if learn != nil && len(markers) == 0 && prep.query != nil && prep.query.Plan != nil {
-		s.learnTemplate(learn, prep)
+		s.learnText(learn, prep)
 	}
 	if err := s.describe(ctx, p, prep); err != nil {
 		return nil, err
@@ -303,9 +303,15 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 		}
 		return conform(res, p.Columns), nil
 	}
+	// A DP plan from the session's memo, or from the template of the
+	// text's shape, or of this execution's (templates.go).
 	prep, learn := s.memoizedPlan(p.SQL, params), (*rewrite.Shape)(nil)
-	if prep == nil && len(params) == 0 {
+	switch {
+	case prep != nil:
+	case len(params) == 0:
 		prep, learn = s.templatedPlan(p.SQL)
+	default:
+		prep, learn = s.templatedExecution(p.SQL, h.markerParams, params, p.Params)
 	}
 	if prep == nil {
 		stmt, parsed, err := s.parseForBinding(p.SQL)
@@ -321,8 +327,12 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 		if prep.tag != "" {
 			s.forgetPlans()
 		}
-		if learn != nil && len(h.markerParams) == 0 && prep.query != nil && prep.query.Plan != nil {
-			s.learnTemplate(learn, prep)
+		switch {
+		case learn == nil || prep.query == nil || prep.query.Plan == nil:
+		case len(params) == 0:
+			s.learnText(learn, prep)
+		default:
+			s.learnExecution(learn, prep, p.SQL, h.markerParams, params, p.Params)
 		}
 		s.memoizePlan(p.SQL, params, prep)
 	}

@@ -251,7 +251,7 @@ func (s *Session) execute(ctx context.Context, sql string) ([]*sqltypes.Result, 
 		s.engine.Passthroughs().Add(s.passthroughKey(sql), p.query.Passthrough)
 	}
 	if learn != nil && p.query != nil && p.query.Plan != nil {
-		s.learnTemplate(learn, p)
+		s.learnText(learn, p)
 	}
 	if p.tag != "" {
 		s.forgetPlans()

@@ -8,6 +8,8 @@ import (
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
 	"github.com/dpproxy/dpproxy/rewrite"
+	"github.com/dpproxy/dpproxy/sqltypes"
+	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
 // A service asking for one unit's figures at a time sends a new text each
@@ -28,7 +30,7 @@ import (
 // templateKey keys sql's shape under the session's analyst and settings.
 func (s *Session) templateKey(shape string) engine.TemplateKey {
 	return engine.TemplateKey{Shape: shape, Analyst: s.analyst, Database: s.database,
-		Settings: strconv.FormatFloat(s.epsilon, 'g', -1, 64) + "\x00" + s.intervals + "\x00" + s.autoBound + "\x00" + strconv.FormatBool(s.reportBias)}
+		Settings: strconv.Itoa(int(s.frontEnd)) + "\x00" + strconv.FormatFloat(s.epsilon, 'g', -1, 64) + "\x00" + s.intervals + "\x00" + s.autoBound + "\x00" + strconv.FormatBool(s.reportBias)}
 }
 
 // canonicalSuffix marks the result cache's key of a release with the bias
@@ -41,9 +43,9 @@ func (s *Session) canonicalSuffix() string {
 }
 
 // templatedPlan returns the prepared DP statement for sql from its
-// shape's template. Without one it returns nil, and the shape when it is
-// new: the caller analyzes sql in full and then learns the shape
-// (learnTemplate).
+// shape's template (a PostgreSQL client's text). Without one it returns
+// nil, and the shape when it is new: the caller analyzes sql in full and
+// then learns the shape (learnText).
 func (s *Session) templatedPlan(sql string) (*prepared, *rewrite.Shape) {
 	if s.frontEnd != rewrite.PostgresFrontEnd || s.targetError > 0 {
 		return nil, nil
@@ -52,14 +54,33 @@ func (s *Session) templatedPlan(sql string) (*prepared, *rewrite.Shape) {
 	if !ok {
 		return nil, nil
 	}
+	return s.fromTemplate(&shape)
+}
+
+// templatedExecution is templatedPlan for an execution of a prepared
+// statement with parameters (rewrite.ParamShape), on either front end; the
+// caller learns a new shape with learnExecution.
+func (s *Session) templatedExecution(sql string, markerParams []int, params []any, types []sqltypes.Type) (*prepared, *rewrite.Shape) {
+	if s.targetError > 0 {
+		return nil, nil
+	}
+	shape, ok := rewrite.ParamShape(sql, markerParams, params, types)
+	if !ok {
+		return nil, nil
+	}
+	return s.fromTemplate(&shape)
+}
+
+// fromTemplate instantiates shape's template; see templatedPlan.
+func (s *Session) fromTemplate(shape *rewrite.Shape) (*prepared, *rewrite.Shape) {
 	t, known := s.engine.Templates().Get(s.templateKey(shape.Key))
 	switch {
 	case !known || t.Policy != s.engine.Policy():
-		return nil, &shape
+		return nil, shape
 	case !t.Usable():
 		return nil, nil // a shape without a template
 	}
-	q, canonical, err := t.Instantiate(&shape)
+	q, canonical, err := t.Instantiate(shape)
 	if err != nil {
 		s.engine.Logger().Warn("a template does not fit its shape", "err", err)
 		return nil, nil
@@ -69,12 +90,47 @@ func (s *Session) templatedPlan(sql string) (*prepared, *rewrite.Shape) {
 	return &prepared{query: q, canonical: canonical, release: s.engine.Release(s.analyst, q.Plan, canonical)}, nil
 }
 
-// learnTemplate makes the template of shape, whose text the session has
-// just analyzed in full into p, and keeps it; or remembers that the shape
+// learnText makes the template of a text's shape, the text having just
+// been analyzed in full into p, and keeps it; or remembers that the shape
 // has none.
-func (s *Session) learnTemplate(shape *rewrite.Shape, p *prepared) {
+func (s *Session) learnText(shape *rewrite.Shape, p *prepared) {
+	s.learnTemplate(shape, p, func(values []int64) (ast.StmtNode, *rewrite.Parsed, error) {
+		parsed, err := rewrite.ParseStatement(shape.Text(values), s.frontEnd)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(parsed.Stmts) != 1 || len(parsed.Params) > 0 {
+			return nil, nil, errors.New("not one statement without parameters")
+		}
+		return parsed.Stmts[0], parsed, nil
+	})
+}
+
+// learnExecution is learnText for an execution of a prepared statement:
+// the probes bind their values into the statement, as ExecutePrepared
+// binds a client's.
+func (s *Session) learnExecution(shape *rewrite.Shape, p *prepared, sql string, markerParams []int, params []any, types []sqltypes.Type) {
+	s.learnTemplate(shape, p, func(values []int64) (ast.StmtNode, *rewrite.Parsed, error) {
+		parsed, err := rewrite.ParseStatement(sql, s.frontEnd)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(parsed.Stmts) != 1 {
+			return nil, nil, errors.New("not one statement")
+		}
+		if err := rewrite.BindParams(parsed.Stmts[0], markerParams, shape.ProbeParams(params, values), types); err != nil {
+			return nil, nil, err
+		}
+		return parsed.Stmts[0], parsed, nil
+	})
+}
+
+// learnTemplate makes the template of shape from the statements probe
+// gives for the probe values, and keeps it (or the mark of a shape without
+// one).
+func (s *Session) learnTemplate(shape *rewrite.Shape, p *prepared, probe func(values []int64) (ast.StmtNode, *rewrite.Parsed, error)) {
 	pol := s.engine.Policy()
-	t, err := s.buildTemplate(shape, p, pol)
+	t, err := s.buildTemplate(shape, p, pol, probe)
 	if err != nil {
 		s.engine.Logger().Debug("the query's shape has no template", "err", err)
 		t = rewrite.NoTemplate(pol)
@@ -82,26 +138,23 @@ func (s *Session) learnTemplate(shape *rewrite.Shape, p *prepared) {
 	s.engine.Templates().Add(s.templateKey(shape.Key), t)
 }
 
-func (s *Session) buildTemplate(shape *rewrite.Shape, p *prepared, pol *config.Policy) (*rewrite.Template, error) {
-	if p.query.Plan == nil || p.notice != "" || p.canonical == "" || len(p.derived) > 0 {
+func (s *Session) buildTemplate(shape *rewrite.Shape, p *prepared, pol *config.Policy, probe func(values []int64) (ast.StmtNode, *rewrite.Parsed, error)) (*rewrite.Template, error) {
+	if p.query == nil || p.query.Plan == nil || p.notice != "" || p.canonical == "" || len(p.derived) > 0 {
 		return nil, errors.New("not a DP plan that is answered by itself")
 	}
 	texts := make([]rewrite.TemplateText, 0, len(rewrite.ProbeBases))
 	for _, base := range rewrite.ProbeBases {
 		values := shape.Probe(base)
-		parsed, err := rewrite.ParseStatement(shape.Text(values), s.frontEnd)
+		stmt, parsed, err := probe(values)
 		if err != nil {
 			return nil, err
 		}
-		if len(parsed.Stmts) != 1 || len(parsed.Params) > 0 {
-			return nil, errors.New("not one statement without parameters")
-		}
 		// A derivation from an earlier release reads the constants it
 		// matches the release's rows with (derived.go).
-		if len(s.deriveFrom(parsed.Stmts[0], p.query.Plan, castLookup(parsed), s.canonicalSuffix())) > 0 {
+		if len(s.deriveFrom(stmt, p.query.Plan, castLookup(parsed), s.canonicalSuffix())) > 0 {
 			return nil, errors.New("an earlier release may answer it (derived.go)")
 		}
-		texts = append(texts, rewrite.TemplateText{Stmt: parsed.Stmts[0], Casts: castLookup(parsed), Values: values})
+		texts = append(texts, rewrite.TemplateText{Stmt: stmt, Casts: castLookup(parsed), Values: values})
 	}
 	t, err := rewrite.BuildTemplate(shape, texts, pol, s.analyzeOptions(s.epsilon, nil))
 	if err != nil {

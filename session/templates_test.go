@@ -199,3 +199,64 @@ func TestTemplatesExtendedProtocol(t *testing.T) {
 		t.Error("a statement with parameters used a template")
 	}
 }
+
+// A prepared statement executed with other integer parameter values gets
+// its plan from its execution's template, on both front ends.
+func TestTemplatesPreparedParameters(t *testing.T) {
+	e, s, acct, _ := sessionFixture(t, noCache)
+	ctx := context.Background()
+	my, err := New(serverFor(t, e), "ana", rewrite.MySQLFrontEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		s   *Session
+		sql string
+	}{
+		{s, "SELECT COUNT(*), SUM(cost) FROM visits WHERE n < $1 AND patient_id <> $2"},
+		{my, "SELECT COUNT(*), SUM(cost) FROM visits WHERE n < ? AND patient_id <> ?"},
+	} {
+		p, err := c.s.Prepare(ctx, c.sql, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := func(params ...any) {
+			t.Helper()
+			if _, err := c.s.ExecutePrepared(ctx, p, params); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(int64(3), int64(7))
+		hits, before := e.TemplateHits(), spent(t, acct, "ana")
+		run(int64(4), int64(9))
+		run("5", int64(11)) // text for an integer: another shape, new
+		run(int64(5), int64(12))
+		if got := e.TemplateHits() - hits; got != 2 {
+			t.Errorf("%s: %d executions planned from a template, want 2", c.sql, got)
+		}
+		if got := spent(t, acct, "ana") - before; got < 3*0.5-1e-9 || got > 3*0.5+1e-9 {
+			t.Errorf("%s: three executions charged ε = %v", c.sql, got)
+		}
+		// The plan is what binding the values and analyzing gives.
+		h := handleOf(p)
+		params := []any{int64(4), int64(10)}
+		got, _ := c.s.templatedExecution(p.SQL, h.markerParams, params, p.Params)
+		if got == nil {
+			t.Fatalf("%s: no template for %v", c.sql, params)
+		}
+		stmt, parsed, err := c.s.parseForBinding(p.SQL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rewrite.BindParams(stmt, h.markerParams, params, p.Params); err != nil {
+			t.Fatal(err)
+		}
+		want, err := c.s.prepare(stmt, castLookup(parsed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.query, want.query) || got.canonical != want.canonical {
+			t.Errorf("%s: the template's plan differs from the analysis'", c.sql)
+		}
+	}
+}
