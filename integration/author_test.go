@@ -300,11 +300,7 @@ func serveExample(t *testing.T, path string) {
 	if r.err != nil || len(out) != 4 || out[3] != "0.25" {
 		t.Errorf("the example's first query: %v %q\n%s", r.err, out, r.stderr)
 	}
-	m := adminListening.FindStringSubmatch(p.stderr.String())
-	if m == nil {
-		t.Fatalf("the example's admin listener did not start:\n%s", p.stderr.String())
-	}
-	if status, body := get(t, "http://"+m[1]+"/", "change-me"); status != 200 || !strings.Contains(body, `data-name="alice"`) {
+	if status, body := get(t, "http://"+p.adminAddress(t)+"/", "change-me"); status != 200 || !strings.Contains(body, `data-name="alice"`) {
 		t.Errorf("the example's budget page: %d", status)
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "audit", "dpproxy-audit.jsonl")); err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/demo"
 )
 
@@ -53,18 +52,9 @@ func TestPassthroughPipelinedMariaDB(t *testing.T) {
 		t.Fatalf("%d clinics (%v), want %d", len(want), err, demo.NumClinics)
 	}
 
-	v, err := auth.NewSCRAMVerifier("opspw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := writeMySQLPolicy(t, "backend:\n  kind: mysql\n  dsn: "+strconv.Quote(dsn)+"\n  max_conns: 8\n  pipeline_lanes: 2\n"+
-		"admin:\n  listen: 127.0.0.1:0\n  user: ops\n  password:\n    scram_sha_256: "+strconv.Quote(v.String())+"\n", 100)
+	policy := writeMySQLPolicy(t, "backend:\n  kind: mysql\n  dsn: "+strconv.Quote(dsn)+"\n  max_conns: 8\n  pipeline_lanes: 2\n"+adminYAML(t), 100)
 	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
-	addr := p.mysqlAddress(t)
-	m := adminListening.FindStringSubmatch(p.stderr.String())
-	if m == nil {
-		t.Fatalf("no admin listening line:\n%s", p.stderr.String())
-	}
+	addr, admin := p.mysqlAddress(t), p.adminAddress(t)
 
 	// The text protocol's clients first, then the binary protocol's:
 	// lookups by key are answered together in both (their key a literal,
@@ -125,7 +115,7 @@ func TestPassthroughPipelinedMariaDB(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		total := metricValue(scrape(t, "http://"+m[1]), "dpproxy_backend_key_lookups_total", nil)
+		total := metricValue(scrape(t, "http://"+admin), "dpproxy_backend_key_lookups_total", nil)
 		t.Logf("%s protocol: %v lookups by key answered together", protocol, total-lookups)
 		if total-lookups < clients*each/3 {
 			t.Errorf("%s protocol: %v of %d lookups by key answered together, want a third or more", protocol, total-lookups, clients*each)
@@ -133,8 +123,8 @@ func TestPassthroughPipelinedMariaDB(t *testing.T) {
 		lookups = total
 	}
 
-	checkPipelined(t, m[1], 2*clients*each*21/10) // pipeline_test.go
-	unioned := metricValue(scrape(t, "http://"+m[1]), "dpproxy_backend_unioned_statements_total", nil)
+	checkPipelined(t, admin, 2*clients*each*21/10) // pipeline_test.go
+	unioned := metricValue(scrape(t, "http://"+admin), "dpproxy_backend_unioned_statements_total", nil)
 	t.Logf("%v statements answered by a UNION ALL", unioned)
 	if unioned < clients*each/2 {
 		t.Errorf("%v of %d statements that are no lookup answered by a UNION ALL, want most of them", unioned, 2*clients*each)

@@ -27,6 +27,27 @@ import (
 
 var adminListening = regexp.MustCompile(`msg="admin listening" addr=(127\.0\.0\.1:\d+)`)
 
+// adminYAML is a policy's admin section: a listener on a free port, user
+// ops, password opspw.
+func adminYAML(t testing.TB) string {
+	t.Helper()
+	v, err := auth.NewSCRAMVerifier("opspw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "admin:\n  listen: 127.0.0.1:0\n  user: ops\n  password:\n    scram_sha_256: " + strconv.Quote(v.String()) + "\n"
+}
+
+// adminAddress is the address dpproxy's admin listener logged.
+func (p *proxyProcess) adminAddress(t testing.TB) string {
+	t.Helper()
+	m := adminListening.FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("no admin listening line:\n%s", p.stderr.String())
+	}
+	return m[1]
+}
+
 // operatedProxy is `dpproxy serve` on the demo data with the admin
 // listener (user ops, password opspw) and the audit log on.
 func operatedProxy(t *testing.T) (p *proxyProcess, adminURL, auditPath string) {
@@ -43,24 +64,15 @@ func operatedProxyWith(t *testing.T, listen string) (p *proxyProcess, adminURL, 
 	if err := demo.GenerateSQLite(context.Background(), dbPath); err != nil {
 		t.Fatal(err)
 	}
-	v, err := auth.NewSCRAMVerifier("opspw")
-	if err != nil {
-		t.Fatal(err)
-	}
 	auditPath = filepath.Join(dir, "audit", "audit.jsonl")
-	ops := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\n" +
-		"admin:\n  listen: 127.0.0.1:0\n  user: ops\n  password:\n    scram_sha_256: " + strconv.Quote(v.String()) + "\n" +
+	ops := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\n" + adminYAML(t) +
 		"audit:\n  path: " + strconv.Quote(auditPath) + "\n"
 	if listen != "" {
 		ops = "listen:\n" + listen + ops
 	}
 	policy := writeMySQLPolicy(t, ops, 10)
 	p = startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
-	m := adminListening.FindStringSubmatch(p.stderr.String())
-	if m == nil {
-		t.Fatalf("no admin listening line:\n%s", p.stderr.String())
-	}
-	return p, "http://" + m[1], auditPath
+	return p, "http://" + p.adminAddress(t), auditPath
 }
 
 // get fetches an admin path as ops (password "" sends no credentials).

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/demo"
 )
 
@@ -43,17 +42,8 @@ func TestPassthroughPipelinedPostgres(t *testing.T) {
 		t.Fatalf("%d clinics, want %d", len(want), demo.NumClinics)
 	}
 
-	v, err := auth.NewSCRAMVerifier("opspw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := writePolicy(t, "backend:\n  kind: postgres\n  dsn: "+strconv.Quote(dsn)+"\n  max_conns: 8\n  pipeline_lanes: 2\n"+
-		"admin:\n  listen: 127.0.0.1:0\n  user: ops\n  password:\n    scram_sha_256: "+strconv.Quote(v.String())+"\n", 100)
+	policy := writePolicy(t, "backend:\n  kind: postgres\n  dsn: "+strconv.Quote(dsn)+"\n  max_conns: 8\n  pipeline_lanes: 2\n"+adminYAML(t), 100)
 	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
-	m := adminListening.FindStringSubmatch(p.stderr.String())
-	if m == nil {
-		t.Fatalf("no admin listening line:\n%s", p.stderr.String())
-	}
 
 	const clients, each = 16, 150
 	var wg sync.WaitGroup
@@ -85,7 +75,7 @@ func TestPassthroughPipelinedPostgres(t *testing.T) {
 	}
 	wg.Wait()
 
-	checkPipelined(t, m[1], clients*each)
+	checkPipelined(t, p.adminAddress(t), clients*each)
 }
 
 // checkPipelined reads the pipeline metrics from the admin listener at

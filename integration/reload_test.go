@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/dpproxy/dpproxy/admin"
-	"github.com/dpproxy/dpproxy/auth"
 	"github.com/dpproxy/dpproxy/demo"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -33,12 +32,7 @@ func TestReloadWhileConnected(t *testing.T) {
 	if err := demo.GenerateSQLite(ctx, dbPath); err != nil {
 		t.Fatal(err)
 	}
-	v, err := auth.NewSCRAMVerifier("opspw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\n" +
-		"admin:\n  listen: 127.0.0.1:0\n  user: ops\n  password:\n    scram_sha_256: " + strconv.Quote(v.String()) + "\n"
+	head := "backend:\n  kind: sqlite\n  path: " + strconv.Quote(dbPath) + "\n" + adminYAML(t)
 	analyst := strings.SplitN(fmt.Sprintf(analystYAML, 10.0), "\n", 3)[2] // the analyst's entry, without "analysts:"
 	bob := strings.Replace(analyst, "name: analyst", "name: bob", 1)
 	policy := func(budget float64, extraAnalyst string, extra string) string {
@@ -54,11 +48,7 @@ func TestReloadWhileConnected(t *testing.T) {
 	}
 	write(policy(10, "", ""))
 	p := startProxy(t, "serve", "--config", path, "--pg-addr", "127.0.0.1:0")
-	m := adminListening.FindStringSubmatch(p.stderr.String())
-	if m == nil {
-		t.Fatal("no admin address")
-	}
-	adminURL := "http://" + m[1]
+	adminURL := "http://" + p.adminAddress(t)
 	connect := func(user string) *pgx.Conn {
 		t.Helper()
 		c, err := pgx.Connect(ctx, "postgres://"+user+":analyst@"+p.addr+"/demo?sslmode=disable")

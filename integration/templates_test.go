@@ -12,8 +12,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/dpproxy/dpproxy/auth"
 )
 
 // TestPlanTemplatesPostgres: nine pgx clients, a third in the simple
@@ -28,17 +26,8 @@ import (
 func TestPlanTemplatesPostgres(t *testing.T) {
 	dsn := pgDatabase(t)
 	ctx := context.Background()
-	v, err := auth.NewSCRAMVerifier("opspw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := writePolicy(t, "backend:\n  kind: postgres\n  dsn: "+strconv.Quote(dsn)+"\n  max_conns: 4\n"+
-		"admin:\n  listen: 127.0.0.1:0\n  user: ops\n  password:\n    scram_sha_256: "+strconv.Quote(v.String())+"\n", 1e6)
+	policy := writePolicy(t, "backend:\n  kind: postgres\n  dsn: "+strconv.Quote(dsn)+"\n  max_conns: 4\n"+adminYAML(t), 1e6)
 	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
-	m := adminListening.FindStringSubmatch(p.stderr.String())
-	if m == nil {
-		t.Fatalf("no admin listening line:\n%s", p.stderr.String())
-	}
 	const clients, each = 9, 40
 	var seq atomic.Int64
 	seq.Store(1_000_000)
@@ -89,7 +78,7 @@ func TestPlanTemplatesPostgres(t *testing.T) {
 	}
 	wg.Wait()
 
-	families := scrape(t, "http://"+m[1])
+	families := scrape(t, "http://"+p.adminAddress(t))
 	hits := metricValue(families, "dpproxy_plan_template_hits_total", nil)
 	charged := metricValue(families, "dpproxy_epsilon_charged_total", map[string]string{"analyst": "analyst"})
 	t.Logf("%v of %d queries planned from a template", hits, clients*each)
@@ -115,17 +104,8 @@ func TestPlanTemplatesMariaDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := auth.NewSCRAMVerifier("opspw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := writeMySQLPolicy(t, "backend:\n  kind: mysql\n  dsn: "+strconv.Quote(dsn)+"\n  max_conns: 4\n"+
-		"admin:\n  listen: 127.0.0.1:0\n  user: ops\n  password:\n    scram_sha_256: "+strconv.Quote(v.String())+"\n", 1e6)
+	policy := writeMySQLPolicy(t, "backend:\n  kind: mysql\n  dsn: "+strconv.Quote(dsn)+"\n  max_conns: 4\n"+adminYAML(t), 1e6)
 	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0", "--mysql-addr", "127.0.0.1:0")
-	m := adminListening.FindStringSubmatch(p.stderr.String())
-	if m == nil {
-		t.Fatalf("no admin listening line:\n%s", p.stderr.String())
-	}
 	const clients, each = 4, 30
 	var seq atomic.Int64
 	seq.Store(1_000_000)
@@ -170,7 +150,7 @@ func TestPlanTemplatesMariaDB(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	hits := metricValue(scrape(t, "http://"+m[1]), "dpproxy_plan_template_hits_total", nil)
+	hits := metricValue(scrape(t, "http://"+p.adminAddress(t)), "dpproxy_plan_template_hits_total", nil)
 	t.Logf("%v of %d executions planned from a template", hits, clients*each)
 	if hits < clients*each*9/10 {
 		t.Errorf("%v of %d executions planned from a template, want nearly all", hits, clients*each)
