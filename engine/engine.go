@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -44,6 +45,9 @@ type Engine struct {
 	// templateHits counts the plans it gave.
 	templates    *lru.Cache[TemplateKey, *rewrite.Template]
 	templateHits atomic.Uint64
+	// shapesSeen holds hashes of shapes seen once (SeenBefore).
+	shapesSeen *lru.Cache[uint64, struct{}]
+	shapeSeed  maphash.Seed
 
 	// sessionsMu guards sessions, each analyst's open sessions, held to
 	// listen.max_connections_per_analyst.
@@ -94,6 +98,10 @@ func New(opts Options) (*Engine, error) {
 	if e.templates, err = lru.New[TemplateKey, *rewrite.Template](passthroughMemoSize); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	if e.shapesSeen, err = lru.New[uint64, struct{}](passthroughMemoSize); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	e.shapeSeed = maphash.MakeSeed()
 	if e.rand == nil {
 		e.rand = mechanisms.Secure()
 	}
@@ -219,6 +227,20 @@ type TemplateKey struct {
 // analyzed in full). Each records the policy it was made under; SetPolicy
 // empties the memo. Safe for concurrent use.
 func (e *Engine) Templates() *lru.Cache[TemplateKey, *rewrite.Template] { return e.templates }
+
+// SeenBefore reports whether a session met the shape of key before (in
+// the last few thousand shapes), and records that it has now. Sessions
+// make a shape's template at its second sighting: a shape met once (a
+// parameter of a new value each time, an analyst's one-off query) would
+// cost three more analyses for nothing.
+func (e *Engine) SeenBefore(key TemplateKey) bool {
+	h := maphash.Comparable(e.shapeSeed, key)
+	if _, ok := e.shapesSeen.Get(h); ok {
+		return true
+	}
+	e.shapesSeen.Add(h, struct{}{})
+	return false
+}
 
 // CountTemplateHit counts a DP plan a session took from Templates.
 func (e *Engine) CountTemplateHit() { e.templateHits.Add(1) }

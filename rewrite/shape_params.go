@@ -24,22 +24,22 @@ import (
 // parameter's declared type and Go type, and the other parameters'
 // values. ok is false when no parameter is a slot.
 func ParamShape(sql string, markerParams []int, values []any, types []sqltypes.Type) (shape Shape, ok bool) {
-	shape.paramClass = make([]int, len(values))
-	var key strings.Builder
-	key.Grow(len(sql) + 16*len(values))
-	key.WriteString("\x02")
-	key.WriteString(sql)
-	key.WriteByte(0)
-	for i, v := range values {
-		t := sqltypes.Unknown
+	if len(sql) > maxShapeText {
+		return Shape{}, false
+	}
+	typeOf := func(i int) sqltypes.Type {
 		if i < len(types) {
-			t = types[i]
+			return types[i]
 		}
-		n, slot := paramSlot(v, t)
+		return sqltypes.Unknown
+	}
+	// The slots first: most executions with parameters have none, and
+	// need no key.
+	shape.paramClass = make([]int, len(values))
+	for i, v := range values {
+		n, slot := paramSlot(v, typeOf(i))
 		if !slot {
 			shape.paramClass[i] = -1
-			// Quoted: no value's text can pass for the next one's.
-			fmt.Fprintf(&key, "v%d:%T:%q;", t, v, fmt.Sprint(v))
 			continue
 		}
 		c := slices.Index(shape.Values, n)
@@ -48,7 +48,6 @@ func ParamShape(sql string, markerParams []int, values []any, types []sqltypes.T
 			shape.Values = append(shape.Values, n)
 		}
 		shape.paramClass[i] = c
-		fmt.Fprintf(&key, "s%d:%T:%d;", t, v, c)
 	}
 	markers := markerParams
 	if markers == nil {
@@ -61,8 +60,24 @@ func ParamShape(sql string, markerParams []int, values []any, types []sqltypes.T
 			shape.slotClass = append(shape.slotClass, shape.paramClass[n-1])
 		}
 	}
-	if len(shape.slotClass) == 0 {
+	if len(shape.slotClass) == 0 || len(shape.slotClass) > maxSlots {
 		return Shape{}, false
+	}
+	var key strings.Builder
+	key.Grow(len(sql) + 16*len(values))
+	key.WriteString("\x02")
+	key.WriteString(sql)
+	key.WriteByte(0)
+	for i, v := range values {
+		if c := shape.paramClass[i]; c >= 0 {
+			fmt.Fprintf(&key, "s%d:%T:%d;", typeOf(i), v, c)
+		} else {
+			// Quoted: no value's text can pass for the next one's.
+			fmt.Fprintf(&key, "v%d:%T:%q;", typeOf(i), v, fmt.Sprint(v))
+		}
+		if key.Len() > maxShapeText {
+			return Shape{}, false // long values: not worth a template
+		}
 	}
 	shape.Key = key.String()
 	return shape, true

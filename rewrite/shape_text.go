@@ -44,12 +44,23 @@ const (
 	maxSlot = math.MaxInt64
 )
 
+// maxShapeText and maxSlots bound what has a shape: templates are kept
+// for every analyst by their key, and a text of thousands of constants is
+// no repeated query of a service.
+const (
+	maxShapeText = 4096
+	maxSlots     = 64
+)
+
 // PostgresShape finds the slots of a PostgreSQL query text. ok is false for
 // a text with no slot, with parameters, or that does not lex (the parser
 // then reports why). Which constants are slots is a guess from the
 // tokens before them; BuildTemplate checks each against the parsed
 // statement and refuses a shape where one is anything else.
 func PostgresShape(sql string) (shape Shape, ok bool) {
+	if len(sql) > maxShapeText {
+		return Shape{}, false
+	}
 	buf := shapeTokens.Get().(*[]token)
 	toks, err := lexPostgresInto(sql, (*buf)[:0])
 	defer func() {
@@ -99,7 +110,7 @@ func PostgresShape(sql string) (shape Shape, ok bool) {
 		}
 		prev = i
 	}
-	if len(slots) == 0 {
+	if len(slots) == 0 || len(slots) > maxSlots {
 		return Shape{}, false
 	}
 	shape.slotClass = make([]int, len(slots))

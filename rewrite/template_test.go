@@ -666,6 +666,16 @@ func TestParamShape(t *testing.T) {
 			t.Errorf("two executions that bind differently share the key %q", same)
 		}
 	}
+	// Long values, long texts and many slots have no shape.
+	if _, ok := ParamShape(sql, []int{1, 2, 1}, []any{int64(5), strings.Repeat("x", maxShapeText)}, []sqltypes.Type{i8, txt}); ok {
+		t.Error("a parameter of 4 KiB has a shape")
+	}
+	if _, ok := PostgresShape("SELECT COUNT(*) FROM t WHERE a = 5 " + strings.Repeat(" ", maxShapeText)); ok {
+		t.Error("a text over 4 KiB has a shape")
+	}
+	if _, ok := PostgresShape("SELECT COUNT(*) FROM t WHERE a IN (2" + strings.Repeat(", 3", maxSlots) + ")"); ok {
+		t.Errorf("a text of %d slots has a shape", maxSlots+1)
+	}
 	if key([]any{int64(9), "x"}, []sqltypes.Type{i8, txt}) != same {
 		t.Error("another slot value changed the key")
 	}

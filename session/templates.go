@@ -73,9 +73,13 @@ func (s *Session) templatedExecution(sql string, markerParams []int, params []an
 
 // fromTemplate instantiates shape's template; see templatedPlan.
 func (s *Session) fromTemplate(shape *rewrite.Shape) (*prepared, *rewrite.Shape) {
-	t, known := s.engine.Templates().Get(s.templateKey(shape.Key))
+	key := s.templateKey(shape.Key)
+	t, known := s.engine.Templates().Get(key)
 	switch {
 	case !known || t.Policy != s.engine.Policy():
+		if !s.engine.SeenBefore(key) {
+			return nil, nil // learned at its second sighting
+		}
 		return nil, shape
 	case !t.Usable():
 		return nil, nil // a shape without a template

@@ -36,8 +36,12 @@ func TestTemplates(t *testing.T) {
 	const first = "SELECT COUNT(*), SUM(cost) FROM visits WHERE n >= 2 AND patient_id <> 7"
 	const second = "SELECT COUNT(*), SUM(cost) FROM visits WHERE n >= 3 AND patient_id <> 9"
 	exec(t, s, first)
+	if e.Templates().Len() != 0 {
+		t.Fatal("a shape seen once has a template: one-off queries would pay for it")
+	}
+	exec(t, s, "SELECT COUNT(*), SUM(cost) FROM visits WHERE n >= 4 AND patient_id <> 8")
 	if e.Templates().Len() != 1 {
-		t.Fatalf("%d shapes known after the first query, want 1", e.Templates().Len())
+		t.Fatalf("%d shapes known after the second query of the shape, want 1", e.Templates().Len())
 	}
 	before := spent(t, acct, "ana")
 	p, learn := s.templatedPlan(second)
@@ -66,7 +70,7 @@ func TestTemplates(t *testing.T) {
 
 	// Another ε is another key: analyzed in full, then its own template.
 	exec(t, s, "SET dpproxy.epsilon = 0.7")
-	if p, learn := s.templatedPlan(second); p != nil || learn == nil {
+	if p, _ := s.templatedPlan(second); p != nil {
 		t.Error("a template made at ε = 0.5 was used at ε = 0.7")
 	}
 	before = spent(t, acct, "ana")
@@ -84,7 +88,7 @@ func TestTemplates(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p, learn := s.templatedPlan(second); p != nil || learn == nil {
-		t.Error("a template made under the old policy was used after a reload")
+		t.Error("a template made under the old policy was used after a reload, or its shape is not learned again")
 	}
 }
 
@@ -99,8 +103,8 @@ func TestTemplatesNotUsed(t *testing.T) {
 	})
 	// The analysis narrows n's keys to the ones WHERE names: a constant
 	// compared with a grouped column is no slot.
-	const grouped = "SELECT n, COUNT(*) FROM visits WHERE n = 3 GROUP BY n"
-	exec(t, s, grouped)
+	exec(t, s, "SELECT n, COUNT(*) FROM visits WHERE n = 3 GROUP BY n")
+	exec(t, s, "SELECT n, COUNT(*) FROM visits WHERE n = 2 GROUP BY n")
 	if p, learn := s.templatedPlan("SELECT n, COUNT(*) FROM visits WHERE n = 4 GROUP BY n"); p != nil || learn != nil {
 		t.Errorf("a shape without a template: plan %v, learn %v", p != nil, learn != nil)
 	}
@@ -128,22 +132,25 @@ func TestTemplatesNotUsed(t *testing.T) {
 	// (WHERE on a grouped key) has no template; one it may not, has.
 	e2, s2, _, _ := sessionFixture(t, nil)
 	exec(t, s2, "SELECT COUNT(*) FROM visits WHERE n > 2")
+	exec(t, s2, "SELECT COUNT(*) FROM visits WHERE n > 4")
 	if p, _ := s2.templatedPlan("SELECT COUNT(*) FROM visits WHERE n > 3"); p == nil {
 		t.Error("no template with the cache on")
 	}
 	exec(t, s2, "SELECT COUNT(*) FROM visits WHERE kind = 'a' AND n > 2")
+	exec(t, s2, "SELECT COUNT(*) FROM visits WHERE kind = 'a' AND n > 4")
 	if p, _ := s2.templatedPlan("SELECT COUNT(*) FROM visits WHERE kind = 'a' AND n > 3"); p != nil {
 		t.Error("a template for a query an earlier release may answer")
 	}
 	// A unit's figures: no release of a GROUP BY of the unit can exist
 	// (the unit is no group column), so it has a template.
 	exec(t, s2, "SELECT COUNT(*) FROM visits WHERE patient_id = 2")
+	exec(t, s2, "SELECT COUNT(*) FROM visits WHERE patient_id = 4")
 	if p, _ := s2.templatedPlan("SELECT COUNT(*) FROM visits WHERE patient_id = 3"); p == nil {
 		t.Error("no template for a lookup of one unit with the cache on")
 	}
 	// Templates are each analyst's own.
 	bob := newSession(t, e2, "bob")
-	if p, learn := bob.templatedPlan("SELECT COUNT(*) FROM visits WHERE patient_id = 3"); p != nil || learn == nil {
+	if p, _ := bob.templatedPlan("SELECT COUNT(*) FROM visits WHERE patient_id = 3"); p != nil {
 		t.Error("one analyst used another's template")
 	}
 
@@ -152,6 +159,7 @@ func TestTemplatesNotUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec(t, my, "SELECT COUNT(*) FROM visits WHERE n > 2")
+	exec(t, my, "SELECT COUNT(*) FROM visits WHERE n > 4")
 	if p, learn := my.templatedPlan("SELECT COUNT(*) FROM visits WHERE n > 3"); p != nil || learn != nil {
 		t.Error("templates used by the MySQL front end")
 	}
@@ -227,10 +235,11 @@ func TestTemplatesPreparedParameters(t *testing.T) {
 			}
 		}
 		run(int64(3), int64(7))
+		run(int64(4), int64(8)) // the shape's second sighting: learned
 		hits, before := e.TemplateHits(), spent(t, acct, "ana")
-		run(int64(4), int64(9))
-		run("5", int64(11)) // text for an integer: another shape, new
-		run(int64(5), int64(12))
+		run(int64(5), int64(9))
+		run("6", int64(10)) // text for an integer: another shape, new
+		run(int64(7), int64(11))
 		if got := e.TemplateHits() - hits; got != 2 {
 			t.Errorf("%s: %d executions planned from a template, want 2", c.sql, got)
 		}
