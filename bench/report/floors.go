@@ -617,7 +617,7 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 		}
 		if p := positive(c.proxyCPU); len(p) > 0 {
 			ps := statOf(p)
-			s += fmt.Sprintf(" A charged query costs dpproxy %s µs (%s: parse, plan, the backend round trip, noise, the ledger's share, the client's messages; "+
+			s += fmt.Sprintf(" A charged query costs dpproxy %s µs (%s: its plan (from its shape's template after the first), the backend round trip, noise, the ledger's share, the client's messages; "+
 				"the ledger's writer yields the processor in a loop while it gathers a transaction's charges, up to 250 µs per transaction, "+
 				"counted here), so at its measured cost the cores would carry about %s queries/s.", fmt1(ps.med), rangeUS(ps), fmtQPS(c.cpuCeiling(slices.Min(p))))
 		}
@@ -634,7 +634,7 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 		if sc := positive(c.sameTextCPU); len(sc) > 0 {
 			s += fmt.Sprintf(", at %s µs of dpproxy's CPU per charged query", fmt1(median(sc)))
 		}
-		s += ": about the most a plan memo by the query's shape could gain"
+		s += ": the most the plan templates could gain (a text's plan from the memo costs next to nothing)"
 		if st.max < t {
 			s += fmt.Sprintf(", below %s in every run: what is left, the relaying, the bounded query's round trip, the noise and the ledger, misses the target by itself", fmtQPS(t))
 		}

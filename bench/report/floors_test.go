@@ -327,7 +327,7 @@ func TestReportFloors(t *testing.T) {
 		"| 5 small DP queries, distinct text, 32 clients | charged queries/s with one text for every query (cache off: each still charged, its parse and analysis from the plan memo) | 6000 q/s | 5600 – 6400 (n=3) |",
 		"| 5 small DP queries, distinct text, 32 clients | charged queries/s, one text ÷ distinct texts (the runs next to each other) | 1.538 × | 1.436 – 1.641 (n=3) |",
 		"| 5 small DP queries, distinct text, 32 clients | dpproxy CPU time per charged query, one text (user + system) | 130.0 µs |",
-		"dpproxy charged 6,000 queries/s (5,600 to 6,400 over 3 runs), 1.54× the distinct texts' rate in the runs next to them, at 130.0 µs of dpproxy's CPU per charged query: about the most a plan memo by the query's shape could gain, below 20,000 in every run",
+		"dpproxy charged 6,000 queries/s (5,600 to 6,400 over 3 runs), 1.54× the distinct texts' rate in the runs next to them, at 130.0 µs of dpproxy's CPU per charged query: the most the plan templates could gain (a text's plan from the memo costs next to nothing), below 20,000 in every run",
 		"| 2b bounding on a table keyed by its unit (patients) | rewritten ÷ original SQL, both directly on PostgreSQL (each round's pair, median) | 1.200 × |",
 		"| 2b bounding on a table keyed by its unit (patients) | per-person form ÷ original SQL (the bounding step a key makes needless) (each round's pair, median) | 6.000 × |",
 		"no round trip measured here is within 50 µs",
