@@ -206,15 +206,7 @@ func followedByCast(toks []token, i int) bool {
 
 // Text is the shape's text with values (one per class) in its slots (a
 // text's shape only: an execution's has no text of its own).
-func (s *Shape) Text(values []int64) string {
-	var b strings.Builder
-	for n, c := range s.slotClass {
-		b.WriteString(s.pieces[n])
-		b.WriteString(strconv.FormatInt(values[c], 10))
-	}
-	b.WriteString(s.pieces[len(s.pieces)-1])
-	return b.String()
-}
+func (s *Shape) Text(values []int64) string { return fill(s.pieces, s.slotClass, values) }
 
 // Probe returns values for the shape's classes that no other constant of
 // a query can have: each class gets base plus its number. BuildTemplate
