@@ -2,7 +2,10 @@ package session
 
 import (
 	"context"
+	"math"
 	"reflect"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/dpproxy/dpproxy/config"
@@ -267,5 +270,34 @@ func TestTemplatesPreparedParameters(t *testing.T) {
 		if !reflect.DeepEqual(got.query, want.query) || got.canonical != want.canonical {
 			t.Errorf("%s: the template's plan differs from the analysis'", c.sql)
 		}
+	}
+}
+
+// Sessions share an analyst's templates: eight of them at once, each
+// sending new texts of one shape, all get their answers and charges (run
+// under the race detector by scripts/test.sh).
+func TestTemplatesConcurrent(t *testing.T) {
+	e, _, acct, _ := sessionFixture(t, noCache)
+	before := spent(t, acct, "ana")
+	const sessions, each = 8, 10
+	var wg sync.WaitGroup
+	for i := range sessions {
+		s := newSession(t, e, "ana")
+		wg.Go(func() {
+			for j := range each {
+				sql := "SELECT COUNT(*) FROM visits WHERE n < " + strconv.Itoa(2+j) + " AND patient_id <> " + strconv.Itoa(100+i*each+j)
+				if res, err := s.Execute(context.Background(), sql); err != nil || len(res) != 1 || len(res[0].Rows) != 1 {
+					t.Errorf("%s: %v", sql, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := spent(t, acct, "ana") - before; math.Abs(got-0.5*sessions*each) > 1e-6 {
+		t.Errorf("charged ε = %v, want 0.5 × %d", got, sessions*each)
+	}
+	if e.TemplateHits() < sessions*each/2 {
+		t.Errorf("%d of %d queries planned from the template", e.TemplateHits(), sessions*each)
 	}
 }
