@@ -47,14 +47,16 @@ func (s *Session) planKey(sql string, params []any) planKey {
 }
 
 // paramsKey renders a prepared statement's parameter values, each with its
-// Go type, so that 1 and '1' are different keys.
+// Go type, so that 1 and '1' are different keys; each value quoted, so
+// that no value's text passes for the next one's (found in review: a text
+// holding the separators could make two parameter lists one key).
 func paramsKey(params []any) string {
 	if len(params) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	for _, p := range params {
-		fmt.Fprintf(&b, "%T\x00%v\x01", p, p)
+		fmt.Fprintf(&b, "%T:%q;", p, fmt.Sprint(p))
 	}
 	return b.String()
 }

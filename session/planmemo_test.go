@@ -119,3 +119,19 @@ func TestPlanMemoMySQLSessionStatements(t *testing.T) {
 		t.Error("USE kept the memo")
 	}
 }
+
+// Two parameter lists are one memo key only when they are equal: a text
+// holding the key's separators does not pass for two values.
+func TestPlanMemoParamsKey(t *testing.T) {
+	for _, pair := range [][2][]any{
+		{{"a\x01string\x00b", "c"}, {"a", "b\x01string\x00c"}},
+		{{"a;string:b", "c"}, {"a", "b;string:c"}},
+		{{`a";string:"b`, "c"}, {"a", `b";string:"c`}},
+		{{int64(1)}, {"1"}},
+		{{nil}, {"<nil>"}},
+	} {
+		if paramsKey(pair[0]) == paramsKey(pair[1]) {
+			t.Errorf("%q and %q share the key %q", pair[0], pair[1], paramsKey(pair[0]))
+		}
+	}
+}
