@@ -206,8 +206,7 @@ func (e *Engine) PreparedStatements() *lru.Cache[MemoKey, *sqltypes.Prepared] { 
 
 // TemplateKey keys the sessions' memo of DP plans by shape: the shape
 // (rewrite.Shape.Key) and everything else its analysis depends on besides
-// the engine's policy and dialect. The front end is PostgreSQL's (the only
-// one with shapes).
+// the engine's policy and dialect.
 type TemplateKey struct {
 	// Shape is the text with its slots taken out.
 	Shape string
@@ -215,8 +214,9 @@ type TemplateKey struct {
 	// their own (a template's speed must not tell one analyst what
 	// another asked).
 	Analyst string
-	// Settings are the session's settings the analysis reads (its ε, the
-	// bias report, ...), written out by the session.
+	// Settings are the front end and the session's settings the
+	// analysis reads (its ε, the bias report, ...), written out by the
+	// session.
 	Settings string
 	Database string
 }
