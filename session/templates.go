@@ -44,8 +44,9 @@ func (s *Session) canonicalSuffix() string {
 
 // templatedPlan returns the prepared DP statement for sql from its
 // shape's template (a PostgreSQL client's text). Without one it returns
-// nil, and the shape when it is new: the caller analyzes sql in full and
-// then learns the shape (learnText).
+// nil, and the shape when it is to be learned (unknown, and seen before:
+// engine.SeenBefore): the caller analyzes sql in full and then learns the
+// shape (learnText).
 func (s *Session) templatedPlan(sql string) (*prepared, *rewrite.Shape) {
 	if s.frontEnd != rewrite.PostgresFrontEnd || s.targetError > 0 {
 		return nil, nil
