@@ -340,6 +340,99 @@ func TestGroupCommitIDs(t *testing.T) {
 	}
 }
 
+// TestChargeIDsAfterFailedTransaction: the writer gives the IDs itself.
+// A transaction that fails (here, the second of its statements, after the
+// first inserted rows) gives no ID away for good: the next transaction's
+// charges get IDs above every ID the ledger holds or has held, and each
+// ID holds its own charge.
+func TestChargeIDsAfterFailedTransaction(t *testing.T) {
+	s, path := openTestStore(t)
+	mustAppend := func(query string) Charge {
+		t.Helper()
+		c, err := s.Append(ctx, Charge{Analyst: "a", Cost: Cost{Epsilon: 0.1}, Query: query})
+		if err != nil {
+			t.Fatalf("Append(%s): %v", query, err)
+		}
+		return c
+	}
+	before := mustAppend("before")
+
+	// A trigger, added from outside, makes any transaction holding a
+	// charge named "fail" fail.
+	other, err := sql.Open("sqlite", fileDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.ExecContext(ctx, `CREATE TRIGGER refuse BEFORE INSERT ON charges
+		WHEN NEW.query = 'fail' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`); err != nil {
+		t.Fatal(err)
+	}
+
+	unblock, first := startBlocked(t, s, path)
+	const n = insertChunk + 3 // two statements; the failing charge is in the second
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		query := fmt.Sprintf("doomed %d", i)
+		if i == n-1 {
+			query = "fail"
+		}
+		wg.Go(func() {
+			_, err := s.Append(ctx, Charge{Analyst: "a", Cost: Cost{Epsilon: 0.1}, Query: query})
+			errs <- err
+		})
+		waitQueued(t, s, i+1) // in this order
+	}
+	unblock()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err == nil {
+			t.Fatal("an append of the failed transaction succeeded")
+		}
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.ExecContext(ctx, `DROP TRIGGER refuse`); err != nil {
+		t.Fatal(err)
+	}
+	var doomed int
+	if err := other.QueryRowContext(ctx, `SELECT count(*) FROM charges WHERE query LIKE 'doomed%' OR query = 'fail'`).Scan(&doomed); err != nil || doomed != 0 {
+		t.Fatalf("%d charges of the failed transaction in the ledger (%v)", doomed, err)
+	}
+
+	// The newest charge removed from outside: its ID is not given again.
+	last := mustAppend("removed")
+	if _, err := other.ExecContext(ctx, `DELETE FROM charges WHERE id = ?`, last.ID); err != nil {
+		t.Fatal(err)
+	}
+	after := mustAppend("after")
+	if after.ID <= last.ID || last.ID <= before.ID {
+		t.Fatalf("IDs before %d, removed %d, after %d: want increasing", before.ID, last.ID, after.ID)
+	}
+	s.Close()
+	s2, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if _, err := other.ExecContext(ctx, `DELETE FROM charges WHERE id = ?`, after.ID); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := s2.Append(ctx, Charge{Analyst: "a", Cost: Cost{Epsilon: 0.1}, Query: "reopened"})
+	if err != nil || reopened.ID <= after.ID {
+		t.Fatalf("after reopening: ID %d (%v), want above %d", reopened.ID, err, after.ID)
+	}
+	for _, c := range []Charge{before, reopened} {
+		var query string
+		if err := other.QueryRowContext(ctx, `SELECT query FROM charges WHERE id = ?`, c.ID).Scan(&query); err != nil || query != c.Query {
+			t.Errorf("ID %d holds %q (%v), want %q", c.ID, query, err, c.Query)
+		}
+	}
+}
+
 // TestCloseFlushes closes the store while appends are queued: every
 // append that returned nil is in the ledger afterwards, every other one
 // failed with ErrClosed.
