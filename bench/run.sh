@@ -714,13 +714,15 @@ fi
 # Workload 10 (issue 18, scale figures), last so that its large datasets
 # do not evict the others' from the buffers.
 # Clients: workload 4's passthrough (simple protocol) and workload 3's
-# cache hit through the cache-on dpproxy with 1, 16, 64 and 256 clients,
-# one short run each (dpproxy's backend pool is 16: beyond that, clients
-# queue for a backend connection).
-log "workload 10: clients 1, 16, 64, 256 (passthrough and cache hit, ${D_SCALE}s each)"
+# cache hit through the cache-on dpproxy, and workload 5's charged query
+# through the cache-off one, with 1, 16, 64 and 256 clients, one short run
+# each (dpproxy's backend pool is 16: beyond that, clients queue for a
+# backend connection).
+log "workload 10: clients 1, 16, 64, 256 (passthrough, cache hit and charged query, ${D_SCALE}s each)"
 for c in 1 16 64 256; do
   record "w10.clients.passthrough.c$c" 1 "$("$LG" run --dsn "$P_CACHE" --query "$PQ" --clients "$c" --mode simple --duration "${D_SCALE}s" --pid "$CACHE_PID")"
   record "w10.clients.cachehit.c$c" 1 "$("$LG" run --dsn "$P_CACHE" --query "$CQ" --clients "$c" --duration "${D_SCALE}s" --pid "$CACHE_PID")"
+  record "w10.clients.charged.c$c" 1 "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients "$c" --duration "${D_SCALE}s" --ledger "$WORK/nocache-ledger.db" --pid "$NOCACHE_PID")"
 done
 # Visits: workload 1's DP aggregate (cache off) through dpproxy and its
 # rewritten SQL directly, on datasets of about 1, 10 (and with
