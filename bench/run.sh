@@ -793,7 +793,7 @@ sync
 # benchmarks at once as there are cores, each timing the other's load).
 log "Go micro-benchmarks (-count $GB_COUNT, -benchtime $BENCHTIME)"
 go test -p 1 -run '^$' -benchmem -count "$GB_COUNT" -benchtime "$BENCHTIME" \
-  -bench 'ParseAnalyzeRewrite|Laplace|Gaussian|Exponential10|PartitionSelection|CommitParallel|CommitSerial|CacheHit|DPQueryNoCache|DPQueryDistinctText|PlanDistinctText|Passthrough|DataRow' \
+  -bench 'ParseAnalyzeRewrite|Laplace|Gaussian|Exponential10|PartitionSelection|CommitParallel|Commit10|CommitSerial|CacheHit|DPQueryNoCache|DPQueryDistinctText|PlanDistinctText|Passthrough|DataRow' \
   ./rewrite/ ./mechanisms/ ./budget/ ./engine/ ./session/ ./proxy/pgwire/ >"$OUT/gobench.txt" 2>&1 ||
   { log "go test -bench failed"; tail -20 "$OUT/gobench.txt" >&2; exit 1; }
 
