@@ -510,7 +510,32 @@ allocation); the wire rows are checked without allocating. dpproxy must
 still read, check and answer every message itself; PgBouncer relays bytes
 in one event loop (C, libevent, one thread).`
 
-const charged5MD = ` What was changed last: each text is new, so the
+const charged5MD = ` What was changed last: the ledger's writer gives
+each charge its ID itself and inserts the charges without reading them
+back (the ` + "`RETURNING`" + ` rows, read through database/sql and matched to
+their charges, took about a third of the ledger's CPU per charge); after
+a failed transaction it reads the next ID again, above every ID the
+ledger holds or has held. The ledger alone, per charge: 23.9 → 19.3–20.7
+µs of CPU with 10 committers (BenchmarkCommit10, about this workload's
+charges per transaction), 17–20 → 10–13 µs with 32
+(BenchmarkCommitParallel). Profile of this version (development machine,
+32 clients, 10.7 charges per transaction): the ledger's writer 27 % (its
+begin and commit, the WAL's writes and fsync, 15 %; the inserts 6 %; the
+gathering of a transaction's charges 3 %), the bounded query's round trip
+17 %, the client's messages 16 %, release and noise 8 %, the template
+6 %, Go's allocator 9 % and scheduler 6 %. The fsync alone, on the
+development machine's disk, costs 65–140 µs of CPU (a Go program writing 4 KiB and
+calling fdatasync in a loop: 65–85 µs when it rewrites a file's blocks,
+as the WAL does once it has grown, 115–155 µs when it appends), about 10
+µs per charge at 10 charges per transaction. On the development machine,
+at 20,000 q/s and the 84 % busy these runs reach, two processors give
+every process 84 µs of CPU per query; PostgreSQL, the clients and the
+kernel took about 40 µs of it (every process's CPU less dpproxy's), and
+the ledger at this batch size about 20: some 24 µs would be left for
+everything else dpproxy does, where its client's messages and the bounded
+query's round trip alone take about 23 µs. With 64 clients, each
+transaction carries twice the charges and each batch to the backend more
+queries: the charged query's rows of the scale table (workload 10). Before that, each text was new, so the
 plan memo (keyed by text) never hit and every query was parsed and
 analyzed (about 30 % of dpproxy's CPU). A query that differs from an
 earlier one only in the integers its WHERE compares columns with now gets
@@ -524,7 +549,7 @@ and 416 of prepared statements' executions in
 (BenchmarkPlanDistinctText). In turns on the development machine, 32
 clients, 3 rounds: 7,700–10,800 charged q/s before against
 12,500–14,400 after (1.24–1.63× in each round), dpproxy's CPU per
-charged query 102–139 µs against 69–80 µs. Profile of this version
+charged query 102–139 µs against 69–80 µs. Profile of that version
 (development machine, 32 clients): the ledger's writer 31 % (its inserts,
 the WAL's writes and fsync, 10.8 charges per transaction), the bounded
 query's round trip 16 %, the client's messages 17 %, release and noise
@@ -532,14 +557,8 @@ query's round trip 16 %, the client's messages 17 %, release and noise
 20 %. The same query with one text for every execution (its plan from
 the session's memo; the row "one text" in the table) is what is left
 without any planning: relaying, the round trip, noise and a durable
-charge. On the development machine, at 20,000 q/s and the 84 % busy
-these runs reach, two processors give every process 84 µs of CPU per
-query; PostgreSQL, the clients and the kernel took about 40 µs of it
-(every process's CPU less dpproxy's), and the embedded ledger alone, at
-this workload's 10 charges per transaction, costs 23–31 µs per charge
-(BenchmarkCommitParallel with 10 committers): 13–21 µs would be left for
-everything else dpproxy does, where its client's messages and the
-bounded query's round trip alone take about 23 µs.
+charge. The embedded ledger alone then cost 23–31 µs per charge at
+this workload's 10 charges per transaction.
 Tried and dropped: the durable commit started with the bounded query
 instead of after the release, in turns on the development machine, 32 clients, 3
 rounds: 6,700–8,600 against 7,400–8,600 charged q/s, no gain with the
