@@ -27,6 +27,9 @@ type Sources struct {
 	// TemplateHits counts the DP plans taken from their shape's template
 	// (engine.Engine.TemplateHits; may be nil).
 	TemplateHits func() uint64
+	// Ledger reads the ledger store's counters (budget.SQLiteStore.Stats,
+	// budget.PostgresStore.Stats; may be nil).
+	Ledger func() budget.StoreStats
 }
 
 // Metrics are dpproxy's Prometheus metrics: counters fed by Observe, one
@@ -133,12 +136,18 @@ var (
 		"Failed logins (wrong password, unknown user): both front ends and the admin listener.", nil, nil)
 	auditErrors = prometheus.NewDesc("dpproxy_audit_errors_total",
 		"Audit log lines that could not be written.", nil, nil)
+	ledgerCharges = prometheus.NewDesc("dpproxy_ledger_charges_total",
+		"Charges this process committed to the ledger.", nil, nil)
+	ledgerTxs = prometheus.NewDesc("dpproxy_ledger_transactions_total",
+		"Ledger transactions this process committed (on the embedded ledger, one WAL sync each): charges ÷ transactions is the group commit's mean batch.", nil, nil)
+	ledgerTxTime = prometheus.NewDesc("dpproxy_ledger_transaction_seconds_total",
+		"Wall time of those transactions, their durable commit included: ÷ transactions is how long a charge's own transaction kept it waiting, on average.", nil, nil)
 	templateHits = prometheus.NewDesc("dpproxy_plan_template_hits_total",
 		"DP queries planned from the template of their shape (an earlier query's text with other integers in its WHERE), without parsing or analysis.", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{budgetSpent, budgetLimit, budgetRemaining, budgetDeltaSpent, budgetDeltaLimit, poolConns, poolWaits, poolWaited, pipelined, pipelineBatches, unioned, lookups, clientConns, loginFailures, auditErrors, templateHits} {
+	for _, d := range []*prometheus.Desc{budgetSpent, budgetLimit, budgetRemaining, budgetDeltaSpent, budgetDeltaLimit, poolConns, poolWaits, poolWaited, pipelined, pipelineBatches, unioned, lookups, clientConns, loginFailures, auditErrors, templateHits, ledgerCharges, ledgerTxs, ledgerTxTime} {
 		ch <- d
 	}
 }
@@ -209,5 +218,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.TemplateHits != nil {
 		counter(templateHits, float64(c.src.TemplateHits()))
+	}
+	if c.src.Ledger != nil {
+		st := c.src.Ledger()
+		counter(ledgerCharges, float64(st.Charges))
+		counter(ledgerTxs, float64(st.Transactions))
+		counter(ledgerTxTime, st.TransactionTime.Seconds())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -230,5 +231,47 @@ func TestReloadOrigin(t *testing.T) {
 	}
 	if reloads != 2 {
 		t.Errorf("%d reloads, want 2", reloads)
+	}
+}
+
+// The ledger's counters are read from the store at each scrape: charges,
+// the transactions that committed them and those transactions' time.
+func TestLedgerMetrics(t *testing.T) {
+	store, err := budget.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	m := NewMetrics(Sources{Ledger: store.Stats})
+	read := func() map[string]float64 {
+		t.Helper()
+		families, err := m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, f := range families {
+			if strings.HasPrefix(f.GetName(), "dpproxy_ledger_") {
+				got[f.GetName()] = f.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		return got
+	}
+	if got := read(); got["dpproxy_ledger_charges_total"] != 0 || got["dpproxy_ledger_transactions_total"] != 0 || len(got) != 3 {
+		t.Fatalf("before any charge: %v", got)
+	}
+	start := time.Now()
+	for range 3 {
+		if _, err := store.Append(t.Context(), budget.Charge{Analyst: "ana", Cost: budget.Cost{Epsilon: 0.1}, Query: "q"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start).Seconds()
+	got := read()
+	if got["dpproxy_ledger_charges_total"] != 3 || got["dpproxy_ledger_transactions_total"] != 3 {
+		t.Errorf("after 3 charges one after another: %v", got)
+	}
+	if s := got["dpproxy_ledger_transaction_seconds_total"]; s <= 0 || s > elapsed {
+		t.Errorf("transactions took %v s in all, in %v s of appends", s, elapsed)
 	}
 }

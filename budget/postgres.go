@@ -77,6 +77,7 @@ type PostgresStore struct {
 	closeOnce sync.Once
 	txs       atomic.Uint64
 	charges   atomic.Uint64
+	txNanos   atomic.Int64 // wall time of the transactions txs counts
 }
 
 // pgSchemaVersion is recorded in the meta table once pgSchema has run:
@@ -243,7 +244,7 @@ func randomID() int64 {
 // Stats counts the charges this store committed and the transactions its
 // writer ran (reservations, charges, releases and renewals together).
 func (s *PostgresStore) Stats() StoreStats {
-	return StoreStats{Charges: s.charges.Load(), Transactions: s.txs.Load()}
+	return StoreStats{Charges: s.charges.Load(), Transactions: s.txs.Load(), TransactionTime: time.Duration(s.txNanos.Load())}
 }
 
 // Append records a charge without a hold (an import, or a test): the

@@ -89,6 +89,10 @@ func TestPostgresLedgerCharges(t *testing.T) {
 	if again, err := r.Commit(ctx, "SELECT COUNT(*) FROM visits"); err != nil || again.ID != ch.ID {
 		t.Errorf("commit again: %+v, %v; want the same charge", again, err)
 	}
+	// The hold and the charge each took a transaction, and some time.
+	if st := s.Stats(); st.Charges != 1 || st.Transactions < 2 || st.TransactionTime <= 0 {
+		t.Errorf("Stats = %+v, want 1 charge in at least 2 timed transactions", st)
+	}
 	// A second process.
 	s2 := openPG(t, schema, 0)
 	b := newTestAccountant(t, s2, limits)

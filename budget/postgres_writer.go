@@ -168,6 +168,7 @@ func (s *PostgresStore) run(batch []*ledgerOp) {
 func (s *PostgresStore) runGroup(ops []*ledgerOp) {
 	var results []opResult
 	var err error
+	start := time.Now()
 	for attempt := 0; attempt < 5; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 		results, err = s.runTx(ctx, ops)
@@ -178,6 +179,7 @@ func (s *PostgresStore) runGroup(ops []*ledgerOp) {
 	}
 	if err == nil {
 		s.txs.Add(1)
+		s.txNanos.Add(int64(time.Since(start)))
 	}
 	for i, op := range ops {
 		r := opResult{err: fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)}
@@ -219,6 +221,7 @@ func (s *PostgresStore) renew() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
+	start := time.Now()
 	_, err := s.pool.Exec(ctx, `UPDATE `+s.schema+`.holds SET expires_at = clock_timestamp() + make_interval(secs => $2)
 		WHERE hold_id = ANY($1) AND expires_at > clock_timestamp()`, ids, s.lease.Seconds())
 	if err != nil {
@@ -226,6 +229,7 @@ func (s *PostgresStore) renew() {
 		return
 	}
 	s.txs.Add(1)
+	s.txNanos.Add(int64(time.Since(start)))
 }
 
 // vacuumEvery is how often a process that charged vacuums the holds and

@@ -85,14 +85,21 @@ type SQLiteStore struct {
 
 	txs     atomic.Uint64
 	charges atomic.Uint64
+	txNanos atomic.Int64 // wall time of the transactions txs counts
 }
 
-// StoreStats are counters of a SQLiteStore since it was opened.
+// StoreStats are counters of a ledger store since it was opened.
 type StoreStats struct {
 	// Charges is the number of charges committed.
 	Charges uint64
-	// Transactions is the number of transactions (and WAL syncs) they took.
+	// Transactions is the number of transactions (on the embedded ledger,
+	// WAL syncs) they took: Charges ÷ Transactions is the group commit's
+	// mean batch.
 	Transactions uint64
+	// TransactionTime is the wall time those transactions took, their
+	// durable commit included: ÷ Transactions, how long a charge's own
+	// transaction kept it waiting on average.
+	TransactionTime time.Duration
 }
 
 type appendReq struct {
@@ -342,7 +349,7 @@ func (s *SQLiteStore) Path() string { return s.path }
 
 // Stats returns counters since the store was opened.
 func (s *SQLiteStore) Stats() StoreStats {
-	return StoreStats{Charges: s.charges.Load(), Transactions: s.txs.Load()}
+	return StoreStats{Charges: s.charges.Load(), Transactions: s.txs.Load(), TransactionTime: time.Duration(s.txNanos.Load())}
 }
 
 // Append records c durably; see Store. The charge joins the writer's next
@@ -470,6 +477,7 @@ func (s *SQLiteStore) commit(batch []*appendReq) {
 	if len(live) == 0 {
 		return
 	}
+	start := time.Now()
 	err := s.write(live)
 	if err != nil {
 		slog.Error("budget: ledger transaction failed", "path", s.path, "charges", len(live), "err", err)
@@ -480,6 +488,7 @@ func (s *SQLiteStore) commit(batch []*appendReq) {
 		return
 	}
 	s.txs.Add(1)
+	s.txNanos.Add(int64(time.Since(start)))
 	s.charges.Add(uint64(len(live)))
 	for _, r := range live {
 		r.done <- appendResult{c: r.c}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,7 @@ func TestPlanTemplatesPostgres(t *testing.T) {
 	dsn := pgDatabase(t)
 	ctx := context.Background()
 	policy := writePolicy(t, "backend:\n  kind: postgres\n  dsn: "+strconv.Quote(dsn)+"\n  max_conns: 4\n"+adminYAML(t), 1e6)
+	start := time.Now()
 	p := startProxy(t, "serve", "--config", policy, "--pg-addr", "127.0.0.1:0")
 	const clients, each = 9, 40
 	var seq atomic.Int64
@@ -89,6 +91,16 @@ func TestPlanTemplatesPostgres(t *testing.T) {
 	}
 	if math.Abs(charged-0.1*clients*each) > 1e-9*clients*each {
 		t.Errorf("charged ε = %v, want 0.1 × %d queries", charged, clients*each)
+	}
+	// The ledger's counters: one charge per query, in fewer transactions
+	// (clients charged at once share one), each taking some time.
+	charges := metricValue(families, "dpproxy_ledger_charges_total", nil)
+	txs := metricValue(families, "dpproxy_ledger_transactions_total", nil)
+	txTime := metricValue(families, "dpproxy_ledger_transaction_seconds_total", nil)
+	t.Logf("ledger: %v charges in %v transactions, %v s", charges, txs, txTime)
+	if charges != clients*each || txs < 1 || txs > charges || txTime <= 0 || txTime > time.Since(start).Seconds() {
+		t.Errorf("ledger metrics: %v charges (want %d), %v transactions, %v s of transactions in a %v run",
+			charges, clients*each, txs, txTime, time.Since(start))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/dpproxy/dpproxy/admin"
 	"github.com/dpproxy/dpproxy/auditlog"
 	"github.com/dpproxy/dpproxy/auth"
+	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/proxy/netserver"
 	"github.com/dpproxy/dpproxy/session"
@@ -47,6 +48,9 @@ func startOperations(pol *config.Policy, rt *runtime, limits *netserver.Limits, 
 			Active:        rt.server.Active,
 			LoginFailures: throttle.Failures,
 			TemplateHits:  rt.engine.TemplateHits,
+		}
+		if st, ok := rt.ledger.(interface{ Stats() budget.StoreStats }); ok {
+			src.Ledger = st.Stats
 		}
 		if ops.audit != nil {
 			src.AuditErrors = ops.audit.Errors

@@ -116,7 +116,7 @@ func (r *runtime) Close() {
 		// Group commit at work: bench/ledger.sh reads this line.
 		if st, ok := r.ledger.(interface{ Stats() budget.StoreStats }); ok {
 			s := st.Stats()
-			slog.Info("ledger closed", "charges", s.Charges, "transactions", s.Transactions)
+			slog.Info("ledger closed", "charges", s.Charges, "transactions", s.Transactions, "transaction_time", s.TransactionTime)
 		}
 	}
 }
