@@ -288,6 +288,9 @@ fi
 # Policies: the demo policy's tables and defaults, a PostgreSQL backend, an
 # analyst "bench" (password "bench") with a budget that never runs out.
 VERIFIERS=$(printf 'bench\n' | "$BIN/dpproxy" passwd --password-stdin 2>/dev/null)
+# The cache-off dpproxy also has an admin listener (login bench, password
+# bench): workload 5 reads its ledger's counters (loadgen --metrics).
+ADMIN_SCRAM=$(grep -m1 'scram_sha_256:' <<<"$VERIFIERS" | sed 's/^ *//')
 # The listen limits let one analyst hold workload 6's 10,000 idle
 # connections and workload 10's 256 clients (defaults: 1,000 in all, 100
 # per analyst); the statement timeout lets workload 10's largest datasets
@@ -331,6 +334,9 @@ $VERIFIERS
       epsilon: 1e12
       delta: 0.5
 EOF
+    if [ -n "${ADMIN_PORT:-}" ]; then
+      printf 'admin:\n  listen: 127.0.0.1:%s\n  user: bench\n  password:\n    %s\n' "$ADMIN_PORT" "$ADMIN_SCRAM"
+    fi
     sed -n '/^protected_tables:/,$p' cmd/dpproxy/demo_policy.yaml
   } >"$1"
 }
@@ -417,8 +423,10 @@ NOFILE=$(ulimit -n)
 if [ "$NOFILE" != unlimited ] && [ "$NOFILE" -lt $((IDLE_CONNS + 500)) ]; then
   log "warning: open files limited to $NOFILE: workload 6 cannot open $IDLE_CONNS connections"
 fi
-start_proxy nocache 0
+NOCACHE_ADMIN_PORT=$(free_port)
+ADMIN_PORT=$NOCACHE_ADMIN_PORT start_proxy nocache 0
 NOCACHE_PORT=$PROXY_PORT NOCACHE_PID=$PROXY_PID
+NOCACHE_METRICS="http://bench:bench@127.0.0.1:$NOCACHE_ADMIN_PORT/metrics"
 start_proxy cache 1000
 CACHE_PORT=$PROXY_PORT CACHE_PID=$PROXY_PID
 # The same dpproxy on one processor (GOMAXPROCS=1, the Go runtime's one
@@ -619,7 +627,7 @@ fi
 LQ_SAME=${LQ//\{i\}/1}
 log "workload 5: small DP queries, distinct text, 32 clients, ${D_LEDGER}s, $RUNS runs (one text: $W5D_RUNS runs; PostgreSQL alone: ${D_W5DIRECT}s, $W5D_RUNS runs)"
 for r in $(seq 1 "$RUNS"); do
-  record w5 "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients 32 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --pid "$NOCACHE_PID")"
+  record w5 "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients 32 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --metrics "$NOCACHE_METRICS" --pid "$NOCACHE_PID")"
   if [ "$r" -le "$W5D_RUNS" ]; then
     record w5.sametext "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ_SAME" --clients 32 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --pid "$NOCACHE_PID")"
   fi
@@ -722,7 +730,7 @@ log "workload 10: clients 1, 16, 64, 256 (passthrough, cache hit and charged que
 for c in 1 16 64 256; do
   record "w10.clients.passthrough.c$c" 1 "$("$LG" run --dsn "$P_CACHE" --query "$PQ" --clients "$c" --mode simple --duration "${D_SCALE}s" --pid "$CACHE_PID")"
   record "w10.clients.cachehit.c$c" 1 "$("$LG" run --dsn "$P_CACHE" --query "$CQ" --clients "$c" --duration "${D_SCALE}s" --pid "$CACHE_PID")"
-  record "w10.clients.charged.c$c" 1 "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients "$c" --duration "${D_SCALE}s" --ledger "$WORK/nocache-ledger.db" --pid "$NOCACHE_PID")"
+  record "w10.clients.charged.c$c" 1 "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients "$c" --duration "${D_SCALE}s" --ledger "$WORK/nocache-ledger.db" --metrics "$NOCACHE_METRICS" --pid "$NOCACHE_PID")"
 done
 # Visits: workload 1's DP aggregate (cache off) through dpproxy and its
 # rewritten SQL directly, on datasets of about 1, 10 (and with

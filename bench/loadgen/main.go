@@ -7,7 +7,7 @@
 //	    (MySQL or MariaDB, demo.LoadMySQLWith)
 //	loadgen run    --dsn DSN [--dsn DSN ...] --query SQL [--query SQL ...] [--clients C]
 //	               [--duration D] [--count N] [--mode simple|extended|prepared]
-//	               [--param-max K] [--ledger FILE] [--driver pgx|mysql] [--pid PID]
+//	               [--param-max K] [--ledger FILE] [--metrics URL] [--driver pgx|mysql] [--pid PID]
 //	    run a query mix with C clients (one connection each, spread over
 //	    the DSNs: several proxies sharing a ledger) for D or until
 //	    each client has run N queries; print one JSON object: queries/s and
@@ -22,7 +22,9 @@
 //	    driver), extended the binary protocol (COM_STMT_PREPARE, EXECUTE and
 //	    CLOSE for each query). With --ledger, the dpproxy ledger is read
 //	    before and after: charges and transactions (group commits) of the
-//	    run. With --pid, the CPU time that process spent per query.
+//	    run; with --metrics (dpproxy's admin /metrics, the login in the
+//	    URL), its ledger transactions' mean wall time in the run. With
+//	    --pid, the CPU time that process spent per query.
 //	loadgen alternate --count N [--warmup W] [--driver pgx|mysql]
 //	               --target NAME --dsn DSN --query SQL [--target NAME --dsn DSN --query SQL ...]
 //	    run the targets one query each in turns, N rounds after W warm-up
@@ -183,6 +185,10 @@ type Result struct {
 	Rows        int64     `json:"rows"`
 	LedgerTx    int64     `json:"ledger_transactions,omitempty"`
 	LedgerChg   int64     `json:"ledger_charges,omitempty"`
+	// LedgerTxUS is the mean wall time of the ledger's transactions in
+	// the run (--metrics: dpproxy's own counters), the durable commit
+	// included.
+	LedgerTxUS float64 `json:"ledger_transaction_us,omitempty"`
 	// ProcCPUUS is the CPU time (user + system) the --pid process spent
 	// per measured query.
 	ProcCPUUS float64 `json:"proc_cpu_us_per_query,omitempty"`
@@ -394,6 +400,7 @@ func cmdRun(args []string) error {
 	mode := fs.String("mode", "simple", "simple, extended or prepared (pgx only) protocol")
 	paramMax := fs.Int("param-max", 25, "$1 is a random integer in [1, param-max]; 0: a number unique to each execution")
 	ledger := fs.String("ledger", "", "dpproxy ledger file to read before and after")
+	metricsURL := fs.String("metrics", "", "dpproxy's admin /metrics URL (login in the URL) whose ledger counters to read before and after")
 	driver := fs.String("driver", "pgx", "pgx (PostgreSQL protocol) or mysql (go-sql-driver, MySQL protocol)")
 	pid := fs.Int("pid", 0, "process (the proxy under test) whose CPU time per query to report")
 	fs.Parse(args)
@@ -483,6 +490,7 @@ func cmdRun(args []string) error {
 	// read); the deadline is set just before the start signal.
 	warm.Wait()
 	before := ledgerCounts(*ledger)
+	metrics0 := scrapeLedger(*metricsURL)
 	cpu0 := procCPU(*pid)
 	busy0, all0, cores := machineCPU()
 	t0 := time.Now()
@@ -493,6 +501,7 @@ func cmdRun(args []string) error {
 	cpu1 := procCPU(*pid)
 	busy1, all1, _ := machineCPU()
 	after := ledgerCounts(*ledger)
+	metrics1 := scrapeLedger(*metricsURL)
 
 	all := slices.Concat(lat...)
 	slices.Sort(all)
@@ -515,6 +524,7 @@ func cmdRun(args []string) error {
 		res.LedgerChg = after[0] - before[0]
 		res.LedgerTx = after[1] - before[1]
 	}
+	res.LedgerTxUS = meanTransactionUS(metrics0, metrics1)
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
 

@@ -123,7 +123,11 @@ type chargedCeiling struct {
 	proxyCPU, directCPU     []float64
 	proxyMachineCPU         []float64
 	directBusy, proxyBusy   []float64
-	cores                   int
+	// ledgerTxUS and chargesPerTx are the ledger's transactions in
+	// workload 5: their mean wall time (dpproxy's counters) and the
+	// charges each carried.
+	ledgerTxUS, chargesPerTx []float64
+	cores                    int
 	// passCPU is dpproxy's CPU per passthrough query (workload 4, simple
 	// protocol): a repeated text, so no parse, no plan, no noise, no
 	// ledger; only the messages a charged query relays too.
@@ -212,6 +216,12 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 	machine := func(r loadResult) float64 { return r.MachineCPUUS }
 	busy := func(r loadResult) float64 { return r.MachineBusy }
 	f.w5.proxyCPU = runValues(series, "w5", cpu)
+	f.w5.ledgerTxUS = runValues(series, "w5", func(r loadResult) float64 { return r.LedgerTxUS })
+	for _, r := range series["w5"] {
+		if r.LedgerTx > 0 {
+			f.w5.chargesPerTx = append(f.w5.chargesPerTx, float64(r.LedgerChg)/float64(r.LedgerTx))
+		}
+	}
 	for _, r := range series["w5.sametext"] {
 		if r.Seconds > 0 {
 			f.w5.sameText = append(f.w5.sameText, float64(r.LedgerChg)/r.Seconds)
@@ -363,6 +373,9 @@ func chargedCeilingRows(w string, c chargedCeiling, directNote string) []Row {
 		r := mk(w, "estimate: the machine's CPU at dpproxy's measured cost per charged query (cores ÷ (direct CPU + dpproxy's), the least of each)", "q/s", []float64{ceil}, "", nil)
 		r.Note = fmt.Sprintf("%d cores", c.cores)
 		rows = append(rows, r)
+	}
+	if tx := positive(c.ledgerTxUS); len(tx) > 0 {
+		rows = append(rows, mk(w, "wall time of each ledger transaction (dpproxy_ledger_transaction_seconds_total ÷ _transactions_total over the run)", "µs", tx, "", nil))
 	}
 	if len(c.ledger) > 0 {
 		rows = append(rows, mk(w, "ceiling: the embedded ledger alone (BenchmarkCommitParallel: 32 committers, no backend)", "charges/s", c.ledger, "", nil))
@@ -640,6 +653,15 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 			s += fmt.Sprintf(" Through dpproxy every process together spent %s µs per charged query with the machine %.0f %% busy: "+
 				"the cores were not saturated, so waiting holds the charged rate below even that (each answer waits for its charge's durable commit, an fsync shared by its transaction, and for the backend's round trip).",
 				fmt1(median(m)), 100*median(positive(c.proxyBusy)))
+			if tx := positive(c.ledgerTxUS); len(tx) > 0 {
+				ts := statOf(tx)
+				s += fmt.Sprintf(" The ledger's transactions took %s µs of wall time each (%s; dpproxy's own counters, `dpproxy_ledger_transaction_seconds_total`: "+
+					"the inserts, the WAL's writes and its fsync)", fmt1(ts.med), rangeUS(ts))
+				if per := positive(c.chargesPerTx); len(per) > 0 {
+					s += fmt.Sprintf(" and carried %.1f charges each", median(per))
+				}
+				s += ": a charge waits for the transaction in progress to end, then for its own, one transaction at a time."
+			}
 		}
 	}
 	if st := statOf(c.sameText); st.n > 0 {

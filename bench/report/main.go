@@ -36,7 +36,10 @@ type loadResult struct {
 	MeanUS    float64   `json:"mean_us"`
 	LedgerTx  int64     `json:"ledger_transactions"`
 	LedgerChg int64     `json:"ledger_charges"`
-	ProcCPUUS float64   `json:"proc_cpu_us_per_query"`
+	// LedgerTxUS is the mean wall time of the ledger's transactions in
+	// the run, from dpproxy's own counters (loadgen run --metrics).
+	LedgerTxUS float64 `json:"ledger_transaction_us"`
+	ProcCPUUS  float64 `json:"proc_cpu_us_per_query"`
 	// MachineCPUUS is every process's CPU time per query, MachineBusy the
 	// share of the machine's CPU time in use (loadgen run).
 	MachineCPUUS float64 `json:"machine_cpu_us_per_query"`
@@ -681,7 +684,9 @@ authenticated) before the clock starts.
    transaction (group commit) is one WAL commit with ` + "`synchronous=FULL`" + `,
    i.e. one fsync; they are counted from the ledger file (charges of one
    transaction share its timestamp). WAL checkpoints add a few fsyncs not
-   counted here. Distinct texts to dpproxy, one statement to PostgreSQL:
+   counted here. The transactions' mean wall time comes from dpproxy's own
+   counters (its admin listener's ` + "`dpproxy_ledger_transaction_seconds_total`" + `
+   and ` + "`_transactions_total`" + `, read before and after each run). Distinct texts to dpproxy, one statement to PostgreSQL:
    dpproxy sends the query's constant as a parameter (` + "`dpproxy explain`" + `
    shows the SQL as sent), and its ceiling is that SQL sent straight to
    PostgreSQL, prepared once per connection, with a distinct value each
