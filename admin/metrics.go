@@ -139,9 +139,9 @@ var (
 	ledgerCharges = prometheus.NewDesc("dpproxy_ledger_charges_total",
 		"Charges this process committed to the ledger.", nil, nil)
 	ledgerTxs = prometheus.NewDesc("dpproxy_ledger_transactions_total",
-		"Ledger transactions this process committed (on the embedded ledger, one WAL sync each): charges ÷ transactions is the group commit's mean batch.", nil, nil)
+		"Ledger transactions this process committed. On the embedded ledger they are the charges' group commits, one WAL sync each: charges ÷ transactions is the mean batch. The shared ledger also counts those that hold, release or renew budget.", nil, nil)
 	ledgerTxTime = prometheus.NewDesc("dpproxy_ledger_transaction_seconds_total",
-		"Wall time of those transactions, their durable commit included: ÷ transactions is how long a charge's own transaction kept it waiting, on average.", nil, nil)
+		"Wall time of those transactions, their durable commit included. On the embedded ledger, ÷ transactions is how long a charge's own transaction kept it waiting, on average; the shared ledger's concurrent transactions add up.", nil, nil)
 	templateHits = prometheus.NewDesc("dpproxy_plan_template_hits_total",
 		"DP queries planned from the template of their shape (an earlier query's text with other integers in its WHERE), without parsing or analysis.", nil, nil)
 )

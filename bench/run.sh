@@ -296,7 +296,7 @@ ADMIN_SCRAM=$(grep -m1 'scram_sha_256:' <<<"$VERIFIERS" | sed 's/^ *//')
 # per analyst); the statement timeout lets workload 10's largest datasets
 # (--visits-100m) finish. POLICY_PG_DSN, when set, replaces the PostgreSQL
 # backend's DSN (workload 10's generated databases).
-write_policy() { # write_policy FILE PORT CACHE_SIZE LEDGER [mysql]
+write_policy() { # write_policy FILE PORT CACHE_SIZE LEDGER [mysql] (ADMIN_PORT set: an admin listener there, login bench)
   local listen="  postgres: 127.0.0.1:$2" backend="  kind: postgres
   dsn: \"${POLICY_PG_DSN:-$PG_DSN}\""
   if [ "${5:-}" = mysql ]; then
@@ -340,9 +340,10 @@ EOF
     sed -n '/^protected_tables:/,$p' cmd/dpproxy/demo_policy.yaml
   } >"$1"
 }
-start_proxy() { # start_proxy NAME CACHE_SIZE [mysql] → sets PROXY_PORT, PROXY_PID (POLICY_PG_DSN: see write_policy)
+start_proxy() { # start_proxy NAME CACHE_SIZE [mysql] → sets PROXY_PORT, PROXY_PID (POLICY_PG_DSN, ADMIN_PORT: see write_policy)
   local name=$1 port
   port=$(free_port)
+  while [ "$port" = "${ADMIN_PORT:-}" ]; do port=$(free_port); done
   write_policy "$WORK/$name.yaml" "$port" "$2" "$WORK/$name-ledger.db" "${3:-}"
   "$BIN/dpproxy" serve --config "$WORK/$name.yaml" >"$WORK/$name.log" 2>&1 &
   PROXY_PID=$!

@@ -80,7 +80,11 @@ type SQLiteStore struct {
 	closeErr  error
 
 	// nextID is the ID the writer gives the next charge; 0 when it must
-	// be read from the ledger (at first, and after a failed transaction).
+	// be read from the ledger (at first, and once a transaction that had
+	// begun has failed). The writer owns the IDs: the ledger lock keeps
+	// other dpproxy processes out, and nothing else may write the file
+	// while dpproxy runs (a row inserted behind its back fails the
+	// transaction that collides with it, and the ID is read again).
 	nextID int64
 
 	txs     atomic.Uint64
@@ -92,13 +96,16 @@ type SQLiteStore struct {
 type StoreStats struct {
 	// Charges is the number of charges committed.
 	Charges uint64
-	// Transactions is the number of transactions (on the embedded ledger,
-	// WAL syncs) they took: Charges ÷ Transactions is the group commit's
-	// mean batch.
+	// Transactions is the number of transactions the store committed. On
+	// the embedded ledger they are the charges' group commits, one WAL
+	// sync each: Charges ÷ Transactions is the mean batch. The shared
+	// ledger also counts those that hold, release or renew budget.
 	Transactions uint64
 	// TransactionTime is the wall time those transactions took, their
-	// durable commit included: ÷ Transactions, how long a charge's own
-	// transaction kept it waiting on average.
+	// durable commit included. On the embedded ledger, ÷ Transactions is
+	// how long a charge's own transaction kept it waiting on average; the
+	// shared ledger runs charges and holds in concurrent transactions,
+	// whose times add up.
 	TransactionTime time.Duration
 }
 

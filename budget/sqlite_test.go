@@ -398,6 +398,19 @@ func TestChargeIDsAfterFailedTransaction(t *testing.T) {
 	if _, err := other.ExecContext(ctx, `DROP TRIGGER refuse`); err != nil {
 		t.Fatal(err)
 	}
+	// The failed transaction dropped the writer's next ID: it is read
+	// again, so a row written meanwhile (here from outside, with a high
+	// ID) is above the ID the writer knew, and the next charge above it.
+	if s.nextID != 0 {
+		t.Fatalf("after a failed transaction the writer keeps next ID %d", s.nextID)
+	}
+	const high = 1_000_000
+	if _, err := other.ExecContext(ctx, `INSERT INTO charges (id, analyst, epsilon, delta, query, at_ns) VALUES (?, 'x', 0, 0, 'outside', 1)`, high); err != nil {
+		t.Fatal(err)
+	}
+	if c := mustAppend("after the failure"); c.ID <= high {
+		t.Fatalf("charge after the failure got ID %d, below the row written meanwhile (%d)", c.ID, high)
+	}
 	var doomed int
 	if err := other.QueryRowContext(ctx, `SELECT count(*) FROM charges WHERE query LIKE 'doomed%' OR query = 'fail'`).Scan(&doomed); err != nil || doomed != 0 {
 		t.Fatalf("%d charges of the failed transaction in the ledger (%v)", doomed, err)

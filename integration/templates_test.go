@@ -92,8 +92,9 @@ func TestPlanTemplatesPostgres(t *testing.T) {
 	if math.Abs(charged-0.1*clients*each) > 1e-9*clients*each {
 		t.Errorf("charged ε = %v, want 0.1 × %d queries", charged, clients*each)
 	}
-	// The ledger's counters: one charge per query, in fewer transactions
-	// (clients charged at once share one), each taking some time.
+	// The ledger's counters: one charge per query, in at most one
+	// transaction each (clients charged at once share one), each taking
+	// some time.
 	charges := metricValue(families, "dpproxy_ledger_charges_total", nil)
 	txs := metricValue(families, "dpproxy_ledger_transactions_total", nil)
 	txTime := metricValue(families, "dpproxy_ledger_transaction_seconds_total", nil)
