@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"sync"
+
 	"github.com/dpproxy/dpproxy/backend"
 	"github.com/dpproxy/dpproxy/budget"
 	"github.com/dpproxy/dpproxy/config"
@@ -42,7 +44,28 @@ type Metrics struct {
 	delta      *prometheus.CounterVec
 	rows       *prometheus.CounterVec
 	cacheHits  prometheus.Counter
+
+	// The series Observe feeds, looked up once per label set:
+	// WithLabelValues hashes the labels at every call, the most of what
+	// Observe cost on each statement (labels → *statementSeries, analyst →
+	// *chargeSeries). Both sets are bounded: the labels by the kinds,
+	// outcomes and SQLSTATE classes, the analysts by the policy.
+	series  sync.Map
+	charged sync.Map
 }
+
+// statementLabels are the labels of the series one statement feeds.
+type statementLabels struct{ protocol, kind, outcome, class string }
+
+// statementSeries are the series of one statementLabels.
+type statementSeries struct {
+	statements prometheus.Counter
+	duration   prometheus.Observer
+	rows       prometheus.Counter
+}
+
+// chargeSeries are one analyst's ε and δ counters.
+type chargeSeries struct{ epsilon, delta prometheus.Counter }
 
 // NewMetrics registers the metrics, with Go's and the process's own.
 func NewMetrics(src Sources) *Metrics {
@@ -89,12 +112,30 @@ func (m *Metrics) Observe(st session.Statement) {
 	if st.SQLState != "" {
 		class = st.SQLState.Class()
 	}
-	m.statements.WithLabelValues(st.Protocol, st.Kind, st.Outcome(), class).Inc()
-	m.duration.WithLabelValues(st.Kind).Observe(st.Duration.Seconds())
-	m.rows.WithLabelValues(st.Kind).Add(float64(st.Rows))
+	labels := statementLabels{st.Protocol, st.Kind, st.Outcome(), class}
+	v, ok := m.series.Load(labels)
+	if !ok {
+		v, _ = m.series.LoadOrStore(labels, &statementSeries{
+			statements: m.statements.WithLabelValues(labels.protocol, labels.kind, labels.outcome, labels.class),
+			duration:   m.duration.WithLabelValues(labels.kind),
+			rows:       m.rows.WithLabelValues(labels.kind),
+		})
+	}
+	series := v.(*statementSeries)
+	series.statements.Inc()
+	series.duration.Observe(st.Duration.Seconds())
+	series.rows.Add(float64(st.Rows))
 	if st.Charged.Epsilon > 0 || st.Charged.Delta > 0 {
-		m.epsilon.WithLabelValues(st.Analyst).Add(st.Charged.Epsilon)
-		m.delta.WithLabelValues(st.Analyst).Add(st.Charged.Delta)
+		v, ok := m.charged.Load(st.Analyst)
+		if !ok {
+			v, _ = m.charged.LoadOrStore(st.Analyst, &chargeSeries{
+				epsilon: m.epsilon.WithLabelValues(st.Analyst),
+				delta:   m.delta.WithLabelValues(st.Analyst),
+			})
+		}
+		charge := v.(*chargeSeries)
+		charge.epsilon.Add(st.Charged.Epsilon)
+		charge.delta.Add(st.Charged.Delta)
 	}
 	if st.CacheHit {
 		m.cacheHits.Inc()

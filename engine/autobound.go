@@ -28,8 +28,9 @@ func beforeData(err error) bool {
 
 // answerPlan runs a plan on the backend and releases it: the auto bound
 // first when the plan has one, then the bounded queries, then the noise.
-// A failure wraps errBeforeData when no query reached the data.
-func answerPlan(ctx context.Context, be backend.Backend, plan *rewrite.Plan, r *mechanisms.Rand) (*sqltypes.Result, error) {
+// A failure wraps errBeforeData when no query reached the data. mech gives
+// each measurement's mechanism.
+func answerPlan(ctx context.Context, be backend.Backend, plan *rewrite.Plan, r *mechanisms.Rand, mech calibrate) (*sqltypes.Result, error) {
 	// No result caps here: the bounded result has a row per group found in
 	// the data, before partition selection, so an error at a cap would
 	// tell the exact number of groups. Only released rows are capped.
@@ -54,7 +55,7 @@ func answerPlan(ctx context.Context, be backend.Backend, plan *rewrite.Plan, r *
 		}
 		return nil, backendError(err)
 	}
-	res, err := release(plan, data, r)
+	res, err := release(plan, data, r, mech)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,8 @@ type Engine struct {
 	// templateHits counts the plans it gave.
 	templates    *lru.Cache[TemplateKey, *rewrite.Template]
 	templateHits atomic.Uint64
+	// calibrations memoizes the mechanisms releases perturb with.
+	calibrations *calibrations
 	// shapesSeen holds hashes of shapes seen once (SeenBefore).
 	shapesSeen *lru.Cache[uint64, struct{}]
 	shapeSeed  maphash.Seed
@@ -99,6 +101,9 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if e.shapesSeen, err = lru.New[uint64, struct{}](passthroughMemoSize); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if e.calibrations, err = newCalibrations(); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e.shapeSeed = maphash.MakeSeed()
@@ -348,7 +353,7 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 		}
 		return nil, budget.Cost{}, fmt.Errorf("reserving budget: %w", err)
 	}
-	res, err := answerPlan(ctx, e.backend, plan, e.rand)
+	res, err := answerPlan(ctx, e.backend, plan, e.rand, e.calibrations.forAnalyst(analyst))
 	if err != nil {
 		if errors.Is(err, errBeforeData) {
 			// The query never reached the data: nothing depends on it.
@@ -446,7 +451,28 @@ func databaseError(err error) error {
 
 // ledgerText is a query's text as the analyst's query log records it with
 // the charge: its runs of white space collapsed to one space. Computed
-// only for a charge: a cache hit records nothing.
+// only for a charge: a cache hit records nothing. A text already so (the
+// usual one) is returned as it is, without a copy.
 func ledgerText(sql string) string {
+	if collapsed(sql) {
+		return sql
+	}
 	return strings.Join(strings.Fields(sql), " ")
+}
+
+// collapsed reports whether sql is ASCII with single spaces between its
+// words and none around them: what ledgerText would make of it.
+func collapsed(sql string) bool {
+	if sql == "" || sql[0] == ' ' || sql[len(sql)-1] == ' ' {
+		return sql == ""
+	}
+	for i := 0; i < len(sql); i++ {
+		switch c := sql[i]; {
+		case c >= 0x80, c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
+			return false // other white space (Unicode's too, for Fields) or may be
+		case c == ' ' && sql[i+1] == ' ':
+			return false
+		}
+	}
+	return true
 }

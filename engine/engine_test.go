@@ -65,7 +65,7 @@ func TestReleasedNoiseMatchesPlan(t *testing.T) {
 	const n = 20000
 	var sum, sumSq float64
 	for i := 0; i < n; i++ {
-		res, err := release(p, bounded{rows: rows}, r)
+		res, err := release(p, bounded{rows: rows}, r, measurementMechanism)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestReleasePublicKeys(t *testing.T) {
 		{"secret-key", int64(900), int64(900), sqltypes.Decimal("9000"), int64(1)},
 		{"a", int64(40), int64(40), sqltypes.Decimal("600"), int64(20)},
 	}}
-	res, err := release(p, bounded{rows: rows}, mechanisms.Seeded(2))
+	res, err := release(p, bounded{rows: rows}, mechanisms.Seeded(2), measurementMechanism)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestReleaseFailsClosedWithoutRandomness(t *testing.T) {
 	pol := loadPolicy(t)
 	p := plan(t, pol, "SELECT SUM(cost) FROM visits")
 	rows := &backend.Rows{Values: [][]any{{int64(3), sqltypes.Decimal("45")}}}
-	res, err := release(p, bounded{rows: rows}, mechanisms.NewRand(failingReader{}))
+	res, err := release(p, bounded{rows: rows}, mechanisms.NewRand(failingReader{}), measurementMechanism)
 	if err == nil || res != nil {
 		t.Fatalf("release with a failing RNG returned %v, %v; want an error and nothing else", res, err)
 	}

@@ -121,7 +121,7 @@ func TestIntervalsCoverTheUnboundedTruth(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
-					res, err := release(p, data, r)
+					res, err := release(p, data, r, measurementMechanism)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -200,7 +200,7 @@ func TestExpressionIntervalsCoverTheTruth(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		res, err := release(p, data, r)
+		res, err := release(p, data, r, measurementMechanism)
 		if err != nil {
 			t.Fatal(err)
 		}

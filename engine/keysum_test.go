@@ -67,7 +67,7 @@ func TestSumOverKeysCoversTheTruth(t *testing.T) {
 						}
 					}
 				}
-				res, err := release(p, data, r)
+				res, err := release(p, data, r, measurementMechanism)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -695,14 +695,14 @@ func auditPlan(t *testing.T, c auditCase, pilot, runs int) (dpaudit.Bound, *rewr
 		var res *sqltypes.Result
 		if plan.Auto != nil || plan.R2T != nil {
 			// The bound is chosen afresh each time (its own mechanism).
-			res, err = answerPlan(context.Background(), s.be, plan, r)
+			res, err = answerPlan(context.Background(), s.be, plan, r, measurementMechanism)
 		} else {
 			if c.resample || s.data.rows == nil {
 				if s.data, err = readBounded(context.Background(), s.be, plan); err != nil {
 					t.Fatal(err)
 				}
 			}
-			res, err = release(plan, s.data, r)
+			res, err = release(plan, s.data, r, measurementMechanism)
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -21,15 +21,16 @@ import (
 // one row per released group, each measurement perturbed with Laplace noise
 // calibrated to its sensitivity and ε share, then post-processed (rounding,
 // clamping, AVG as a ratio), ordered and limited. Everything after the
-// noise is post-processing and costs no privacy.
-func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand) (*sqltypes.Result, error) {
+// noise is post-processing and costs no privacy. calibrate gives each
+// measurement's mechanism (measurementMechanism, or memoized).
+func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand, calibrate calibrate) (*sqltypes.Result, error) {
 	rows := data.rows
 	mechs := make([]noiser, len(plan.Measurements))
 	for i, m := range plan.Measurements {
 		if m.Sensitivity == 0 {
 			continue // the value is the same on every database: no noise needed
 		}
-		mech, err := measurementMechanism(m)
+		mech, err := calibrate(m)
 		if err != nil {
 			return nil, &sqlerr.Error{Code: sqlerr.PrivacyParameterError, Message: fmt.Sprintf("cannot calibrate noise: %v", err), Err: err}
 		}

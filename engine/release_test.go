@@ -57,7 +57,7 @@ func TestPartitionSelectionReleasesOnlyLargeGroups(t *testing.T) {
 	lonely := 0
 	const runs = 2000
 	for i := 0; i < runs; i++ {
-		res, err := release(p, bounded{rows: rows}, r)
+		res, err := release(p, bounded{rows: rows}, r, measurementMechanism)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestPartitionSelectionRespectsPublicKeys(t *testing.T) {
 		{"oslo", "x", int64(5000), int64(5000)},
 		{"oslo", "secret", int64(5000), int64(5000)},
 	}}
-	res, err := release(p, bounded{rows: rows}, mechanisms.Seeded(1))
+	res, err := release(p, bounded{rows: rows}, mechanisms.Seeded(1), measurementMechanism)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestSpreadMatchesExplainedErrorBound(t *testing.T) {
 	within := []int{0, 0}
 	const runs = 4000
 	for i := 0; i < runs; i++ {
-		res, err := release(p, bounded{rows: rows}, r)
+		res, err := release(p, bounded{rows: rows}, r, measurementMechanism)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func TestVarianceAndConstantsPostProcessing(t *testing.T) {
 	rows := &backend.Rows{Values: [][]any{{int64(1000), 5000.0, 34000.0, int64(3), int64(15)}}}
 	r := mechanisms.Seeded(5)
 	for i := 0; i < 500; i++ {
-		res, err := release(p, bounded{rows: rows}, r)
+		res, err := release(p, bounded{rows: rows}, r, measurementMechanism)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func TestVarianceAndConstantsPostProcessing(t *testing.T) {
 	}
 	// The exact variance is 34000/1000 − 5² = 9; the noisy one is close
 	// at n = 1000 (the centred squares' scale is 25·2·3/1 = 150 per 1000 rows).
-	res, _ := release(p, bounded{rows: rows}, r)
+	res, _ := release(p, bounded{rows: rows}, r, measurementMechanism)
 	if v := res.Rows[0][0].(float64); math.Abs(v-9) > 2 {
 		t.Errorf("VAR_POP = %v, want about 9", v)
 	}
@@ -165,7 +165,7 @@ func TestReleaseOuterQuery(t *testing.T) {
 	p := releasePlan(t, `SELECT "source"."kind" AS "k", "source"."n" AS "visits" FROM (SELECT "kind", COUNT(*) AS "n" FROM "t" GROUP BY "kind") AS "source" ORDER BY "source"."n" DESC LIMIT 1`)
 	// Backend rows per group and k (the units' number of groups).
 	rows := &backend.Rows{Values: [][]any{{"x", int64(10), int64(1)}, {"y", int64(4000), int64(1)}, {"y", int64(1000), int64(2)}}}
-	res, err := release(p, bounded{rows: rows}, mechanisms.Seeded(9))
+	res, err := release(p, bounded{rows: rows}, mechanisms.Seeded(9), measurementMechanism)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestQuantileCoverageOfExplainedBound(t *testing.T) {
 	const runs = 300
 	within := 0
 	for i := 0; i < runs; i++ {
-		res, err := release(p, data, r)
+		res, err := release(p, data, r, measurementMechanism)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +235,7 @@ func TestQuantilesOrderedAndWithinBounds(t *testing.T) {
 	data := bounded{rows: &backend.Rows{}, histograms: []*backend.Rows{{Values: rows}}}
 	r := mechanisms.Seeded(12)
 	for i := 0; i < 50; i++ {
-		res, err := release(p, data, r)
+		res, err := release(p, data, r, measurementMechanism)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestIntervalsCoverExactValues(t *testing.T) {
 	covered := make([]int, len(exact))
 	halfCovered := 0 // the count's interval at half its width
 	for i := 0; i < runs; i++ {
-		res, err := release(p, bounded{rows: rows}, r)
+		res, err := release(p, bounded{rows: rows}, r, measurementMechanism)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +313,7 @@ func TestTopKPicksTheLargestGroups(t *testing.T) {
 	const runs = 300
 	exact := 0
 	for i := 0; i < runs; i++ {
-		res, err := release(p, bounded{rows: rows}, r)
+		res, err := release(p, bounded{rows: rows}, r, measurementMechanism)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +335,7 @@ func TestTopKPicksTheLargestGroups(t *testing.T) {
 	small := &backend.Rows{Values: [][]any{row("x", 3), row("y", 2), row("z", 2)}}
 	released := 0
 	for i := 0; i < runs; i++ {
-		res, err := release(p, bounded{rows: small}, r)
+		res, err := release(p, bounded{rows: small}, r, measurementMechanism)
 		if err != nil {
 			t.Fatal(err)
 		}

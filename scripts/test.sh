@@ -157,6 +157,7 @@ go test -race -count=1 -timeout 20m "$@" ./budget/ ./engine/ ./session/ ./sessio
 log "fuzz targets, ${DPPROXY_FUZZTIME:-8000x} each"
 for target in rewrite:FuzzAnalyze rewrite:FuzzNormalizePostgres config:FuzzParse auth:FuzzSCRAMServer \
   auth:FuzzParseSCRAMVerifier session:FuzzSessionStatements session:FuzzPreparedParams proxy/pgwire:FuzzStartup \
-  proxy/pgwire:FuzzMessages proxy/mysqlwire:FuzzPacketParsing proxy/mysqlwire:FuzzCommands session/catalog:FuzzCatalogQueries; do
+  proxy/pgwire:FuzzMessages proxy/mysqlwire:FuzzPacketParsing proxy/mysqlwire:FuzzCommands session/catalog:FuzzCatalogQueries \
+  engine:FuzzLedgerText; do
   go test "./${target%%:*}" -run '^$' -fuzz "^${target##*:}\$" -fuzztime "${DPPROXY_FUZZTIME:-8000x}"
 done
