@@ -150,10 +150,10 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 			c := charges[i]
 			acct.spentMoments = acct.spentMoments.add(momentsOf(c.Cost))
 			if !c.At.Before(horizon) {
-				acct.recent = append(acct.recent, timedCost{c.At, c.Cost})
+				acct.add(chargeAt(c.At, c.Cost))
 				for _, table := range c.Tables {
 					if t := a.tables[table]; t != nil {
-						t.recent = append(t.recent, timedCost{c.At, c.Cost})
+						t.add(chargeAt(c.At, c.Cost))
 					}
 				}
 			}
@@ -266,7 +266,7 @@ func (a *Accountant) clockLocked() time.Time {
 // was spent before it — dropping those no window can reach any more
 // (older than MaxWindow before latest) as the list grows.
 func (acct *account) remember(c timedCost, latest time.Time) {
-	acct.recent = append(acct.recent, c)
+	acct.add(c)
 	if len(acct.recent) < acct.pruneAt {
 		return
 	}
@@ -626,12 +626,12 @@ func (r *Reservation) Commit(ctx context.Context, query string) (Charge, error) 
 			a.tables[table] = t
 		}
 		t.spent = t.spent.Add(r.cost)
-		t.remember(timedCost{ch.At, r.cost}, a.latest)
+		t.remember(chargeAt(ch.At, r.cost), a.latest)
 	}
 	acct := r.acct
 	acct.spent = acct.spent.Add(r.cost)
 	acct.spentMoments = acct.spentMoments.add(momentsOf(r.cost))
-	acct.remember(timedCost{ch.At, r.cost}, a.latest)
+	acct.remember(chargeAt(ch.At, r.cost), a.latest)
 	if ch.At.After(a.latest) {
 		a.latest = ch.At
 	}

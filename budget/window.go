@@ -18,12 +18,21 @@ type Window struct {
 	Rolling time.Duration
 }
 
-// MaxWindow bounds a rolling window. The accountant keeps the time and
-// cost of every charge of the last MaxWindow (before the latest time it
+// MaxWindow bounds a rolling window. The accountant keeps the times and
+// costs of the charges of the last MaxWindow (before the latest time it
 // has seen) in memory, for every analyst and table, so that any window —
-// also one set by a later policy — can be computed: about 32 bytes per
-// charge and scope.
+// also one set by a later policy — can be computed: charges made within
+// windowResolution of each other on one UTC day are kept as one span (64
+// bytes), so a scope holds at most one span per second of the window
+// however fast it is charged, and one per charge when charged slower.
 const MaxWindow = 31 * 24 * time.Hour
+
+// windowResolution is how long a span of charges kept for windows may
+// last. A calendar window (starting at a UTC midnight, which no span
+// crosses) counts exactly the charges in it; a rolling window counts a
+// span that ends in it whole, so it may count charges up to
+// windowResolution older than it: never fewer than it holds.
+const windowResolution = time.Second
 
 // IsZero reports whether w is no window (the budget does not renew).
 func (w Window) IsZero() bool { return w.Period == "" && w.Rolling == 0 }
@@ -66,10 +75,42 @@ func (w Window) String() string {
 	return "the last " + w.Rolling.String()
 }
 
-// timedCost is a charge's cost and time, kept for windows.
+// timedCost is the total cost of the charges made from from to at, kept
+// for windows (see MaxWindow).
 type timedCost struct {
-	at   time.Time
-	cost Cost
+	from, at time.Time
+	cost     Cost
+}
+
+// chargeAt is one charge's timedCost.
+func chargeAt(at time.Time, c Cost) timedCost { return timedCost{from: at, at: at, cost: c} }
+
+// add keeps c for windows: in the last span when it falls within
+// windowResolution of the span's start on the same UTC day, else as a
+// span of its own.
+func (acct *account) add(c timedCost) {
+	if n := len(acct.recent); n > 0 {
+		last := &acct.recent[n-1]
+		if !c.from.Before(last.from) && c.at.Sub(last.from) < windowResolution && sameUTCDay(last.from, c.at) {
+			last.at = later(last.at, c.at)
+			last.cost = last.cost.Add(c.cost)
+			return
+		}
+	}
+	acct.recent = append(acct.recent, c)
+}
+
+func sameUTCDay(a, b time.Time) bool {
+	ay, am, ad := a.UTC().Date()
+	by, bm, bd := b.UTC().Date()
+	return ay == by && am == bm && ad == bd
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // SetTableWindow makes a protected table's own budget renew with w,

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -316,5 +317,75 @@ func TestWindowsSetLateCountEarlierCharges(t *testing.T) {
 	}
 	if st, _ := a.TableStatus("visits"); !approx(st.Spent.Epsilon, 0.9) {
 		t.Errorf("a table window set after a charge shows %v spent today, want 0.9", st.Spent)
+	}
+}
+
+// Charges made within windowResolution of each other on one UTC day are
+// kept as one span: a scope charged a thousand times a second keeps a
+// span per second, calendar windows count exactly what they hold, and a
+// rolling window counts a span that ends in it whole (never less than it
+// holds, at most windowResolution of older charges more).
+func TestWindowSpans(t *testing.T) {
+	midnight := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	clock := midnight.Add(-4500 * time.Millisecond) // 23:59:55.5 the day before
+	a := newTestAccountant(t, newMemStore(), map[string]Cost{"ana": {Epsilon: 1e9}, "bo": {Epsilon: 1e9}})
+	a.now = func() time.Time { return clock }
+	if err := a.SetWindow("ana", Window{Period: "day"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(who string, eps float64) {
+		t.Helper()
+		r, err := a.ReserveFor(context.Background(), who, []string{"visits"}, Cost{Epsilon: eps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Commit(context.Background(), "q"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 10,000 charges a millisecond apart, across midnight.
+	for range 10_000 {
+		commit("ana", 0.001)
+		clock = clock.Add(time.Millisecond)
+	}
+	for _, acct := range []*account{a.accounts["ana"], a.tables["visits"]} {
+		if n := len(acct.recent); n < 10 || n > 12 {
+			t.Errorf("%d spans kept for 10,000 charges over 10 s, want 10 to 12 (one per second, split at midnight)", n)
+		}
+		for _, s := range acct.recent {
+			if !sameUTCDay(s.from, s.at) || s.at.Sub(s.from) >= windowResolution {
+				t.Errorf("span %v – %v crosses midnight or lasts %v", s.from, s.at, s.at.Sub(s.from))
+			}
+		}
+	}
+	// The day since midnight: exactly its 5,500 charges.
+	if st := mustStatus(t, a, "ana"); math.Abs(st.Spent.Epsilon-5.5) > 1e-9 {
+		t.Errorf("the day's spending %v, want exactly the 5,500 charges since midnight (5.5)", st.Spent.Epsilon)
+	}
+	if total := a.accounts["ana"].spent.Epsilon; math.Abs(total-10) > 1e-9 {
+		t.Errorf("all charges spent %v, want 10", total)
+	}
+
+	// A rolling window: two charges half a second apart share a span.
+	if err := a.SetWindow("bo", Window{Rolling: 10 * time.Second}, nil); err != nil {
+		t.Fatal(err)
+	}
+	clock = midnight.Add(time.Hour)
+	start := clock
+	commit("bo", 0.1)
+	clock = start.Add(500 * time.Millisecond)
+	commit("bo", 0.2)
+	for _, c := range []struct {
+		at   time.Duration
+		want float64
+	}{
+		{10*time.Second + 100*time.Millisecond, 0.3}, // holds the second only; counts the span whole
+		{10*time.Second + 400*time.Millisecond, 0.3},
+		{10*time.Second + 600*time.Millisecond, 0}, // past the span's end
+	} {
+		clock = start.Add(c.at)
+		if st := mustStatus(t, a, "bo"); math.Abs(st.Spent.Epsilon-c.want) > 1e-9 {
+			t.Errorf("rolling window at +%v: spent %v, want %v", c.at, st.Spent.Epsilon, c.want)
+		}
 	}
 }
