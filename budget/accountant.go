@@ -126,37 +126,9 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 	// which ends no earlier than the latest charge (the clock never goes
 	// back before it), so the horizon is taken from it, not from a clock
 	// that may be wrong.
-	_, shared := store.(sharedStore)
-	byAnalyst := map[string][]Charge{}
-	for analyst := range a.accounts {
-		if shared {
-			break
-		}
-		charges, err := store.Charges(ctx, analyst, 0)
-		if err != nil {
-			return nil, fmt.Errorf("budget: loading the charges of analyst %q: %w", analyst, err)
-		}
-		byAnalyst[analyst] = charges
-		for _, c := range charges {
-			if c.At.After(a.latest) {
-				a.latest = c.At
-			}
-		}
-	}
-	horizon := a.latest.Add(-MaxWindow)
-	for analyst, charges := range byAnalyst {
-		acct := a.accounts[analyst]
-		for i := len(charges) - 1; i >= 0; i-- { // oldest first
-			c := charges[i]
-			acct.spentMoments = acct.spentMoments.add(momentsOf(c.Cost))
-			if !c.At.Before(horizon) {
-				acct.add(chargeAt(c.At, c.Cost))
-				for _, table := range c.Tables {
-					if t := a.tables[table]; t != nil {
-						t.add(chargeAt(c.At, c.Cost))
-					}
-				}
-			}
+	if _, shared := store.(sharedStore); !shared {
+		if err := a.loadHistory(ctx, store); err != nil {
+			return nil, fmt.Errorf("budget: loading the ledger's history: %w", err)
 		}
 	}
 	for analyst, l := range limits {

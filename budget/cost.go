@@ -94,6 +94,11 @@ func momentsOf(c Cost) moments {
 	return moments{squares: c.Epsilon * c.Epsilon, excess: c.Epsilon * math.Expm1(c.Epsilon)}
 }
 
+// times is the moments of n charges with m's.
+func (m moments) times(n int64) moments {
+	return moments{squares: float64(n) * m.squares, excess: float64(n) * m.excess}
+}
+
 func (m moments) add(n moments) moments {
 	return moments{squares: m.squares + n.squares, excess: m.excess + n.excess}
 }

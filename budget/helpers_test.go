@@ -96,6 +96,28 @@ func (m *memStore) Charges(_ context.Context, analyst string, limit int) ([]Char
 	return out, nil
 }
 
+// History gives every charge of the last MaxWindow as a span of its own.
+func (m *memStore) History(context.Context) (History, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := History{Epsilons: map[string]map[float64]int64{}}
+	for _, c := range m.charges {
+		if c.At.After(h.Latest) {
+			h.Latest = c.At
+		}
+		if h.Epsilons[c.Analyst] == nil {
+			h.Epsilons[c.Analyst] = map[float64]int64{}
+		}
+		h.Epsilons[c.Analyst][c.Cost.Epsilon]++
+	}
+	for _, c := range m.charges {
+		if !c.At.Before(h.Latest.Add(-MaxWindow)) {
+			h.Spans = append(h.Spans, ChargeSpan{Analyst: c.Analyst, Tables: c.Tables, From: c.At, To: c.At, Cost: c.Cost})
+		}
+	}
+	return h, nil
+}
+
 func (m *memStore) Close() error { return nil }
 
 func (m *memStore) count() int {

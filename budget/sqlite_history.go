@@ -1,0 +1,101 @@
+package budget
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// History reads the ledger's history (see History): the latest time, then
+// every charge in one pass in the table's own order (no sort), counting
+// each analyst's charges by ε and summing those of the last MaxWindow per
+// analyst, tables and second. Nothing it keeps grows with the number of
+// charges but the spans, at most one per analyst, tables and second of
+// the window.
+func (s *SQLiteStore) History(ctx context.Context) (History, error) {
+	if s.isClosed() {
+		return History{}, ErrClosed
+	}
+	h := History{Epsilons: map[string]map[float64]int64{}}
+	var latest sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT max(at_ns) FROM charges`).Scan(&latest); err != nil {
+		return History{}, fmt.Errorf("budget: reading the latest charge: %w", err)
+	}
+	if !latest.Valid {
+		return h, nil
+	}
+	h.Latest = time.Unix(0, latest.Int64).UTC()
+	since := h.Latest.Add(-MaxWindow).UnixNano()
+
+	// A version 1 ledger (read-only) records no tables.
+	tables := "tables"
+	if s.version == 1 {
+		tables = "'[]'"
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT analyst, epsilon, delta, at_ns, `+tables+` FROM charges`)
+	if err != nil {
+		return History{}, fmt.Errorf("budget: reading the charges: %w", err)
+	}
+	type spanKey struct{ analyst, tables string }
+	open := map[spanKey]int{} // the index in h.Spans of each key's latest span
+	parsed := map[string][]string{}
+	var analyst, list sql.RawBytes
+	for rows.Next() {
+		var c Cost
+		var ns int64
+		if err := rows.Scan(&analyst, &c.Epsilon, &c.Delta, &ns, &list); err != nil {
+			rows.Close()
+			return History{}, fmt.Errorf("budget: reading the charges: %w", err)
+		}
+		counts := h.Epsilons[string(analyst)]
+		if counts == nil {
+			counts = map[float64]int64{}
+			h.Epsilons[string(analyst)] = counts
+		}
+		counts[c.Epsilon]++
+		if ns < since {
+			continue
+		}
+		at := time.Unix(0, ns).UTC()
+		key := spanKey{string(analyst), string(list)}
+		if i, ok := open[key]; ok {
+			if sp := &h.Spans[i]; sp.From.Unix() == at.Unix() {
+				sp.From, sp.To = earlier(sp.From, at), later(sp.To, at)
+				sp.Cost = sp.Cost.Add(c)
+				continue
+			}
+		}
+		tabs, ok := parsed[key.tables]
+		if !ok {
+			if err := json.Unmarshal(list, &tabs); err != nil {
+				rows.Close()
+				return History{}, fmt.Errorf("budget: reading the charges: a charge's tables %q: %w", list, err)
+			}
+			parsed[key.tables] = tabs
+		}
+		open[key] = len(h.Spans)
+		h.Spans = append(h.Spans, ChargeSpan{Analyst: key.analyst, Tables: tabs, From: at, To: at, Cost: c})
+	}
+	if err := closeRows(rows); err != nil {
+		return History{}, fmt.Errorf("budget: reading the charges: %w", err)
+	}
+	return h, nil
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// closeRows closes rows and reports the error that ended them, if any.
+func closeRows(rows *sql.Rows) error {
+	err := rows.Err()
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
