@@ -57,6 +57,9 @@ type account struct {
 	// pruneAt is the length of recent at which remember drops what no
 	// window can reach.
 	pruneAt int
+	// memos are windowSpent's partial sums, one per window asked for
+	// (the account's own, its teams'); remember's pruning drops them.
+	memos []windowMemo
 	// windowSums, on a shared ledger, are the spending of the current
 	// period of each window the ledger was asked for (recent is then
 	// unused).
@@ -251,6 +254,7 @@ func (acct *account) remember(c timedCost, latest time.Time) {
 	}
 	acct.recent = kept
 	acct.pruneAt = 2*len(kept) + 64
+	acct.memos = acct.memos[:0] // their spans moved
 }
 
 // windowSpent is what the account's charges in w's period containing now
@@ -262,12 +266,55 @@ func (acct *account) windowSpent(w Window, now time.Time) Cost {
 		}
 		return acct.spent // not read: all of it, to be safe
 	}
-	start := w.Start(now)
-	var spent Cost
-	for _, c := range acct.recent {
-		if !c.at.Before(start) {
-			spent = spent.Add(c.cost)
+	return acct.memo(w).spent(acct.recent, w.Start(now))
+}
+
+// windowMemo is a window's spending over recent[:counted], the spans
+// windowSpent has summed: all but the last, which later charges may still
+// grow. A calendar window's start stays put for its period, so each span
+// is added once; a rolling window's start moves on, and the sum holds
+// while it has not passed the earliest span summed (a span counted
+// stays counted, one left out stays out). Otherwise the sum starts over,
+// which for a rolling window charged without pause happens about once a
+// second (a span's length). Sums are made in recent's order, as a full
+// pass makes them.
+type windowMemo struct {
+	window  Window
+	start   time.Time // the latest start the sum holds for
+	counted int
+	sum     Cost
+	first   time.Time // the earliest end of a span in sum (zero: none)
+}
+
+// memo is w's memo, made if needed. An account answers for its own window
+// and its teams': a few memos at most.
+func (acct *account) memo(w Window) *windowMemo {
+	for i := range acct.memos {
+		if acct.memos[i].window == w {
+			return &acct.memos[i]
 		}
+	}
+	acct.memos = append(acct.memos, windowMemo{window: w})
+	return &acct.memos[len(acct.memos)-1]
+}
+
+// spent is the spending of recent's spans ending at or after start.
+func (m *windowMemo) spent(recent []timedCost, start time.Time) Cost {
+	if start.Before(m.start) || (!m.first.IsZero() && start.After(m.first)) || m.counted > len(recent) {
+		*m = windowMemo{window: m.window}
+	}
+	m.start = start
+	for ; m.counted < len(recent)-1; m.counted++ {
+		if c := recent[m.counted]; !c.at.Before(start) {
+			m.sum = m.sum.Add(c.cost)
+			if m.first.IsZero() || c.at.Before(m.first) {
+				m.first = c.at
+			}
+		}
+	}
+	spent := m.sum
+	if n := len(recent); n > 0 && !recent[n-1].at.Before(start) {
+		spent = spent.Add(recent[n-1].cost)
 	}
 	return spent
 }

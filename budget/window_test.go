@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -387,5 +388,87 @@ func TestWindowSpans(t *testing.T) {
 		if st := mustStatus(t, a, "bo"); math.Abs(st.Spent.Epsilon-c.want) > 1e-9 {
 			t.Errorf("rolling window at +%v: spent %v, want %v", c.at, st.Spent.Epsilon, c.want)
 		}
+	}
+}
+
+// windowSpent's memo gives what a full pass over the spans gives, to the
+// bit, as charges come and the clock moves on: for calendar and rolling
+// windows asked of one account in turn, across prunings.
+func TestWindowMemoMatchesFullSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	windows := []Window{{Period: "day"}, {Period: "week"}, {Rolling: time.Hour}, {Rolling: 10 * time.Second}, {Rolling: 2 * time.Second}}
+	full := func(recent []timedCost, start time.Time) Cost {
+		var spent Cost
+		for _, c := range recent {
+			if !c.at.Before(start) {
+				spent = spent.Add(c.cost)
+			}
+		}
+		return spent
+	}
+	for trial := range 8 {
+		acct := &account{}
+		now := time.Date(2026, 3, 1, 23, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(48 * time.Hour))))
+		for i := range 5000 {
+			switch r := rng.IntN(100); {
+			case r < 60:
+				now = now.Add(time.Duration(rng.Int64N(int64(300 * time.Millisecond))))
+			case r < 99:
+				now = now.Add(time.Duration(rng.Int64N(int64(20 * time.Second))))
+			default: // some 75 days in all: prunings drop part of the spans
+				now = now.Add(time.Duration(rng.Int64N(int64(3 * 24 * time.Hour))))
+			}
+			acct.remember(chargeAt(now, Cost{Epsilon: float64(rng.IntN(1000)+1) / 997, Delta: 1e-9}), now)
+			for range 2 {
+				w := windows[rng.IntN(len(windows))]
+				at := now.Add(time.Duration(rng.Int64N(int64(3 * time.Second))))
+				if got, want := acct.windowSpent(w, at), full(acct.recent, w.Start(at)); got != want {
+					t.Fatalf("trial %d, charge %d, window %v at %v: memo %v, full pass %v", trial, i, w, at, got, want)
+				}
+			}
+		}
+	}
+}
+
+// A pruning that drops fewer spans than the memo has counted moves the
+// spans under it: the memo starts over.
+func TestWindowMemoAfterPruning(t *testing.T) {
+	now := time.Date(2026, 3, 20, 12, 0, 0, 0, time.UTC)
+	acct := &account{pruneAt: 100}
+	acct.remember(chargeAt(now.Add(-40*24*time.Hour), Cost{Epsilon: 5}), now) // beyond MaxWindow
+	for i := range 98 {
+		acct.remember(chargeAt(now.Add(time.Duration(i)*time.Minute), Cost{Epsilon: 1}), now)
+	}
+	now = now.Add(98 * time.Minute)
+	w := Window{Period: "day"}
+	if got := acct.windowSpent(w, now); got.Epsilon != 98 {
+		t.Fatalf("before the pruning: %v", got)
+	}
+	acct.remember(chargeAt(now, Cost{Epsilon: 1}), now) // the 100th span: prunes the oldest
+	if len(acct.recent) != 99 {
+		t.Fatalf("%d spans after the pruning, want 99", len(acct.recent))
+	}
+	if got := acct.windowSpent(w, now); got.Epsilon != 99 {
+		t.Errorf("after the pruning: %v, want 99", got)
+	}
+}
+
+// A charge and the window check of an analyst charged once a second for
+// ten days under a monthly window (864,000 spans kept).
+func BenchmarkWindowSpent(b *testing.B) {
+	acct := &account{}
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for range 864_000 {
+		acct.remember(chargeAt(now, Cost{Epsilon: 0.01}), now)
+		now = now.Add(time.Second)
+	}
+	w := Window{Period: "month"}
+	acct.windowSpent(w, now)
+	for b.Loop() {
+		acct.remember(chargeAt(now, Cost{Epsilon: 0.01}), now)
+		if acct.windowSpent(w, now).Epsilon <= 0 {
+			b.Fatal("nothing spent")
+		}
+		now = now.Add(time.Second)
 	}
 }
