@@ -3,13 +3,15 @@ package budget
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 )
 
 // History is what an accountant starting over an embedded ledger reads
 // besides the totals: enough to compose advanced composition's sums and
-// every window's spending, in memory that does not grow with the number
-// of charges.
+// every window's spending, in memory that grows with the distinct ε
+// charged and the spans of the last MaxWindow, not with the charges.
 type History struct {
 	// Latest is the time of the latest charge (zero on an empty ledger).
 	Latest time.Time
@@ -52,8 +54,9 @@ func (a *Accountant) loadHistory(ctx context.Context, store Store) error {
 	a.latest = h.Latest
 	for analyst, counts := range h.Epsilons {
 		acct := a.accountLocked(analyst)
-		for eps, n := range counts {
-			acct.spentMoments = acct.spentMoments.add(momentsOf(Cost{Epsilon: eps}).times(n))
+		// In ε's order, so that every start sums alike.
+		for _, eps := range slices.Sorted(maps.Keys(counts)) {
+			acct.spentMoments = acct.spentMoments.add(momentsOf(Cost{Epsilon: eps}).times(counts[eps]))
 		}
 	}
 	horizon := a.latest.Add(-MaxWindow)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
@@ -175,3 +176,66 @@ func benchmarkStartLedger(b *testing.B, n int) {
 
 func BenchmarkStartLedger100k(b *testing.B) { benchmarkStartLedger(b, 100_000) }
 func BenchmarkStartLedger1M(b *testing.B)   { benchmarkStartLedger(b, 1_000_000) }
+
+// After a restart over the embedded ledger, with charge times that go
+// back and forth, an analyst's and a table's windows never count less
+// than the charges in them (nor a rolling one more than a second's
+// more). (From a review: a span read back must end at its latest charge,
+// not its last read.)
+func TestHistoryNeverUnderCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 3 {
+		s, _ := openTestStore(t)
+		var ana, visits []oracleCharge
+		now := time.Now().UTC().Add(-2 * time.Hour)
+		for range 1500 {
+			switch r := rng.IntN(100); {
+			case r < 60:
+				now = now.Add(time.Duration(rng.Int64N(int64(300 * time.Millisecond))))
+			case r < 80:
+				now = now.Add(-time.Duration(rng.Int64N(int64(1500 * time.Millisecond))))
+			default:
+				now = now.Add(time.Duration(rng.Int64N(int64(4 * time.Second))))
+			}
+			eps := float64(rng.IntN(100)+1) / 997
+			var tables []string
+			if rng.IntN(2) == 0 {
+				tables = []string{"visits"}
+				visits = append(visits, oracleCharge{now, eps})
+			}
+			who := []string{"ana", "bo"}[rng.IntN(2)]
+			if who == "ana" {
+				ana = append(ana, oracleCharge{now, eps})
+			}
+			if _, err := s.Append(ctx, Charge{Analyst: who, Cost: Cost{Epsilon: eps}, Query: "q", At: now, Tables: tables}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, err := NewAccountant(ctx, s, map[string]Cost{"ana": {Epsilon: 1e9}, "bo": {Epsilon: 1e9}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.SetTableLimits(map[string]Cost{"visits": {Epsilon: 1e9}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []Window{{Period: "day"}, {Rolling: time.Hour}, {Rolling: 20 * time.Minute}, {Rolling: 2 * time.Second}, {Rolling: 30 * time.Second}} {
+			for k := range 150 {
+				start := w.Start(a.latest).Add(-time.Duration(k) * 13 * time.Second)
+				for _, c := range []struct {
+					name   string
+					acct   *account
+					oracle []oracleCharge
+				}{{"ana", a.accounts["ana"], ana}, {"visits", a.tables["visits"], visits}} {
+					m := &windowMemo{window: w}
+					got, want := m.spent(c.acct.recent, start).Epsilon, oracleSpent(c.oracle, start)
+					if got < want-1e-9*want-1e-12 {
+						t.Fatalf("trial %d, %s, %v from %v: spent %v, fewer than the %v charged", trial, c.name, w, start, got, want)
+					}
+					if most := oracleSpent(c.oracle, start.Add(-windowResolution)); got > most+1e-9*most+1e-12 {
+						t.Fatalf("trial %d, %s, %v from %v: spent %v, more than the %v charged from a second before", trial, c.name, w, start, got, most)
+					}
+				}
+			}
+		}
+	}
+}

@@ -11,9 +11,9 @@ import (
 // History reads the ledger's history (see History): the latest time, then
 // every charge in one pass in the table's own order (no sort), counting
 // each analyst's charges by ε and summing those of the last MaxWindow per
-// analyst, tables and second. Nothing it keeps grows with the number of
-// charges but the spans, at most one per analyst, tables and second of
-// the window.
+// analyst, tables and second. What it keeps grows with the distinct ε
+// charged and with the spans, at most one per analyst, tables and second
+// of the window, not with the charges.
 func (s *SQLiteStore) History(ctx context.Context) (History, error) {
 	if s.isClosed() {
 		return History{}, ErrClosed

@@ -24,7 +24,9 @@ type Charge struct {
 
 // Store is the durable ledger behind an Accountant.
 //
-// Implementations must be safe for concurrent use.
+// Implementations must be safe for concurrent use. An accountant starts
+// from a store's History (see History): a store that is not the shared
+// ledger must have that method too, or NewAccountant refuses it.
 type Store interface {
 	// Append records c and returns it with ID (and At, when zero) set. When
 	// Append returns nil the charge is durable: it survives a crash of the

@@ -472,3 +472,70 @@ func BenchmarkWindowSpent(b *testing.B) {
 		now = now.Add(time.Second)
 	}
 }
+
+// oracleCharge is one charge as the oracles below keep it.
+type oracleCharge struct {
+	at   time.Time
+	cost float64
+}
+
+// oracleSpent is the exact spending of the charges made at or after start.
+func oracleSpent(cs []oracleCharge, start time.Time) (spent float64) {
+	for _, c := range cs {
+		if !c.at.Before(start) {
+			spent += c.cost
+		}
+	}
+	return spent
+}
+
+// Charges whose times go back (a clock set back, concurrent commits whose
+// batches are timed by their latest charge) against an oracle that keeps
+// every charge: a window never counts less than the charges in it, a
+// calendar window counts exactly those, a rolling one at most a second's
+// more. (From a review: the tests before only charged forwards, and
+// merging a late charge into a span without keeping the span's latest end
+// under-counted unnoticed.)
+func TestWindowsNeverUnderCount(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	windows := []Window{{Period: "day"}, {Period: "week"}, {Period: "month"}, {Rolling: time.Hour}, {Rolling: 1500 * time.Millisecond}, {Rolling: 3 * time.Second}}
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-9*want+1e-12 }
+	for trial := range 12 {
+		acct := &account{}
+		var cs []oracleCharge
+		latest := time.Date(2026, 2, 28, 23, 59, 58, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(4 * time.Second))))
+		now := latest
+		for i := range 2000 {
+			switch r := rng.IntN(100); {
+			case r < 50:
+				now = now.Add(time.Duration(rng.Int64N(int64(400 * time.Millisecond))))
+			case r < 70:
+				now = now.Add(-time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))) // back in time
+			case r < 99:
+				now = now.Add(time.Duration(rng.Int64N(int64(5 * time.Second))))
+			default:
+				now = now.Add(time.Duration(rng.Int64N(int64(2 * 24 * time.Hour))))
+			}
+			latest = later(latest, now)
+			eps := float64(rng.IntN(1000)+1) / 997
+			acct.remember(chargeAt(now, Cost{Epsilon: eps}), latest)
+			cs = append(cs, oracleCharge{now, eps})
+			for range 3 {
+				w := windows[rng.IntN(len(windows))]
+				at := latest.Add(time.Duration(rng.Int64N(int64(3 * time.Second))))
+				start := w.Start(at)
+				got, want := acct.windowSpent(w, at).Epsilon, oracleSpent(cs, start)
+				switch {
+				case got < want && !near(got, want):
+					t.Fatalf("trial %d, charge %d, %v: spent %v, fewer than the %v charged in it", trial, i, w, got, want)
+				case w.Period != "" && !near(got, want):
+					t.Fatalf("trial %d, charge %d, %v: spent %v, want exactly %v", trial, i, w, got, want)
+				case w.Rolling != 0:
+					if most := oracleSpent(cs, start.Add(-windowResolution)); got > most && !near(got, most) {
+						t.Fatalf("trial %d, charge %d, %v: spent %v, more than the %v charged from a second before it", trial, i, w, got, most)
+					}
+				}
+			}
+		}
+	}
+}
