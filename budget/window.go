@@ -138,3 +138,88 @@ func (a *Accountant) SetTableWindow(table string, w Window, lifetime *Cost) erro
 	}
 	return nil
 }
+
+// remember keeps a charge's time and cost for windows — every account's,
+// so that a window set later (a policy reload, a new team) counts what
+// was spent before it — dropping those no window can reach any more
+// (older than MaxWindow before latest) as the list grows.
+func (acct *account) remember(c timedCost, latest time.Time) {
+	acct.add(c)
+	if len(acct.recent) < acct.pruneAt {
+		return
+	}
+	horizon := latest.Add(-MaxWindow)
+	kept := acct.recent[:0]
+	for _, r := range acct.recent {
+		if !r.at.Before(horizon) {
+			kept = append(kept, r)
+		}
+	}
+	acct.recent = kept
+	acct.pruneAt = 2*len(kept) + 64
+	acct.memos = acct.memos[:0] // their spans moved
+}
+
+// windowSpent is what the account's charges in w's period containing now
+// spent.
+func (acct *account) windowSpent(w Window, now time.Time) Cost {
+	if acct.windowSums != nil {
+		if spent, ok := acct.windowSums[w]; ok {
+			return spent
+		}
+		return acct.spent // not read: all of it, to be safe
+	}
+	return acct.memo(w).spent(acct.recent, w.Start(now))
+}
+
+// windowMemo is a window's spending over recent[:counted], the spans
+// windowSpent has summed: all but the last, which later charges may still
+// grow. A calendar window's start stays put for its period, so each span
+// is added once; a rolling window's start moves on, and the sum holds
+// while it has not passed the earliest span summed (a span counted
+// stays counted, one left out stays out). Otherwise the sum starts over:
+// for a full rolling window, about once a second when charged at least
+// once a second (a span's length), at every charge when charged slower —
+// a full pass then, as before the memo, over at most one span per charge
+// of the last MaxWindow (a 7-day window charged every 2 s: some 6 ms, 0.3 %
+// of a core). Sums are made in recent's order, as a full pass makes them.
+type windowMemo struct {
+	window  Window
+	start   time.Time // the latest start the sum holds for
+	counted int
+	sum     Cost
+	first   time.Time // the earliest end of a span in sum (zero: none)
+}
+
+// memo is w's memo, made if needed. An account answers for its own window
+// and its teams': a few memos at most.
+func (acct *account) memo(w Window) *windowMemo {
+	for i := range acct.memos {
+		if acct.memos[i].window == w {
+			return &acct.memos[i]
+		}
+	}
+	acct.memos = append(acct.memos, windowMemo{window: w})
+	return &acct.memos[len(acct.memos)-1]
+}
+
+// spent is the spending of recent's spans ending at or after start.
+func (m *windowMemo) spent(recent []timedCost, start time.Time) Cost {
+	if start.Before(m.start) || (!m.first.IsZero() && start.After(m.first)) || m.counted > len(recent) {
+		*m = windowMemo{window: m.window}
+	}
+	m.start = start
+	for ; m.counted < len(recent)-1; m.counted++ {
+		if c := recent[m.counted]; !c.at.Before(start) {
+			m.sum = m.sum.Add(c.cost)
+			if m.first.IsZero() || c.at.Before(m.first) {
+				m.first = c.at
+			}
+		}
+	}
+	spent := m.sum
+	if n := len(recent); n > 0 && !recent[n-1].at.Before(start) {
+		spent = spent.Add(recent[n-1].cost)
+	}
+	return spent
+}
