@@ -101,13 +101,26 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 			return nil, fmt.Errorf("budget: limit of analyst %q: %w", analyst, err)
 		}
 	}
-	spent, err := store.Spent(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("budget: loading spent budgets: %w", err)
-	}
-	tableSpent, err := store.TableSpent(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("budget: loading spent table budgets: %w", err)
+	// An embedded ledger is read in one pass (History): its totals, and
+	// what advanced composition and windows need besides. A shared ledger
+	// gives its totals, and hands the rest over at each decision.
+	var h History
+	var spent, tableSpent map[string]Cost
+	_, shared := store.(sharedStore)
+	if shared {
+		var err error
+		if spent, err = store.Spent(ctx); err != nil {
+			return nil, fmt.Errorf("budget: loading spent budgets: %w", err)
+		}
+		if tableSpent, err = store.TableSpent(ctx); err != nil {
+			return nil, fmt.Errorf("budget: loading spent table budgets: %w", err)
+		}
+	} else {
+		var err error
+		if h, err = readHistory(ctx, store); err != nil {
+			return nil, fmt.Errorf("budget: loading the ledger's history: %w", err)
+		}
+		spent, tableSpent = h.Spent, h.TableSpent
 	}
 	a := &Accountant{store: store, accounts: make(map[string]*account, len(limits)+len(spent)), tables: map[string]*account{}, now: time.Now}
 	for table, s := range tableSpent {
@@ -129,10 +142,8 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 	// which ends no earlier than the latest charge (the clock never goes
 	// back before it), so the horizon is taken from it, not from a clock
 	// that may be wrong.
-	if _, shared := store.(sharedStore); !shared {
-		if err := a.loadHistory(ctx, store); err != nil {
-			return nil, fmt.Errorf("budget: loading the ledger's history: %w", err)
-		}
+	if !shared {
+		a.loadHistory(h)
 	}
 	for analyst, l := range limits {
 		acct := a.accountLocked(analyst)

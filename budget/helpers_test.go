@@ -100,8 +100,12 @@ func (m *memStore) Charges(_ context.Context, analyst string, limit int) ([]Char
 func (m *memStore) History(context.Context) (History, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h := History{Epsilons: map[string]map[float64]int64{}}
+	h := History{Spent: map[string]Cost{}, TableSpent: map[string]Cost{}, Epsilons: map[string]map[float64]int64{}}
 	for _, c := range m.charges {
+		h.Spent[c.Analyst] = h.Spent[c.Analyst].Add(c.Cost)
+		for _, t := range c.Tables {
+			h.TableSpent[t] = h.TableSpent[t].Add(c.Cost)
+		}
 		if c.At.After(h.Latest) {
 			h.Latest = c.At
 		}

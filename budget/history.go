@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"time"
 )
@@ -13,6 +14,9 @@ import (
 // every window's spending, in memory that grows with the distinct ε
 // charged and the spans of the last MaxWindow, not with the charges.
 type History struct {
+	// Spent and TableSpent are the totals of every charge per analyst and
+	// per table read, as Store's Spent and TableSpent give them.
+	Spent, TableSpent map[string]Cost
 	// Latest is the time of the latest charge (zero on an empty ledger).
 	Latest time.Time
 	// Epsilons counts each analyst's charges by their ε: advanced
@@ -40,17 +44,18 @@ type historyStore interface {
 	History(ctx context.Context) (History, error)
 }
 
-// loadHistory sets the accountant's composition sums, latest time and
-// window spans from store's history. a is not yet shared.
-func (a *Accountant) loadHistory(ctx context.Context, store Store) error {
+// readHistory reads store's history.
+func readHistory(ctx context.Context, store Store) (History, error) {
 	hs, ok := store.(historyStore)
 	if !ok {
-		return errors.New("budget: the ledger cannot give the history an accountant starts from")
+		return History{}, errors.New("budget: the ledger cannot give the history an accountant starts from")
 	}
-	h, err := hs.History(ctx)
-	if err != nil {
-		return err
-	}
+	return hs.History(ctx)
+}
+
+// loadHistory sets the accountant's composition sums, latest time and
+// window spans from h (the totals are set apart). a is not yet shared.
+func (a *Accountant) loadHistory(h History) {
 	a.latest = h.Latest
 	for analyst, counts := range h.Epsilons {
 		acct := a.accountLocked(analyst)
@@ -72,5 +77,27 @@ func (a *Accountant) loadHistory(ctx context.Context, store Store) error {
 			}
 		}
 	}
-	return nil
+}
+
+// costSum adds costs with Neumaier's compensation, as SQLite's total()
+// does: a ledger's total read at start is as close to the exact sum as
+// the SQL totals the shared ledger and the tools read.
+type costSum struct{ eps, epsC, delta, deltaC float64 }
+
+func (s *costSum) add(c Cost) {
+	s.eps, s.epsC = compensated(s.eps, s.epsC, c.Epsilon)
+	s.delta, s.deltaC = compensated(s.delta, s.deltaC, c.Delta)
+}
+
+func (s *costSum) cost() Cost { return Cost{Epsilon: s.eps + s.epsC, Delta: s.delta + s.deltaC} }
+
+// compensated adds x to sum, carrying what rounding lost in c.
+func compensated(sum, c, x float64) (float64, float64) {
+	t := sum + x
+	if math.Abs(sum) >= math.Abs(x) {
+		c += (sum - t) + x
+	} else {
+		c += (x - t) + sum
+	}
+	return t, c
 }

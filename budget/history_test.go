@@ -239,3 +239,57 @@ func TestHistoryNeverUnderCounts(t *testing.T) {
 		}
 	}
 }
+
+// The totals History reads in its one pass are those the SQL totals give
+// (Spent, TableSpent: SQLite's total(), compensated as costSum is).
+func TestHistoryTotalsMatchStore(t *testing.T) {
+	s, _ := openTestStore(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	tableSets := [][]string{nil, {"visits"}, {"patients", "visits"}, {"clinics"}}
+	for i := range 3000 {
+		c := Charge{Analyst: []string{"ana", "bo", "cy"}[rng.IntN(3)], Cost: Cost{Epsilon: rng.Float64() / 3, Delta: rng.Float64() * 1e-7},
+			Query: fmt.Sprint(i), Tables: tableSets[rng.IntN(len(tableSets))]}
+		if _, err := s.Append(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := s.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spent, err := s.Spent(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tableSpent, err := s.TableSpent(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(a, b Cost) bool {
+		return math.Abs(a.Epsilon-b.Epsilon) <= 1e-13*b.Epsilon && math.Abs(a.Delta-b.Delta) <= 1e-13*b.Delta
+	}
+	for _, c := range []struct {
+		name      string
+		got, want map[string]Cost
+	}{{"analysts", h.Spent, spent}, {"tables", h.TableSpent, tableSpent}} {
+		if len(c.got) != len(c.want) {
+			t.Errorf("%s: %d totals, want %d", c.name, len(c.got), len(c.want))
+		}
+		for k, w := range c.want {
+			if g := c.got[k]; !same(g, w) {
+				t.Errorf("%s %s: %v, SQL says %v", c.name, k, g, w)
+			}
+		}
+	}
+}
+
+// costSum keeps what rounding drops: 1e16 + 1 − 1e16 is 1, not 0.
+func TestCostSumCompensates(t *testing.T) {
+	var s costSum
+	for _, x := range []float64{1e16, 1, -1e16} {
+		s.add(Cost{Epsilon: x, Delta: x / 1e20})
+	}
+	if got := s.cost(); got.Epsilon != 1 || math.Abs(got.Delta-1e-20) > 1e-35 {
+		t.Errorf("sum %v, want ε=1, δ=1e-20", got)
+	}
+}

@@ -9,16 +9,17 @@ import (
 )
 
 // History reads the ledger's history (see History): the latest time, then
-// every charge in one pass in the table's own order (no sort), counting
-// each analyst's charges by ε and summing those of the last MaxWindow per
-// analyst, tables and second. What it keeps grows with the distinct ε
+// every charge in one pass in the table's own order (no sort), summing
+// each analyst's and table's charges, counting each analyst's charges by
+// ε and summing those of the last MaxWindow per analyst, tables and
+// second. What it keeps grows with the distinct ε
 // charged and with the spans, at most one per analyst, tables and second
 // of the window, not with the charges.
 func (s *SQLiteStore) History(ctx context.Context) (History, error) {
 	if s.isClosed() {
 		return History{}, ErrClosed
 	}
-	h := History{Epsilons: map[string]map[float64]int64{}}
+	h := History{Spent: map[string]Cost{}, TableSpent: map[string]Cost{}, Epsilons: map[string]map[float64]int64{}}
 	var latest sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, `SELECT max(at_ns) FROM charges`).Scan(&latest); err != nil {
 		return History{}, fmt.Errorf("budget: reading the latest charge: %w", err)
@@ -41,6 +42,8 @@ func (s *SQLiteStore) History(ctx context.Context) (History, error) {
 	type spanKey struct{ analyst, tables string }
 	open := map[spanKey]int{} // the index in h.Spans of each key's latest span
 	parsed := map[string][]string{}
+	spent := map[string]*costSum{}
+	tableSpent := map[string]*costSum{}
 	var analyst, list sql.RawBytes
 	for rows.Next() {
 		var c Cost
@@ -49,12 +52,28 @@ func (s *SQLiteStore) History(ctx context.Context) (History, error) {
 			rows.Close()
 			return History{}, fmt.Errorf("budget: reading the charges: %w", err)
 		}
-		counts := h.Epsilons[string(analyst)]
-		if counts == nil {
-			counts = map[float64]int64{}
-			h.Epsilons[string(analyst)] = counts
+		total := spent[string(analyst)]
+		if total == nil {
+			total = &costSum{}
+			spent[string(analyst)] = total
+			h.Epsilons[string(analyst)] = map[float64]int64{}
 		}
-		counts[c.Epsilon]++
+		total.add(c)
+		h.Epsilons[string(analyst)][c.Epsilon]++
+		tabs, ok := parsed[string(list)]
+		if !ok {
+			if err := json.Unmarshal(list, &tabs); err != nil {
+				rows.Close()
+				return History{}, fmt.Errorf("budget: reading the charges: a charge's tables %q: %w", list, err)
+			}
+			parsed[string(list)] = tabs
+		}
+		for _, t := range tabs {
+			if tableSpent[t] == nil {
+				tableSpent[t] = &costSum{}
+			}
+			tableSpent[t].add(c)
+		}
 		if ns < since {
 			continue
 		}
@@ -67,19 +86,17 @@ func (s *SQLiteStore) History(ctx context.Context) (History, error) {
 				continue
 			}
 		}
-		tabs, ok := parsed[key.tables]
-		if !ok {
-			if err := json.Unmarshal(list, &tabs); err != nil {
-				rows.Close()
-				return History{}, fmt.Errorf("budget: reading the charges: a charge's tables %q: %w", list, err)
-			}
-			parsed[key.tables] = tabs
-		}
 		open[key] = len(h.Spans)
 		h.Spans = append(h.Spans, ChargeSpan{Analyst: key.analyst, Tables: tabs, From: at, To: at, Cost: c})
 	}
 	if err := closeRows(rows); err != nil {
 		return History{}, fmt.Errorf("budget: reading the charges: %w", err)
+	}
+	for analyst, total := range spent {
+		h.Spent[analyst] = total.cost()
+	}
+	for table, total := range tableSpent {
+		h.TableSpent[table] = total.cost()
 	}
 	return h, nil
 }
