@@ -822,6 +822,13 @@ log "writing bench/results and BENCHMARKS.md"
   echo "haproxy=$(if [ -x "$HAPROXY" ]; then "$HAPROXY" -v 2>/dev/null | awk 'NR == 1 {print $3}'; fi)"
   echo "haproxy_note=$HAPROXY_NOTE"
   echo "go=$(go version | awk '{print $3}')"
+  # The machine as it was for this run: a report made again from these
+  # results on another boot must not describe that one.
+  echo "nproc=$(nproc)"
+  echo "cpu=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
+  echo "memory=$(awk '/^MemTotal:/ {printf "%.1f GiB", $2 / 1024 / 1024}' /proc/meminfo)"
+  echo "kernel=$(cat /proc/sys/kernel/osrelease)"
+  echo "debian=$(cat /etc/debian_version 2>/dev/null)"
   echo "dpproxy_commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet -- . ':!bench/results' ':!BENCHMARKS.md' 2>/dev/null || echo ' (with local changes)')"
   echo "mysql_note=$MYSQL_NOTE"
   echo "mariadb=$MY_VERSION"

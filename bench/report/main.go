@@ -532,6 +532,13 @@ func machineInfo(info map[string]string) map[string]string {
 	for _, k := range []string{"go", "postgresql", "pgbouncer", "mariadb", "haproxy", "dpproxy_commit"} {
 		m[k] = info[k]
 	}
+	// What run.sh recorded of the machine wins over this one's: a report
+	// made again from old results describes the machine they ran on.
+	for _, k := range []string{"nproc", "cpu", "memory", "kernel", "debian"} {
+		if v := info[k]; v != "" {
+			m[k] = v
+		}
+	}
 	return m
 }
 

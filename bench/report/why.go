@@ -510,8 +510,28 @@ allocation); the wire rows are checked without allocating. dpproxy must
 still read, check and answer every message itself; PgBouncer relays bytes
 in one event loop (C, libevent, one thread).`
 
-const charged5MD = ` What was changed last: the ledger's writer gives
-each charge its ID itself and inserts the charges without reading them
+const charged5MD = ` What was tried last, on a day the development
+machine ran 1.7–2.0× slower than in this run (BenchmarkParseAnalyzeRewrite
+12–15 µs against 7–8), in turns, 32 clients, 3 rounds: the ledger written
+with ` + "`synchronous=NORMAL`" + ` and never synced reached 6,557–8,082 charged q/s
+against 7,949–9,271 as committed, so the wait for the WAL's sync is not
+what holds this workload back (nor is it idle for the disk: the machine
+stays 83–87 % busy without a sync); a writer that commits without
+syncing while another goroutine fdatasyncs what it committed, in
+parallel, made transactions of 3 charges instead of 10 and reached
+6,142–8,271; fdatasync instead of SQLite's fsync cost no less CPU
+(BenchmarkCommitSerial 204–234 against 193–210 µs per charge). None was
+kept. What was kept: the metrics keep each label set's series
+(` + "`Observe`" + ` 345 → 110–155 ns), releases take their mechanisms from a memo
+per analyst and parameters (a count's calibration and draw 1.9 → 0.66 µs;
+a Gaussian's 23 → 0.9 µs), and the charges kept for renewing budgets are
+spans of at most a second (the accountant's memory grew by 80 bytes per
+charge at this rate, for 31 days: 87.7 against 56.3 MB of RSS after 30 s);
+in turns 7,111–7,645 q/s against 5,084–6,872 before, dpproxy's CPU per
+charged query 123–141 µs against 137–194, on that slower day. In the
+profile then, system calls were 37–47 % of dpproxy's CPU (a loopback
+write to the client cost 13 µs of CPU there). Before that, the ledger's
+writer came to give each charge its ID itself and inserts the charges without reading them
 back (the ` + "`RETURNING`" + ` rows, read through database/sql and matched to
 their charges, took about a third of the ledger's CPU per charge); after
 a failed transaction it reads the next ID again, above every ID the
