@@ -11,8 +11,9 @@ import (
 
 // History is what an accountant starting over an embedded ledger reads
 // besides the totals: enough to compose advanced composition's sums and
-// every window's spending, in memory that grows with the distinct ε
-// charged and the spans of the last MaxWindow, not with the charges.
+// every window's spending, in memory that grows with the analysts, tables,
+// distinct ε and tables lists charged and the spans of the last
+// MaxWindow, not with the charges.
 type History struct {
 	// Spent and TableSpent are the totals of every charge per analyst and
 	// per table read, as Store's Spent and TableSpent give them.
@@ -91,9 +92,14 @@ func (s *costSum) add(c Cost) {
 
 func (s *costSum) cost() Cost { return Cost{Epsilon: s.eps + s.epsC, Delta: s.delta + s.deltaC} }
 
-// compensated adds x to sum, carrying what rounding lost in c.
+// compensated adds x to sum, carrying what rounding lost in c; an
+// overflowed sum carries nothing (as SQLite's total(): +Inf stays +Inf,
+// which Validate refuses, rather than becoming NaN).
 func compensated(sum, c, x float64) (float64, float64) {
 	t := sum + x
+	if math.IsInf(t, 0) {
+		return t, c
+	}
 	if math.Abs(sum) >= math.Abs(x) {
 		c += (sum - t) + x
 	} else {

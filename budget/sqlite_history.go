@@ -12,9 +12,9 @@ import (
 // every charge in one pass in the table's own order (no sort), summing
 // each analyst's and table's charges, counting each analyst's charges by
 // ε and summing those of the last MaxWindow per analyst, tables and
-// second. What it keeps grows with the distinct ε
-// charged and with the spans, at most one per analyst, tables and second
-// of the window, not with the charges.
+// second. What it keeps grows with the analysts, tables, distinct ε and
+// tables lists charged and with the spans, at most one per analyst, tables
+// and second of the window, not with the charges.
 func (s *SQLiteStore) History(ctx context.Context) (History, error) {
 	if s.isClosed() {
 		return History{}, ErrClosed
