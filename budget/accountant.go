@@ -106,13 +106,13 @@ func NewAccountant(ctx context.Context, store Store, limits map[string]Cost) (*A
 	// gives its totals, and hands the rest over at each decision.
 	var h History
 	var spent, tableSpent map[string]Cost
-	_, shared := store.(sharedStore)
+	ss, shared := store.(sharedStore)
 	if shared {
 		var err error
-		if spent, err = store.Spent(ctx); err != nil {
+		if spent, err = ss.Spent(ctx); err != nil {
 			return nil, fmt.Errorf("budget: loading spent budgets: %w", err)
 		}
-		if tableSpent, err = store.TableSpent(ctx); err != nil {
+		if tableSpent, err = ss.TableSpent(ctx); err != nil {
 			return nil, fmt.Errorf("budget: loading spent table budgets: %w", err)
 		}
 	} else {

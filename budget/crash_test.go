@@ -137,10 +137,11 @@ func TestCrashDurability(t *testing.T) {
 			t.Fatalf("round %d: reopening after crash: %v", round, err)
 		}
 		inLedger := map[int64]Charge{}
-		spent, err := store.Spent(ctx)
+		h, err := store.History(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
+		spent := h.Spent
 		for i := 0; i < 4; i++ {
 			analyst := fmt.Sprint("analyst", i)
 			cs, err := store.Charges(ctx, analyst, 0)

@@ -59,28 +59,6 @@ func (m *memStore) Append(ctx context.Context, c Charge) (Charge, error) {
 	return c, nil
 }
 
-func (m *memStore) Spent(context.Context) (map[string]Cost, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make(map[string]Cost)
-	for _, c := range m.charges {
-		out[c.Analyst] = out[c.Analyst].Add(c.Cost)
-	}
-	return out, nil
-}
-
-func (m *memStore) TableSpent(context.Context) (map[string]Cost, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make(map[string]Cost)
-	for _, c := range m.charges {
-		for _, t := range c.Tables {
-			out[t] = out[t].Add(c.Cost)
-		}
-	}
-	return out, nil
-}
-
 func (m *memStore) Charges(_ context.Context, analyst string, limit int) ([]Charge, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -16,7 +16,7 @@ import (
 // MaxWindow, not with the charges.
 type History struct {
 	// Spent and TableSpent are the totals of every charge per analyst and
-	// per table read, as Store's Spent and TableSpent give them.
+	// per table read (analysts and tables without charges absent).
 	Spent, TableSpent map[string]Cost
 	// Latest is the time of the latest charge (zero on an empty ledger).
 	Latest time.Time

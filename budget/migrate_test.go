@@ -35,11 +35,8 @@ func TestLedgerUpgradeFromVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spent, err := ro.Spent(ctx); err != nil || !approxCost(spent["ana"], Cost{Epsilon: 0.5}) {
-		t.Errorf("read-only v1: %v, %v", spent, err)
-	}
-	if tables, err := ro.TableSpent(ctx); err != nil || len(tables) != 0 {
-		t.Errorf("read-only v1 tables: %v, %v", tables, err)
+	if h, err := ro.History(ctx); err != nil || !approxCost(h.Spent["ana"], Cost{Epsilon: 0.5}) || len(h.TableSpent) != 0 {
+		t.Errorf("read-only v1: %+v, %v", h, err)
 	}
 	ro.Close()
 
@@ -51,11 +48,11 @@ func TestLedgerUpgradeFromVersion1(t *testing.T) {
 	if _, err := s.Append(ctx, Charge{Analyst: "bob", Cost: Cost{Epsilon: 0.25}, Query: "q", Tables: []string{"visits"}}); err != nil {
 		t.Fatal(err)
 	}
-	spent, err := s.Spent(ctx)
-	if err != nil || !approxCost(spent["ana"], Cost{Epsilon: 0.5}) || !approxCost(spent["bob"], Cost{Epsilon: 0.25}) {
-		t.Errorf("after the upgrade: %v, %v", spent, err)
+	h, err := s.History(ctx)
+	if err != nil || !approxCost(h.Spent["ana"], Cost{Epsilon: 0.5}) || !approxCost(h.Spent["bob"], Cost{Epsilon: 0.25}) {
+		t.Errorf("after the upgrade: %v, %v", h.Spent, err)
 	}
-	if tables, err := s.TableSpent(ctx); err != nil || len(tables) != 1 || !approxCost(tables["visits"], Cost{Epsilon: 0.25}) {
-		t.Errorf("after the upgrade tables: %v, %v", tables, err)
+	if tables := h.TableSpent; len(tables) != 1 || !approxCost(tables["visits"], Cost{Epsilon: 0.25}) {
+		t.Errorf("after the upgrade tables: %v", tables)
 	}
 }

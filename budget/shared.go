@@ -27,6 +27,12 @@ var ErrHoldLost = errors.New("budget: the reservation expired before it was char
 // totals are then only a cache of the ledger's.
 type sharedStore interface {
 	Store
+	// Spent returns the total cost recorded per analyst. Analysts without
+	// charges are absent.
+	Spent(ctx context.Context) (map[string]Cost, error)
+	// TableSpent returns the total cost recorded per protected table (the
+	// charges whose Tables name it). Tables without charges are absent.
+	TableSpent(ctx context.Context) (map[string]Cost, error)
 	// hold takes the locks of req's scopes, reads their totals (every
 	// process's charges and live holds), calls req.decide on them and, if
 	// it accepts, records a hold of req.cost on every scope; it returns

@@ -622,67 +622,6 @@ func (s *SQLiteStore) nextChargeID(ctx context.Context) (int64, error) {
 	return next, nil
 }
 
-// Spent returns the total cost recorded per analyst.
-func (s *SQLiteStore) Spent(ctx context.Context) (map[string]Cost, error) {
-	if s.isClosed() {
-		return nil, ErrClosed
-	}
-	rows, err := s.db.QueryContext(ctx,
-		`SELECT analyst, total(epsilon), total(delta) FROM charges GROUP BY analyst`)
-	if err != nil {
-		return nil, fmt.Errorf("budget: reading spent budgets: %w", err)
-	}
-	defer rows.Close()
-	spent := make(map[string]Cost)
-	for rows.Next() {
-		var analyst string
-		var c Cost
-		if err := rows.Scan(&analyst, &c.Epsilon, &c.Delta); err != nil {
-			return nil, fmt.Errorf("budget: reading spent budgets: %w", err)
-		}
-		spent[analyst] = c
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("budget: reading spent budgets: %w", err)
-	}
-	return spent, nil
-}
-
-// TableSpent returns the total cost recorded per protected table: the
-// charges of every analyst whose query read it.
-func (s *SQLiteStore) TableSpent(ctx context.Context) (map[string]Cost, error) {
-	if s.isClosed() {
-		return nil, ErrClosed
-	}
-	spent := make(map[string]Cost)
-	if s.version == 1 {
-		return spent, nil
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT tables, total(epsilon), total(delta) FROM charges WHERE tables <> '[]' GROUP BY tables`)
-	if err != nil {
-		return nil, fmt.Errorf("budget: reading spent table budgets: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var list string
-		var c Cost
-		if err := rows.Scan(&list, &c.Epsilon, &c.Delta); err != nil {
-			return nil, fmt.Errorf("budget: reading spent table budgets: %w", err)
-		}
-		var tables []string
-		if err := json.Unmarshal([]byte(list), &tables); err != nil {
-			return nil, fmt.Errorf("budget: reading spent table budgets: a charge's tables %q: %w", list, err)
-		}
-		for _, t := range tables {
-			spent[t] = spent[t].Add(c)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("budget: reading spent table budgets: %w", err)
-	}
-	return spent, nil
-}
-
 // Charges returns up to limit of analyst's charges, newest first (limit ≤ 0:
 // all).
 func (s *SQLiteStore) Charges(ctx context.Context, analyst string, limit int) ([]Charge, error) {

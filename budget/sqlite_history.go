@@ -89,7 +89,11 @@ func (s *SQLiteStore) History(ctx context.Context) (History, error) {
 		open[key] = len(h.Spans)
 		h.Spans = append(h.Spans, ChargeSpan{Analyst: key.analyst, Tables: tabs, From: at, To: at, Cost: c})
 	}
-	if err := closeRows(rows); err != nil {
+	err = rows.Err()
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return History{}, fmt.Errorf("budget: reading the charges: %w", err)
 	}
 	for analyst, total := range spent {
@@ -106,13 +110,4 @@ func earlier(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// closeRows closes rows and reports the error that ended them, if any.
-func closeRows(rows *sql.Rows) error {
-	err := rows.Err()
-	if cerr := rows.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -53,11 +53,11 @@ func TestPersistence(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	spent, err := store.Spent(ctx)
+	h, err := store.History(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(spent) != 2 || !approxCost(spent["alice"], want["alice"]) || !approxCost(spent["bob"], want["bob"]) {
+	if spent := h.Spent; len(spent) != 2 || !approxCost(spent["alice"], want["alice"]) || !approxCost(spent["bob"], want["bob"]) {
 		t.Fatalf("Spent after reopen = %v, want %v", spent, want)
 	}
 	a = newTestAccountant(t, store, limits)
@@ -130,8 +130,8 @@ func TestOpenSQLite(t *testing.T) {
 	if _, err := s.Append(ctx, Charge{Analyst: "a", Cost: Cost{Epsilon: 1}}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Append after Close: got %v, want ErrClosed", err)
 	}
-	if _, err := s.Spent(ctx); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Spent after Close: got %v, want ErrClosed", err)
+	if _, err := s.History(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("History after Close: got %v, want ErrClosed", err)
 	}
 	if _, err := s.Charges(ctx, "a", 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Charges after Close: got %v, want ErrClosed", err)
@@ -608,7 +608,7 @@ func TestOpenSQLiteReadOnly(t *testing.T) {
 	if err := ro.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ro.Spent(ctx); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Spent after Close: %v", err)
+	if _, err := ro.History(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("History after Close: %v", err)
 	}
 }

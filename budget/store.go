@@ -33,12 +33,6 @@ type Store interface {
 	// process or machine. When it returns an error the charge may or may not
 	// have been recorded; callers must treat the budget as spent.
 	Append(ctx context.Context, c Charge) (Charge, error)
-	// Spent returns the total cost recorded per analyst. Analysts without
-	// charges are absent.
-	Spent(ctx context.Context) (map[string]Cost, error)
-	// TableSpent returns the total cost recorded per protected table (the
-	// charges whose Tables name it). Tables without charges are absent.
-	TableSpent(ctx context.Context) (map[string]Cost, error)
 	// Charges returns up to limit charges of analyst, newest first; limit
 	// ≤ 0 means all of them.
 	Charges(ctx context.Context, analyst string, limit int) ([]Charge, error)
