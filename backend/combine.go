@@ -37,31 +37,49 @@ import (
 // on its own goroutine.
 //
 // A slow statement delays the statements sent after it in its batch. So
-// only a text seen before whose last run took the server less than
-// combineShorterThan is combined (a text runs alone the first time), and
-// a combined run of it that takes combineLeaveAt or more benches it: it
-// runs alone until combineReadmitAfter short runs alone have followed,
-// twice as many each time it is benched again (slowRecord). One text's
+// only a text seen before, one of whose runs alone took the server less
+// than combineShorterThan, is combined (a text runs alone the first
+// time), and a combined run of it that takes combineLeaveAt or more
+// benches it: it runs alone until combineReadmitAfter runs alone shorter
+// than combineLeaveAt have followed in a row, twice as many each time it
+// is benched again, up to combineReadmitMost (combineRecord). One text's
 // runs can differ widely (a DP query's bounded SQL with its constants as
 // parameters: a lookup by key, then a scan of the table), and a short
 // run alone must not bring a long one straight back: over n runs, a text
-// holds up a batch about log2(n/combineReadmitAfter) times at most. But a
-// stall of the machine (a paused virtual CPU, the server's checkpoint)
-// makes any statement slow once in a while, and a text that ran alone
-// for good after one would lose combining for the life of the process
-// (on the development machine one 22 ms stall did so to workload 4's
-// passthrough text within a 15 s run). And so that lanes held by
-// statements that turned slow do not hold everyone, a statement that finds
-// every lane busy, none taken and no batch finished for combineHoldoff,
-// runs on a pooled connection of its own.
+// holds up a batch about log2(n/combineReadmitAfter) times, and once in
+// combineReadmitMost runs at most.
+//
+// And so that lanes held by statements that turned slow do not hold
+// everyone, a statement that finds every lane busy, none taken and no
+// batch finished for combineHoldoff, opens a spare lane: it leads a batch
+// of what waits on a connection of its own, as the first on a free lane
+// does. Spare lanes are handed on as lanes are, and close when nothing
+// waits; there are as many as lanes at most, and a statement that finds
+// them all taken too runs alone.
+//
+// Why so lenient: on an overloaded machine every run is slow for no fault
+// of its statement, since its time includes the wait for a processor to
+// read each answer; a stall of the machine (a paused virtual CPU, the
+// server's checkpoint, a collection) makes any statement slow once in a
+// while. When a run alone had to be shorter than combineShorterThan to
+// keep or bring back a text's combining, or a stalled lane sent each
+// statement alone, one such stall stopped combining for good: each run
+// after it was alone, and alone on a busy machine slow too, the overload
+// feeding itself. With 128 clients on the development machine's two
+// cores, workload 5 sent all but 1,000–6,000 of its 65,000–70,000
+// statements alone; in turns with these rules, 50,000–100,000 of
+// 85,000–106,000 went in batches, at 10,600–13,200 charged queries/s
+// against 8,200–8,800, and dpproxy's CPU per charged query fell from
+// 108–119 to 73–91 µs.
 
 // combineHoldoff is how long the lanes, all busy, may go without one
-// being taken or finishing a batch before new statements stop waiting.
+// being taken or finishing a batch before a new statement opens a spare
+// lane (or runs alone, when the spare lanes are taken too).
 const combineHoldoff = 2 * time.Millisecond
 
-// A text is combined once a run of it took the server less than
+// A text is combined once a run of it alone took less than
 // combineShorterThan, and until a combined run takes combineLeaveAt or
-// more (it is then benched: slowRecord): how long a statement takes at
+// more (it is then benched: combineRecord): how long a statement takes at
 // the head of a batch includes the server's own queue, which a busy
 // server makes long for any statement.
 const (
@@ -69,38 +87,56 @@ const (
 	combineLeaveAt     = 20 * time.Millisecond
 )
 
-// combineReadmitAfter is how many short runs alone bring a text benched
-// once back into batches (see slowRecord).
-const combineReadmitAfter = 64
+// A text benched once comes back into batches after combineReadmitAfter
+// runs alone shorter than combineLeaveAt in a row, twice as many each time
+// it is benched again, up to combineReadmitMost (see combineRecord).
+const (
+	combineReadmitAfter = 64
+	combineReadmitMost  = 64 << 6
+)
 
-// slowRecord is what a backend remembers of a text's slow combined runs:
-// how many there were, and how many short runs alone (shorter than
-// shorterThan) followed the last. A text with strikes runs alone until
-// readmitAfter·2^(strikes−1) short runs alone have followed; a run alone
-// that is not short starts that count again. Records are read and written
-// back without a lock: concurrent runs of one text may lose a count, which
-// only delays its return (it waits at least that many runs), or a strike,
-// which the next slow batch gives again.
-type slowRecord struct {
-	strikes, shortAlone int
+// combineRecord is what a backend remembers of a text for combining:
+// whether a run of it alone was ever shorter than shorterThan (admitted),
+// how many of its combined runs took leaveAt or more (strikes), and how
+// many runs alone shorter than leaveAt followed the last (fitAlone). A
+// text is combined once admitted, for good: a long run alone does not take
+// that back. With strikes it runs alone until
+// min(readmitAfter·2^(strikes−1), readmitMost) runs alone that fit have
+// followed; a run alone that does not fit starts that count again, so a
+// text whose runs are slow on the server stays alone.
+//
+// Records are read and written back without a lock: concurrent runs of
+// one text may lose a count, which only delays its return (it waits at
+// least that many runs), or a strike, which the next slow batch gives
+// again.
+type combineRecord struct {
+	admitted          bool
+	strikes, fitAlone int
+}
+
+// combines reports whether a text with record r is combined now.
+func (c *combiner) combines(r combineRecord) bool {
+	return r.admitted && !c.benched(r)
 }
 
 // benched reports whether a text must run alone for now.
-func (c *combiner) benched(s slowRecord) bool {
-	return s.strikes > 0 && s.shortAlone < c.readmitAfter<<min(s.strikes-1, 24)
+func (c *combiner) benched(r combineRecord) bool {
+	return r.strikes > 0 && r.fitAlone < min(c.readmitAfter<<min(r.strikes-1, 24), c.readmitMost)
 }
 
 // strike records a combined run that took leaveAt or more.
-func (s *slowRecord) strike() { s.strikes, s.shortAlone = s.strikes+1, 0 }
+func (r *combineRecord) strike() { r.strikes, r.fitAlone = r.strikes+1, 0 }
 
-// ranAlone records a successful run alone of the given duration.
-func (c *combiner) ranAlone(s *slowRecord, took time.Duration) {
+// ranAlone records a run alone of the given duration; only a successful
+// one (ok) counts towards a benched text's return.
+func (c *combiner) ranAlone(r *combineRecord, took time.Duration, ok bool) {
+	r.admitted = r.admitted || took < c.shorterThan
 	switch {
-	case s.strikes == 0:
-	case took < c.shorterThan:
-		s.shortAlone++
+	case r.strikes == 0 || !ok:
+	case took < c.leaveAt:
+		r.fitAlone++
 	default:
-		s.shortAlone = 0
+		r.fitAlone = 0
 	}
 }
 
@@ -124,9 +160,10 @@ type combiner struct {
 	// (UnixNano).
 	progress atomic.Int64
 	// holdoff is combineHoldoff, shorterThan combineShorterThan,
-	// leaveAt combineLeaveAt and readmitAfter combineReadmitAfter.
+	// leaveAt combineLeaveAt, readmitAfter combineReadmitAfter and
+	// readmitMost combineReadmitMost.
 	holdoff, shorterThan, leaveAt time.Duration
-	readmitAfter                  int
+	readmitAfter, readmitMost     int
 
 	// batches and statements count what was sent.
 	batches, statements atomic.Int64
@@ -191,7 +228,7 @@ func newCombiner(lanes int, send batchSender) *combiner {
 	if lanes <= 0 {
 		return nil
 	}
-	c := &combiner{send: send, lanes: lanes, holdoff: combineHoldoff, shorterThan: combineShorterThan, leaveAt: combineLeaveAt, readmitAfter: combineReadmitAfter}
+	c := &combiner{send: send, lanes: lanes, holdoff: combineHoldoff, shorterThan: combineShorterThan, leaveAt: combineLeaveAt, readmitAfter: combineReadmitAfter, readmitMost: combineReadmitMost}
 	c.progress.Store(time.Now().UnixNano())
 	return c
 }
@@ -224,7 +261,9 @@ func newCombinedStmt(ctx context.Context, sql string, args []any, wire bool) *co
 func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
 	ctx := s.ctx
 	c.mu.Lock()
-	if c.leading < c.lanes {
+	stalled := time.Since(time.Unix(0, c.progress.Load())) > c.holdoff
+	if c.leading < c.lanes || stalled && c.leading < 2*c.lanes {
+		// A free lane, or a spare one when every lane has stalled.
 		c.leading++
 		c.progress.Store(time.Now().UnixNano())
 		// Yield the processor once before gathering the batch: the
@@ -244,7 +283,7 @@ func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
 		}
 		return s.res, s.took, s.err
 	}
-	if time.Since(time.Unix(0, c.progress.Load())) > c.holdoff {
+	if stalled {
 		c.mu.Unlock()
 		return nil, 0, errCombinerBusy
 	}

@@ -258,43 +258,81 @@ func TestPipelineContextAfterAnswers(t *testing.T) {
 	}
 }
 
-// TestSlowRecordReadmits: a text benched by a slow combined run comes back
-// after readmitAfter short runs alone in a row, twice as many for each
-// slow run before, and never while its runs alone are long.
-func TestSlowRecordReadmits(t *testing.T) {
-	c := &combiner{shorterThan: 2 * time.Millisecond, readmitAfter: 4}
+// TestCombineRecordAdmission: a text is combined once a run of it alone
+// was short, and a long run alone after that (the lanes held, or an
+// overloaded machine) does not take that back; never short, never
+// combined; benched, not combined whatever its runs alone.
+func TestCombineRecordAdmission(t *testing.T) {
+	c := &combiner{shorterThan: 2 * time.Millisecond, leaveAt: 20 * time.Millisecond, readmitAfter: 4, readmitMost: 64}
 	const short, long = time.Millisecond, 3 * time.Millisecond
-	var s slowRecord
-	if c.benched(s) {
-		t.Fatal("a text never slow is benched")
+	var r combineRecord
+	for range 3 {
+		c.ranAlone(&r, long, true)
 	}
-	c.ranAlone(&s, long)
-	if c.benched(s) {
-		t.Fatal("a long run alone benched a text never slow in a batch")
+	if c.combines(r) {
+		t.Fatal("combined with only long runs alone")
+	}
+	c.ranAlone(&r, short, true)
+	if !c.combines(r) {
+		t.Fatal("not combined after a short run alone")
+	}
+	for range 100 {
+		c.ranAlone(&r, time.Second, true)
+	}
+	if !c.combines(r) {
+		t.Error("long runs alone after admission stopped combining")
+	}
+	r.strike()
+	if c.combines(r) {
+		t.Error("combined right after a slow combined run")
+	}
+	var failed combineRecord
+	c.ranAlone(&failed, short, false)
+	if !c.combines(failed) {
+		t.Error("a short failed run alone did not admit its text (its error comes back from a batch as from a run alone)")
+	}
+}
+
+// TestCombineRecordReadmits: a text benched by a slow combined run comes
+// back after readmitAfter runs alone shorter than leaveAt in a row (short
+// or not: a busy machine makes every run longer than shorterThan), twice
+// as many for each slow run before, up to readmitMost; never while its
+// runs alone take leaveAt or more; and failed runs do not count.
+func TestCombineRecordReadmits(t *testing.T) {
+	c := &combiner{shorterThan: 2 * time.Millisecond, leaveAt: 20 * time.Millisecond, readmitAfter: 4, readmitMost: 32}
+	const fits, slow = 5 * time.Millisecond, 30 * time.Millisecond
+	r := combineRecord{admitted: true}
+	c.ranAlone(&r, slow, true)
+	if c.benched(r) {
+		t.Fatal("a slow run alone benched a text never slow in a batch")
 	}
 	var waits []int
-	for range 4 {
-		s.strike()
+	for range 5 {
+		r.strike()
 		var n int
-		for n = 0; c.benched(s); n++ {
-			c.ranAlone(&s, short)
+		for n = 0; c.benched(r); n++ {
+			c.ranAlone(&r, fits, true)
 		}
 		waits = append(waits, n)
 	}
-	if want := []int{4, 8, 16, 32}; !slices.Equal(waits, want) {
-		t.Errorf("short runs alone before each return %v, want %v", waits, want)
+	if want := []int{4, 8, 16, 32, 32}; !slices.Equal(waits, want) {
+		t.Errorf("runs alone before each return %v, want %v", waits, want)
 	}
-	s.strike()
-	c.ranAlone(&s, short)
-	c.ranAlone(&s, long)
-	for range 63 {
-		c.ranAlone(&s, short)
+	r.strike()
+	c.ranAlone(&r, fits, true)
+	c.ranAlone(&r, slow, true)
+	for range 31 {
+		c.ranAlone(&r, fits, true)
 	}
-	if !c.benched(s) {
-		t.Error("readmitted after 63 short runs alone since a long one, at the fifth strike (64 needed)")
+	c.ranAlone(&r, time.Millisecond, false)
+	if !c.benched(r) {
+		t.Error("readmitted after 31 fitting runs alone since a slow one (32 needed; a failed run does not count)")
 	}
-	c.ranAlone(&s, short)
-	if c.benched(s) {
-		t.Error("still benched after 64 short runs alone in a row at the fifth strike")
+	c.ranAlone(&r, fits, true)
+	if c.benched(r) {
+		t.Error("still benched after 32 fitting runs alone in a row at the most")
+	}
+	if !c.combines(r) {
+		t.Error("readmitted but not combined")
 	}
 }

@@ -41,18 +41,17 @@ import (
 // commands written at once (see sendPipelined); a longer one runs alone.
 const mysqlCombinedMax = 16 << 10
 
-// mysqlSeen is what MySQL remembers of a public-table text: how long its
-// last run took, whether it must run alone for good (it cannot be
-// combined), its slow combined runs (slowRecord), and its result columns
+// mysqlSeen is what MySQL remembers of a public-table text: whether it
+// must run alone for good (it cannot be combined), its combining record
+// (admitted, slow combined runs: combineRecord), and its result columns
 // when it last ran alone. A combined statement's columns are given those
 // (matchColumns): a column of an expression with a parameter marker is
 // named after the text, "LENGTH(?)", where the combined statement's is
 // named after its literal, and an integer parameter is a BIGINT where
 // its literal may be an INT.
 type mysqlSeen struct {
-	took  time.Duration
 	alone bool
-	slow  slowRecord
+	rec   combineRecord
 	cols  []Column
 }
 
@@ -180,7 +179,7 @@ func backslashSafeCharset(cs string) bool {
 // it can be (see above), alone otherwise; read reads a result run alone.
 func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql string, args []any, wire bool) (*Rows, error) {
 	if c := m.combiner; c != nil {
-		if last, ok := m.seen.Get(sql); ok && !last.alone && last.took < c.shorterThan && !c.benched(last.slow) {
+		if last, ok := m.seen.Get(sql); ok && !last.alone && c.combines(last.rec) {
 			text, ok := interpolateMySQL(sql, mysqlArgs(args))
 			if !ok || len(text) > mysqlCombinedMax-5 {
 				m.seen.Add(sql, mysqlSeen{alone: true})
@@ -199,7 +198,7 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 				}
 				res, took, err := c.runStmt(s)
 				if took >= c.leaveAt {
-					last.slow.strike() // runs alone until readmitted
+					last.rec.strike() // runs alone until readmitted
 					m.seen.Add(sql, last)
 				}
 				switch {
@@ -227,11 +226,11 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 	start := time.Now()
 	res, err := m.query(ctx, read, sql, args)
 	if prev, ok := m.seen.Peek(sql); err == nil && (!ok || !prev.alone) {
-		rec := mysqlSeen{took: time.Since(start), slow: prev.slow, cols: slices.Clone(res.Columns)}
+		seen := mysqlSeen{rec: prev.rec, cols: slices.Clone(res.Columns)}
 		if c := m.combiner; c != nil {
-			c.ranAlone(&rec.slow, rec.took)
+			c.ranAlone(&seen.rec, time.Since(start), true)
 		}
-		m.seen.Add(sql, rec)
+		m.seen.Add(sql, seen)
 	}
 	return res, err
 }

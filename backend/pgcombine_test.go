@@ -231,33 +231,52 @@ func TestCombinerCallerGivesUp(t *testing.T) {
 }
 
 // TestCombinerHoldoff: when every lane has gone longer than the holdoff
-// without finishing a batch, a new statement runs alone instead of
-// waiting behind the slow one.
+// without finishing a batch, a new statement opens a spare lane instead of
+// waiting behind the slow one, still in a batch; when the spare lanes are
+// held too, it runs alone.
 func TestCombinerHoldoff(t *testing.T) {
-	p := openCombinedT(t, pgDSN(t), 2, 1)
+	p := openCombinedT(t, pgDSN(t), 3, 1)
 	p.combiner.shorterThan = time.Minute
 	ctx := context.Background()
 	fast := `SELECT 42`
 	if _, err := p.QueryPostgresText(ctx, fast); err != nil { // seen, short: combined from now on
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if _, _, err := p.combiner.run(ctx, `SELECT pg_sleep(0.5)::text`, nil, true); err != nil {
-			t.Error(err)
+	var held sync.WaitGroup
+	hold := func() {
+		held.Add(1)
+		go func() {
+			defer held.Done()
+			if _, _, err := p.combiner.run(ctx, `SELECT pg_sleep(0.5)::text`, nil, true); err != nil {
+				t.Error(err)
+			}
+		}()
+		time.Sleep(100 * time.Millisecond)
+	}
+	timedFast := func(what string) {
+		t.Helper()
+		start := time.Now()
+		res, err := p.QueryPostgresText(ctx, fast)
+		if err != nil || len(res.PostgresText) != 1 {
+			t.Fatalf("SELECT 42: %v %#v", err, res)
 		}
-	}()
-	time.Sleep(100 * time.Millisecond)
-	start := time.Now()
-	res, err := p.QueryPostgresText(ctx, fast)
-	if err != nil || len(res.PostgresText) != 1 {
-		t.Fatalf("SELECT 42: %v %#v", err, res)
+		if waited := time.Since(start); waited > 300*time.Millisecond {
+			t.Errorf("%s: a short statement waited %v behind a 0.5 s one", what, waited)
+		}
 	}
-	if waited := time.Since(start); waited > 300*time.Millisecond {
-		t.Errorf("a short statement waited %v behind a 0.5 s one", waited)
+	hold() // the lane
+	timedFast("lane held")
+	if got := p.combiner.statements.Load(); got != 2 {
+		t.Errorf("with the lane stalled: %d statements combined, want 2 (the short one on a spare lane)", got)
 	}
-	<-done
+	held.Wait()
+	hold() // the lane
+	hold() // the spare lane
+	timedFast("lane and spare lane held")
+	if got := p.combiner.statements.Load(); got != 4 {
+		t.Errorf("with every lane and spare lane held: %d statements combined, want 4 (the short one alone)", got)
+	}
+	held.Wait()
 }
 
 // TestCombinerResultLimit: a result over the cap fails alone; the next
@@ -334,7 +353,8 @@ func TestOpenPipelineLanes(t *testing.T) {
 // TestCombinerLeavesOnlyWhenSlow: a combined text stays combined through
 // runs longer than it takes to enter (a busy server's queue), runs alone
 // once a run takes leaveAt or more, and comes back after readmitAfter
-// short runs alone, twice as many after its second slow run.
+// runs alone shorter than leaveAt, twice as many after its second slow
+// run.
 func TestCombinerLeavesOnlyWhenSlow(t *testing.T) {
 	p := openCombinedT(t, pgDSN(t), 2, 1)
 	p.combiner.shorterThan = 50 * time.Millisecond
@@ -351,9 +371,9 @@ func TestCombinerLeavesOnlyWhenSlow(t *testing.T) {
 		{0.1, 2}, // longer than it takes to enter, shorter than to leave: still combined
 		{0, 3},
 		{0.6, 4}, // combined, and too long: leaves
-		{0, 4},   // alone, short: 1 of 2
-		{0.1, 4}, // alone, not short: the count starts again
-		{0, 4},   // 1 of 2
+		{0, 4},   // alone, fits: 1 of 2
+		{0.6, 4}, // alone, too long: the count starts again
+		{0.1, 4}, // fits, though longer than it takes to enter: 1 of 2
 		{-1, 4},  // alone, failed: does not count
 		{0, 4},   // 2 of 2
 		{0, 5},   // back in a batch

@@ -200,17 +200,15 @@ func (p *Postgres) query(ctx context.Context, read statementReader, sql string, 
 
 // pgSeen is what Postgres remembers of a statement text.
 type pgSeen struct {
-	took time.Duration // its last run alone
-	slow slowRecord    // its slow combined runs (combine.go)
+	combining combineRecord // admitted, slow combined runs (combine.go)
 }
 
 // remember records how long a run of sql alone took; only a successful
 // one counts towards a benched text's return.
 func (p *Postgres) remember(sql string, took time.Duration, ok bool) {
 	rec, _ := p.seen.Peek(sql)
-	rec.took = took
-	if p.combiner != nil && ok {
-		p.combiner.ranAlone(&rec.slow, took)
+	if p.combiner != nil {
+		p.combiner.ranAlone(&rec.combining, took, ok)
 	}
 	p.seen.Add(sql, rec)
 }

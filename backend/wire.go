@@ -50,7 +50,7 @@ func (p *Postgres) QueryPostgresText(ctx context.Context, sql string, args ...an
 
 // combined runs sql in a combined batch (wire form when wire is set and
 // every column is wire-safe, decoded otherwise) when it is a text seen
-// before whose last run was short and that is not benched (slowRecord):
+// before, admitted and not benched (combineRecord):
 // it runs prepared, and a long one would hold up its batch. ok is false
 // when the statement should run alone.
 func (p *Postgres) combined(ctx context.Context, sql string, args []any, wire bool) (res *Rows, ok bool, err error) {
@@ -58,12 +58,12 @@ func (p *Postgres) combined(ctx context.Context, sql string, args []any, wire bo
 		return nil, false, nil
 	}
 	last, seen := p.seen.Get(sql)
-	if !seen || last.took >= p.combiner.shorterThan || p.combiner.benched(last.slow) {
+	if !seen || !p.combiner.combines(last.combining) {
 		return nil, false, nil
 	}
 	res, took, err := p.combiner.run(ctx, sql, args, wire)
 	if took >= p.combiner.leaveAt {
-		last.slow.strike() // runs alone until readmitted
+		last.combining.strike() // runs alone until readmitted
 		p.seen.Add(sql, last)
 	}
 	switch {

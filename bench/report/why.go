@@ -491,11 +491,15 @@ gathering its batch, so that the statements other goroutines are about
 to send join it: batches went from 2.5 to 3.8 statements on average
 (dpproxy's metrics), and in four more rounds dpproxy reached 1.00–1.11×
 PgBouncer's TPS (simple) and 1.08–1.11× (extended), against 0.84–0.86×
-and 0.81–0.86× for the commit before the pipelining. Only a text seen before whose last run took the server under
-2 ms is combined; a combined run that takes 20 ms benches the text
-until 64 short runs alone have followed, twice as many after each
-further slow run, so that a long statement holds up a batch only a few
-times in its life. (It used to leave for good; but a stall of the
+and 0.81–0.86× for the commit before the pipelining. Only a text seen before, one of whose runs alone took the server under
+2 ms, is combined; a combined run that takes 20 ms benches the text
+until 64 runs alone under 20 ms have followed, twice as many after each
+further slow run up to 4,096, so that a long statement holds up a batch
+only a few times in its life. (A run alone used to have to take under 2 ms
+to keep a text combined or bring it back, and lanes stalled for 2 ms
+sent statements alone: on a machine overloaded by 64 or 128 clients of
+workload 5 that stopped combining for good within seconds, and the
+overload fed itself; see workload 5.) (It used to leave for good; but a stall of the
 machine makes any statement slow once, and on the development machine
 a build that logged it saw one 22 ms stall send this workload's text
 alone within a 15 s run; in three rounds of turns, both on one
@@ -510,7 +514,38 @@ allocation); the wire rows are checked without allocating. dpproxy must
 still read, check and answer every message itself; PgBouncer relays bytes
 in one event loop (C, libevent, one thread).`
 
-const charged5MD = ` What was tried last, on a day the development
+const charged5MD = ` What was changed last, on a day the development
+machine ran about 1.2–1.5× slower than in this run (BenchmarkParseAnalyzeRewrite
+8.5–9.5 µs against 7–8, this workload 7,500–10,900 charged q/s as
+committed): with more clients, or on a busy day, this workload used to
+stop combining its bounded queries. Its one text was benched by a single
+combined run of 20 ms (an overloaded machine's stall: a build that logged
+it saw one of 27.6 ms) and could come back only after 64 runs alone under
+2 ms, which an overloaded machine never gives; and when the one lane
+stalled for 2 ms, each statement went alone. Then every statement went
+alone, the CPU per query rose, and the overload fed itself: with 128
+clients 1,000–6,000 of 65,000–70,000 statements went in batches, with 64
+in one round of three 10,480 of 58,862, with 32 in one of three 47,168
+of 63,557. (This run's scale table shows it too: the charged query
+with 64 clients, workload 10, at 7,070 q/s and 124 µs of dpproxy's CPU
+per charged query, against 15,489 q/s and 65 µs with 32.) Now a text stays admitted once a run of it alone was short, a
+benched text comes back after 64 runs alone under 20 ms (doubling with
+each slow run, to 4,096 at most), and a stalled lane opens a spare one
+for what waits (` + "`backend/combine.go`" + `). In turns, 8 s per run, 3 rounds:
+with 128 clients 10,585–13,224 charged q/s against 8,168–8,762 and
+dpproxy's CPU per charged query 73–91 µs against 108–119; with 64
+clients 9,657–11,851 against 7,331–9,554 (81–102 µs of CPU per
+charged query against 105–131); with 32 clients 8,072–9,325 against 7,931–8,548. The same
+day's experiments on why the machine stays 84–86 % busy with 32 clients:
+the durable commit started with the bounded query, as below, again gave
+nothing (8,571–9,782 against 6,259–9,754); a lane per processor (two)
+instead of one, 10,725–11,604 against 9,787–10,702, within the noise;
+with the ledger never synced the machine stayed as idle (86 %); a
+passthrough (workload 4) keeps it 79–81 % busy through dpproxy, 93–94 %
+through PgBouncer and 95–97 % directly. So the idle share comes with a Go
+proxy between the clients and PostgreSQL on this machine's two virtual
+processors, whose wake-ups cost a trip through the hypervisor (guest
+halt-polling is off here), not from the ledger. What was tried before, on a day the development
 machine ran 1.7–2.0× slower than in this run (BenchmarkParseAnalyzeRewrite
 12–15 µs against 7–8), in turns, 32 clients, 3 rounds: the ledger written
 with ` + "`synchronous=NORMAL`" + ` and never synced reached 6,557–8,082 charged q/s

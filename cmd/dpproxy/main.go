@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -68,7 +69,18 @@ func main() {
 	if path := os.Getenv("DPPROXY_ALLOCPROFILE"); path != "" {
 		// For profiling (bench/): every allocation of the run, written at
 		// its end.
-		defer writeAllocProfile(path)
+		defer writeProfile("allocs", path)
+	}
+	if path := os.Getenv("DPPROXY_BLOCKPROFILE"); path != "" {
+		// For profiling (bench/): where goroutines waited (channels,
+		// locks, selects), written at the run's end.
+		goruntime.SetBlockProfileRate(1)
+		defer writeProfile("block", path)
+	}
+	if path := os.Getenv("DPPROXY_MUTEXPROFILE"); path != "" {
+		// For profiling (bench/): contended locks, written at the run's end.
+		goruntime.SetMutexProfileFraction(1)
+		defer writeProfile("mutex", path)
 	}
 	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, errHelp) {
@@ -85,14 +97,15 @@ func main() {
 	}
 }
 
-// writeAllocProfile writes the allocations made since the start to path.
-func writeAllocProfile(path string) {
+// writeProfile writes the named runtime profile, gathered since the
+// start, to path.
+func writeProfile(name, path string) {
 	f, err := os.Create(path)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	_ = pprof.Lookup("allocs").WriteTo(f, 0)
+	_ = pprof.Lookup(name).WriteTo(f, 0)
 }
 
 var (
