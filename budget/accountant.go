@@ -54,6 +54,9 @@ type account struct {
 	lifetime    Cost
 	hasLifetime bool
 	recent      []timedCost
+	// blocks are the sums of recent's spans in blocks of spanBlockLen,
+	// for each block none of whose spans can still grow (window.go).
+	blocks []spanBlock
 	// pruneAt is the length of recent at which remember drops what no
 	// window can reach.
 	pruneAt int

@@ -227,7 +227,7 @@ func TestHistoryNeverUnderCounts(t *testing.T) {
 					oracle []oracleCharge
 				}{{"ana", a.accounts["ana"], ana}, {"visits", a.tables["visits"], visits}} {
 					m := &windowMemo{window: w}
-					got, want := m.spent(c.acct.recent, start).Epsilon, oracleSpent(c.oracle, start)
+					got, want := m.spent(c.acct.recent, c.acct.blocks, start).Epsilon, oracleSpent(c.oracle, start)
 					if got < want-1e-9*want-1e-12 {
 						t.Fatalf("trial %d, %s, %v from %v: spent %v, fewer than the %v charged", trial, c.name, w, start, got, want)
 					}

@@ -391,9 +391,11 @@ func TestWindowSpans(t *testing.T) {
 	}
 }
 
-// windowSpent's memo gives what a full pass over the spans gives, to the
-// bit, as charges come and the clock moves on: for calendar and rolling
-// windows asked of one account in turn, across prunings.
+// windowSpent's memo gives what a full pass over the spans gives, as
+// charges come and the clock moves on: for calendar and rolling windows
+// asked of one account in turn, across prunings. Within 1e-12 of it: a
+// memo starting over adds whole blocks as their sums (spanBlock), whose
+// rounding may differ from a span-by-span pass in the last bits.
 func TestWindowMemoMatchesFullSum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	windows := []Window{{Period: "day"}, {Period: "week"}, {Rolling: time.Hour}, {Rolling: 10 * time.Second}, {Rolling: 2 * time.Second}}
@@ -422,7 +424,7 @@ func TestWindowMemoMatchesFullSum(t *testing.T) {
 			for range 2 {
 				w := windows[rng.IntN(len(windows))]
 				at := now.Add(time.Duration(rng.Int64N(int64(3 * time.Second))))
-				if got, want := acct.windowSpent(w, at), full(acct.recent, w.Start(at)); got != want {
+				if got, want := acct.windowSpent(w, at), full(acct.recent, w.Start(at)); !nearCost(got, want) {
 					t.Fatalf("trial %d, charge %d, window %v at %v: memo %v, full pass %v", trial, i, w, at, got, want)
 				}
 			}
@@ -537,5 +539,99 @@ func TestWindowsNeverUnderCount(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// nearCost reports whether got is want but for rounding.
+func nearCost(got, want Cost) bool {
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-12*want }
+	return near(got.Epsilon, want.Epsilon) && near(got.Delta, want.Delta)
+}
+
+// A window that starts over takes whole blocks' sums (spanBlock): against
+// a span-by-span pass over accounts of thousands of spans, some charged
+// back in time, across prunings, for windows starting anywhere; and each
+// block sums exactly its spans.
+func TestWindowBlocksMatchFullSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	full := func(recent []timedCost, start time.Time) (spent Cost) {
+		for _, c := range recent {
+			if !c.at.Before(start) {
+				spent = spent.Add(c.cost)
+			}
+		}
+		return spent
+	}
+	for trial := range 4 {
+		acct := &account{}
+		now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+		latest := now
+		for i := range 12_000 {
+			switch r := rng.IntN(1000); {
+			case r < 940:
+				now = now.Add(time.Duration(1+rng.Int64N(int64(4*time.Minute))) + windowResolution)
+			case r < 998:
+				now = now.Add(-time.Duration(rng.Int64N(int64(2 * time.Hour)))) // back in time
+			default: // prunings drop part of the spans
+				now = now.Add(time.Duration(rng.Int64N(int64(20 * 24 * time.Hour))))
+			}
+			latest = later(latest, now)
+			acct.remember(chargeAt(now, Cost{Epsilon: float64(rng.IntN(1000)+1) / 997, Delta: 1e-9}), latest)
+			if i%97 != 0 {
+				continue
+			}
+			if want := max(0, (len(acct.recent)-1)/spanBlockLen); len(acct.blocks) != want {
+				t.Fatalf("trial %d: %d blocks over %d spans, want %d", trial, len(acct.blocks), len(acct.recent), want)
+			}
+			for k, b := range acct.blocks {
+				var want spanBlock
+				for j, c := range acct.recent[k*spanBlockLen : (k+1)*spanBlockLen] {
+					want.sum = want.sum.Add(c.cost)
+					if j == 0 || c.at.Before(want.earliest) {
+						want.earliest = c.at
+					}
+					want.latest = later(want.latest, c.at)
+				}
+				if b != want {
+					t.Fatalf("trial %d: block %d is %+v, its spans sum to %+v", trial, k, b, want)
+				}
+			}
+			for range 8 {
+				w := Window{Rolling: time.Duration(1 + rng.Int64N(int64(MaxWindow)))}
+				start := w.Start(latest)
+				m := &windowMemo{window: w}
+				got, want := m.spent(acct.recent, acct.blocks, start), full(acct.recent, start)
+				if !nearCost(got, want) {
+					t.Fatalf("trial %d, %v at %v: %v, a full pass %v", trial, w, latest, got, want)
+				}
+				if again := acct.windowSpent(w, latest); !nearCost(again, want) {
+					t.Fatalf("trial %d, %v at %v, the account's memo: %v, a full pass %v", trial, w, latest, again, want)
+				}
+			}
+		}
+		if len(acct.blocks) < 4 {
+			t.Fatalf("trial %d: only %d blocks: the test did not reach them", trial, len(acct.blocks))
+		}
+	}
+}
+
+// A charge and the window check of an analyst charged every 2 s under a
+// 7-day rolling window, full (302,400 spans): the window starts over at
+// each charge.
+func BenchmarkWindowSpentRollingSlow(b *testing.B) {
+	acct := &account{}
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	w := Window{Rolling: 7 * 24 * time.Hour}
+	for range 302_400 {
+		acct.remember(chargeAt(now, Cost{Epsilon: 0.01}), now)
+		now = now.Add(2 * time.Second)
+	}
+	acct.windowSpent(w, now)
+	for b.Loop() {
+		acct.remember(chargeAt(now, Cost{Epsilon: 0.01}), now)
+		if acct.windowSpent(w, now).Epsilon <= 0 {
+			b.Fatal("nothing spent")
+		}
+		now = now.Add(2 * time.Second)
 	}
 }
