@@ -53,11 +53,18 @@ import (
 // everyone, a statement that finds every lane busy, none taken and no
 // batch finished for combineHoldoff, opens a spare lane: it leads a batch
 // of what waits on a connection of its own, as the first on a free lane
-// does. Spare lanes are handed on as lanes are, and close when nothing
-// waits; there are as many as lanes at most, and a statement that finds
-// them all taken too runs alone.
+// does; statements that began to wait just before (when a lane had just
+// been taken or finished, a spare one closing say) are given one by a
+// timer once the holdoff has passed again (checkStall). Spare lanes are
+// handed on as lanes are, and close when nothing waits; there are as
+// many as lanes at most, and a statement that finds them all taken too
+// runs alone. Every lane and spare lane may then hold a pooled
+// connection: by default twice the lanes are at most the pool.
 //
-// Why so lenient: on an overloaded machine every run is slow for no fault
+// The bar for leaving is 20 ms, not 2: a text admitted whose combined
+// runs take 2–20 ms stays combined, each such run holding up the rest of
+// its batch that long, and 64 runs alone under 20 ms bring a benched text
+// back. Why so lenient: on an overloaded machine every run is slow for no fault
 // of its statement, since its time includes the wait for a processor to
 // read each answer; a stall of the machine (a paused virtual CPU, the
 // server's checkpoint, a collection) makes any statement slow once in a
@@ -150,14 +157,18 @@ type batchSender func(ctx context.Context, batch []*combinedStmt) error
 // backend.
 type combiner struct {
 	send  batchSender
-	lanes int // batches in flight at most
+	lanes int // lanes; as many spare lanes again at most
 
 	mu      sync.Mutex
 	pending []*combinedStmt
-	leading int // lanes in use
+	leading int // lanes and spare lanes in use
+	// stallCheck, armed while statements wait, opens a spare lane for
+	// them when every lane has stalled (checkStall).
+	stallCheck *time.Timer
+	armed      bool
 
-	// progress is when a lane was last taken or a batch last finished
-	// (UnixNano).
+	// progress is when a lane (or a spare one) was last taken or a batch
+	// last finished (UnixNano).
 	progress atomic.Int64
 	// holdoff is combineHoldoff, shorterThan combineShorterThan,
 	// leaveAt combineLeaveAt, readmitAfter combineReadmitAfter and
@@ -288,6 +299,7 @@ func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
 		return nil, 0, errCombinerBusy
 	}
 	c.pending = append(c.pending, s)
+	c.armStallCheck(c.holdoff)
 	c.mu.Unlock()
 
 	select {
@@ -332,6 +344,52 @@ func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
 		}
 	}
 	return s.res, s.took, s.err
+}
+
+// armStallCheck makes checkStall run after d, unless it is armed
+// already. c.mu is held.
+func (c *combiner) armStallCheck(d time.Duration) {
+	if c.armed {
+		return
+	}
+	c.armed = true
+	if c.stallCheck == nil {
+		c.stallCheck = time.AfterFunc(d, c.checkStall)
+		return
+	}
+	c.stallCheck.Reset(d)
+}
+
+// checkStall gives the statements waiting a spare lane when every lane
+// has gone the holdoff without progress: without it, statements that
+// began to wait while a lane had just been taken or finished (a spare one
+// closing, say) would wait for the stalled lanes however long they take,
+// since only statements arriving later look at the stall. With every
+// spare lane taken too, they wait for the next lane to finish.
+func (c *combiner) checkStall() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.armed = false
+	if len(c.pending) == 0 {
+		return
+	}
+	since := time.Since(time.Unix(0, c.progress.Load()))
+	switch {
+	case since <= c.holdoff:
+		c.armStallCheck(c.holdoff - since)
+	case c.leading < 2*c.lanes:
+		c.leading++
+		c.progress.Store(time.Now().UnixNano())
+		next := c.pending[0]
+		c.pending = c.pending[1:]
+		next.lead = true
+		close(next.done)
+		if len(c.pending) > 0 {
+			c.armStallCheck(c.holdoff)
+		}
+	default:
+		c.armStallCheck(c.holdoff)
+	}
 }
 
 // lead runs batch, then hands the lane to the first waiting statement or

@@ -2,7 +2,10 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -310,7 +313,7 @@ func TestCombineRecordReadmits(t *testing.T) {
 	for range 5 {
 		r.strike()
 		var n int
-		for n = 0; c.benched(r); n++ {
+		for n = 0; c.benched(r) && n <= 1000; n++ {
 			c.ranAlone(&r, fits, true)
 		}
 		waits = append(waits, n)
@@ -334,5 +337,79 @@ func TestCombineRecordReadmits(t *testing.T) {
 	}
 	if !c.combines(r) {
 		t.Error("readmitted but not combined")
+	}
+}
+
+// TestCombinerSpareLanes: with the lane held by a slow statement, a
+// statement arriving after the holdoff leads a batch on a spare lane; one
+// that begins to wait just after (the stall clock restarted by the spare
+// lane) gets a spare lane too once the holdoff has passed again, not when
+// the slow statement ends; with every spare lane held as well, a new
+// statement runs alone; and when all is done no lane stays taken.
+func TestCombinerSpareLanes(t *testing.T) {
+	release := make(chan struct{})
+	slowSent := make(chan string, 4)
+	c := newCombiner(1, func(ctx context.Context, batch []*combinedStmt) error {
+		for _, s := range batch {
+			if strings.HasPrefix(s.sql, "slow") {
+				slowSent <- s.sql
+				<-release
+			}
+			s.res = &Rows{Columns: []Column{{Name: s.sql}}}
+			s.answer()
+		}
+		return nil
+	})
+	c.holdoff = 20 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var slow sync.WaitGroup
+	runSlow := func(sql string) {
+		slow.Add(1)
+		go func() {
+			defer slow.Done()
+			if _, _, err := c.run(ctx, sql, nil, false); err != nil {
+				t.Errorf("%s: %v", sql, err)
+			}
+		}()
+		<-slowSent
+	}
+	runFast := func(sql string) (time.Duration, error) {
+		start := time.Now()
+		res, _, err := c.run(ctx, sql, nil, false)
+		if err == nil && res.Columns[0].Name != sql {
+			t.Errorf("%s answered with %q's result", sql, res.Columns[0].Name)
+		}
+		return time.Since(start), err
+	}
+
+	runSlow("slow1") // holds the lane
+	time.Sleep(2 * c.holdoff)
+	if took, err := runFast("fast1"); err != nil || took > time.Second {
+		t.Fatalf("fast1, the lane stalled: %v after %v, want a spare lane's answer", err, took)
+	}
+	// The spare lane just closed: fast2 waits, and the stall check must
+	// give it a spare lane while slow1 still holds the lane.
+	if took, err := runFast("fast2"); err != nil || took > time.Second {
+		t.Fatalf("fast2, waiting from just after a spare lane closed: %v after %v", err, took)
+	}
+	if statements, _ := c.stats(); statements != 3 {
+		t.Errorf("%d statements combined, want 3", statements)
+	}
+
+	time.Sleep(2 * c.holdoff)
+	runSlow("slow2") // holds the spare lane
+	time.Sleep(2 * c.holdoff)
+	if _, err := runFast("fast3"); !errors.Is(err, errCombinerBusy) {
+		t.Errorf("fast3, the lane and the spare lane held: %v, want errCombinerBusy (run alone)", err)
+	}
+
+	close(release)
+	slow.Wait()
+	c.mu.Lock()
+	leading, pending := c.leading, len(c.pending)
+	c.mu.Unlock()
+	if leading != 0 || pending != 0 {
+		t.Errorf("after everything: %d lanes taken, %d statements waiting", leading, pending)
 	}
 }

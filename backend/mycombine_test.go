@@ -277,8 +277,8 @@ func TestMySQLCombinerOnlySeenTexts(t *testing.T) {
 }
 
 // TestMySQLCombinerBenchesSlowTexts: a text whose combined run was slow
-// runs alone until readmitAfter short runs alone have followed, then twice
-// as many after its next slow run.
+// runs alone until readmitAfter runs alone shorter than leaveAt have
+// followed, then twice as many after its next slow run.
 func TestMySQLCombinerBenchesSlowTexts(t *testing.T) {
 	m, _ := openMySQLCombinedT(t, 2, 1)
 	m.combiner.shorterThan = 50 * time.Millisecond

@@ -196,13 +196,13 @@ func TestCombinerCallerGivesUp(t *testing.T) {
 	// A slow leader holds the lane; two callers wait behind it, one of
 	// which gives up.
 	c := p.combiner
+	c.holdoff = time.Minute // no spare lane: the callers wait
 	slowDone := make(chan error, 1)
 	go func() {
 		_, _, err := c.run(ctx, `SELECT pg_sleep(0.3)::text`, nil, true)
 		slowDone <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
-	c.progress.Store(time.Now().UnixNano()) // within the holdoff: wait
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()

@@ -142,10 +142,11 @@ type Backend struct {
 	// PipelineLanes (postgres and mysql), when set, is how many batches
 	// of concurrent short statements (public-table statements; on
 	// PostgreSQL also DP queries' backend SQL) run at once, each
-	// pipelined on one connection; 0 sends every statement on a
-	// connection of its own. Unset, dpproxy picks one per processor it
-	// starts on (one unless listen.processors or GOMAXPROCS fixes more), at
-	// most half of MaxConns.
+	// pipelined on one connection, and as many again while those lanes
+	// are stalled (spare lanes, backend/combine.go); 0 sends every
+	// statement on a connection of its own. Unset, dpproxy picks one per
+	// processor it starts on (one unless listen.processors or GOMAXPROCS
+	// fixes more), at most half of MaxConns.
 	PipelineLanes *int `yaml:"pipeline_lanes,omitempty"`
 }
 

@@ -145,8 +145,8 @@ log "go vet"
 go vet ./...
 log "go test ./..."
 go test -count=1 -timeout 20m "$@" ./...
-log "go test -race (budget, engine, session, rewrite, pgwire, mysqlwire, directio, procs: the concurrent paths)"
-go test -race -count=1 -timeout 20m "$@" ./budget/ ./engine/ ./session/ ./session/catalog/ ./rewrite/ ./proxy/pgwire/ ./proxy/mysqlwire/ ./directio/ ./procs/
+log "go test -race (backend, budget, engine, session, rewrite, pgwire, mysqlwire, directio, procs: the concurrent paths)"
+go test -race -count=1 -timeout 20m "$@" ./backend/ ./budget/ ./engine/ ./session/ ./session/catalog/ ./rewrite/ ./proxy/pgwire/ ./proxy/mysqlwire/ ./directio/ ./procs/
 # A short run of every fuzz target (their seed corpora under testdata/fuzz
 # also run as ordinary tests above), unless flags chose tests.
 # The budget is a count of executions, not a duration: Go 1.26's fuzz
