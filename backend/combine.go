@@ -114,8 +114,10 @@ const (
 //
 // Records are read and written back without a lock: concurrent runs of
 // one text may lose a count, which only delays its return (it waits at
-// least that many runs), or a strike, which the next slow batch gives
-// again.
+// least that many runs). A strike is written on the record as it is when
+// the slow run ends, unless another run has struck it since the slow one
+// began: runs that turned slow together (several of one text in a
+// stalled batch) count once.
 type combineRecord struct {
 	admitted          bool
 	strikes, fitAlone int
@@ -133,6 +135,17 @@ func (c *combiner) benched(r combineRecord) bool {
 
 // strike records a combined run that took leaveAt or more.
 func (r *combineRecord) strike() { r.strikes, r.fitAlone = r.strikes+1, 0 }
+
+// struck is the record now, cur, after a slow combined run that began when
+// the record was before: cur struck, or cur as it is (changed false) when
+// another run has struck it since.
+func struck(cur, before combineRecord) (after combineRecord, changed bool) {
+	if cur.strikes != before.strikes {
+		return cur, false
+	}
+	cur.strike()
+	return cur, true
+}
 
 // ranAlone records a run alone of the given duration; only a successful
 // one (ok) counts towards a benched text's return.

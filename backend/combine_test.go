@@ -296,6 +296,21 @@ func TestCombineRecordAdmission(t *testing.T) {
 	}
 }
 
+// TestStruckKeepsWhatChanged: a strike lands on the record as it is when
+// the slow run ends (what runs alone wrote meanwhile stays), and runs that
+// turned slow together strike once.
+func TestStruckKeepsWhatChanged(t *testing.T) {
+	before := combineRecord{admitted: true, strikes: 1, fitAlone: 3}
+	cur := combineRecord{admitted: true, strikes: 1, fitAlone: 70}
+	got, changed := struck(cur, before)
+	if want := (combineRecord{admitted: true, strikes: 2}); !changed || got != want {
+		t.Errorf("struck(%+v, %+v) = %+v, %v; want %+v, true", cur, before, got, changed, want)
+	}
+	if again, changed := struck(got, before); changed || again != got {
+		t.Errorf("a second slow run of the same moment: %+v, %v; want %+v unchanged", again, changed, got)
+	}
+}
+
 // TestCombineRecordReadmits: a text benched by a slow combined run comes
 // back after readmitAfter runs alone shorter than leaveAt in a row (short
 // or not: a busy machine makes every run longer than shorterThan), twice

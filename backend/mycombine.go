@@ -198,8 +198,14 @@ func (m *MySQL) queryPublic(ctx context.Context, read mysqlRowsReader, sql strin
 				}
 				res, took, err := c.runStmt(s)
 				if took >= c.leaveAt {
-					last.rec.strike() // runs alone until readmitted
-					m.seen.Add(sql, last)
+					// Runs alone until readmitted; the record as it is
+					// now (a run alone may have marked it alone for good
+					// or set its columns meanwhile: combineRecord).
+					cur, _ := m.seen.Peek(sql)
+					if rec, changed := struck(cur.rec, last.rec); changed {
+						cur.rec = rec
+						m.seen.Add(sql, cur)
+					}
 				}
 				switch {
 				case err == nil && matchColumns(res, last.cols):

@@ -63,8 +63,14 @@ func (p *Postgres) combined(ctx context.Context, sql string, args []any, wire bo
 	}
 	res, took, err := p.combiner.run(ctx, sql, args, wire)
 	if took >= p.combiner.leaveAt {
-		last.combining.strike() // runs alone until readmitted
-		p.seen.Add(sql, last)
+		// Runs alone until readmitted. The record as it is now, not as
+		// read before the run, so that what other runs wrote meanwhile
+		// stays (combineRecord).
+		cur, _ := p.seen.Peek(sql)
+		if rec, changed := struck(cur.combining, last.combining); changed {
+			cur.combining = rec
+			p.seen.Add(sql, cur)
+		}
 	}
 	switch {
 	case err == nil:
