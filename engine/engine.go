@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -307,7 +306,7 @@ func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, form r
 		return nil, databaseError(err)
 	}
 	res := &sqltypes.Result{Rows: rows.Values, PostgresText: rows.PostgresText, MySQLText: rows.MySQLText}
-	res.Tag = "SELECT " + strconv.Itoa(res.NumRows())
+	res.Tag = sqltypes.SelectTag(res.NumRows())
 	res.Columns = make([]sqltypes.Column, len(rows.Columns))
 	for i, c := range rows.Columns {
 		res.Columns[i] = sqltypes.Column{Name: c.Name, Type: c.Type}

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/dpproxy/dpproxy/config"
 	"github.com/dpproxy/dpproxy/engine"
@@ -166,7 +165,7 @@ func (s *Session) answerFrom(ctx context.Context, d *derivation) (*sqltypes.Resu
 			out.Intervals = append(out.Intervals, nil)
 		}
 	}
-	out.Tag = "SELECT " + strconv.Itoa(len(out.Rows))
+	out.Tag = sqltypes.SelectTag(len(out.Rows))
 	out.Notices = append([]string{fmt.Sprintf("answered at no cost from your earlier release of %s: its rows for the keys asked, with its error bounds", d.canonical)}, base.Notices...)
 	return out, true
 }

@@ -69,7 +69,7 @@ func oneRowResult(res *sqltypes.Result, row []any, limit *ast.Limit) (*sqltypes.
 			return nil, false
 		}
 	}
-	res.Tag = "SELECT " + strconv.Itoa(len(res.Rows))
+	res.Tag = sqltypes.SelectTag(len(res.Rows))
 	return res, true
 }
 

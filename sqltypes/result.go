@@ -1,5 +1,7 @@
 package sqltypes
 
+import "strconv"
+
 // Column describes one result column.
 type Column struct {
 	Name string
@@ -92,3 +94,21 @@ func (r *Result) NumRows() int {
 // InWireForm reports whether r's rows are in a front end's wire form
 // (PostgresText or MySQLText) rather than in Rows.
 func (r *Result) InWireForm() bool { return r.PostgresText != nil || r.MySQLText != nil }
+
+// selectTags are the tags of results of fewer than 1024 rows, made once:
+// a short query's answer then costs no allocation for its tag.
+var selectTags = func() (tags [1024]string) {
+	for n := range tags {
+		tags[n] = "SELECT " + strconv.Itoa(n)
+	}
+	return tags
+}()
+
+// SelectTag is the command tag of a query that returned n rows,
+// "SELECT n".
+func SelectTag(n int) string {
+	if n >= 0 && n < len(selectTags) {
+		return selectTags[n]
+	}
+	return "SELECT " + strconv.Itoa(n)
+}

@@ -3,6 +3,7 @@ package pgwire
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -190,7 +191,7 @@ func (c *conn) run() error {
 	}
 	c.sendParameterStatus(params)
 	c.send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret})
-	c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+	c.sendReadyForQuery()
 	if err := c.deadlines.Clear(); err != nil {
 		return fmt.Errorf("pgwire: clearing authentication deadline: %w", err)
 	}
@@ -277,7 +278,7 @@ func (c *conn) handleMessage(msg pgproto3.FrontendMessage) (done bool, err error
 		if err := c.handleQuery(m.String); err != nil {
 			return false, err
 		}
-		c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+		c.sendReadyForQuery()
 		return false, c.flush()
 	case *pgproto3.Terminate:
 		return true, nil
@@ -297,7 +298,7 @@ func (c *conn) handleMessage(msg pgproto3.FrontendMessage) (done bool, err error
 		return false, c.flush()
 	case *pgproto3.FunctionCall:
 		c.sendError(sqlerr.New(sqlerr.FeatureNotSupported, "fastpath function calls are not supported"))
-		c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+		c.sendReadyForQuery()
 		return false, c.flush()
 	case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
 		// Outside COPY these are ignored, as PostgreSQL does: a client may
@@ -498,6 +499,28 @@ func (c *conn) readFailed(err error) error {
 }
 
 // send queues msg for the next flush.
+// sendReadyForQuery queues a ReadyForQuery with the transaction status,
+// written as pgproto3 encodes it but without a message value to allocate
+// (one per statement).
+func (c *conn) sendReadyForQuery() {
+	c.wbuf = append(c.wbuf, 'Z', 0, 0, 0, 5, c.txStatus)
+}
+
+// sendCommandComplete queues a CommandComplete with tag, written as
+// pgproto3 encodes it without allocating (one per statement).
+func (c *conn) sendCommandComplete(tag string) {
+	c.wbuf = appendCommandComplete(c.wbuf, tag)
+}
+
+func appendCommandComplete(dst []byte, tag string) []byte {
+	start := len(dst)
+	dst = append(dst, 'C', 0, 0, 0, 0)
+	dst = append(dst, tag...)
+	dst = append(dst, 0)
+	binary.BigEndian.PutUint32(dst[start+1:], uint32(len(dst)-start-1))
+	return dst
+}
+
 func (c *conn) send(msg pgproto3.BackendMessage) {
 	buf, err := msg.Encode(c.wbuf)
 	if err != nil {

@@ -1,8 +1,11 @@
 package pgwire
 
 import (
+	"bytes"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgproto3/v2"
 
 	"github.com/dpproxy/dpproxy/sqltypes"
 )
@@ -115,4 +118,27 @@ func BenchmarkDataRowTextSafe1000(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*len(rows))/b.Elapsed().Seconds(), "rows/s")
+}
+
+// The messages written straight into the buffer are pgproto3's encodings.
+func TestDirectMessagesMatchPgproto3(t *testing.T) {
+	for _, tag := range []string{"SELECT 0", "SELECT 1024", "BEGIN", "SET", ""} {
+		want, err := (&pgproto3.CommandComplete{CommandTag: []byte(tag)}).Encode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendCommandComplete([]byte("x"), tag); !bytes.Equal(got[1:], want) || got[0] != 'x' {
+			t.Errorf("CommandComplete %q: % x, want % x after the buffer's byte", tag, got, want)
+		}
+	}
+	for _, status := range []byte{txIdle, txInBlock, txFailed} {
+		want, err := (&pgproto3.ReadyForQuery{TxStatus: status}).Encode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &conn{txStatus: status}
+		if c.sendReadyForQuery(); !bytes.Equal(c.wbuf, want) {
+			t.Errorf("ReadyForQuery %c: % x, want % x", status, c.wbuf, want)
+		}
+	}
 }

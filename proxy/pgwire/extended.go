@@ -328,7 +328,7 @@ func (c *conn) handleExecute(m *pgproto3.Execute) error {
 			return c.failExtended(sqlerr.New(codeObjectNotInPrerequisite, "portal %q cannot be run", p.name))
 		}
 		p.done = true
-		c.send(&pgproto3.CommandComplete{CommandTag: []byte(p.tag)})
+		c.sendCommandComplete(p.tag)
 		return c.afterExtended()
 	}
 	if p.pos == 0 {
@@ -375,7 +375,7 @@ func (c *conn) handleExecute(m *pgproto3.Execute) error {
 		// for is suspended even when none are left.
 		c.send(&pgproto3.PortalSuspended{})
 	} else {
-		c.send(&pgproto3.CommandComplete{CommandTag: []byte(rowCountTag(p.tag, len(rows)+len(wire)))})
+		c.sendCommandComplete(rowCountTag(p.tag, len(rows)+len(wire)))
 	}
 	return c.afterExtended()
 }
@@ -409,7 +409,7 @@ func (c *conn) runPortal(p *portal) (err, connErr error) {
 	p.result = res
 	tag := res.Tag
 	if tag == "" {
-		tag = "SELECT " + strconv.Itoa(res.NumRows())
+		tag = sqltypes.SelectTag(res.NumRows())
 	}
 	p.tag = c.txAfterStatement(noNUL(tag))
 	return nil, nil
@@ -453,7 +453,7 @@ func checkPortalResult(p *portal, res *sqltypes.Result) error {
 func rowCountTag(tag string, n int) string {
 	if rest, ok := strings.CutPrefix(tag, "SELECT "); ok {
 		if _, err := strconv.Atoi(rest); err == nil {
-			return "SELECT " + strconv.Itoa(n)
+			return sqltypes.SelectTag(n)
 		}
 	}
 	return tag
@@ -482,6 +482,6 @@ func (c *conn) handleSync() error {
 	if c.txStatus == txIdle {
 		clear(c.portals)
 	}
-	c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+	c.sendReadyForQuery()
 	return c.flush()
 }

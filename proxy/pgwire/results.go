@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgproto3/v2"
@@ -30,7 +29,7 @@ func (c *conn) writeResults(results []*sqltypes.Result) error {
 	for _, r := range results {
 		c.sendNotices(r.Notices)
 		if len(r.Columns) == 0 {
-			c.send(&pgproto3.CommandComplete{CommandTag: []byte(c.txAfterStatement(commandTag(r)))})
+			c.sendCommandComplete(c.txAfterStatement(commandTag(r)))
 			continue
 		}
 		c.wbuf = appendRowDescription(c.wbuf, r.Columns, nil)
@@ -50,7 +49,7 @@ func (c *conn) writeResults(results []*sqltypes.Result) error {
 				}
 			}
 		}
-		c.send(&pgproto3.CommandComplete{CommandTag: []byte(c.txAfterStatement(commandTag(r)))})
+		c.sendCommandComplete(c.txAfterStatement(commandTag(r)))
 	}
 	return nil
 }
@@ -99,7 +98,7 @@ func commandTag(r *sqltypes.Result) string {
 	if r.Tag != "" {
 		return noNUL(r.Tag)
 	}
-	return "SELECT " + strconv.Itoa(r.NumRows())
+	return sqltypes.SelectTag(r.NumRows())
 }
 
 // appendRowDescription appends a RowDescription of cols, each column in the
