@@ -399,15 +399,6 @@ func TestWindowSpans(t *testing.T) {
 func TestWindowMemoMatchesFullSum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	windows := []Window{{Period: "day"}, {Period: "week"}, {Rolling: time.Hour}, {Rolling: 10 * time.Second}, {Rolling: 2 * time.Second}}
-	full := func(recent []timedCost, start time.Time) Cost {
-		var spent Cost
-		for _, c := range recent {
-			if !c.at.Before(start) {
-				spent = spent.Add(c.cost)
-			}
-		}
-		return spent
-	}
 	for trial := range 8 {
 		acct := &account{}
 		now := time.Date(2026, 3, 1, 23, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(48 * time.Hour))))
@@ -424,7 +415,7 @@ func TestWindowMemoMatchesFullSum(t *testing.T) {
 			for range 2 {
 				w := windows[rng.IntN(len(windows))]
 				at := now.Add(time.Duration(rng.Int64N(int64(3 * time.Second))))
-				if got, want := acct.windowSpent(w, at), full(acct.recent, w.Start(at)); !nearCost(got, want) {
+				if got, want := acct.windowSpent(w, at), fullSpent(acct.recent, w.Start(at)); !nearCost(got, want) {
 					t.Fatalf("trial %d, charge %d, window %v at %v: memo %v, full pass %v", trial, i, w, at, got, want)
 				}
 			}
@@ -542,6 +533,17 @@ func TestWindowsNeverUnderCount(t *testing.T) {
 	}
 }
 
+// fullSpent is a span-by-span pass: the spending of the spans of recent
+// ending at or after start.
+func fullSpent(recent []timedCost, start time.Time) (spent Cost) {
+	for _, c := range recent {
+		if !c.at.Before(start) {
+			spent = spent.Add(c.cost)
+		}
+	}
+	return spent
+}
+
 // nearCost reports whether got is want but for rounding.
 func nearCost(got, want Cost) bool {
 	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-12*want }
@@ -554,14 +556,6 @@ func nearCost(got, want Cost) bool {
 // block sums exactly its spans.
 func TestWindowBlocksMatchFullSum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	full := func(recent []timedCost, start time.Time) (spent Cost) {
-		for _, c := range recent {
-			if !c.at.Before(start) {
-				spent = spent.Add(c.cost)
-			}
-		}
-		return spent
-	}
 	for trial := range 4 {
 		acct := &account{}
 		now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -600,7 +594,7 @@ func TestWindowBlocksMatchFullSum(t *testing.T) {
 				w := Window{Rolling: time.Duration(1 + rng.Int64N(int64(MaxWindow)))}
 				start := w.Start(latest)
 				m := &windowMemo{window: w}
-				got, want := m.spent(acct.recent, acct.blocks, start), full(acct.recent, start)
+				got, want := m.spent(acct.recent, acct.blocks, start), fullSpent(acct.recent, start)
 				if !nearCost(got, want) {
 					t.Fatalf("trial %d, %v at %v: %v, a full pass %v", trial, w, latest, got, want)
 				}
