@@ -51,11 +51,13 @@ import (
 //
 // And so that lanes held by statements that turned slow do not hold
 // everyone, a statement that finds every lane busy, none taken and no
-// batch finished for combineHoldoff, opens a spare lane: it leads a batch
-// of what waits on a connection of its own, as the first on a free lane
-// does; statements that began to wait just before (when a lane had just
-// been taken or finished, a spare one closing say) are given one by a
-// timer once the holdoff has passed again (checkStall). Spare lanes are
+// batch finished for a while (stallAfter: four times the recent batches'
+// duration, from combineHoldoff to combineLeaveAt), opens a spare lane:
+// it leads a batch of what waits on a connection of its own, as the
+// first on a free lane does; statements that began to wait just before
+// (when a lane had just been taken or finished, a spare one closing say)
+// are given one by a timer once that time has passed again
+// (checkStall). Spare lanes are
 // handed on as lanes are, and close when nothing waits; there are as
 // many as lanes at most, and a statement that finds them all taken too
 // runs alone. Every lane and spare lane may then hold a pooled
@@ -77,12 +79,27 @@ import (
 // statements alone; in turns with these rules, 50,000–100,000 of
 // 85,000–106,000 went in batches, at 10,600–13,200 charged queries/s
 // against 8,200–8,800, and dpproxy's CPU per charged query fell from
-// 108–119 to 73–91 µs.
+// 108–119 to 73–91 µs. The lanes counted as stalled after a fixed 2 ms
+// then, which batches of 20 statements on that machine often took: on a
+// day it ran twice as slow, 6,400–35,700 of 53,000–89,000 statements
+// still went alone, each waiting for a pooled connection; with the
+// stall measured against the batches' own duration, 1,300 at most did
+// (8,251–13,064 charged queries/s against 6,657–11,168, five rounds in
+// turns).
 
-// combineHoldoff is how long the lanes, all busy, may go without one
-// being taken or finishing a batch before a new statement opens a spare
-// lane (or runs alone, when the spare lanes are taken too).
+// combineHoldoff is how long the lanes, all busy, may go at least
+// without one being taken or finishing a batch before a new statement
+// opens a spare lane (or runs alone, when the spare lanes are taken too);
+// stallFactor times the recent batches' duration when that is longer,
+// up to combineLeaveAt (stallAfter).
 const combineHoldoff = 2 * time.Millisecond
+
+// stallFactor scales the recent batches' duration into the time the
+// lanes may go without progress before they count as stalled: a machine
+// so loaded that batches take 3 ms is not stalled when one is at 2 ms,
+// and sending statements alone then only adds to the load (a round trip
+// and a pooled connection each, where a batch shares one).
+const stallFactor = 4
 
 // A text is combined once a run of it alone took less than
 // combineShorterThan, and until a combined run takes combineLeaveAt or
@@ -183,6 +200,9 @@ type combiner struct {
 	// progress is when a lane (or a spare one) was last taken or a batch
 	// last finished (UnixNano).
 	progress atomic.Int64
+	// batchTime is the recent batches' duration (nanoseconds, a moving
+	// average: timeBatch), which stallAfter scales.
+	batchTime atomic.Int64
 	// holdoff is combineHoldoff, shorterThan combineShorterThan,
 	// leaveAt combineLeaveAt, readmitAfter combineReadmitAfter and
 	// readmitMost combineReadmitMost.
@@ -285,7 +305,7 @@ func newCombinedStmt(ctx context.Context, sql string, args []any, wire bool) *co
 func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
 	ctx := s.ctx
 	c.mu.Lock()
-	stalled := time.Since(time.Unix(0, c.progress.Load())) > c.holdoff
+	stalled := time.Since(time.Unix(0, c.progress.Load())) > c.stallAfter()
 	if c.leading < c.lanes || stalled && c.leading < 2*c.lanes {
 		// A free lane, or a spare one when every lane has stalled.
 		c.leading++
@@ -312,7 +332,7 @@ func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
 		return nil, 0, errCombinerBusy
 	}
 	c.pending = append(c.pending, s)
-	c.armStallCheck(c.holdoff)
+	c.armStallCheck(c.stallAfter())
 	c.mu.Unlock()
 
 	select {
@@ -386,10 +406,10 @@ func (c *combiner) checkStall() {
 	if len(c.pending) == 0 {
 		return
 	}
-	since := time.Since(time.Unix(0, c.progress.Load()))
+	since, after := time.Since(time.Unix(0, c.progress.Load())), c.stallAfter()
 	switch {
-	case since <= c.holdoff:
-		c.armStallCheck(c.holdoff - since)
+	case since <= after:
+		c.armStallCheck(after - since)
 	case c.leading < 2*c.lanes:
 		c.leading++
 		c.progress.Store(time.Now().UnixNano())
@@ -398,10 +418,10 @@ func (c *combiner) checkStall() {
 		next.lead = true
 		close(next.done)
 		if len(c.pending) > 0 {
-			c.armStallCheck(c.holdoff)
+			c.armStallCheck(after)
 		}
 	default:
-		c.armStallCheck(c.holdoff)
+		c.armStallCheck(after)
 	}
 }
 
@@ -410,8 +430,25 @@ func (c *combiner) checkStall() {
 func (c *combiner) lead(batch []*combinedStmt) {
 	defer c.handOff()
 	if len(batch) > 0 {
+		start := time.Now()
 		c.runBatch(batch)
+		c.timeBatch(time.Since(start))
 	}
+}
+
+// stallAfter is how long every lane may go without one being taken or
+// finishing a batch before the lanes count as stalled: stallFactor times
+// the recent batches' duration, at least the holdoff and at most leaveAt.
+func (c *combiner) stallAfter() time.Duration {
+	return max(c.holdoff, min(stallFactor*time.Duration(c.batchTime.Load()), c.leaveAt))
+}
+
+// timeBatch adds a batch's duration, at most leaveAt, to the moving
+// average stallAfter reads (a weight of 1/8). Lanes finishing at the same
+// moment may lose one of their samples; the average stays one.
+func (c *combiner) timeBatch(d time.Duration) {
+	avg := c.batchTime.Load()
+	c.batchTime.Store(avg + (int64(min(d, c.leaveAt))-avg)/8)
 }
 
 // handOff ends a batch: the lane goes to the first waiting statement's

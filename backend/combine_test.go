@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -426,5 +427,94 @@ func TestCombinerSpareLanes(t *testing.T) {
 	c.mu.Unlock()
 	if leading != 0 || pending != 0 {
 		t.Errorf("after everything: %d lanes taken, %d statements waiting", leading, pending)
+	}
+}
+
+// TestCombinerStallFollowsBatchTime: where batches have lately taken
+// 100 ms, a lane taken 5 ms ago, or 25 ms, has not stalled: a statement
+// arriving then waits for it and goes in the next batch, where the 2 ms
+// holdoff alone would have opened a spare lane (on an overloaded machine,
+// for nearly every statement).
+func TestCombinerStallFollowsBatchTime(t *testing.T) {
+	held, release := make(chan struct{}), make(chan struct{})
+	var inFlight, most atomic.Int32
+	c := newCombiner(1, func(ctx context.Context, batch []*combinedStmt) error {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		for _, s := range batch {
+			if s.sql == "hold" {
+				close(held)
+				<-release
+			}
+			s.res = &Rows{Columns: []Column{{Name: s.sql}}}
+			s.answer()
+		}
+		return nil
+	})
+	c.leaveAt = time.Second
+	c.batchTime.Store(int64(100 * time.Millisecond))
+	if got := c.stallAfter(); got != 400*time.Millisecond {
+		t.Fatalf("stallAfter after 100 ms batches: %v, want 400ms", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	holdDone, nextDone := make(chan error, 1), make(chan error, 1)
+	go func() { _, _, err := c.run(ctx, "hold", nil, false); holdDone <- err }()
+	<-held
+	time.Sleep(5 * time.Millisecond)
+	go func() { _, _, err := c.run(ctx, "next", nil, false); nextDone <- err }()
+	// next waits (or, wrongly, is answered on a spare lane); then the
+	// stall check must not fire for 20 ms.
+	for waiting := 0; waiting == 0 && len(nextDone) == 0; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		waiting = len(c.pending)
+		c.mu.Unlock()
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	for _, done := range []chan error{holdDone, nextDone} {
+		if err := <-done; err != nil {
+			t.Errorf("a statement: %v", err)
+		}
+	}
+	if most.Load() != 1 {
+		t.Errorf("%d batches at once, want 1: the lane counted as stalled after 5–25 ms where batches take 100 ms", most.Load())
+	}
+	if statements, batches := c.stats(); statements != 2 || batches != 2 {
+		t.Errorf("%d statements in %d batches, want 2 in 2", statements, batches)
+	}
+}
+
+// TestStallAfter: the lanes count as stalled after stallFactor times the
+// batches' moving average, never sooner than the holdoff nor later than
+// leaveAt; a batch longer than leaveAt counts as leaveAt.
+func TestStallAfter(t *testing.T) {
+	c := newCombiner(1, nil)
+	if got := c.stallAfter(); got != combineHoldoff {
+		t.Errorf("no batch yet: %v, want the holdoff %v", got, combineHoldoff)
+	}
+	for range 64 {
+		c.timeBatch(time.Millisecond)
+	}
+	if got := c.stallAfter(); got < 3900*time.Microsecond || got > stallFactor*time.Millisecond {
+		t.Errorf("after 1 ms batches: %v, want about %v", got, stallFactor*time.Millisecond)
+	}
+	c.timeBatch(time.Hour)
+	if avg := time.Duration(c.batchTime.Load()); avg > time.Millisecond+combineLeaveAt/8 {
+		t.Errorf("one batch of an hour moved the average to %v: a sample counts as leaveAt at most", avg)
+	}
+	for range 64 {
+		c.timeBatch(time.Hour)
+	}
+	if got := c.stallAfter(); got != combineLeaveAt {
+		t.Errorf("after batches of an hour: %v, want leaveAt %v", got, combineLeaveAt)
+	}
+	for range 64 {
+		c.timeBatch(10 * time.Microsecond)
+	}
+	if got := c.stallAfter(); got != combineHoldoff {
+		t.Errorf("after 10 µs batches: %v, want the holdoff %v", got, combineHoldoff)
 	}
 }
