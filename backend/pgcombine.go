@@ -18,7 +18,11 @@ import (
 // implicit transaction, as when sent alone, so one statement's error
 // touches no other), flushed once. A combined text is prepared on the
 // connection that runs it, once (each connection keeps combinePrepared of
-// them, closing the least recently used).
+// them, closing the least recently used), and runs from then on with the
+// result description its preparation gave: no Describe per execution, so
+// the server sends no RowDescription for it, nor is one decoded here (a
+// table changed since is the server's to refuse: "cached plan must not
+// change result type", and the text is prepared again).
 
 // combinePrepared bounds the statements one connection keeps prepared for
 // combined batches.
@@ -45,16 +49,23 @@ func (p *Postgres) sendBatch(ctx context.Context, batch []*combinedStmt) error {
 // the statements it prepared, by text, and the names of those evicted,
 // to close in its next batch.
 type pipelineConn struct {
-	prepared *lru.Cache[string, string]
+	prepared *lru.Cache[string, *preparedText]
 	evicted  []string
 	next     int
+}
+
+// preparedText is a text prepared on a connection: its statement's name
+// and, once its preparation has been read, the statement's description.
+type preparedText struct {
+	name string
+	desc *pgconn.StatementDescription
 }
 
 func (pc *pgPoolConn) pipelineState(keep int) *pipelineConn {
 	if pc.pipeline == nil {
 		st := &pipelineConn{}
-		st.prepared, _ = lru.NewWithEvict(keep, func(_ string, name string) {
-			st.evicted = append(st.evicted, name)
+		st.prepared, _ = lru.NewWithEvict(keep, func(_ string, p *preparedText) {
+			st.evicted = append(st.evicted, p.name)
 		})
 		pc.pipeline = st
 	}
@@ -64,9 +75,8 @@ func (pc *pgPoolConn) pipelineState(keep int) *pipelineConn {
 // sentStmt is what was sent for one statement of a batch.
 type sentStmt struct {
 	s *combinedStmt
-	// prepared is the name of the statement this batch prepares for it
-	// ("" when none).
-	prepared string
+	// prepared is the text this batch prepares for it (nil when none).
+	prepared *preparedText
 	// encodeErr is set when its arguments could not be encoded: nothing
 	// was sent for it.
 	encodeErr error
@@ -100,16 +110,20 @@ func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combi
 			sent[i].encodeErr = err
 			continue
 		}
-		name, ok := st.prepared.Get(s.sql)
+		prep, ok := st.prepared.Get(s.sql)
 		if !ok {
 			st.next++
-			name = "dpproxy_c" + strconv.Itoa(st.next)
-			st.prepared.Add(s.sql, name)
-			sent[i].prepared = name
-			pipe.SendPrepare(name, s.sql, nil)
+			prep = &preparedText{name: "dpproxy_c" + strconv.Itoa(st.next)}
+			st.prepared.Add(s.sql, prep)
+			sent[i].prepared = prep
+			pipe.SendPrepare(prep.name, s.sql, nil)
 			pipe.SendPipelineSync()
 		}
-		pipe.SendQueryPrepared(name, eqb.ParamValues, eqb.ParamFormats, nil)
+		if prep.desc != nil {
+			pipe.SendQueryStatement(prep.desc, eqb.ParamValues, eqb.ParamFormats, nil)
+		} else {
+			pipe.SendQueryPrepared(prep.name, eqb.ParamValues, eqb.ParamFormats, nil)
+		}
 		pipe.SendPipelineSync()
 	}
 	if err := pipe.Flush(); err != nil {
@@ -135,8 +149,8 @@ func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combi
 			s.answer()
 			continue
 		}
-		if ss.prepared != "" {
-			_, err := pipe.GetResults()
+		if prep := ss.prepared; prep != nil {
+			res, err := pipe.GetResults()
 			if err != nil && !isPgError(err) {
 				return statementError(err)
 			}
@@ -147,8 +161,11 @@ func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combi
 				// The statement did not prepare; its execution failed
 				// for that reason alone. Nothing is on the server to close.
 				st.prepared.Remove(s.sql)
-				st.evicted = slices.DeleteFunc(st.evicted, func(n string) bool { return n == ss.prepared })
+				st.evicted = slices.DeleteFunc(st.evicted, func(n string) bool { return n == prep.name })
 				s.err = statementError(err)
+			} else if desc, ok := res.(*pgconn.StatementDescription); ok {
+				desc.Name, desc.SQL = prep.name, s.sql
+				prep.desc = desc
 			}
 		}
 		res, err := pipe.GetResults()

@@ -131,6 +131,12 @@ func TestCombinerPreparedStatements(t *testing.T) {
 			t.Fatalf("run %d: columns %#v", i, res.Columns)
 		}
 	}
+	// The third run went with the description the second's preparation
+	// gave (no Describe of its own).
+	if prep, ok := p.pool.idle[0].pipeline.prepared.Peek(q); !ok || prep.desc == nil ||
+		prep.desc.Name != "dpproxy_c1" || len(prep.desc.Fields) != 4 {
+		t.Errorf("the prepared text's description: %+v", prep)
+	}
 	looks := 0
 	preparedNames := func() []string {
 		t.Helper()

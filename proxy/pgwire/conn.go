@@ -49,6 +49,14 @@ type conn struct {
 	log    *slog.Logger
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
+	// stmtCtx is the context statements run in (runSession), ended by
+	// stmtCancel: kept from one statement to the next until one is
+	// canceled, since a context of its own for each statement cost three
+	// or four allocations and a registration with ctx. Only the running
+	// statement can end it: a cancel request and the statement timer
+	// reach it only while the statement runs (cancelQuery, stmtTimer).
+	stmtCtx    context.Context
+	stmtCancel context.CancelCauseFunc
 
 	rd *limitedReader
 	be *pgproto3.Backend
@@ -355,8 +363,10 @@ func (c *conn) handleQuery(sql string) error {
 // (and the FATAL already sent) when Shutdown gave up waiting and the
 // connection must end, whatever f returned.
 func (c *conn) runSession(f func(ctx context.Context) error) (qerr, connErr error) {
-	ctx, cancel := context.WithCancelCause(c.ctx)
-	defer cancel(nil)
+	if c.stmtCtx == nil || c.stmtCtx.Err() != nil {
+		c.stmtCtx, c.stmtCancel = context.WithCancelCause(c.ctx)
+	}
+	ctx, cancel := c.stmtCtx, c.stmtCancel
 	var timeoutAt time.Time
 	if d := c.srv.opts.StatementTimeout; d > 0 {
 		timeoutAt = time.Now().Add(d)
