@@ -221,6 +221,8 @@ type combinedStmt struct {
 	// wire asks for the rows in the client's wire form where the backend
 	// can give them (Rows.MySQLText; PostgreSQL's are always).
 	wire bool
+	// onSent, when set, is called once the statement is sent (WithSent).
+	onSent func()
 	// shape, on MySQL, lets statements of one shape be answered by one
 	// UNION ALL (myunion.go), whose columns must be cols, the statement's
 	// when it last ran alone.

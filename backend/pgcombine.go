@@ -129,6 +129,11 @@ func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combi
 	if err := pipe.Flush(); err != nil {
 		return statementError(err)
 	}
+	for i := range sent {
+		if sent[i].encodeErr == nil && sent[i].s.onSent != nil {
+			sent[i].s.onSent()
+		}
+	}
 	last := time.Now()
 
 	for range evicted {

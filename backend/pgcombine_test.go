@@ -497,3 +497,49 @@ func TestCombinerDecodedResults(t *testing.T) {
 		t.Errorf("the next statement: %v %#v", err, res)
 	}
 }
+
+// TestSentHook: a text's first run, and the runs of a text that never
+// succeeded, call no sent hook (a refusal there is the database's before
+// the data); once a run succeeded, each statement calls its hook once,
+// when sent, well before a 0.3 s statement's result is in: alone, and
+// combined (from the batch's flush).
+func TestSentHook(t *testing.T) {
+	dsn := pgDSN(t)
+	for _, lanes := range []int{0, 1} {
+		t.Run(fmt.Sprintf("lanes=%d", lanes), func(t *testing.T) {
+			p := openCombinedT(t, dsn, 2, lanes)
+			if p.combiner != nil {
+				p.combiner.shorterThan = time.Minute // combined from the second run on
+			}
+			ctx := context.Background()
+			run := func(sql string) (calls int, ahead time.Duration, err error) {
+				var at time.Time
+				hooked := WithSent(ctx, func() { calls++; at = time.Now() })
+				_, err = p.Query(hooked, sql)
+				if calls > 0 {
+					ahead = time.Since(at)
+				}
+				return calls, ahead, err
+			}
+			slow := `SELECT pg_sleep(0.3)::text, ` + strconv.Itoa(lanes)
+			if calls, _, err := run(slow); err != nil || calls != 0 {
+				t.Fatalf("first run: %d hook calls, %v; want none", calls, err)
+			}
+			for i := range 2 {
+				calls, ahead, err := run(slow)
+				if err != nil || calls != 1 || ahead < 200*time.Millisecond {
+					t.Errorf("run %d after a success: %d hook calls, %v before the result, %v; want one, about 0.3 s ahead", i+2, calls, ahead, err)
+				}
+			}
+			if lanes > 0 && p.combiner.statements.Load() == 0 {
+				t.Error("nothing went combined: the combined path is untested")
+			}
+			bad := `SELECT no_such_column_` + strconv.Itoa(lanes)
+			for i := range 2 {
+				if calls, _, err := run(bad); err == nil || calls != 0 {
+					t.Errorf("run %d of a refused text: %d hook calls, %v; want an error and no call", i+1, calls, err)
+				}
+			}
+		})
+	}
+}

@@ -183,8 +183,12 @@ func (p *Postgres) query(ctx context.Context, read statementReader, sql string, 
 	defer p.pool.release(pc)
 
 	mode := pgx.QueryExecModeExec
-	if p.seen.Contains(sql) {
+	rec, seen := p.seen.Peek(sql)
+	if seen {
 		mode = pgx.QueryExecModeCacheStatement
+	}
+	if sent := SentHook(ctx); sent != nil && rec.ran {
+		sent()
 	}
 	ran := time.Now()
 	res, err := runStatement(ctx, pc.conn, read, sql, args, mode)
@@ -201,12 +205,16 @@ func (p *Postgres) query(ctx context.Context, read statementReader, sql string, 
 // pgSeen is what Postgres remembers of a statement text.
 type pgSeen struct {
 	combining combineRecord // admitted, slow combined runs (combine.go)
+	// ran is set once a run of the text succeeded: only then does its
+	// statement call WithSent's hook.
+	ran bool
 }
 
 // remember records how long a run of sql alone took; only a successful
 // one counts towards a benched text's return.
 func (p *Postgres) remember(sql string, took time.Duration, ok bool) {
 	rec, _ := p.seen.Peek(sql)
+	rec.ran = rec.ran || ok
 	if p.combiner != nil {
 		p.combiner.ranAlone(&rec.combining, took, ok)
 	}

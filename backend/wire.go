@@ -61,7 +61,11 @@ func (p *Postgres) combined(ctx context.Context, sql string, args []any, wire bo
 	if !seen || !p.combiner.combines(last.combining) {
 		return nil, false, nil
 	}
-	res, took, err := p.combiner.run(ctx, sql, args, wire)
+	s := newCombinedStmt(ctx, sql, args, wire)
+	if last.ran {
+		s.onSent = SentHook(ctx)
+	}
+	res, took, err := p.combiner.runStmt(s)
 	if took >= p.combiner.leaveAt {
 		// Runs alone until readmitted. The record as it is now, not as
 		// read before the run, so that what other runs wrote meanwhile

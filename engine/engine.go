@@ -352,25 +352,26 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 		}
 		return nil, budget.Cost{}, fmt.Errorf("reserving budget: %w", err)
 	}
-	res, err := answerPlan(ctx, e.backend, plan, e.rand, e.calibrations.forAnalyst(analyst))
+	charge := newEarlyCommit(ctx, reservation, queryText)
+	res, err := answerPlan(backend.WithSent(ctx, charge.start), e.backend, plan, e.rand, e.calibrations.forAnalyst(analyst))
 	if err != nil {
-		if errors.Is(err, errBeforeData) {
+		if errors.Is(err, errBeforeData) && charge.refund() {
 			// The query never reached the data: nothing depends on it.
-			reservation.Release()
 			return nil, budget.Cost{}, err
 		}
 		// A failure after the query reached the data — in the backend or
 		// in the release (found in review: an error in post-processing
 		// could otherwise be a free bit about the noisy values) — may
-		// depend on the data, so the charge stands.
-		if _, cerr := reservation.Commit(context.WithoutCancel(ctx), queryText); cerr != nil {
+		// depend on the data, so the charge stands (as it does once the
+		// backend started it: earlyCommit).
+		if cerr := charge.wait(); cerr != nil {
 			// Uncharged, the failure must not reach the client either.
 			e.log.Error("charging a failed query", "analyst", analyst, "err", cerr)
 			return nil, budget.Cost{}, chargeFailed(cerr)
 		}
 		return nil, cost, err
 	}
-	if _, err := reservation.Commit(ctx, queryText); err != nil {
+	if err := charge.wait(); err != nil {
 		// Fail closed: without a durable charge, no answer leaves.
 		return nil, budget.Cost{}, chargeFailed(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/dpproxy/dpproxy/rewrite"
 	"github.com/dpproxy/dpproxy/sqlerr"
 	"github.com/dpproxy/dpproxy/sqltypes"
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "modernc.org/sqlite"
 )
 
@@ -210,5 +211,69 @@ func TestUnavailableBackendRefundsReservation(t *testing.T) {
 	st, _ := acct.Status("ana")
 	if st.Spent.Epsilon != 0 || st.Reserved.Epsilon != 0 {
 		t.Fatalf("budget after an unreachable backend: %+v", st)
+	}
+}
+
+// sendingBackend is a backend that, like PostgreSQL's for a text it ran
+// before, calls the query's sent hook before its result is in (hook set),
+// then fails with err or answers from the backend it wraps.
+type sendingBackend struct {
+	backend.Backend
+	hook bool
+	err  error
+}
+
+func (b *sendingBackend) Query(ctx context.Context, sql string, args ...any) (*backend.Rows, error) {
+	if sent := backend.SentHook(ctx); sent != nil && b.hook {
+		sent()
+		sent() // a second statement of the same plan, or a stray call: one charge
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	return b.Backend.Query(ctx, sql, args...)
+}
+
+// TestChargeStartsWhenSent: once the backend says the statement is sent,
+// the charge is under way and stands, whatever the query returns; a
+// query refused before that is refunded; either way one charge at most,
+// and an answer only with its charge recorded.
+func TestChargeStartsWhenSent(t *testing.T) {
+	refused := &pgconn.PgError{Code: "42703", Message: "column does not exist"} // a statement error: before the data
+	cases := []struct {
+		name      string
+		hook      bool
+		err       error
+		wantErr   bool
+		wantSpent float64
+	}{
+		{"sent, answered", true, nil, false, 0.5},
+		{"not sent, answered", false, nil, false, 0.5},
+		{"sent, then refused", true, refused, true, 0.5},
+		{"refused before it was sent", false, refused, true, 0},
+		{"unavailable", false, fmt.Errorf("%w: no connection", backend.ErrUnavailable), true, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			be, acct := fixture.Open(t)
+			e, err := New(Options{Policy: loadPolicy(t), Backend: &sendingBackend{Backend: be, hook: c.hook, err: c.err}, Dialect: rewrite.SQLite, Accountant: acct})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ana := newAsker(e, "ana")
+			ana.epsilon = 0.5
+			res, err := ana.ask(context.Background(), "SELECT COUNT(*) FROM visits")
+			if (err != nil) != c.wantErr || (err == nil && len(res.Rows) != 1) {
+				t.Fatalf("answer %v, error %v; want an error: %v", res, err, c.wantErr)
+			}
+			st, _ := acct.Status("ana")
+			if st.Spent.Epsilon != c.wantSpent || st.Reserved.Epsilon != 0 {
+				t.Errorf("spent %v, reserved %v; want %v spent, nothing reserved", st.Spent.Epsilon, st.Reserved.Epsilon, c.wantSpent)
+			}
+			charges, err := acct.Charges(context.Background(), "ana", 0)
+			if err != nil || float64(len(charges))*0.5 != c.wantSpent {
+				t.Errorf("%d charges in the ledger (%v), want %v ε of them", len(charges), err, c.wantSpent)
+			}
+		})
 	}
 }
