@@ -478,8 +478,16 @@ const passthrough4AfterMD = ` At 16 clients the machine is
 included: the bare Go relay in front of a client that prepares its
 statement (what dpproxy's backend runs) reached 13,100–14,500 q/s against
 PgBouncer's 12,400–13,600 in the same minutes. What changed last, after
-this run: a statement's ReadyForQuery and CommandComplete are written
-straight into the connection's buffer, and the tags of results of fewer
+this run: a combined text runs with the description its preparation gave
+(pgx's ` + "`SendQueryStatement`" + `: no Describe per execution, so PostgreSQL sends
+no RowDescription and dpproxy decodes none), and a connection's statements
+share one context until one is canceled (three or four allocations
+fewer per statement): in four rounds of turns with PgBouncer on a day
+the development machine ran about twice as slow as in this run, dpproxy's
+CPU per query in the extended protocol was 42.2–45.9 µs against
+44.6–48.2 (PgBouncer's 29.1–33.9: on such a day dpproxy's ratio is
+higher, about 1.4×). Before that, a statement's ReadyForQuery and
+CommandComplete are written straight into the connection's buffer, and the tags of results of fewer
 than 1,024 rows are made once (` + "`sqltypes.SelectTag`" + `): the extended protocol's
 passthrough allocates 41.7 objects per query against 47.3 (allocation
 profiles of the same 5 s load, on a day the development machine ran twice
@@ -524,10 +532,27 @@ allocation); the wire rows are checked without allocating. dpproxy must
 still read, check and answer every message itself; PgBouncer relays bytes
 in one event loop (C, libevent, one thread).`
 
-const charged5MD = ` What was changed last, on a day the development
-machine ran about 1.2–1.5× slower than in this run (BenchmarkParseAnalyzeRewrite
-8.5–9.5 µs against 7–8, this workload 7,500–10,900 charged q/s as
-committed): with more clients, or on a busy day, this workload used to
+const charged5MD = ` What was changed last, after this run, on a day
+the development machine ran about twice as slow (BenchmarkParseAnalyzeRewrite
+13–18 µs against 7–8, this workload 5,000–8,400 charged q/s with 32
+clients): the lanes count as stalled after four times the recent
+batches' duration (2 to 20 ms), not after a fixed 2 ms, which batches
+of 20 statements took on that machine with 128 clients, sending each
+statement arriving then alone to wait for a pooled connection: 6,400–35,700
+of 53,000–89,000 statements went alone before, 1,300 at most after
+(` + "`combine.go`" + `, stallAfter; 8,251–13,064 charged q/s against 6,657–11,168 in
+five rounds of turns). And a charge now starts as soon as the bounded
+statement is sent, for a text that ran successfully before
+(` + "`backend.WithSent`" + `, ` + "`engine/charge.go`" + `): the ledger's group commit overlaps the
+database's work, and each transaction gathers more charges (0.084
+transactions per charge against 0.10); in five rounds of turns the
+median pair gained 1.06× with 32 clients and 1.04× with 128 (8 pairs in
+10 faster), little because the answer still waits for its charge, and
+the charge for the transaction in progress before its own (1.4–1.8 ms of
+a query's 3–4 ms after the result was in, on that day). Before that, on a
+day the development machine ran about 1.2–1.5× slower than in this run
+(BenchmarkParseAnalyzeRewrite 8.5–9.5 µs against 7–8, this workload
+7,500–10,900 charged q/s as committed): with more clients, or on a busy day, this workload used to
 stop combining its bounded queries. Its one text was benched by a single
 combined run of 20 ms (an overloaded machine's stall: a build that logged
 it saw one of 27.6 ms) and could come back only after 64 runs alone under
