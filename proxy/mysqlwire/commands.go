@@ -77,24 +77,25 @@ func (c *conn) dispatch(pkt []byte) (quit bool, err error) {
 // commandContext bounds one command by the statement timeout, sending its
 // result included (see conn.sendDeadline). The connection's statement
 // timer ends it, with netserver.ErrStatementTimeout as its cause.
-// endCommand ends it, once its result is sent.
+// endCommand marks its end, once its result is sent.
 func (c *conn) commandContext() context.Context {
-	ctx, cancel := context.WithCancelCause(c.ctx)
-	c.command, c.endCommandCtx = ctx, cancel
+	if c.cmdCtx == nil || c.cmdCtx.Err() != nil {
+		c.cmdCtx, c.cmdCancel = context.WithCancelCause(c.ctx)
+	}
+	c.command = c.cmdCtx
 	if t := c.srv.opts.StatementTimeout; t > 0 {
 		now := time.Now()
 		c.sendDeadline = now.Add(t + errorWriteTimeout)
-		c.stmtTimer.Start(now.Add(t), cancel)
+		c.stmtTimer.Start(now.Add(t), c.cmdCancel)
 	}
-	return ctx
+	return c.cmdCtx
 }
 
-// endCommand ends the running command's context (commandContext).
+// endCommand marks the running command's end (commandContext): from then
+// on the statement timer no longer reaches its context.
 func (c *conn) endCommand() {
 	c.stmtTimer.Stop() // without a statement timeout, nothing was started: a no-op
 	c.command = nil
-	c.endCommandCtx(nil)
-	c.endCommandCtx = nil
 }
 
 // query runs COM_QUERY and writes its results as text result sets.

@@ -78,10 +78,16 @@ type conn struct {
 
 	// life is the connection's phase as Shutdown sees it.
 	life netserver.ConnState
-	// command is the running command's context (commandContext), and
-	// endCommandCtx ends it; nil between commands.
-	command       context.Context
-	endCommandCtx context.CancelCauseFunc
+	// command is the running command's context (commandContext); nil
+	// between commands.
+	command context.Context
+	// cmdCtx is the context commands run in, ended by cmdCancel: kept
+	// from one command to the next until one is canceled (a context of
+	// its own for each cost three or four allocations and a registration
+	// with ctx). Only the running command can end it: the statement
+	// timer reaches it only while the command runs (stmtTimer).
+	cmdCtx    context.Context
+	cmdCancel context.CancelCauseFunc
 	// stmtTimer ends a command that outlives the statement timeout: one
 	// timer for the connection, seldom moved (netserver.StatementTimer).
 	stmtTimer netserver.StatementTimer
