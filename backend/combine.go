@@ -291,19 +291,14 @@ func (c *combiner) stats() (statements, batches int64) {
 // is busy (see combineHoldoff), or the batch could not run it.
 var errCombinerBusy = errors.New("every combining lane is busy")
 
-// run runs one statement in a batch and returns its result and how long
-// the server took (0 when unknown), or errCombinerBusy when it should run
-// alone (see combineHoldoff).
-func (c *combiner) run(ctx context.Context, sql string, args []any, wire bool) (*Rows, time.Duration, error) {
-	return c.runStmt(newCombinedStmt(ctx, sql, args, wire))
-}
-
 // newCombinedStmt is a caller's statement, to run (runStmt).
 func newCombinedStmt(ctx context.Context, sql string, args []any, wire bool) *combinedStmt {
 	return &combinedStmt{ctx: ctx, sql: sql, args: args, wire: wire, done: make(chan struct{})}
 }
 
-// runStmt runs s as run runs its statement.
+// runStmt runs s in a batch and returns its result and how long the
+// server took (0 when unknown), or errCombinerBusy when it should run
+// alone (see combineHoldoff).
 func (c *combiner) runStmt(s *combinedStmt) (*Rows, time.Duration, error) {
 	ctx := s.ctx
 	c.mu.Lock()

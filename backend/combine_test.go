@@ -11,6 +11,11 @@ import (
 	"time"
 )
 
+// run runs one statement as the backends' callers do (runStmt).
+func (c *combiner) run(ctx context.Context, sql string, args []any, wire bool) (*Rows, time.Duration, error) {
+	return c.runStmt(newCombinedStmt(ctx, sql, args, wire))
+}
+
 // TestCombinerAnswersBeforeBatchEnds checks that a statement's caller gets
 // its result as soon as the sender has it, not when the whole batch is
 // read: a caller waiting for the end of a long batch would leave its
