@@ -12,7 +12,9 @@ import (
 // sent (backend.WithSent), and the ledger's group commit (its fsync, the
 // transaction in progress before it) then overlaps the database's work
 // instead of following it. The answer still waits for the charge (wait):
-// none leaves uncharged. A query refused before it was sent is refunded
+// none leaves uncharged. A commit started early runs to its end whatever
+// the query's caller does; the caller's wait for it ends with its context
+// (a statement timeout, a cancel request), the answer withheld. A query refused before it was sent is refunded
 // (refund); once start has run, the charge stands whatever the query
 // returns, which errs on the safe side: a backend hook fires only for a
 // text that ran successfully before, so a refusal after it means a schema
@@ -55,13 +57,19 @@ func (c *earlyCommit) refund() bool {
 	return true
 }
 
-// wait returns once the charge is durable, committing it now when nothing
-// started it early; an error means it could not be recorded.
-func (c *earlyCommit) wait() error {
+// wait returns once the charge is durable, committing it now, with ctx,
+// when nothing started it early; an error means it could not be recorded
+// or that ctx ended first (a charge started early then goes on, and
+// stands).
+func (c *earlyCommit) wait(ctx context.Context) error {
 	if c.claimed.CompareAndSwap(false, true) {
-		_, err := c.r.Commit(c.ctx, c.query)
+		_, err := c.r.Commit(ctx, c.query)
 		return err
 	}
-	<-c.done
-	return c.err
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

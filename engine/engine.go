@@ -364,14 +364,14 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 		// could otherwise be a free bit about the noisy values) — may
 		// depend on the data, so the charge stands (as it does once the
 		// backend started it: earlyCommit).
-		if cerr := charge.wait(); cerr != nil {
+		if cerr := charge.wait(context.WithoutCancel(ctx)); cerr != nil {
 			// Uncharged, the failure must not reach the client either.
 			e.log.Error("charging a failed query", "analyst", analyst, "err", cerr)
 			return nil, budget.Cost{}, chargeFailed(cerr)
 		}
 		return nil, cost, err
 	}
-	if err := charge.wait(); err != nil {
+	if err := charge.wait(ctx); err != nil {
 		// Fail closed: without a durable charge, no answer leaves.
 		return nil, budget.Cost{}, chargeFailed(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -273,6 +275,71 @@ func TestChargeStartsWhenSent(t *testing.T) {
 			charges, err := acct.Charges(context.Background(), "ana", 0)
 			if err != nil || float64(len(charges))*0.5 != c.wantSpent {
 				t.Errorf("%d charges in the ledger (%v), want %v ε of them", len(charges), err, c.wantSpent)
+			}
+		})
+	}
+}
+
+// slowLedger holds each Append until release is closed or the append's
+// context ends.
+type slowLedger struct {
+	*budget.SQLiteStore
+	release chan struct{}
+}
+
+func (s *slowLedger) Append(ctx context.Context, c budget.Charge) (budget.Charge, error) {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return budget.Charge{}, ctx.Err()
+	}
+	return s.SQLiteStore.Append(ctx, c)
+}
+
+// TestChargeWaitEndsWithTheStatement: while the ledger is slow, a DP
+// query's wait for its charge ends with its context (a statement timeout,
+// a cancel request), the answer withheld, whether the charge started when
+// the statement was sent or after; one started early still lands.
+func TestChargeWaitEndsWithTheStatement(t *testing.T) {
+	for _, hook := range []bool{false, true} {
+		t.Run(fmt.Sprintf("started when sent=%v", hook), func(t *testing.T) {
+			be, _ := fixture.Open(t)
+			store, err := budget.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { store.Close() })
+			slow := &slowLedger{SQLiteStore: store, release: make(chan struct{})}
+			acct, err := budget.NewAccountant(context.Background(), slow, map[string]budget.Cost{"ana": {Epsilon: 10}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := New(Options{Policy: loadPolicy(t), Backend: &sendingBackend{Backend: be, hook: hook}, Dialect: rewrite.SQLite, Accountant: acct})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ana := newAsker(e, "ana")
+			var releaseOnce sync.Once
+			release := func() { releaseOnce.Do(func() { close(slow.release) }) }
+			defer time.AfterFunc(5*time.Second, release).Stop() // a wait that ignores its context fails, not hangs
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			res, err := ana.ask(ctx, "SELECT COUNT(*) FROM visits")
+			if err == nil || time.Since(start) > 3*time.Second {
+				t.Fatalf("with the ledger held: %v, %v after %v; want the answer withheld within the statement's time", res, err, time.Since(start))
+			}
+			release()
+			if !hook {
+				return
+			}
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if st, _ := acct.Status("ana"); st.Spent.Epsilon > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the charge started when the statement was sent never landed")
+				}
 			}
 		})
 	}
