@@ -445,15 +445,11 @@ func TestMariaDBSortedFloor(t *testing.T) {
 		"w2.mariadb.direct_floor_sorted": {"p50_us": 730000.0},
 	})
 	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=1141\nquick=0\n"})
-	for _, want := range []string{
+	wantIn(t, got,
 		"| rewritten ÷ floor, on MariaDB (each round's pair, median) | 1.465 ×",
 		"| rewritten ÷ floor sorted (SQL_BIG_RESULT), on MariaDB (each round's pair, median) | 2.548 ×",
 		"Against the floor MariaDB sorts (`SQL_BIG_RESULT`): 2.55×.",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("BENCHMARKS.md lacks %q", want)
-		}
-	}
+	)
 	withoutSorted := strings.ReplaceAll(raw, "w2.mariadb.direct_floor_sorted", "w2.mariadb.unrelated")
 	got = reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": withoutSorted, "run.txt": "total_seconds=1141\nquick=0\n"})
 	if strings.Contains(got, "floor sorted") || strings.Contains(got, "Against the floor MariaDB sorts") {
@@ -472,16 +468,12 @@ func TestPairedRounds(t *testing.T) {
 		"w2.direct_floor":     {"p50_us": 1.0e6, "rounds_us": []float64{1.0e6, 1.0e6, 4.0e6}},
 	})
 	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=1141\nquick=0\n"})
-	for _, want := range []string{
+	wantIn(t, got,
 		// 4.0/0.8, 1.0/1.6, 2.0/3.2
 		"| 1 DP aggregate, cache off | latency through dpproxy ÷ rewritten SQL directly (each round's pair, median) | 0.625 × | 0.625 – 5.000 (n=3) |",
 		// 0.8/1.0, 1.6/1.0, 3.2/4.0
 		"| 2 cost of contribution bounding | rewritten ÷ floor, on PostgreSQL (each round's pair, median) | 0.800 × | 0.800 – 1.600 (n=3) |",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("BENCHMARKS.md lacks %q", want)
-		}
-	}
+	)
 	// Rounds that do not match (or results from before rounds) fall back
 	// to the ratio of the p50s.
 	if r := pairedRatios([]loadResult{{P50US: 3, RoundsUS: []float64{1, 2}}}, []loadResult{{P50US: 2, RoundsUS: []float64{1}}}); len(r) != 1 || r[0] != 1.5 {
@@ -532,16 +524,12 @@ func TestScaleTableChargedRate(t *testing.T) {
 			"ledger_charges": 58500, "ledger_transactions": 2900, "proc_cpu_us_per_query": 51.7},
 	})
 	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=1141\nquick=0\nscale_client_seconds=3\n"})
-	for _, want := range []string{
+	wantIn(t, got,
 		"| query | clients | p50 | p99 | q/s | dpproxy CPU/query |",
 		"| passthrough | 16 | 700.0 µs | 2250 µs | 20727 | 25.2 µs |",
 		"| charged DP query | 64 | 3035 µs | 9100 µs | 19500 | 51.7 µs |",
 		"| cache hit | 1 | — | — | — | — |",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("BENCHMARKS.md lacks %q", want)
-		}
-	}
+	)
 }
 
 // Workload 10's charged query with more clients than workload 5's 32 is
@@ -582,15 +570,11 @@ func TestChargedLedgerTransactionTime(t *testing.T) {
 		"w5.direct": {"qps": 54000.0, "machine_cpu_us_per_query": 36.0, "machine_busy": 0.99, "machine_cores": 2},
 	})
 	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=1100\n"})
-	for _, want := range []string{
+	wantIn(t, got,
 		"| 5 small DP queries, distinct text, 32 clients | wall time of each ledger transaction (dpproxy_ledger_transaction_seconds_total ÷ _transactions_total over the run) | 450.0 µs |",
 		"The ledger's transactions took 450.0 µs of wall time each (450.0 to 450.0 µs over 3 runs; dpproxy's own counters",
 		"and carried 10.7 charges each: a charge waits for the transaction in progress to end",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("BENCHMARKS.md lacks %q", want)
-		}
-	}
+	)
 	raw = rawJSONL(t, 3, map[string]map[string]any{
 		"w5":        {"seconds": 8.0, "ledger_charges": 120000, "ledger_transactions": 11200, "p50_us": 2000.0, "proc_cpu_us_per_query": 64.0, "machine_cpu_us_per_query": 105.0, "machine_busy": 0.84},
 		"w5.direct": {"qps": 54000.0, "machine_cpu_us_per_query": 36.0, "machine_busy": 0.99, "machine_cores": 2},
@@ -611,17 +595,13 @@ func TestChargedTargetTakesMoreClients(t *testing.T) {
 		"w5.c128": {"seconds": 8.0, "ledger_charges": 168000, "ledger_transactions": 6000, "p50_us": 6100.0, "proc_cpu_us_per_query": 52.0},
 	})
 	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=1100\n"})
-	for _, want := range []string{
+	wantIn(t, got,
 		"| 5 small DP queries, distinct text, 32 clients | charged queries/s (ledger charges ÷ run time) | 13000 q/s | 13000 – 13000 (n=3) |  |  |",
 		"| 5 small DP queries, distinct text, 32 clients | charged queries/s, the more of 32 and 128 clients in each run (ledger charges ÷ run time) | 21000 q/s | 21000 – 21000 (n=3) | ≥ 20,000/s | pass |",
 		"| 5 small DP queries, distinct text, 128 clients | charged queries/s (ledger charges ÷ run time) | 21000 q/s |",
 		"| 5 small DP queries, distinct text, 128 clients | dpproxy CPU time per charged query (user + system) | 52.0 µs |",
 		"| 5 small DP queries, distinct text, 128 clients | p50 latency | 6.100 ms |",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("BENCHMARKS.md lacks %q", want)
-		}
-	}
+	)
 	got = reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": rawJSONL(t, 3, map[string]map[string]any{"w5": w5}), "run.txt": "total_seconds=1100\n"})
 	if want := "| 5 small DP queries, distinct text, 32 clients | charged queries/s, the more of 32 and 128 clients in each run (ledger charges ÷ run time) | 13000 q/s | 13000 – 13000 (n=3) no 128-client runs in this run: the 32-client rate | ≥ 20,000/s | **FAIL** |"; !strings.Contains(got, want) {
 		t.Errorf("without 128-client runs, BENCHMARKS.md lacks %q", want)
@@ -639,6 +619,16 @@ func TestMoreOfEachRun(t *testing.T) {
 	} {
 		if got := moreOfEachRun(c.a, c.b); !slices.Equal(got, c.want) {
 			t.Errorf("moreOfEachRun(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// wantIn fails t for each of wants that the report got lacks.
+func wantIn(t *testing.T, got string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(got, want) {
+			t.Errorf("BENCHMARKS.md lacks %q", want)
 		}
 	}
 }
