@@ -205,8 +205,10 @@ func (p *Postgres) query(ctx context.Context, read statementReader, sql string, 
 // pgSeen is what Postgres remembers of a statement text.
 type pgSeen struct {
 	combining combineRecord // admitted, slow combined runs (combine.go)
-	// ran is set once a run of the text succeeded: only then does its
-	// statement call WithSent's hook.
+	// ran is set once a run of the text alone succeeded (remember): only
+	// then does its statement call WithSent's hook. A text whose runs alone
+	// all failed and whose batches succeed never calls it, and its charge
+	// starts after the result, as the others' did before the hook.
 	ran bool
 }
 

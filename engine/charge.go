@@ -14,11 +14,11 @@ import (
 // instead of following it. The answer still waits for the charge (wait):
 // none leaves uncharged. A commit started early runs to its end whatever
 // the query's caller does; the caller's wait for it ends with its context
-// (a statement timeout, a cancel request), the answer withheld. A query refused before it was sent is refunded
-// (refund); once start has run, the charge stands whatever the query
-// returns, which errs on the safe side: a backend hook fires only for a
-// text that ran successfully before, so a refusal after it means a schema
-// changed since.
+// (a statement timeout, a cancel request), the answer withheld. A query
+// refused before it was sent is refunded (refund); once start has run,
+// the charge stands whatever the query returns, which errs on the safe
+// side: a backend hook fires only for a text that ran successfully
+// before, so a refusal after it means a schema changed since.
 type earlyCommit struct {
 	r     *budget.Reservation
 	query string // the ledger's text
