@@ -243,6 +243,11 @@ func TestChargedCeilingText(t *testing.T) {
 			c:         chargedCeiling{charged: charged},
 			wantParts: []string{"a factor of 5.1"},
 		},
+		{
+			name:      "judged on the more of 32 and 128 clients",
+			c:         chargedCeiling{charged: charged, judged: []float64{10000, 12500, 11000}},
+			wantParts: []string{"a factor of 1.8 (at 11,000 q/s"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text, reason := chargedCeilingText(tc.c)

@@ -477,8 +477,8 @@ const passthrough4AfterMD = ` At 16 clients the machine is
 91–96 % busy, so TPS follows every process's CPU per query, PostgreSQL's
 included: the bare Go relay in front of a client that prepares its
 statement (what dpproxy's backend runs) reached 13,100–14,500 q/s against
-PgBouncer's 12,400–13,600 in the same minutes. What changed last, after
-this run: a combined text runs with the description its preparation gave
+PgBouncer's 12,400–13,600 in the same minutes. What changed last (in this
+run, its first full run): a combined text runs with the description its preparation gave
 (pgx's ` + "`SendQueryStatement`" + `: no Describe per execution, so PostgreSQL sends
 no RowDescription and dpproxy decodes none), and a connection's statements
 share one context until one is canceled (three or four allocations
@@ -532,8 +532,9 @@ allocation); the wire rows are checked without allocating. dpproxy must
 still read, check and answer every message itself; PgBouncer relays bytes
 in one event loop (C, libevent, one thread).`
 
-const charged5MD = ` What was changed last, after this run, on a day
-the development machine ran about twice as slow (BenchmarkParseAnalyzeRewrite
+const charged5MD = ` What was changed last (in this run, its first full
+run), measured in turns on a day the development machine ran about twice
+as slow (BenchmarkParseAnalyzeRewrite
 13–18 µs against 7–8, this workload 5,000–8,400 charged q/s with 32
 clients): the lanes count as stalled after four times the recent
 batches' duration (2 to 20 ms), not after a fixed 2 ms, which batches
@@ -567,9 +568,10 @@ stalled for 2 ms, each statement went alone. Then every statement went
 alone, the CPU per query rose, and the overload fed itself: with 128
 clients 1,000–6,000 of 65,000–70,000 statements went in batches, with 64
 in one round of three 10,480 of 58,862, with 32 in one of three 47,168
-of 63,557. (This run's scale table shows it too: the charged query
-with 64 clients, workload 10, at 7,070 q/s and 124 µs of dpproxy's CPU
-per charged query, against 15,489 q/s and 65 µs with 32.) Now a text stays admitted once a run of it alone was short, a
+of 63,557. (The scale table of the run before, 44f4cef, showed it too:
+the charged query with 64 clients, workload 10, at 7,070 q/s and 124 µs
+of dpproxy's CPU per charged query, against 15,489 q/s and 65 µs with
+32.) Now a text stays admitted once a run of it alone was short, a
 benched text comes back after 64 runs alone under 20 ms (doubling with
 each slow run, to 4,096 at most), and a stalled lane opens a spare one
 for what waits (` + "`backend/combine.go`" + `). In turns, 8 s per run, 3 rounds:
