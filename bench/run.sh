@@ -63,7 +63,8 @@ else
   # --accuracy-runs 200, about 15 minutes on 2 cores) and 3 counts of the
   # Go benchmarks at 0.3 s keep the whole run within 20 minutes, on a
   # fresh machine too (packages installed and modules fetched while Go
-  # builds: 1,296 s with 60 runs, 0.5 s and the builds in turn).
+  # builds: 1,296 s with 60 runs, 0.5 s and the builds in turn; 1,063 s
+  # after, with the packages installed and Go's build cache warm).
   D_CACHE=8; D_CACHE1=4; D_PASS=3; D_LEDGER=8; W1_COUNT=3; W2K_COUNT=8; IDLE_HOLD=3; BENCHTIME=0.3s; ACC_RUNS=50; GB_COUNT=3
   D_SCALE=3; SCALE_SIZES="1m 10m"
   # The floors and ceilings (issue 18: which targets this machine rules
