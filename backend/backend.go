@@ -46,11 +46,9 @@ func sqlPoolStats(s sql.DBStats) PoolStats {
 	return PoolStats{Max: s.MaxOpenConnections, Open: s.OpenConnections, InUse: s.InUse, Idle: s.Idle, Waits: s.WaitCount, Waited: s.WaitDuration}
 }
 
-// Column is a result column as the backend reports it.
-type Column struct {
-	Name string
-	Type sqltypes.Type
-}
+// Column is a result column as the backend reports it: the column a
+// client is sent, so a result's columns pass on without a copy.
+type Column = sqltypes.Column
 
 // Rows is a materialized result. Values are normalized to the Go types
 // listed in package sqltypes (nil, int64, float64, string, bool, time.Time,

@@ -53,7 +53,24 @@ func WithResultLimit(ctx context.Context, l ResultLimit) context.Context {
 // shape may be answered together by one UNION ALL, and lookups of one
 // shape by one statement.
 func WithStatement(ctx context.Context, l ResultLimit, shape string, lookup Lookup) context.Context {
-	return context.WithValue(ctx, statementKey{}, &statement{limit: l, shape: shape, lookup: lookup})
+	return &statementContext{Context: ctx, st: statement{limit: l, shape: shape, lookup: lookup}}
+}
+
+// statementContext is a context carrying a statement (WithStatement): one
+// allocation per query, where context.WithValue and its value took two.
+type statementContext struct {
+	context.Context
+	st statement
+}
+
+// Value is the statement for statementKey, the parent's value otherwise
+// (cancellation included: the context package finds its parent's
+// cancelCtx through Value).
+func (c *statementContext) Value(key any) any {
+	if _, ok := key.(statementKey); ok {
+		return &c.st
+	}
+	return c.Context.Value(key)
 }
 
 func statementFrom(ctx context.Context) statement {

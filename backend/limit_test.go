@@ -103,4 +103,30 @@ func TestStatementContext(t *testing.T) {
 	if got := statementFrom(context.Background()); got != (statement{}) {
 		t.Errorf("no value: %+v", got)
 	}
+
+	// The statement's context is its parent's otherwise: values, deadline,
+	// cancellation, and the contexts made from it are cancelled with it.
+	type otherKey struct{}
+	parent, cancel := context.WithCancelCause(context.WithValue(context.Background(), otherKey{}, "kept"))
+	ctx = WithStatement(parent, ResultLimit{Rows: 1}, "", Lookup{})
+	child, cancelChild := context.WithCancel(ctx)
+	defer cancelChild()
+	if ctx.Value(otherKey{}) != "kept" {
+		t.Error("the parent's value is lost")
+	}
+	if _, ok := ctx.Deadline(); ok {
+		t.Error("a deadline the parent does not have")
+	}
+	stopped := errors.New("stopped")
+	cancel(stopped)
+	for _, c := range []context.Context{ctx, child} {
+		select {
+		case <-c.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("not cancelled with its parent")
+		}
+		if !errors.Is(c.Err(), context.Canceled) || context.Cause(c) != stopped {
+			t.Errorf("err %v, cause %v", c.Err(), context.Cause(c))
+		}
+	}
 }

@@ -128,12 +128,12 @@ func TestMySQLTypes(t *testing.T) {
 		CAST('2024-03-01 10:11:12' AS DATETIME) AS dt, TIME '12:34:56' AS tm,
 		NULL AS nul`)
 	want := []Column{
-		{"i8", sqltypes.Int8}, {"lit", sqltypes.Int4}, {"u8", sqltypes.Numeric}, {"b", sqltypes.Int4},
-		{"f8", sqltypes.Float8}, {"f4", sqltypes.Float4},
-		{"n", sqltypes.Numeric}, {"nneg", sqltypes.Numeric}, {"nbig", sqltypes.Numeric},
-		{"t", sqltypes.Text}, {"vc", sqltypes.Text}, {"bin", sqltypes.Text},
-		{"d", sqltypes.Date}, {"ts", sqltypes.Timestamp}, {"dt", sqltypes.Timestamp}, {"tm", sqltypes.Text},
-		{"nul", sqltypes.Text},
+		{Name: "i8", Type: sqltypes.Int8}, {Name: "lit", Type: sqltypes.Int4}, {Name: "u8", Type: sqltypes.Numeric}, {Name: "b", Type: sqltypes.Int4},
+		{Name: "f8", Type: sqltypes.Float8}, {Name: "f4", Type: sqltypes.Float4},
+		{Name: "n", Type: sqltypes.Numeric}, {Name: "nneg", Type: sqltypes.Numeric}, {Name: "nbig", Type: sqltypes.Numeric},
+		{Name: "t", Type: sqltypes.Text}, {Name: "vc", Type: sqltypes.Text}, {Name: "bin", Type: sqltypes.Text},
+		{Name: "d", Type: sqltypes.Date}, {Name: "ts", Type: sqltypes.Timestamp}, {Name: "dt", Type: sqltypes.Timestamp}, {Name: "tm", Type: sqltypes.Text},
+		{Name: "nul", Type: sqltypes.Text},
 	}
 	if !reflect.DeepEqual(rows.Columns, want) {
 		t.Errorf("columns:\n got %v\nwant %v", rows.Columns, want)
@@ -159,8 +159,8 @@ func TestMySQLTypes(t *testing.T) {
 			q += " WHERE id > ?"
 		}
 		rows = mustQuery(t, m, q+" ORDER BY id", args...)
-		wantCols := []Column{{"id", sqltypes.Int4}, {"v", sqltypes.Text}, {"d", sqltypes.Date}, {"c", sqltypes.Numeric},
-			{"n", sqltypes.Int8}, {"s", sqltypes.Numeric}, {"a", sqltypes.Numeric}}
+		wantCols := []Column{{Name: "id", Type: sqltypes.Int4}, {Name: "v", Type: sqltypes.Text}, {Name: "d", Type: sqltypes.Date}, {Name: "c", Type: sqltypes.Numeric},
+			{Name: "n", Type: sqltypes.Int8}, {Name: "s", Type: sqltypes.Numeric}, {Name: "a", Type: sqltypes.Numeric}}
 		if !reflect.DeepEqual(rows.Columns, wantCols) {
 			t.Errorf("args %v: columns %v, want %v", args, rows.Columns, wantCols)
 		}

@@ -47,8 +47,8 @@ func TestDecimalFromFloat(t *testing.T) {
 func TestConform(t *testing.T) {
 	d := time.Date(2024, 2, 3, 0, 0, 0, 0, time.UTC)
 	cols := []Column{
-		{"ok", sqltypes.Int8}, {"date", sqltypes.Date}, {"num", sqltypes.Numeric},
-		{"ts", sqltypes.Timestamptz}, {"f", sqltypes.Float8},
+		{Name: "ok", Type: sqltypes.Int8}, {Name: "date", Type: sqltypes.Date}, {Name: "num", Type: sqltypes.Numeric},
+		{Name: "ts", Type: sqltypes.Timestamptz}, {Name: "f", Type: sqltypes.Float8},
 	}
 	values := [][]any{
 		{int64(1), d, sqltypes.Decimal("1.50"), time.Date(2024, 2, 3, 4, 5, 6, 0, time.UTC), 1e6},
@@ -56,8 +56,8 @@ func TestConform(t *testing.T) {
 	}
 	conform(cols, values)
 	wantCols := []Column{
-		{"ok", sqltypes.Int8}, {"date", sqltypes.Text}, {"num", sqltypes.Text},
-		{"ts", sqltypes.Timestamptz}, {"f", sqltypes.Text},
+		{Name: "ok", Type: sqltypes.Int8}, {Name: "date", Type: sqltypes.Text}, {Name: "num", Type: sqltypes.Text},
+		{Name: "ts", Type: sqltypes.Timestamptz}, {Name: "f", Type: sqltypes.Text},
 	}
 	if !reflect.DeepEqual(cols, wantCols) {
 		t.Errorf("columns %v, want %v", cols, wantCols)

@@ -166,7 +166,7 @@ func TestPostgresSpecialValues(t *testing.T) {
 	// An empty result still has typed columns; a statement without a
 	// result has none.
 	rows = mustQuery(t, p, `SELECT 1::int8 AS x, 'a'::text AS y WHERE false`)
-	if !reflect.DeepEqual(rows.Columns, []Column{{"x", sqltypes.Int8}, {"y", sqltypes.Text}}) || rows.Values == nil || len(rows.Values) != 0 {
+	if !reflect.DeepEqual(rows.Columns, []Column{{Name: "x", Type: sqltypes.Int8}, {Name: "y", Type: sqltypes.Text}}) || rows.Values == nil || len(rows.Values) != 0 {
 		t.Errorf("empty result: %#v", rows)
 	}
 	rows = mustQuery(t, p, `SET LOCAL work_mem = '8MB'`)

@@ -307,10 +307,7 @@ func (e *Engine) passthrough(ctx context.Context, p *rewrite.Passthrough, form r
 	}
 	res := &sqltypes.Result{Rows: rows.Values, PostgresText: rows.PostgresText, MySQLText: rows.MySQLText}
 	res.Tag = sqltypes.SelectTag(res.NumRows())
-	res.Columns = make([]sqltypes.Column, len(rows.Columns))
-	for i, c := range rows.Columns {
-		res.Columns[i] = sqltypes.Column{Name: c.Name, Type: c.Type}
-	}
+	res.Columns = rows.Columns
 	return res, nil
 }
 
@@ -322,11 +319,7 @@ func (e *Engine) DescribePassthrough(ctx context.Context, q *rewrite.Passthrough
 	if err != nil {
 		return nil, databaseError(err) // public tables only, as in Passthrough
 	}
-	cols := make([]sqltypes.Column, len(rows.Columns))
-	for i, c := range rows.Columns {
-		cols[i] = sqltypes.Column{Name: c.Name, Type: c.Type}
-	}
-	return cols, nil
+	return rows.Columns, nil
 }
 
 // chargedAnswer runs a DP plan: reserve budget, run the bounded query, add

@@ -69,7 +69,7 @@ func (s *Session) SetClient(addr string) { s.client = addr }
 // observer when it ends. A statement run inside another (a prepared
 // command) is part of the outer one's record.
 func (s *Session) observed(text string, run func() (rows int, err error)) error {
-	if s.server.observe == nil || s.observing {
+	if !s.recording() {
 		_, err := run()
 		return err
 	}
@@ -99,6 +99,11 @@ func (s *Session) observed(text string, run func() (rows int, err error)) error 
 	s.server.observe(st)
 	return err
 }
+
+// recording reports whether observed records the next statement: an
+// observer is set and no statement is being recorded already (a
+// statement run by another one is not recorded apart).
+func (s *Session) recording() bool { return s.server.observe != nil && !s.observing }
 
 func protocolName(fe rewrite.FrontEnd) string {
 	if fe == rewrite.MySQLFrontEnd {

@@ -236,7 +236,10 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, par
 		defer func() { s.decodeRows = false }()
 	}
 	var res *sqltypes.Result
-	text := logText(p.SQL, params)
+	text := ""
+	if s.recording() {
+		text = logText(p.SQL, params)
+	}
 	err := s.observed(text, func() (int, error) {
 		var err error
 		res, err = s.executePrepared(ctx, p, params, text)
@@ -246,7 +249,8 @@ func (s *Session) ExecutePrepared(ctx context.Context, p *sqltypes.Prepared, par
 }
 
 // executePrepared runs p with params; text is the statement with its
-// parameters as the records show it (logText).
+// parameters as the records show it (logText), or "" where no observer
+// records this execution: it is then made only for a charge's record.
 func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, params []any, text string) (*sqltypes.Result, error) {
 	if err := s.stillInPolicy(); err != nil {
 		return nil, err
@@ -287,7 +291,10 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 	}
 	if h.passthrough != nil && h.passthrough.Policy == s.engine.Policy() {
 		s.note.kind = KindPublic
-		args := make([]any, len(h.markerParams))
+		args := params // each marker its own parameter, in order: the values as they are
+		if !inOrder(h.markerParams, len(params)) {
+			args = make([]any, len(h.markerParams))
+		}
 		for i, n := range h.markerParams {
 			if err := checkParam(params[n-1], n); err != nil {
 				return nil, err
@@ -335,6 +342,9 @@ func (s *Session) executePrepared(ctx context.Context, p *sqltypes.Prepared, par
 			s.learnExecution(learn, prep, p.SQL, h.markerParams, params, p.Params)
 		}
 		s.memoizePlan(p.SQL, params, prep)
+	}
+	if text == "" {
+		text = logText(p.SQL, params)
 	}
 	res, err := s.run(ctx, prep, text)
 	if err != nil {
@@ -512,6 +522,20 @@ func conformWire(res *sqltypes.Result, cols []sqltypes.Column) error {
 	}
 	return sqlerr.New(sqlerr.FeatureNotSupported, "cached plan must not change result type").
 		WithHint("the table's columns changed since the statement was prepared: prepare it again")
+}
+
+// inOrder reports whether markerParams are 1, 2, ..., n: each of n
+// parameters used once, in text order.
+func inOrder(markerParams []int, n int) bool {
+	if len(markerParams) != n {
+		return false
+	}
+	for i, p := range markerParams {
+		if p != i+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // logText is what the analyst's query log records for one execution of a

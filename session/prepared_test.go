@@ -161,6 +161,25 @@ func TestPreparedPassthroughMemo(t *testing.T) {
 	}
 }
 
+func TestInOrder(t *testing.T) {
+	for _, c := range []struct {
+		markers []int
+		n       int
+		want    bool
+	}{
+		{nil, 0, true},
+		{[]int{1, 2, 3}, 3, true},
+		{[]int{1, 2}, 3, false},    // a parameter no marker uses
+		{[]int{2, 1}, 2, false},    // out of text order
+		{[]int{1, 1}, 1, false},    // one parameter at two markers
+		{[]int{1, 2, 2}, 2, false}, // the same, at the end
+	} {
+		if got := inOrder(c.markers, c.n); got != c.want {
+			t.Errorf("inOrder(%v, %d) = %v, want %v", c.markers, c.n, got, c.want)
+		}
+	}
+}
+
 func TestLogText(t *testing.T) {
 	for _, c := range []struct {
 		params []any

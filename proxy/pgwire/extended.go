@@ -72,7 +72,9 @@ func (c *conn) afterExtended() error {
 // handleParse creates a prepared statement. The unnamed statement is
 // replaced; a named one must be closed before it is defined again.
 func (c *conn) handleParse(m *pgproto3.Parse) error {
+	var unnamed *preparedStatement // the unnamed statement this one replaces
 	if m.Name == "" {
+		unnamed = c.stmts[""]
 		delete(c.stmts, "")
 	} else if _, exists := c.stmts[m.Name]; exists {
 		return c.failExtended(sqlerr.New(sqlerr.DuplicatePreparedStmt, "prepared statement %q already exists", m.Name))
@@ -115,7 +117,13 @@ func (c *conn) handleParse(m *pgproto3.Parse) error {
 	case len(prep.Params) > maxParams:
 		return c.failExtended(sqlerr.New(sqlerr.ProgramLimitExceeded, "statement has %d parameters; at most %d are supported", len(prep.Params), maxParams))
 	}
-	c.stmts[m.Name] = &preparedStatement{name: m.Name, prep: prep}
+	if unnamed != nil && unnamed.prep == prep {
+		// A driver that Parses the unnamed statement before each
+		// execution mostly gets the one it had: kept, not made again.
+		c.stmts[""] = unnamed
+	} else {
+		c.stmts[m.Name] = &preparedStatement{name: m.Name, prep: prep}
+	}
 	c.send(&pgproto3.ParseComplete{})
 	return c.afterExtended()
 }
