@@ -11,7 +11,7 @@
 #   bash bench/run.sh                 # default: 100,000 patients (~2.1M visits), 5 runs
 #   bash bench/run.sh --quick         # 10,000 patients, 3 short runs (CI-like)
 #   bash bench/run.sh --scale 50000 --runs 5
-#   (--accuracy-runs N: fresh runs per query and ε in the accuracy report, default 60 (200 quick);
+#   (--accuracy-runs N: fresh runs per query and ε in the accuracy report, default 50 (200 quick);
 #    --mysql-runs N: runs of the MariaDB workloads, default 3; --no-mysql skips them;
 #    --visits-100m: workload 10 also at 100 million visits, generated into
 #    PostgreSQL: ~24 GB of disk (22 GB measured after the load) and about
@@ -64,7 +64,8 @@ else
   # Go benchmarks at 0.3 s keep the whole run within 20 minutes, on a
   # fresh machine too (packages installed and modules fetched while Go
   # builds: 1,296 s with 60 runs, 0.5 s and the builds in turn; 1,063 s
-  # after, with the packages installed and Go's build cache warm).
+  # after, with the packages installed and Go's build cache warm; 983 s on
+  # a new machine whose run installed PgBouncer, HAProxy and MariaDB).
   D_CACHE=8; D_CACHE1=4; D_PASS=3; D_LEDGER=8; W1_COUNT=3; W2K_COUNT=8; IDLE_HOLD=3; BENCHTIME=0.3s; ACC_RUNS=50; GB_COUNT=3
   D_SCALE=3; SCALE_SIZES="1m 10m"
   # The floors and ceilings (issue 18: which targets this machine rules
