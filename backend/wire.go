@@ -151,32 +151,20 @@ type rowsBuilder struct {
 
 func newRowsBuilder(ctx context.Context, fds []pgconn.FieldDescription, m *pgtype.Map, wire bool) (*rowsBuilder, error) {
 	b := &rowsBuilder{meter: resultMeter{limit: resultLimitFrom(ctx)}, fds: fds, cols: make([]Column, len(fds))}
+	decoders := make([]pgDecoder, len(fds))
 	for i, fd := range fds {
 		if fd.Format != pgx.TextFormatCode {
 			return nil, fmt.Errorf("column %q: unexpected result format %d", fd.Name, fd.Format)
 		}
 		t, dec := postgresDecoder(fd.DataTypeOID, m)
 		b.cols[i] = Column{Name: fd.Name, Type: t}
-		if wire && !wireSafe(t) {
+		decoders[i] = dec
+		if !wireSafe(t) {
 			wire = false
 		}
-		if wire {
-			continue
-		}
-		if b.decoders == nil {
-			// The rows are decoded: the columns before this one were
-			// wire-safe, and their decoders capture nothing.
-			b.decoders = make([]pgDecoder, len(fds))
-			for j := range i {
-				_, b.decoders[j] = postgresDecoder(fds[j].DataTypeOID, m)
-			}
-		}
-		b.decoders[i] = dec
 	}
 	if !wire {
-		if b.decoders == nil {
-			b.decoders = []pgDecoder{} // no columns: decoded rows all the same
-		}
+		b.decoders = decoders
 		b.values = [][]any{}
 	}
 	return b, nil
