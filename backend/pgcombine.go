@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,7 +9,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // PostgreSQL's side of combining (combine.go): a batch goes on one pooled
@@ -46,24 +45,26 @@ func (p *Postgres) sendBatch(ctx context.Context, batch []*combinedStmt) error {
 }
 
 // pipelineConn is what a pooled connection keeps for combined batches:
-// the statements it prepared, by text, and the names of those evicted,
-// to close in its next batch.
+// the statements it prepared, by text, the names of those evicted, to
+// close in its next batch, and its pipe (pgpipe.go).
 type pipelineConn struct {
 	prepared *lru.Cache[string, *preparedText]
 	evicted  []string
 	next     int
+	pipe     *pgPipe
+	sent     []sentStmt // reused
 }
 
 // preparedText is a text prepared on a connection: its statement's name
-// and, once its preparation has been read, the statement's description.
+// and, once its preparation has been read, the shape of its rows.
 type preparedText struct {
-	name string
-	desc *pgconn.StatementDescription
+	name  string
+	shape *rowShape
 }
 
 func (pc *pgPoolConn) pipelineState(keep int) *pipelineConn {
 	if pc.pipeline == nil {
-		st := &pipelineConn{}
+		st := &pipelineConn{pipe: newPgPipe(pc.conn.PgConn())}
 		st.prepared, _ = lru.NewWithEvict(keep, func(_ string, p *preparedText) {
 			st.evicted = append(st.evicted, p.name)
 		})
@@ -75,154 +76,148 @@ func (pc *pgPoolConn) pipelineState(keep int) *pipelineConn {
 // sentStmt is what was sent for one statement of a batch.
 type sentStmt struct {
 	s *combinedStmt
-	// prepared is the text this batch prepares for it (nil when none).
-	prepared *preparedText
-	// encodeErr is set when its arguments could not be encoded: nothing
-	// was sent for it.
+	// prep is the prepared text it runs; prepares is set when this batch
+	// prepares it.
+	prep     *preparedText
+	prepares bool
+	// encodeErr is set when its execution could not be encoded: nothing
+	// was sent for it but, maybe, its preparation.
 	encodeErr error
 }
 
-// sendPipelined sends batch on pc and reads every result. An error it
-// returns ends the statements without a result.
-func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combinedStmt) error {
-	conn := pc.conn
+// sendPipelined sends batch on pc and reads every result, in chunks of
+// at most pipeChunk bytes (but one statement). An error it returns ends
+// the statements without a result and closes the connection.
+func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combinedStmt) (err error) {
 	st := pc.pipelineState(keep)
-	m := conn.TypeMap()
-	var eqb pgx.ExtendedQueryBuilder
-	sent := make([]sentStmt, len(batch))
-
-	pipe := conn.PgConn().StartPipeline(ctx)
-	closed := false
+	pp := st.pipe
+	pp.watch.Watch(ctx)
+	defer pp.watch.Unwatch()
 	defer func() {
-		if !closed {
-			_ = pipe.Close()
+		clear(st.sent)
+		if err != nil || pp.leftInTransaction {
+			pp.buf = pp.buf[:0]
+			closePgConn(pc.conn) // out of step with the server, or in a transaction: not pooled again
 		}
 	}()
-	evicted := st.evicted
-	st.evicted = nil
-	for _, name := range evicted {
-		pipe.SendDeallocate(name)
-		pipe.SendPipelineSync()
+	st.sent = slices.Grow(st.sent[:0], len(batch))[:len(batch)]
+	for start := 0; start < len(batch); {
+		closes := st.evicted
+		st.evicted = nil
+		end, err := encodeChunk(pc.conn.TypeMap(), st, closes, batch, start)
+		if err != nil {
+			return err
+		}
+		if err := pp.flush(); err != nil {
+			return statementError(err)
+		}
+		for _, ss := range st.sent[start:end] {
+			if ss.encodeErr == nil && ss.s.onSent != nil {
+				ss.s.onSent()
+			}
+		}
+		if err := readChunk(pc.conn.TypeMap(), st, len(closes), st.sent[start:end]); err != nil {
+			return statementError(err)
+		}
+		start = end
 	}
-	for i, s := range batch {
-		sent[i].s = s
+	return nil
+}
+
+// encodeChunk encodes the closing of the statements named in closes and
+// the statements of batch from start on, up to pipeChunk bytes (one at
+// least), and says where the chunk ends.
+func encodeChunk(m *pgtype.Map, st *pipelineConn, closes []string, batch []*combinedStmt, start int) (end int, err error) {
+	pp := st.pipe
+	for _, name := range closes {
+		if err := pp.appendClose(name); err != nil {
+			return 0, err
+		}
+	}
+	var eqb pgx.ExtendedQueryBuilder
+	for end = start; end < len(batch); end++ {
+		s := batch[end]
+		ss := &st.sent[end]
+		*ss = sentStmt{s: s}
 		if err := eqb.Build(m, nil, s.args); err != nil {
-			sent[i].encodeErr = err
+			ss.encodeErr = fmt.Errorf("postgres: encode arguments: %w", err)
 			continue
+		}
+		size := len(s.sql) + 64
+		for _, v := range eqb.ParamValues {
+			size += len(v) + 6
+		}
+		if end > start && len(pp.buf)+size > pipeChunk {
+			break
 		}
 		prep, ok := st.prepared.Get(s.sql)
 		if !ok {
 			st.next++
 			prep = &preparedText{name: "dpproxy_c" + strconv.Itoa(st.next)}
+			if err := pp.appendPrepare(prep.name, s.sql); err != nil {
+				st.next--
+				ss.encodeErr = fmt.Errorf("postgres: encode statement: %w", err)
+				continue
+			}
 			st.prepared.Add(s.sql, prep)
-			sent[i].prepared = prep
-			pipe.SendPrepare(prep.name, s.sql, nil)
-			pipe.SendPipelineSync()
+			ss.prepares = true
 		}
-		if prep.desc != nil {
-			pipe.SendQueryStatement(prep.desc, eqb.ParamValues, eqb.ParamFormats, nil)
-		} else {
-			pipe.SendQueryPrepared(prep.name, eqb.ParamValues, eqb.ParamFormats, nil)
+		ss.prep = prep
+		if err := pp.appendExecute(prep.name, eqb.ParamValues, eqb.ParamFormats); err != nil {
+			ss.encodeErr = fmt.Errorf("postgres: encode arguments: %w", err)
 		}
-		pipe.SendPipelineSync()
 	}
-	if err := pipe.Flush(); err != nil {
-		return statementError(err)
-	}
-	for i := range sent {
-		if sent[i].encodeErr == nil && sent[i].s.onSent != nil {
-			sent[i].s.onSent()
+	return end, nil
+}
+
+// readChunk reads the replies to closes closings and to the statements
+// sent, setting and answering each statement's result.
+func readChunk(m *pgtype.Map, st *pipelineConn, closes int, sent []sentStmt) error {
+	pp := st.pipe
+	for range closes {
+		if err := pp.readClose(); err != nil {
+			return err
 		}
 	}
 	last := time.Now()
-
-	for range evicted {
-		// A statement that never prepared is not there to close: the
-		// server's error changes nothing.
-		if _, err := pipe.GetResults(); err != nil && !isPgError(err) {
-			return statementError(err)
-		}
-		if err := readSync(pipe); err != nil {
-			return err
-		}
-	}
 	for i := range sent {
 		ss := &sent[i]
-		s := ss.s
-		if ss.encodeErr != nil {
-			s.err = fmt.Errorf("postgres: encode arguments: %w", ss.encodeErr)
-			s.answer()
-			continue
-		}
-		if prep := ss.prepared; prep != nil {
-			res, err := pipe.GetResults()
-			if err != nil && !isPgError(err) {
-				return statementError(err)
-			}
-			if err := readSync(pipe); err != nil {
+		s, prep := ss.s, ss.prep
+		if ss.prepares {
+			pgErr, err := pp.readPrepare(prep, m)
+			if err != nil {
 				return err
 			}
-			if err != nil {
-				// The statement did not prepare; its execution failed
+			if pgErr != nil {
+				// The statement did not prepare; its execution fails
 				// for that reason alone. Nothing is on the server to close.
 				st.prepared.Remove(s.sql)
 				st.evicted = slices.DeleteFunc(st.evicted, func(n string) bool { return n == prep.name })
-				s.err = statementError(err)
-			} else if desc, ok := res.(*pgconn.StatementDescription); ok {
-				desc.Name, desc.SQL = prep.name, s.sql
-				prep.desc = desc
+				s.err = statementError(pgErr)
 			}
 		}
-		res, err := pipe.GetResults()
-		if err != nil && !isPgError(err) {
-			return statementError(err)
+		if ss.encodeErr != nil {
+			s.err = ss.encodeErr
+			s.answer()
+			continue
 		}
-		if err != nil && planChanged(err) {
+		rows, stmtErr, err := pp.readExecution(s.ctx, prep, m, s.wire)
+		if err != nil {
+			return err
+		}
+		if stmtErr != nil && planChanged(stmtErr) {
 			st.prepared.Remove(s.sql) // closed in the next batch
 		}
-		if err == nil {
-			rr, ok := res.(*pgconn.ResultReader)
-			if !ok {
-				return fmt.Errorf("postgres: pipeline: unexpected %T for a query", res)
-			}
-			var rows *Rows
-			rows, err = readResultReader(s.ctx, rr, m, s.wire)
-			if err == nil && s.err == nil {
-				s.res = rows
-			}
-		}
-		if err != nil && s.err == nil {
-			s.err = statementError(err)
-		}
-		if err := readSync(pipe); err != nil {
-			return err
+		switch {
+		case s.err != nil:
+		case stmtErr != nil:
+			s.err = statementError(stmtErr)
+		default:
+			s.res = rows
 		}
 		now := time.Now()
 		s.took, last = now.Sub(last), now
 		s.answer()
 	}
-	closed = true
-	if err := pipe.Close(); err != nil {
-		return statementError(err)
-	}
 	return nil
-}
-
-// readSync reads the result of a Sync in a pipeline.
-func readSync(pipe *pgconn.Pipeline) error {
-	res, err := pipe.GetResults()
-	if err != nil {
-		return statementError(err)
-	}
-	if _, ok := res.(*pgconn.PipelineSync); !ok {
-		return fmt.Errorf("postgres: pipeline: expected a Sync result, got %T", res)
-	}
-	return nil
-}
-
-// isPgError reports an error the server sent for one statement, after
-// which the pipeline goes on.
-func isPgError(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe)
 }

@@ -133,8 +133,8 @@ func TestCombinerPreparedStatements(t *testing.T) {
 	}
 	// The third run went with the description the second's preparation
 	// gave (no Describe of its own).
-	if prep, ok := p.pool.idle[0].pipeline.prepared.Peek(q); !ok || prep.desc == nil ||
-		prep.desc.Name != "dpproxy_c1" || len(prep.desc.Fields) != 4 {
+	if prep, ok := p.pool.idle[0].pipeline.prepared.Peek(q); !ok || prep.shape == nil ||
+		prep.name != "dpproxy_c1" || len(prep.shape.cols) != 4 {
 		t.Errorf("the prepared text's description: %+v", prep)
 	}
 	looks := 0

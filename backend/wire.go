@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dpproxy/dpproxy/sqltypes"
 	"github.com/jackc/pgx/v5"
@@ -114,34 +115,40 @@ func queryWire(ctx context.Context, c *pgx.Conn, sql string, args []any, mode pg
 	return b.result(), nil
 }
 
-// readResultReader reads a pipelined statement's result as queryWire
-// does. A result over the ResultLimit is read to its end and dropped.
-func readResultReader(ctx context.Context, rr *pgconn.ResultReader, m *pgtype.Map, wire bool) (*Rows, error) {
-	b, err := newRowsBuilder(ctx, rr.FieldDescriptions(), m, wire)
-	if err == nil {
-		for rr.NextRow() {
-			if err = b.add(rr.Values()); err != nil {
-				break
-			}
+// rowShape is what reading a result's rows needs of its columns: their
+// names and types, each one's decoder, and whether every column is
+// wire-safe. A combined text's shape is made once, when it is prepared
+// (pgcombine.go), and read by every execution.
+type rowShape struct {
+	fds      []pgconn.FieldDescription
+	cols     []Column
+	decoders []pgDecoder
+	wireSafe bool
+}
+
+func newRowShape(fds []pgconn.FieldDescription, m *pgtype.Map) (*rowShape, error) {
+	sh := &rowShape{fds: fds, cols: make([]Column, len(fds)), decoders: make([]pgDecoder, len(fds)), wireSafe: true}
+	for i, fd := range fds {
+		if fd.Format != pgx.TextFormatCode {
+			return nil, fmt.Errorf("column %q: unexpected result format %d", fd.Name, fd.Format)
+		}
+		t, dec := postgresDecoder(fd.DataTypeOID, m)
+		sh.cols[i] = Column{Name: fd.Name, Type: t}
+		sh.decoders[i] = dec
+		if !wireSafe(t) {
+			sh.wireSafe = false
 		}
 	}
-	if _, cerr := rr.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
-	return b.result(), nil
+	return sh, nil
 }
 
 // rowsBuilder collects a result's rows from their text values: as
 // DataRow bodies when asked and every column is wire-safe, decoded
 // otherwise.
 type rowsBuilder struct {
-	meter    resultMeter
-	fds      []pgconn.FieldDescription
-	cols     []Column
-	decoders []pgDecoder // nil for DataRow bodies
+	meter   resultMeter
+	shape   *rowShape
+	decoded bool
 	// DataRow bodies: every row's body in buf, each ending at ends[i].
 	buf  []byte
 	ends []int
@@ -150,29 +157,34 @@ type rowsBuilder struct {
 }
 
 func newRowsBuilder(ctx context.Context, fds []pgconn.FieldDescription, m *pgtype.Map, wire bool) (*rowsBuilder, error) {
-	b := &rowsBuilder{meter: resultMeter{limit: resultLimitFrom(ctx)}, fds: fds, cols: make([]Column, len(fds))}
-	decoders := make([]pgDecoder, len(fds))
-	for i, fd := range fds {
-		if fd.Format != pgx.TextFormatCode {
-			return nil, fmt.Errorf("column %q: unexpected result format %d", fd.Name, fd.Format)
-		}
-		t, dec := postgresDecoder(fd.DataTypeOID, m)
-		b.cols[i] = Column{Name: fd.Name, Type: t}
-		decoders[i] = dec
-		if !wireSafe(t) {
-			wire = false
-		}
+	sh, err := newRowShape(fds, m)
+	if err != nil {
+		return nil, err
 	}
-	if !wire {
-		b.decoders = decoders
+	b := &rowsBuilder{}
+	b.init(ctx, sh, wire)
+	return b, nil
+}
+
+// init readies b for a result of the given shape.
+func (b *rowsBuilder) init(ctx context.Context, sh *rowShape, wire bool) {
+	*b = rowsBuilder{meter: resultMeter{limit: resultLimitFrom(ctx)}, shape: sh}
+	if !wire || !sh.wireSafe {
+		b.decoded = true
 		b.values = [][]any{}
 	}
-	return b, nil
 }
 
 // add adds one row, its values in text form (nil for NULL).
 func (b *rowsBuilder) add(raw [][]byte) error {
-	if b.decoders == nil {
+	if !b.decoded {
+		if b.buf == nil {
+			size := 2
+			for _, v := range raw {
+				size += 4 + len(v)
+			}
+			b.buf = make([]byte, 0, size)
+		}
 		start := len(b.buf)
 		b.buf = binary.BigEndian.AppendUint16(b.buf, uint16(len(raw)))
 		for _, v := range raw {
@@ -194,9 +206,9 @@ func (b *rowsBuilder) add(raw [][]byte) error {
 		if v == nil {
 			continue
 		}
-		d, err := b.decoders[i](v)
+		d, err := b.shape.decoders[i](v)
 		if err != nil {
-			return fmt.Errorf("decode column %q (%s): %w", b.fds[i].Name, b.cols[i].Type, err)
+			return fmt.Errorf("decode column %q (%s): %w", b.shape.fds[i].Name, b.shape.cols[i].Type, err)
 		}
 		row[i] = d
 	}
@@ -207,13 +219,16 @@ func (b *rowsBuilder) add(raw [][]byte) error {
 	return nil
 }
 
-// result is the rows added.
+// result is the rows added. DataRow bodies come with the shape's columns
+// (shared, like every Rows' columns, read-only); decoded rows with columns
+// of their own, which conform may retype.
 func (b *rowsBuilder) result() *Rows {
-	if b.decoders == nil {
-		return &Rows{Columns: b.cols, PostgresText: splitRows(b.buf, b.ends)}
+	if !b.decoded {
+		return &Rows{Columns: b.shape.cols, PostgresText: splitRows(b.buf, b.ends)}
 	}
-	conform(b.cols, b.values)
-	return &Rows{Columns: b.cols, Values: b.values}
+	cols := slices.Clone(b.shape.cols)
+	conform(cols, b.values)
+	return &Rows{Columns: cols, Values: b.values}
 }
 
 // splitRows cuts buf, every row's wire form one after another, at ends
