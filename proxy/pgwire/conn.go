@@ -60,6 +60,9 @@ type conn struct {
 
 	rd *limitedReader
 	be *pgproto3.Backend
+	// msgs reads the messages once authentication is over (loop); be
+	// reads the startup and authentication messages.
+	msgs *messageReader
 	// deadlines (the idle timeout's and the writes') are moved only when
 	// outside their slack (netserver.Deadline): from the end of
 	// authentication on, they are the only writers of nc's deadlines but
@@ -240,6 +243,7 @@ func (c *conn) sendParameterStatus(params map[string]string) {
 
 // loop reads and handles messages after authentication.
 func (c *conn) loop() error {
+	c.msgs = &messageReader{rd: c.rd}
 	for {
 		ok, notify := c.life.EnterIdle(c.srv.ns.ShuttingDown())
 		if !ok {
@@ -593,7 +597,8 @@ func (c *conn) flushNoDeadline() error {
 	return nil
 }
 
-// receive reads one message through the pgproto3 Backend, turning decode
+// receive reads one message (through the pgproto3 Backend until
+// authentication is over, then messageReader), turning decode
 // failures (including panics in decoders fed malformed bodies) into
 // *protocolError. The message is valid until the next receive.
 func (c *conn) receive() (msg pgproto3.FrontendMessage, err error) {
@@ -603,7 +608,11 @@ func (c *conn) receive() (msg pgproto3.FrontendMessage, err error) {
 			msg, err = nil, &protocolError{msg: "invalid message format"}
 		}
 	}()
-	msg, err = c.be.Receive()
+	if c.msgs != nil {
+		msg, err = c.msgs.receive()
+	} else {
+		msg, err = c.be.Receive()
+	}
 	if err == nil {
 		return msg, nil
 	}

@@ -1,6 +1,9 @@
 package pgwire
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 
@@ -64,4 +67,134 @@ type tooLargeError struct{ size, max int }
 
 func (e *tooLargeError) Error() string {
 	return fmt.Sprintf("message body of %d bytes exceeds the limit of %d bytes", e.size, e.max)
+}
+
+// messageReader reads an authenticated connection's messages as
+// pgproto3's Backend.Receive does, each into a message it reuses, but
+// decodes Parse itself: the Backend's decoder copies the statement's name
+// and text twice each and grows its parameter types one by one, six
+// allocations or more for a message that drivers in exec mode (pgx's,
+// pgbench -M extended) send before every execution, mostly with the text
+// of the one before. Here the name is copied only when not empty, the
+// text only when it differs from the last Parse's, and the parameter types
+// go in a slice the reader keeps (valid, like the message, until the next
+// receive).
+type messageReader struct {
+	rd *limitedReader
+
+	bind         pgproto3.Bind
+	close        pgproto3.Close
+	describe     pgproto3.Describe
+	execute      pgproto3.Execute
+	functionCall pgproto3.FunctionCall
+	copyFail     pgproto3.CopyFail
+	copyData     pgproto3.CopyData
+	copyDone     pgproto3.CopyDone
+	flush        pgproto3.Flush
+	parse        pgproto3.Parse
+	password     pgproto3.PasswordMessage
+	query        pgproto3.Query
+	sync         pgproto3.Sync
+	terminate    pgproto3.Terminate
+
+	lastQuery string   // the text of the last Parse
+	oids      []uint32 // the parameter types of the last Parse
+}
+
+// receive reads the next message. A message whose body was read but does
+// not decode comes back with the decoding error; a header refused (unknown
+// type, bad length) or a failed read comes back with no message.
+func (r *messageReader) receive() (pgproto3.FrontendMessage, error) {
+	header, err := r.rd.Next(5)
+	if err != nil {
+		return nil, unexpectedEOF(err)
+	}
+	typ := header[0]
+	bodyLen := int(binary.BigEndian.Uint32(header[1:])) - 4
+	if bodyLen < 0 {
+		return nil, errors.New("invalid message with negative body length received")
+	}
+	var msg pgproto3.FrontendMessage
+	switch typ {
+	case 'B':
+		msg = &r.bind
+	case 'C':
+		msg = &r.close
+	case 'D':
+		msg = &r.describe
+	case 'E':
+		msg = &r.execute
+	case 'F':
+		msg = &r.functionCall
+	case 'f':
+		msg = &r.copyFail
+	case 'd':
+		msg = &r.copyData
+	case 'c':
+		msg = &r.copyDone
+	case 'H':
+		msg = &r.flush
+	case 'P':
+		msg = &r.parse
+	case 'p':
+		msg = &r.password // no authentication is under way
+	case 'Q':
+		msg = &r.query
+	case 'S':
+		msg = &r.sync
+	case 'X':
+		msg = &r.terminate
+	default:
+		return nil, fmt.Errorf("unknown message type: %c", typ)
+	}
+	body, err := r.rd.Next(bodyLen)
+	if err != nil {
+		return nil, unexpectedEOF(err)
+	}
+	if typ == 'P' {
+		return msg, r.decodeParse(body)
+	}
+	return msg, msg.Decode(body)
+}
+
+var errBadParse = errors.New("invalid Parse message format")
+
+// decodeParse decodes a Parse message's body into r.parse.
+func (r *messageReader) decodeParse(body []byte) error {
+	r.parse = pgproto3.Parse{}
+	name, rest, ok := bytes.Cut(body, []byte{0})
+	if !ok {
+		return errBadParse
+	}
+	query, rest, ok := bytes.Cut(rest, []byte{0})
+	if !ok || len(rest) < 2 {
+		return errBadParse
+	}
+	n := int(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	if len(rest) < 4*n {
+		return errBadParse
+	}
+	if len(name) > 0 {
+		r.parse.Name = string(name)
+	}
+	if string(query) != r.lastQuery {
+		r.lastQuery = string(query)
+	}
+	r.parse.Query = r.lastQuery
+	r.oids = r.oids[:0]
+	for i := range n {
+		r.oids = append(r.oids, binary.BigEndian.Uint32(rest[4*i:]))
+	}
+	if n > 0 {
+		r.parse.ParameterOIDs = r.oids
+	}
+	return nil
+}
+
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
