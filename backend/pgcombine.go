@@ -91,8 +91,7 @@ type sentStmt struct {
 func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combinedStmt) (err error) {
 	st := pc.pipelineState(keep)
 	pp := st.pipe
-	pp.watch.Watch(ctx)
-	defer pp.watch.Unwatch()
+	defer pp.unwatch(pp.watch(ctx))
 	defer func() {
 		clear(st.sent)
 		if err != nil || pp.leftInTransaction {

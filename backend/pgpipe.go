@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -30,9 +29,13 @@ const pipeChunk = 32 << 10
 
 // pgPipe writes and reads one connection's combined batches.
 type pgPipe struct {
-	conn  *pgconn.PgConn
-	watch *ctxwatch.ContextWatcher
-	buf   []byte
+	conn *pgconn.PgConn
+	// cancel cancels what runs on the server (watch); fired tells unwatch
+	// that a cancel has finished starting.
+	cancel *pgconn.CancelRequestContextWatcherHandler
+	onDone func()
+	fired  chan struct{}
+	buf    []byte
 	// leftInTransaction is set when a Sync's ReadyForQuery reported a
 	// transaction still open: the connection is not to be pooled again.
 	leftInTransaction bool
@@ -50,8 +53,32 @@ func newPgPipe(conn *pgconn.PgConn) *pgPipe {
 	// As the connection's own statements: a batch whose callers all gave
 	// up is canceled on the server, and the socket's deadline set after
 	// cleanupTimeout in case the server does not answer.
-	cancel := &pgconn.CancelRequestContextWatcherHandler{Conn: conn, DeadlineDelay: cleanupTimeout}
-	return &pgPipe{conn: conn, watch: ctxwatch.NewContextWatcher(cancel)}
+	pp := &pgPipe{
+		conn:   conn,
+		cancel: &pgconn.CancelRequestContextWatcherHandler{Conn: conn, DeadlineDelay: cleanupTimeout},
+		fired:  make(chan struct{}, 1),
+	}
+	pp.onDone = func() {
+		pp.cancel.HandleCancel(context.Background())
+		pp.fired <- struct{}{}
+	}
+	return pp
+}
+
+// watch cancels the batch on the server when ctx ends, until unwatch is
+// given the function it returns (pgconn's ContextWatcher, without its
+// allocations per watch).
+func (pp *pgPipe) watch(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, pp.onDone)
+}
+
+// unwatch ends watch, waiting for a cancel under way to finish starting
+// and undoing its deadline.
+func (pp *pgPipe) unwatch(stop func() bool) {
+	if !stop() {
+		<-pp.fired
+		pp.cancel.HandleUnwatchAfterCancel()
+	}
 }
 
 // appendClose adds the closing of prepared statement name and its Sync.

@@ -68,3 +68,40 @@ func TestQueryPostgresText(t *testing.T) {
 		t.Errorf("the connection after the cap: %v", err)
 	}
 }
+
+// TestSplitDataRows: the rows a builder added come back one for one, each
+// capped so that appending to one cannot reach the next.
+func TestSplitDataRows(t *testing.T) {
+	for _, rows := range [][][][]byte{
+		{},
+		{{[]byte("1")}},
+		{{[]byte("1"), nil, []byte("")}, {nil, nil, nil}, {[]byte("ab"), []byte("c"), nil}},
+		{{}, {}},
+	} {
+		b := rowsBuilder{}
+		for _, r := range rows {
+			if err := b.add(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := splitDataRows(b.buf, b.rows)
+		if len(got) != len(rows) {
+			t.Fatalf("%q: %d rows, want %d", rows, len(got), len(rows))
+		}
+		for i, body := range got {
+			want := make([]string, len(rows[i]))
+			for j, v := range rows[i] {
+				want[j] = string(v)
+				if v == nil {
+					want[j] = "<null>"
+				}
+			}
+			if texts := dataRowTexts(t, body); !reflect.DeepEqual(texts, want) {
+				t.Errorf("%q: row %d %q, want %q", rows, i, texts, want)
+			}
+			if cap(body) != len(body) {
+				t.Errorf("%q: row %d not capped", rows, i)
+			}
+		}
+	}
+}

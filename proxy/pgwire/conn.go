@@ -91,6 +91,8 @@ type conn struct {
 	// and portals by name ("" is the unnamed one).
 	stmts   map[string]*preparedStatement
 	portals map[string]*portal
+	// unnamedPortal is the memory every unnamed portal reuses (handleBind).
+	unnamedPortal *portal
 
 	// life is the connection's phase as Shutdown sees it.
 	life netserver.ConnState
