@@ -63,6 +63,9 @@ type conn struct {
 	// msgs reads the messages once authentication is over (loop); be
 	// reads the startup and authentication messages.
 	msgs *messageReader
+	// readDeadlineStale is set once a statement ran or something was
+	// written since the idle deadline was last moved (loop).
+	readDeadlineStale bool
 	// deadlines (the idle timeout's and the writes') are moved only when
 	// outside their slack (netserver.Deadline): from the end of
 	// authentication on, they are the only writers of nc's deadlines but
@@ -244,21 +247,36 @@ func (c *conn) sendParameterStatus(params map[string]string) {
 }
 
 // loop reads and handles messages after authentication.
+//
+// A message already begun in what was read with the last one (a driver's
+// Parse, Bind, Describe, Execute and Sync come in one packet) is read
+// without the connection turning idle in between: Shutdown lets the
+// client's pipeline finish, and neither the phase nor the idle deadline
+// is touched (a clock read and two locks per message). The deadline is
+// moved all the same when the handling since it was last moved may have
+// taken long (readDeadlineStale): the rest of a message begun may still
+// have to come from the socket.
 func (c *conn) loop() error {
 	c.msgs = &messageReader{rd: c.rd}
 	for {
-		ok, notify := c.life.EnterIdle(c.srv.ns.ShuttingDown())
-		if !ok {
-			if notify {
-				return c.fatal(sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command"))
+		waits := c.rd.buffered() == 0 // the next message starts on the socket
+		if waits {
+			ok, notify := c.life.EnterIdle(c.srv.ns.ShuttingDown())
+			if !ok {
+				if notify {
+					return c.fatal(sqlerr.New(sqlerr.AdminShutdown, "terminating connection due to administrator command"))
+				}
+				return errClosedByServer
 			}
-			return errClosedByServer
 		}
-		if err := c.deadlines.Idle(c.srv.opts.IdleTimeout); err != nil {
-			return fmt.Errorf("pgwire: setting read deadline: %w", err)
+		if waits || c.readDeadlineStale {
+			if err := c.deadlines.Idle(c.srv.opts.IdleTimeout); err != nil {
+				return fmt.Errorf("pgwire: setting read deadline: %w", err)
+			}
+			c.readDeadlineStale = false
 		}
 		msg, err := c.receive()
-		if !c.life.EnterActive() {
+		if waits && !c.life.EnterActive() {
 			return errClosedByServer
 		}
 		if err != nil {
@@ -369,6 +387,7 @@ func (c *conn) handleQuery(sql string) error {
 // (and the FATAL already sent) when Shutdown gave up waiting and the
 // connection must end, whatever f returned.
 func (c *conn) runSession(f func(ctx context.Context) error) (qerr, connErr error) {
+	c.readDeadlineStale = true
 	if c.stmtCtx == nil || c.stmtCtx.Err() != nil {
 		c.stmtCtx, c.stmtCancel = context.WithCancelCause(c.ctx)
 	}
@@ -587,6 +606,7 @@ func (c *conn) flushNoDeadline() error {
 	if len(c.wbuf) == 0 {
 		return nil
 	}
+	c.readDeadlineStale = true
 	_, err := c.nc.Write(c.wbuf)
 	if cap(c.wbuf) > maxRetainedWriteBuf {
 		c.wbuf = nil

@@ -381,6 +381,26 @@ func TestIdleTimeoutSparesAnActiveConnection(t *testing.T) {
 	c.expectClosed()
 }
 
+// A message begun in the packet of the one before is read without moving
+// the idle deadline, unless a statement ran meanwhile: here the rest of
+// a Sync comes after a statement longer than the idle timeout, and the
+// connection lives on.
+func TestIdleTimeoutAfterALongStatementInAPipeline(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	ts := startServer(t, Options{IdleTimeout: idle})
+	c := dialRaw(t, ts.addr)
+	c.loginReady()
+	c.write(msgBytes(&pgproto3.Parse{Query: "pause 600"}, &pgproto3.Bind{}, &pgproto3.Execute{}))
+	sync := msgBytes(&pgproto3.Sync{})
+	c.write(sync[:2])
+	time.Sleep(700 * time.Millisecond)
+	c.write(sync[2:])
+	if r := c.untilReady(); r.seq != "12DCZ" {
+		t.Fatalf("got %s %+v", r.seq, r.errs)
+	}
+	assertServes(t, ts)
+}
+
 func TestPanicInSessionDropsOnlyThatConnection(t *testing.T) {
 	ts := startServer(t, Options{})
 	c := dialRaw(t, ts.addr)
