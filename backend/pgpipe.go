@@ -30,12 +30,13 @@ const pipeChunk = 32 << 10
 // pgPipe writes and reads one connection's combined batches.
 type pgPipe struct {
 	conn *pgconn.PgConn
-	// cancel cancels what runs on the server (watch); fired tells unwatch
-	// that a cancel has finished starting.
-	cancel *pgconn.CancelRequestContextWatcherHandler
-	onDone func()
-	fired  chan struct{}
-	buf    []byte
+	// cancel cancels what runs on the server; cancelOnServer, what watch
+	// calls when a batch's context ends, starts that and tells unwatch
+	// on fired once it has.
+	cancel         *pgconn.CancelRequestContextWatcherHandler
+	cancelOnServer func()
+	fired          chan struct{}
+	buf            []byte
 	// leftInTransaction is set when a Sync's ReadyForQuery reported a
 	// transaction still open: the connection is not to be pooled again.
 	leftInTransaction bool
@@ -58,7 +59,7 @@ func newPgPipe(conn *pgconn.PgConn) *pgPipe {
 		cancel: &pgconn.CancelRequestContextWatcherHandler{Conn: conn, DeadlineDelay: cleanupTimeout},
 		fired:  make(chan struct{}, 1),
 	}
-	pp.onDone = func() {
+	pp.cancelOnServer = func() {
 		pp.cancel.HandleCancel(context.Background())
 		pp.fired <- struct{}{}
 	}
@@ -69,7 +70,7 @@ func newPgPipe(conn *pgconn.PgConn) *pgPipe {
 // given the function it returns (pgconn's ContextWatcher, without its
 // allocations per watch).
 func (pp *pgPipe) watch(ctx context.Context) (stop func() bool) {
-	return context.AfterFunc(ctx, pp.onDone)
+	return context.AfterFunc(ctx, pp.cancelOnServer)
 }
 
 // unwatch ends watch, waiting for a cancel under way to finish starting

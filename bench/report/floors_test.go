@@ -637,3 +637,32 @@ func wantIn(t *testing.T, got string, wants ...string) {
 		}
 	}
 }
+
+// Workload 4's text ends on what would reach the CPU target only when a
+// CPU target is missed: with both met it says nothing of the kind.
+func TestPassthroughCPUTextFollowsVerdicts(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		proxyCPU      float64
+		relayCPU      float64
+		want, wantNot string
+	}{
+		{"both met", 17.4, 18.1, "", "Reaching its CPU per query"},
+		{"missed, the relay within", 19.0, 16.0, "Reaching its CPU per query", "The bare relay shows"},
+		{"missed, the relay above too", 19.0, 18.1, "The bare relay shows where that leaves a proxy written in Go", "Reaching its CPU per query"},
+	} {
+		series := map[string]map[string]any{}
+		for _, mode := range []string{"simple", "extended"} {
+			series["w4."+mode+".proxy"] = map[string]any{"qps": 30000.0, "proc_cpu_us_per_query": tc.proxyCPU}
+			series["w4."+mode+".relay"] = map[string]any{"qps": 20000.0, "proc_cpu_us_per_query": tc.relayCPU}
+			series["w4."+mode+".pgbouncer"] = map[string]any{"qps": 21000.0, "proc_cpu_us_per_query": 14.6}
+		}
+		got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": rawJSONL(t, 3, series), "run.txt": "total_seconds=1000\nquick=0\n"})
+		if tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: BENCHMARKS.md lacks %q", tc.name, tc.want)
+		}
+		if strings.Contains(got, tc.wantNot) {
+			t.Errorf("%s: BENCHMARKS.md says %q", tc.name, tc.wantNot)
+		}
+	}
+}
