@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,9 +14,10 @@ import (
 )
 
 // PostgreSQL's side of combining (combine.go): a batch goes on one pooled
-// connection in pipeline mode, each statement with its own Sync (its own
-// implicit transaction, as when sent alone, so one statement's error
-// touches no other), flushed once. A combined text is prepared on the
+// connection, its statements sent together (pgpipe.go), each with its own
+// Sync (its own implicit transaction, as when sent alone, so one
+// statement's error touches no other), written at once (in chunks when
+// large). A combined text is prepared on the
 // connection that runs it, once (each connection keeps combinePrepared of
 // them, closing the least recently used), and runs from then on with the
 // result description its preparation gave: no Describe per execution, so
@@ -86,26 +88,32 @@ type sentStmt struct {
 }
 
 // sendPipelined sends batch on pc and reads every result, in chunks of
-// at most pipeChunk bytes (but one statement). An error it returns ends
-// the statements without a result and closes the connection.
+// about pipeChunk bytes at most (but one statement). An error it returns
+// ends the statements without a result and closes the connection.
 func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combinedStmt) (err error) {
 	st := pc.pipelineState(keep)
 	pp := st.pipe
 	defer pp.unwatch(pp.watch(ctx))
+	inStep := false // the connection is between chunks, every reply read
 	defer func() {
 		clear(st.sent)
-		if err != nil || pp.leftInTransaction {
+		if err != nil && !inStep || pp.leftInTransaction {
 			pp.buf = pp.buf[:0]
 			closePgConn(pc.conn) // out of step with the server, or in a transaction: not pooled again
 		}
 	}()
 	st.sent = slices.Grow(st.sent[:0], len(batch))[:len(batch)]
 	for start := 0; start < len(batch); {
+		if err := ctx.Err(); err != nil {
+			// Every caller gave up: the rest is not sent.
+			inStep = true
+			return statementError(&pipeWriteError{err: err})
+		}
 		closes := st.evicted
 		st.evicted = nil
 		end, err := encodeChunk(pc.conn.TypeMap(), st, closes, batch, start)
 		if err != nil {
-			return err
+			return statementError(err)
 		}
 		if err := pp.flush(); err != nil {
 			return statementError(err)
@@ -217,6 +225,12 @@ func readChunk(m *pgtype.Map, st *pipelineConn, closes int, sent []sentStmt) err
 		now := time.Now()
 		s.took, last = now.Sub(last), now
 		s.answer()
+		if pp.leftInTransaction {
+			// What follows would run inside it: the batch ends here.
+			return errLeftInTransaction
+		}
 	}
 	return nil
 }
+
+var errLeftInTransaction = errors.New("postgres: pipeline: a statement left a transaction open")

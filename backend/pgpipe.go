@@ -117,18 +117,27 @@ func (pp *pgPipe) append(msgs ...pgproto3.FrontendMessage) error {
 	return nil
 }
 
-// flush writes what the buffer holds.
+// maxRetainedPipeBuf bounds the buffer a connection keeps between
+// batches: a larger one, grown for a statement's large parameters, goes.
+const maxRetainedPipeBuf = 256 << 10
+
+// flush writes what the buffer holds, and lets go of the statements'
+// texts and parameters the reused messages point to.
 func (pp *pgPipe) flush() error {
 	n, err := pp.conn.Conn().Write(pp.buf)
 	pp.buf = pp.buf[:0]
+	if cap(pp.buf) > maxRetainedPipeBuf {
+		pp.buf = nil
+	}
+	pp.parse, pp.describe, pp.bind, pp.close = pgproto3.Parse{}, pgproto3.Describe{}, pgproto3.Bind{}, pgproto3.Close{}
 	if err != nil {
 		return &pipeWriteError{err: err, sent: n > 0}
 	}
 	return nil
 }
 
-// pipeWriteError is a failed write; nothing reached the server when sent
-// is false, and the statements may then run elsewhere.
+// pipeWriteError is a failed write; when sent is false nothing the server
+// could act on reached it, and the statements may run elsewhere.
 type pipeWriteError struct {
 	err  error
 	sent bool

@@ -10,12 +10,13 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// pipeBatch runs sqls, each with its args, as one combined batch on a
-// connection of p's pool and returns the statements with their answers
-// and the batch's own error. The connection goes back to the pool.
+// pipeBatch runs stmts as one combined batch, with ctx as the batch's
+// context, on a connection of p's pool, and returns the batch's own
+// error, each statement's answer set. The connection goes back to the
+// pool.
 func pipeBatch(t *testing.T, ctx context.Context, p *Postgres, stmts ...*combinedStmt) error {
 	t.Helper()
-	pc, err := p.pool.acquire(ctx)
+	pc, err := p.pool.acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,12 +150,28 @@ func TestPipeConnectionNotPooled(t *testing.T) {
 	p := openPostgresT(t, pgDSN(t), 1)
 	ctx := context.Background()
 
+	// The batch ends at the statement that left a transaction open: what
+	// follows it would run inside that transaction.
 	begin := newCombinedStmt(ctx, `BEGIN`, nil, true)
-	if err := pipeBatch(t, ctx, p, begin); err != nil || begin.err != nil {
-		t.Fatalf("BEGIN: %v, %v", err, begin.err)
+	next := newCombinedStmt(ctx, `SELECT 1`, nil, true)
+	err := pipeBatch(t, ctx, p, begin, next)
+	if !errors.Is(err, errLeftInTransaction) || errors.Is(err, ErrUnavailable) || begin.err != nil || next.res != nil {
+		t.Fatalf("BEGIN then SELECT 1: the batch's error %v, BEGIN's %v, the next statement's result %+v", err, begin.err, next.res)
 	}
 	if n := p.pool.idleCount(); n != 0 {
 		t.Errorf("%d idle connections after a batch left a transaction open, want 0", n)
+	}
+
+	// A batch whose callers have all gone is not sent: nothing reached the
+	// server, and the connection stays pooled.
+	gone, cancelGone := context.WithCancel(ctx)
+	cancelGone()
+	unsent := newCombinedStmt(ctx, `SELECT 1`, nil, true)
+	if err := pipeBatch(t, gone, p, unsent); !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Errorf("a batch whose context ended: %v, want unavailable (context canceled)", err)
+	}
+	if n := p.pool.idleCount(); n != 1 {
+		t.Errorf("%d idle connections after a batch not sent, want 1", n)
 	}
 
 	// The server ends the connection while its batch runs.

@@ -63,8 +63,9 @@ type conn struct {
 	// msgs reads the messages once authentication is over (loop); be
 	// reads the startup and authentication messages.
 	msgs *messageReader
-	// readDeadlineStale is set once a statement ran or something was
-	// written since the idle deadline was last moved (loop).
+	// readDeadlineStale is set once a statement ran, something was
+	// written or more was read from the socket since the idle deadline
+	// was last moved (loop).
 	readDeadlineStale bool
 	// deadlines (the idle timeout's and the writes') are moved only when
 	// outside their slack (netserver.Deadline): from the end of
@@ -94,8 +95,6 @@ type conn struct {
 	// and portals by name ("" is the unnamed one).
 	stmts   map[string]*preparedStatement
 	portals map[string]*portal
-	// unnamedPortal is the memory every unnamed portal reuses (handleBind).
-	unnamedPortal *portal
 
 	// life is the connection's phase as Shutdown sees it.
 	life netserver.ConnState
@@ -254,8 +253,10 @@ func (c *conn) sendParameterStatus(params map[string]string) {
 // client's pipeline finish, and neither the phase nor the idle deadline
 // is touched (a clock read and two locks per message). The deadline is
 // moved all the same when the handling since it was last moved may have
-// taken long (readDeadlineStale): the rest of a message begun may still
-// have to come from the socket.
+// taken long, or the client sent more meanwhile (readDeadlineStale): the
+// rest of a message begun may still have to come from the socket. A
+// client that stops in the middle of a message is not idle to Shutdown,
+// which waits for it until its idle timeout (or ForceClose).
 func (c *conn) loop() error {
 	c.msgs = &messageReader{rd: c.rd}
 	for {
@@ -275,7 +276,14 @@ func (c *conn) loop() error {
 			}
 			c.readDeadlineStale = false
 		}
+		read := c.rd.src.n
 		msg, err := c.receive()
+		if !waits && c.rd.src.n != read {
+			// The rest of a message begun came from the socket: the
+			// client is sending, and what follows gets the idle timeout
+			// from now, not from before the message began.
+			c.readDeadlineStale = true
+		}
 		if waits && !c.life.EnterActive() {
 			return errClosedByServer
 		}

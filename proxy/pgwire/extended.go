@@ -210,20 +210,7 @@ func (c *conn) handleBind(m *pgproto3.Bind) error {
 	if e != nil {
 		return c.failExtended(e)
 	}
-	var p *portal
-	if m.DestinationPortal == "" {
-		// The unnamed portal, made again for nearly every execution and
-		// gone at the next Sync, keeps its memory: nothing holds on to
-		// the one it replaces.
-		if c.unnamedPortal == nil {
-			c.unnamedPortal = new(portal)
-		}
-		p = c.unnamedPortal
-	} else {
-		p = new(portal)
-	}
-	*p = portal{name: m.DestinationPortal, stmt: stmt, params: params, formats: formats}
-	c.portals[m.DestinationPortal] = p
+	c.portals[m.DestinationPortal] = &portal{name: m.DestinationPortal, stmt: stmt, params: params, formats: formats}
 	c.send(&pgproto3.BindComplete{})
 	return c.afterExtended()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -396,6 +397,28 @@ func TestIdleTimeoutAfterALongStatementInAPipeline(t *testing.T) {
 	time.Sleep(700 * time.Millisecond)
 	c.write(sync[2:])
 	if r := c.untilReady(); r.seq != "12DCZ" {
+		t.Fatalf("got %s %+v", r.seq, r.errs)
+	}
+	assertServes(t, ts)
+}
+
+// Nor does a client that keeps sending lose its connection to the idle
+// timeout while each packet ends in the middle of a message: here the
+// messages after a failed Parse, discarded up to the Sync, keep coming for
+// three idle timeouts.
+func TestIdleTimeoutSparesAStreamOfMessages(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	ts := startServer(t, Options{IdleTimeout: idle})
+	c := dialRaw(t, ts.addr)
+	c.loginReady()
+	flush := msgBytes(&pgproto3.Flush{})
+	c.write(append(msgBytes(&pgproto3.Parse{Query: "bad"}), flush[:2]...))
+	for range 9 {
+		time.Sleep(idle / 3)
+		c.write(append(slices.Clone(flush[2:]), flush[:2]...))
+	}
+	c.write(append(slices.Clone(flush[2:]), msgBytes(&pgproto3.Sync{})...))
+	if r := c.untilReady(); r.seq != "EZ" || r.errs[0].Code != "42601" {
 		t.Fatalf("got %s %+v", r.seq, r.errs)
 	}
 	assertServes(t, ts)
