@@ -94,7 +94,9 @@ func sendPipelined(ctx context.Context, pc *pgPoolConn, keep int, batch []*combi
 	st := pc.pipelineState(keep)
 	pp := st.pipe
 	defer pp.unwatch(pp.watch(ctx))
-	inStep := false // the connection is between chunks, every reply read
+	// inStep is set when the batch ends between chunks, every reply read:
+	// the connection is then in step with the server and stays pooled.
+	inStep := false
 	defer func() {
 		clear(st.sent)
 		if err != nil && !inStep || pp.leftInTransaction {
