@@ -162,11 +162,17 @@ profiles of ` + "`dpproxy serve`" + ` (` + "`DPPROXY_CPUPROFILE`" + `) under the
 		"(every run's p90 is above 100 µs, dpproxy's and the answer from memory's alike), and a run's p50 lands in " +
 		"whichever mode holds half of them: in the full run of 2 December 2026 at 6ba580e the PostgreSQL front end's " +
 		"five runs gave 24.1, 65.2, 41.1, 59.1 and 70.2 µs, and the run before, whose hit path was the same, " +
-		"29.4–73.1 µs (median 37.8). The modes follow which core wakes for the reply and whether it was idle (a " +
+		"29.4–73.1 µs (median 37.8); in the full run of the same day at 34c2d84, on a day whose system calls were " +
+		"slower (workload 5), 38.8–47.1 µs (median 39.4), the answer from memory 35.2–44.9 µs. The modes follow " +
+		"which core wakes for the reply and whether it was idle (a " +
 		"context switch costs about 7 µs on this PVM guest, an idle core's wake-up more). A hit costs dpproxy 0.3 µs " +
 		"in process; the rest is the two processes' wake-ups and Go's monitor thread (sysmon), which the runtime " +
 		"wakes when a goroutine enters a system call while it sleeps (a futex wake per hit in a CPU profile of one " +
-		"client's hits).\n")
+		"client's hits). Polling the socket for up to 100 µs after an answer, instead of parking the goroutine " +
+		"until the next packet, keeps dpproxy's core awake but makes the hit slower: in three rounds in turns on " +
+		"the development machine a lone client's hits took 45.4–46.9 µs p50 against 40.0–42.3 µs without, at " +
+		"53–58 µs of dpproxy's CPU per hit against 36–38 (each poll is a system call, and each enters the " +
+		"hypervisor); it was dropped.\n")
 
 	// 4.
 	fmt.Fprintf(&body, "\n**4, passthrough (≥ 1.0× PgBouncer's TPS, ≤ 1.2× its CPU per query): simple protocol TPS %s, CPU %s; extended protocol TPS %s, CPU %s.**",
@@ -608,7 +614,12 @@ relaying both sides. On a fast day the same ceilings leave room: in a
 default run at abeedd3 on 2 December 2026, PostgreSQL alone ran this SQL
 at 81,188–84,259 q/s, and 128 clients reached 24,345–26,214 charged q/s
 at 41–45 µs of dpproxy's CPU per charged query (32 clients:
-15,061–16,257).
+15,061–16,257), and the full run at 6ba580e judged 22,210. The full run
+at 34c2d84 the same day, on a host with another processor (AMD EPYC,
+where the runs before had Intel Xeon) and no change to the code that
+serves this workload, had a slow day's system side: PostgreSQL alone
+20,772–28,843 q/s, PostgreSQL and the clients 67–94 µs of CPU per
+query, and 10,409–13,192 charged q/s.
 How it got here, each step measured in turns on the development machine
 (from 6,165 charged q/s when issue 18 was filed): the ledger's group
 commit gathers until as many charges as its previous transaction carried
