@@ -162,8 +162,9 @@ profiles of ` + "`dpproxy serve`" + ` (` + "`DPPROXY_CPUPROFILE`" + `) under the
 		"(every run's p90 is above 100 µs, dpproxy's and the answer from memory's alike), and a run's p50 lands in " +
 		"whichever mode holds half of them: in the full run of 2 December 2026 at 6ba580e the PostgreSQL front end's " +
 		"five runs gave 24.1, 65.2, 41.1, 59.1 and 70.2 µs, and the run before, whose hit path was the same, " +
-		"29.4–73.1 µs (median 37.8); in the full run of the same day at 34c2d84, on a day whose system calls were " +
-		"slower (workload 5), 38.8–47.1 µs (median 39.4), the answer from memory 35.2–44.9 µs. The modes follow " +
+		"29.4–73.1 µs (median 37.8); later that day, on a host whose system calls were slower (workload 5), the " +
+		"full run at 34c2d84 gave 38.8–47.1 µs (median 39.4; the answer from memory 35.2–44.9 µs) and a default " +
+		"run at f97968c 38.9–41.3 µs (the answer from memory 40.4–54.6 µs). The modes follow " +
 		"which core wakes for the reply and whether it was idle (a " +
 		"context switch costs about 7 µs on this PVM guest, an idle core's wake-up more). A hit costs dpproxy 0.3 µs " +
 		"in process; the rest is the two processes' wake-ups and Go's monitor thread (sysmon), which the runtime " +
@@ -619,7 +620,9 @@ at 34c2d84 the same day, on a host with another processor (AMD EPYC,
 where the runs before had Intel Xeon) and no change to the code that
 serves this workload, had a slow day's system side: PostgreSQL alone
 20,772–28,843 q/s, PostgreSQL and the clients 67–94 µs of CPU per
-query, and 10,409–13,192 charged q/s.
+query, and 10,409–13,192 charged q/s; a default run at f97968c right
+after it (1,124 s), PostgreSQL alone 23,961–33,490 q/s and 10,341–14,189
+charged q/s.
 How it got here, each step measured in turns on the development machine
 (from 6,165 charged q/s when issue 18 was filed): the ledger's group
 commit gathers until as many charges as its previous transaction carried
