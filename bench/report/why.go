@@ -595,23 +595,28 @@ PostgreSQL alone at 63,020 q/s and 31.3 µs. On those days the machine's
 system side (its system calls, wake-ups and fsyncs) was two to three
 times slower than on a fast one, and a charged query makes more of them
 than anything else here. Where its CPU went on such a day (a CPU profile
-of dpproxy, 128 clients, 10 s: 13,720 charged q/s, 38 charges per ledger
-transaction, 75 µs of dpproxy's CPU and 123 µs of every process's per
-charged query, the machine 85 % busy): system calls 35 %; the client's
-messages 27 % (reading 12 %, writing 15 %: each answer's write wakes the
-client's process); the bounded query's round trip to PostgreSQL 16 %;
-the ledger's writer 17 % (the WAL's frames 8 %, of which its fsync 5 %;
-the inserts 5 %); the charge's reservation, start and wait outside the
-writer 8 %; the template 6 %; release and noise 5 %; Go's allocator 9 %,
-scheduler 6 % and collector 3 % (spread over the rest). Relaying the
-client's messages and the bounded query, which a passthrough does too,
-took about 32 µs of a charged query and its durable charge about 19: at
-20,000 q/s two processors give every process 100 µs per query, of which
-PostgreSQL, the clients and the kernel took 48 µs that day, which left
-about 1 µs for everything else dpproxy does (the plan, noise, the
-session, Go's runtime), where that took 24 µs. So on a slow day the
-target is out of reach with a durable charge per query and a Go proxy
-relaying both sides. On a fast day the same ceilings leave room: in a
+of dpproxy at 7fcaab6 on the AMD EPYC host, 128 clients, two runs of
+10 s: 15,690–16,198 charged q/s, 36 charges per ledger transaction,
+62–64 µs of dpproxy's CPU and 108–111 µs of every process's per charged
+query, the machine 89 % busy): system calls 34 %; the client's messages
+26 % (reading 13 %, writing 13 %: each answer's write wakes the client's
+process); the bounded query's round trip to PostgreSQL 13 %; the
+ledger's writer 19 % (the WAL's frames 8 %, of which its fsync 5 %; the
+inserts 6 %); the charge's reservation and the goroutine that commits it
+while the database works 7 %; the plan from the shape's template 7 %;
+release and noise 5 %; Go's allocator 11 %, scheduler 5 % and collector
+3 % (spread over the rest). Relaying the client's messages and the
+bounded query, which a passthrough does too, took about 23 µs of a
+charged query and its durable charge about 11 (the writer's share); the
+other processes (PostgreSQL, the clients, their kernel time) took
+46–48 µs. At 20,000 q/s two processors give every process 100 µs per
+query, 89 µs at that day's 89 % busy: about 8 µs would be left for
+everything else dpproxy does (the plan, the reservation, noise, the
+session, Go's runtime), where that took 25 µs. The report's CPU ceilings
+above count that work as free and so do not rule the target out; on such
+a day it needs dpproxy's own work beyond relaying and charging cut to a
+third, or the relaying cheaper, which no change measured so far has
+come near. On a fast day the same ceilings leave room: in a
 default run at abeedd3 on 2 December 2026, PostgreSQL alone ran this SQL
 at 81,188–84,259 q/s, and 128 clients reached 24,345–26,214 charged q/s
 at 41–45 µs of dpproxy's CPU per charged query (32 clients:
@@ -657,7 +662,10 @@ committed: the machine stays 83–87 % busy without a sync, so the fsync's
 wait is not what holds this workload back); a writer committing without
 syncing while another goroutine fdatasyncs in parallel (transactions of
 3 charges instead of 10; 6,142–8,271); fdatasync instead of SQLite's
-fsync (no less CPU per charge); a combining lane per processor instead
+fsync (no less CPU per charge); a group-commit window of 1 ms
+waiting for twice the previous transaction's charges (9,554–11,019
+against 12,224–12,338 charged q/s in two rounds: the writer's yielding
+loop spends the processor the committers need); a combining lane per processor instead
 of one (within the noise); and charging every text when its statement
 is sent (no gain, and it would charge the queries the database refuses
 before reading a row, which are refunded now).
