@@ -316,7 +316,9 @@ func (a *Accountant) ReserveFor(ctx context.Context, analyst string, tables []st
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	tables = slices.Compact(slices.Sorted(slices.Values(tables)))
+	tables = slices.Clone(tables) // the reservation keeps its own copy, sorted
+	slices.Sort(tables)
+	tables = slices.Compact(tables)
 	if shared, ok := a.store.(sharedStore); ok {
 		return a.reserveShared(ctx, shared, analyst, tables, c)
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -524,6 +525,10 @@ func (s *SQLiteStore) write(reqs []*appendReq) error {
 	}
 	tables := make([]string, len(reqs))
 	for i, r := range reqs {
+		if i > 0 && slices.Equal(r.c.Tables, reqs[i-1].c.Tables) {
+			tables[i] = tables[i-1] // a transaction's charges mostly read the same tables
+			continue
+		}
 		t, err := json.Marshal(append([]string{}, r.c.Tables...))
 		if err != nil {
 			rollback(s.wconn)
@@ -531,6 +536,7 @@ func (s *SQLiteStore) write(reqs []*appendReq) error {
 		}
 		tables[i] = string(t)
 	}
+	at := any(ns) // boxed once: every charge of the transaction has it
 	// The writer gives the IDs itself. It knows the next one after each
 	// commit; after a failed transaction (whose outcome may be unknown) it
 	// reads it again, inside the next transaction.
@@ -546,7 +552,7 @@ func (s *SQLiteStore) write(reqs []*appendReq) error {
 	id := first
 	for rest, tabs := reqs, tables; len(rest) > 0; {
 		n := min(len(rest), insertChunk)
-		if err := s.insertChunk(ctx, rest[:n], tabs[:n], ns, id); err != nil {
+		if err := s.insertChunk(ctx, rest[:n], tabs[:n], at, id); err != nil {
 			rollback(s.wconn)
 			return err
 		}
@@ -594,11 +600,24 @@ func insertChargesSQL(n int) string {
 
 // insertChunk inserts the charges of reqs (at most insertChunk; tables[i]
 // is the JSON of reqs[i]'s tables) with one statement, giving them the IDs
-// from first on, in order.
-func (s *SQLiteStore) insertChunk(ctx context.Context, reqs []*appendReq, tables []string, ns, first int64) error {
+// from first on, in order, and the time at (Unix nanoseconds).
+func (s *SQLiteStore) insertChunk(ctx context.Context, reqs []*appendReq, tables []string, at any, first int64) error {
 	args := make([]any, 0, 7*len(reqs))
 	for i, r := range reqs {
-		args = append(args, first+int64(i), r.c.Analyst, r.c.Cost.Epsilon, r.c.Cost.Delta, r.c.Query, ns, tables[i])
+		c := r.c
+		if i == 0 {
+			args = append(args, first, c.Analyst, c.Cost.Epsilon, c.Cost.Delta, c.Query, at, tables[0])
+			continue
+		}
+		// Boxing a string or a float allocates: a charge whose analyst,
+		// cost or tables equal the previous charge's shares its boxes.
+		p, prev := reqs[i-1].c, args[len(args)-7:]
+		args = append(args, first+int64(i),
+			boxedOnce(c.Analyst, p.Analyst, prev[1]),
+			boxedOnce(c.Cost.Epsilon, p.Cost.Epsilon, prev[2]),
+			boxedOnce(c.Cost.Delta, p.Cost.Delta, prev[3]),
+			c.Query, at,
+			boxedOnce(tables[i], tables[i-1], prev[6]))
 	}
 	st, err := s.insertStmt(ctx, len(reqs))
 	if err != nil {
@@ -606,6 +625,15 @@ func (s *SQLiteStore) insertChunk(ctx context.Context, reqs []*appendReq, tables
 	}
 	_, err = st.ExecContext(ctx, args...)
 	return err
+}
+
+// boxedOnce is v as an argument: boxed, the box of the previous charge's
+// value, when v equals it.
+func boxedOnce[T comparable](v, previous T, boxed any) any {
+	if v == previous {
+		return boxed
+	}
+	return v
 }
 
 // nextChargeID is the ID of the ledger's next charge: above every ID the

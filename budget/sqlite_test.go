@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -336,6 +337,57 @@ func TestGroupCommitIDs(t *testing.T) {
 		want := charge(i)
 		if analyst != want.Analyst || cost != want.Cost || query != want.Query || tables != `["`+want.Tables[0]+`"]` {
 			t.Errorf("charge %d (%+v) got ID %d, which holds %s %v %s %s", i, want, c.ID, analyst, cost, query, tables)
+		}
+	}
+}
+
+// TestGroupCommitNeighbours queues, in a known order, charges whose
+// analyst, cost and tables equal or differ from the previous charge's
+// (the writer shares the arguments of equal neighbours), across two
+// INSERT statements: every row holds its own charge.
+func TestGroupCommitNeighbours(t *testing.T) {
+	s, path := openTestStore(t)
+	unblock, first := startBlocked(t, s, path)
+	analysts := []string{"a", "a", "b", "a", "a"}
+	costs := []Cost{{Epsilon: 0.5}, {Epsilon: 0.5}, {Epsilon: 0.5, Delta: 1e-9}, {Epsilon: 0.25, Delta: 1e-9}, {Epsilon: 0.25}}
+	tables := [][]string{{"t"}, {"t"}, nil, {"t", "u"}, {"t", "u"}, {"u"}}
+	const n = insertChunk + 7
+	charge := func(i int) Charge {
+		return Charge{Analyst: analysts[i%len(analysts)], Cost: costs[i%len(costs)], Query: fmt.Sprintf("q%d", i), Tables: tables[i%len(tables)]}
+	}
+	got := make([]Charge, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			c, err := s.Append(ctx, charge(i))
+			got[i] = c
+			errs <- err
+		})
+		waitQueued(t, s, i+1) // queued in order
+	}
+	unblock()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range got {
+		want := charge(i)
+		wantTables, _ := json.Marshal(append([]string{}, want.Tables...))
+		var analyst, query, tabs string
+		var cost Cost
+		if err := s.db.QueryRowContext(ctx, `SELECT analyst, epsilon, delta, query, tables FROM charges WHERE id = ?`, c.ID).
+			Scan(&analyst, &cost.Epsilon, &cost.Delta, &query, &tabs); err != nil {
+			t.Fatalf("charge %d (ID %d): %v", i, c.ID, err)
+		}
+		if c.ID != got[0].ID+int64(i) || analyst != want.Analyst || cost != want.Cost || query != want.Query || tabs != string(wantTables) {
+			t.Errorf("charge %d %+v: ID %d holds %s %+v %s %s", i, want, c.ID, analyst, cost, query, tabs)
 		}
 	}
 }

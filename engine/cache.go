@@ -348,7 +348,7 @@ func (e *Engine) Answer(ctx context.Context, r *Release, queryText string) (*sql
 		return res, out, err
 	}
 	res, hit, err := e.cache.do(ctx, r.key, charged)
-	if hit {
+	if hit && e.log.Enabled(ctx, slog.LevelDebug) { // its arguments would allocate on every answer
 		e.log.Debug("answered from the cache at no cost", "analyst", r.analyst, "epsilon", r.plan.Epsilon)
 	}
 	out.CacheHit = hit

@@ -368,7 +368,9 @@ func (e *Engine) chargedAnswer(ctx context.Context, analyst string, plan *rewrit
 		// Fail closed: without a durable charge, no answer leaves.
 		return nil, budget.Cost{}, chargeFailed(err)
 	}
-	e.log.Debug("answered", "analyst", analyst, "epsilon", plan.Epsilon, "rows", len(res.Rows))
+	if e.log.Enabled(ctx, slog.LevelDebug) { // its arguments would allocate on every answer
+		e.log.Debug("answered", "analyst", analyst, "epsilon", plan.Epsilon, "rows", len(res.Rows))
+	}
 	return res, cost, nil
 }
 

@@ -71,7 +71,11 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand, calibrate cal
 		return nil, err
 	}
 	hists := groupHistograms(plan, data)
-	res := &sqltypes.Result{Noise: columnNoise(plan, mechs)}
+	res := &sqltypes.Result{
+		Noise:   columnNoise(plan, mechs),
+		Columns: make([]sqltypes.Column, 0, len(plan.Output)),
+		Rows:    make([][]any, 0, len(groups)),
+	}
 	for _, o := range plan.Output {
 		res.Columns = append(res.Columns, sqltypes.Column{Name: o.Name, Type: o.Type})
 	}
@@ -127,7 +131,7 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand, calibrate cal
 		}
 		res.Notices = append(res.Notices, notice)
 	}
-	res.Tag = fmt.Sprintf("SELECT %d", len(res.Rows))
+	res.Tag = "SELECT " + strconv.Itoa(len(res.Rows))
 	return res, nil
 }
 
@@ -142,6 +146,7 @@ func finishRows(res *sqltypes.Result, plan *rewrite.Plan) {
 	if plan.Outer != nil {
 		applyOuter(res, plan)
 	}
+	res.Intervals = make([][]*sqltypes.Interval, 0, len(res.Rows))
 	for i, row := range res.Rows {
 		n := len(row) / 2
 		ivs := make([]*sqltypes.Interval, n)
