@@ -306,8 +306,12 @@ ledger's writer 19 % (the WAL's frames 8 %, of which its fsync 5 %; the
 inserts 6 %); the charge's reservation and the goroutine that commits it
 while the database works 7 %; the plan from the shape's template 7 %;
 release and noise 5 %; Go's allocator 11 %, scheduler 5 % and collector
-3 % (spread over the rest). Relaying the client's messages and the
-bounded query, which a passthrough does too, took about 23 µs of a
+3 % (spread over the rest). Each process's share of the machine, read
+from /proc over 6 s of two more runs (10,952–11,633 charged q/s):
+dpproxy 49–50 %, the load generator's 128 pgx clients 21 %, PostgreSQL
+11–12 % (the combined batches make its share of a query small), the
+kernel's network softirqs 8 %, idle 9–10 %. Relaying the client's
+messages and the bounded query, which a passthrough does too, took about 23 µs of a
 charged query and its durable charge about 11 (the writer's share); the
 other processes (PostgreSQL, the clients, their kernel time) took
 46–48 µs. At 20,000 q/s two processors give every process 100 µs per
