@@ -602,6 +602,19 @@ func insertChargesSQL(n int) string {
 // is the JSON of reqs[i]'s tables) with one statement, giving them the IDs
 // from first on, in order, and the time at (Unix nanoseconds).
 func (s *SQLiteStore) insertChunk(ctx context.Context, reqs []*appendReq, tables []string, at any, first int64) error {
+	st, err := s.insertStmt(ctx, len(reqs))
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(ctx, chargeArgs(reqs, tables, at, first)...)
+	return err
+}
+
+// chargeArgs are insertChunk's arguments, seven per charge in the order
+// of insertChargesSQL. Boxing a string or a float allocates: a charge
+// whose analyst, cost or tables equal the previous charge's shares its
+// boxes.
+func chargeArgs(reqs []*appendReq, tables []string, at any, first int64) []any {
 	args := make([]any, 0, 7*len(reqs))
 	for i, r := range reqs {
 		c := r.c
@@ -609,8 +622,6 @@ func (s *SQLiteStore) insertChunk(ctx context.Context, reqs []*appendReq, tables
 			args = append(args, first, c.Analyst, c.Cost.Epsilon, c.Cost.Delta, c.Query, at, tables[0])
 			continue
 		}
-		// Boxing a string or a float allocates: a charge whose analyst,
-		// cost or tables equal the previous charge's shares its boxes.
 		p, prev := reqs[i-1].c, args[len(args)-7:]
 		args = append(args, first+int64(i),
 			boxedOnce(c.Analyst, p.Analyst, prev[1]),
@@ -619,16 +630,11 @@ func (s *SQLiteStore) insertChunk(ctx context.Context, reqs []*appendReq, tables
 			c.Query, at,
 			boxedOnce(tables[i], tables[i-1], prev[6]))
 	}
-	st, err := s.insertStmt(ctx, len(reqs))
-	if err != nil {
-		return err
-	}
-	_, err = st.ExecContext(ctx, args...)
-	return err
+	return args
 }
 
-// boxedOnce is v as an argument: boxed, the box of the previous charge's
-// value, when v equals it.
+// boxedOnce returns boxed (the previous charge's argument) when v equals
+// previous, else v boxed anew.
 func boxedOnce[T comparable](v, previous T, boxed any) any {
 	if v == previous {
 		return boxed

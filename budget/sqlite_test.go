@@ -377,6 +377,9 @@ func TestGroupCommitNeighbours(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
+	if st := s.Stats(); st.Transactions > 2 {
+		t.Fatalf("Stats = %+v, want the %d charges in one transaction", st, n)
+	}
 	for i, c := range got {
 		want := charge(i)
 		wantTables, _ := json.Marshal(append([]string{}, want.Tables...))
@@ -388,6 +391,35 @@ func TestGroupCommitNeighbours(t *testing.T) {
 		}
 		if c.ID != got[0].ID+int64(i) || analyst != want.Analyst || cost != want.Cost || query != want.Query || tabs != string(wantTables) {
 			t.Errorf("charge %d %+v: ID %d holds %s %+v %s %s", i, want, c.ID, analyst, cost, query, tabs)
+		}
+	}
+}
+
+// TestChargeArgsShareBoxes: the arguments of a transaction's charges that
+// share their analyst, cost and tables allocate only for what differs
+// (the ID and the query text) and the slice itself.
+func TestChargeArgsShareBoxes(t *testing.T) {
+	const n = insertChunk
+	reqs := make([]*appendReq, n)
+	tables := make([]string, n)
+	for i := range reqs {
+		reqs[i] = &appendReq{c: Charge{Analyst: "analyst", Cost: Cost{Epsilon: 0.5, Delta: 1e-9}, Query: fmt.Sprintf("q%d", i)}}
+		tables[i] = `["patients"]`
+	}
+	at := any(int64(1_800_000_000_000_000_000))
+	var args []any
+	allocs := testing.AllocsPerRun(100, func() { args = chargeArgs(reqs, tables, at, 1000) })
+	// The slice, each charge's ID (above 255, so boxed) and query text
+	// (they differ), and the first charge's analyst, ε, δ and tables:
+	// 37, where boxing every argument would make 97.
+	if want := float64(1 + n + 4 + n); allocs > want {
+		t.Errorf("chargeArgs allocates %.0f times for %d like charges, want at most %.0f", allocs, n, want)
+	}
+	for i, r := range reqs {
+		row := args[7*i : 7*i+7]
+		if row[0] != int64(1000+i) || row[1] != r.c.Analyst || row[2] != r.c.Cost.Epsilon || row[3] != r.c.Cost.Delta ||
+			row[4] != r.c.Query || row[5] != at || row[6] != tables[i] {
+			t.Errorf("charge %d: arguments %v", i, row)
 		}
 	}
 }

@@ -131,7 +131,7 @@ func release(plan *rewrite.Plan, data bounded, r *mechanisms.Rand, calibrate cal
 		}
 		res.Notices = append(res.Notices, notice)
 	}
-	res.Tag = "SELECT " + strconv.Itoa(len(res.Rows))
+	res.Tag = sqltypes.SelectTag(len(res.Rows))
 	return res, nil
 }
 

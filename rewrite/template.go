@@ -202,11 +202,11 @@ func splitCanonical(canonical string, probe []int64) (pieces []string, classes [
 // fill writes pieces with the classes' values between them.
 func fill(pieces []string, classes []int, values []int64) string {
 	var b strings.Builder
-	n := 20 * len(classes) // the longest int64 is 20 bytes
+	size := 20 * len(classes) // the longest int64 is 20 bytes
 	for _, p := range pieces {
-		n += len(p)
+		size += len(p)
 	}
-	b.Grow(n)
+	b.Grow(size)
 	for n, k := range classes {
 		b.WriteString(pieces[n])
 		b.WriteString(strconv.FormatInt(values[k], 10))
