@@ -183,13 +183,14 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 	}
 	f.w5.proxyMachineCPU, f.w5.proxyBusy = runValues(series, "w5", machine), runValues(series, "w5", busy)
 	f.w5.directCPU, f.w5.directBusy = runValues(series, "w5.direct", machine), runValues(series, "w5.direct", busy)
-	for _, name := range []string{"w5", "w5.c128"} {
-		for _, r := range series[name] {
-			if r.ProcCPUUS > 0 && r.MachineCPUUS > r.ProcCPUUS {
-				f.w5.othersCPU = append(f.w5.othersCPU, r.MachineCPUUS-r.ProcCPUUS)
-			}
+	others := func(r loadResult) float64 {
+		if r.ProcCPUUS > 0 && r.MachineCPUUS > r.ProcCPUUS {
+			return r.MachineCPUUS - r.ProcCPUUS
 		}
+		return 0
 	}
+	f.w5.othersCPU32, f.w5.othersCPU128 = runValues(series, "w5", others), runValues(series, "w5.c128", others)
+	f.w5.machineCPU128 = runValues(series, "w5.c128", machine)
 	for _, r := range series["w5.direct"] {
 		f.w5.cores = max(f.w5.cores, r.MachineCores)
 	}
