@@ -198,6 +198,11 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 		f.w5.cores = runtime.NumCPU() // results from before loadgen counted them
 	}
 	f.w5.passCPU = f.pass["simple"].proxyCPU
+	for _, n := range scaleClients {
+		if r := series[fmt.Sprintf("w10.clients.cachehit.c%d", n)]; n > 1 && len(r) > 0 {
+			f.w5.hitCPU = append(f.w5.hitCPU, r[0].ProcCPUUS)
+		}
+	}
 	f.w5.ledger = bench["CommitParallel"]["charges/s"]
 	f.w5.ledgerCPU = bench["CommitParallel"]["cpu-us/charge"]
 	if r := series["w10.clients.cachehit.c1"]; len(r) > 0 {

@@ -326,7 +326,7 @@ func TestReportFloors(t *testing.T) {
 		// direct figure and the least passthrough.
 		"At 20,000 a second, 2 cores give 100.0 µs per query: 19.0 µs at most for dpproxy",
 		"the cores would carry at most 14,388 queries/s, below 20,000: the target is out of reach",
-		"the machine's CPU allows at most 14,388 q/s even at the cost of a passthrough",
+		"the machine's CPU allows at most 14,388 q/s even at the cost of a cache hit or a passthrough",
 		"A charged query costs dpproxy 202.0 µs",
 		"| 5 small DP queries, distinct text, 32 clients | dpproxy CPU time per charged query (user + system) | 202.0 µs |",
 		// One text: 48,000 charges in 8 s against 31,200.
@@ -403,13 +403,14 @@ func TestChargedCeilingTakesTheLeastOthersCPU(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		machine128 float64 // every process's CPU per charged query with 128 clients
+		hitCPU     float64 // dpproxy's CPU per cache hit with 64 clients (0: not run)
 		want       []string
 		not        string
 	}{
 		// Directly 67 µs, 32 clients 190 − 74 = 116 µs; 128 clients
 		// 112 − 60 = 52 µs: 2 cores / (52 + 22 + 21) µs = 21,053 q/s,
 		// room left. Estimate: 2 cores / 112 µs = 17,857 q/s.
-		{"less through dpproxy", 112, []string{
+		{"less through dpproxy", 112, 0, []string{
 			"Through dpproxy every other process and the kernel took 116.0 µs per charged query with 32 clients (one run) and 52.0 µs per charged query with 128 clients (one run)",
 			"52.0 µs at the least, below the direct figure",
 			"the cores would carry at most 21,053 queries/s.",
@@ -418,9 +419,18 @@ func TestChargedCeilingTakesTheLeastOthersCPU(t *testing.T) {
 			"| 5 small DP queries, distinct text, 32 clients | estimate: the machine's CPU at the measured cost of a charged query (cores ÷ the least CPU per charged query of every process in a run, 32 or 128 clients) | 17857 q/s |",
 			"Neither ceiling rules the target out in this run",
 		}, "out of reach on this machine with the embedded ledger"},
+		// A cache hit with 64 clients at 15 µs, below workload 4's 22:
+		// 2 cores / (52 + 15 + 21) µs = 22,727 q/s.
+		{"a cache hit below the passthrough", 112, 15, []string{
+			"a cache hit costs dpproxy 15.0 µs at the least (workload 10, 16 to 256 clients",
+			"relaying a repeated public-table query 22.0 µs (workload 4",
+			"no more than the lesser, 15.0 µs, the cores would carry at most 29,851 queries/s. A charged query is also charged",
+			"the cores would carry at most 22,727 queries/s.",
+			"| 5 small DP queries, distinct text, 32 clients | dpproxy CPU time per cache hit, 16, 64 and 256 clients (workload 10: what a charged query does too) | 15.0 µs |",
+		}, "the target is out of reach on this machine"},
 		// 128 clients 150 − 60 = 90 µs: the direct 67 µs is the least;
 		// / (67 + 22 + 21) µs = 18,182 q/s.
-		{"more through dpproxy", 150, []string{
+		{"more through dpproxy", 150, 0, []string{
 			"and 90.0 µs per charged query with 128 clients (one run) (every process's CPU less dpproxy's).",
 			"the cores would carry at most 18,182 queries/s, below 20,000: the target is out of reach on this machine with the embedded ledger",
 		}, "Neither ceiling rules the target out"},
@@ -434,6 +444,9 @@ func TestChargedCeilingTakesTheLeastOthersCPU(t *testing.T) {
 				"w5.c128":             {"seconds": 8.0, "ledger_charges": 96000, "ledger_transactions": 2000, "p50_us": 9000.0, "proc_cpu_us_per_query": 60.0, "machine_cpu_us_per_query": c.machine128, "machine_busy": 0.88},
 				"w5.direct":           {"qps": 28843.0, "machine_cpu_us_per_query": 67.0, "machine_busy": 0.97, "machine_cores": 2},
 			})
+			if c.hitCPU > 0 {
+				raw += rawJSONL(t, 1, map[string]map[string]any{"w10.clients.cachehit.c64": {"qps": 25000.0, "proc_cpu_us_per_query": c.hitCPU}})
+			}
 			gobench := "BenchmarkCommitParallel-2   \t    8841\t     69491 ns/op\t     20394 charges/s\t  21.0 cpu-us/charge\t         0.05 tx/charge\n"
 			got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=1100\n", "gobench.txt": gobench})
 			for _, w := range c.want {
