@@ -280,34 +280,25 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
-// TestGroupCommitIDs queues charges of different content, two of them
-// equal, in one transaction (two statements of insertChunk charges and
-// one of the 5 left): every caller gets the ID of the row that holds its
-// charge.
-func TestGroupCommitIDs(t *testing.T) {
+// appendInOneTransaction appends charge(0), …, charge(n-1) while the
+// writer is blocked, so that they share a transaction (checked), and
+// returns what each Append returned. inOrder queues them in index order.
+func appendInOneTransaction(t *testing.T, n int, charge func(int) Charge, inOrder bool) (*SQLiteStore, []Charge) {
+	t.Helper()
 	s, path := openTestStore(t)
 	unblock, first := startBlocked(t, s, path)
-	const n = 2*insertChunk + 5
-	charge := func(i int) Charge {
-		if i == n-1 {
-			i = n - 2 // the last two charges are equal
-		}
-		return Charge{
-			Analyst: fmt.Sprintf("a%d", i%3),
-			Cost:    Cost{Epsilon: 0.1 * float64(i%4+1), Delta: 1e-9 * float64(i%2)},
-			Query:   fmt.Sprintf("q%d", i%7),
-			Tables:  []string{fmt.Sprintf("t%d", i%5)},
-		}
-	}
 	got := make([]Charge, n)
-	var wg sync.WaitGroup
 	errs := make(chan error, n)
+	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			c, err := s.Append(ctx, charge(i))
 			got[i] = c
 			errs <- err
 		})
+		if inOrder {
+			waitQueued(t, s, i+1)
+		}
 	}
 	waitQueued(t, s, n)
 	unblock()
@@ -324,19 +315,51 @@ func TestGroupCommitIDs(t *testing.T) {
 	if st := s.Stats(); st.Transactions > 2 {
 		t.Fatalf("Stats = %+v, want the %d charges in one transaction", st, n)
 	}
+	return s, got
+}
+
+// storedCharge reads the row of charge id: its analyst, cost, query and
+// tables (as the JSON stored).
+func storedCharge(t *testing.T, s *SQLiteStore, id int64) (Charge, string) {
+	t.Helper()
+	var c Charge
+	var tables string
+	err := s.db.QueryRowContext(ctx, `SELECT analyst, epsilon, delta, query, tables FROM charges WHERE id = ?`, id).
+		Scan(&c.Analyst, &c.Cost.Epsilon, &c.Cost.Delta, &c.Query, &tables)
+	if err != nil {
+		t.Fatalf("charge ID %d: %v", id, err)
+	}
+	return c, tables
+}
+
+// TestGroupCommitIDs queues charges of different content, two of them
+// equal, in one transaction (two statements of insertChunk charges and
+// one of the 5 left): every caller gets the ID of the row that holds its
+// charge.
+func TestGroupCommitIDs(t *testing.T) {
+	const n = 2*insertChunk + 5
+	charge := func(i int) Charge {
+		if i == n-1 {
+			i = n - 2 // the last two charges are equal
+		}
+		return Charge{
+			Analyst: fmt.Sprintf("a%d", i%3),
+			Cost:    Cost{Epsilon: 0.1 * float64(i%4+1), Delta: 1e-9 * float64(i%2)},
+			Query:   fmt.Sprintf("q%d", i%7),
+			Tables:  []string{fmt.Sprintf("t%d", i%5)},
+		}
+	}
+	s, got := appendInOneTransaction(t, n, charge, false)
 	seen := map[int64]bool{}
 	for i, c := range got {
-		var analyst, query, tables string
-		var cost Cost
-		err := s.db.QueryRowContext(ctx, `SELECT analyst, epsilon, delta, query, tables FROM charges WHERE id = ?`, c.ID).
-			Scan(&analyst, &cost.Epsilon, &cost.Delta, &query, &tables)
-		if err != nil || seen[c.ID] {
-			t.Fatalf("charge %d got ID %d: %v, already given %v", i, c.ID, err, seen[c.ID])
+		if seen[c.ID] {
+			t.Fatalf("charge %d got ID %d, already given", i, c.ID)
 		}
 		seen[c.ID] = true
+		stored, tables := storedCharge(t, s, c.ID)
 		want := charge(i)
-		if analyst != want.Analyst || cost != want.Cost || query != want.Query || tables != `["`+want.Tables[0]+`"]` {
-			t.Errorf("charge %d (%+v) got ID %d, which holds %s %v %s %s", i, want, c.ID, analyst, cost, query, tables)
+		if stored.Analyst != want.Analyst || stored.Cost != want.Cost || stored.Query != want.Query || tables != `["`+want.Tables[0]+`"]` {
+			t.Errorf("charge %d (%+v) got ID %d, which holds %+v %s", i, want, c.ID, stored, tables)
 		}
 	}
 }
@@ -346,8 +369,6 @@ func TestGroupCommitIDs(t *testing.T) {
 // (the writer shares the arguments of equal neighbours), across two
 // INSERT statements: every row holds its own charge.
 func TestGroupCommitNeighbours(t *testing.T) {
-	s, path := openTestStore(t)
-	unblock, first := startBlocked(t, s, path)
 	analysts := []string{"a", "a", "b", "a", "a"}
 	costs := []Cost{{Epsilon: 0.5}, {Epsilon: 0.5}, {Epsilon: 0.5, Delta: 1e-9}, {Epsilon: 0.25, Delta: 1e-9}, {Epsilon: 0.25}}
 	tables := [][]string{{"t"}, {"t"}, nil, {"t", "u"}, {"t", "u"}, {"u"}}
@@ -355,42 +376,13 @@ func TestGroupCommitNeighbours(t *testing.T) {
 	charge := func(i int) Charge {
 		return Charge{Analyst: analysts[i%len(analysts)], Cost: costs[i%len(costs)], Query: fmt.Sprintf("q%d", i), Tables: tables[i%len(tables)]}
 	}
-	got := make([]Charge, n)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			c, err := s.Append(ctx, charge(i))
-			got[i] = c
-			errs <- err
-		})
-		waitQueued(t, s, i+1) // queued in order
-	}
-	unblock()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
-	if st := s.Stats(); st.Transactions > 2 {
-		t.Fatalf("Stats = %+v, want the %d charges in one transaction", st, n)
-	}
+	s, got := appendInOneTransaction(t, n, charge, true)
 	for i, c := range got {
 		want := charge(i)
 		wantTables, _ := json.Marshal(append([]string{}, want.Tables...))
-		var analyst, query, tabs string
-		var cost Cost
-		if err := s.db.QueryRowContext(ctx, `SELECT analyst, epsilon, delta, query, tables FROM charges WHERE id = ?`, c.ID).
-			Scan(&analyst, &cost.Epsilon, &cost.Delta, &query, &tabs); err != nil {
-			t.Fatalf("charge %d (ID %d): %v", i, c.ID, err)
-		}
-		if c.ID != got[0].ID+int64(i) || analyst != want.Analyst || cost != want.Cost || query != want.Query || tabs != string(wantTables) {
-			t.Errorf("charge %d %+v: ID %d holds %s %+v %s %s", i, want, c.ID, analyst, cost, query, tabs)
+		stored, tabs := storedCharge(t, s, c.ID)
+		if c.ID != got[0].ID+int64(i) || stored.Analyst != want.Analyst || stored.Cost != want.Cost || stored.Query != want.Query || tabs != string(wantTables) {
+			t.Errorf("charge %d %+v: ID %d holds %+v %s", i, want, c.ID, stored, tabs)
 		}
 	}
 }
