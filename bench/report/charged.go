@@ -88,7 +88,7 @@ func (c chargedCeiling) cpuCeiling(extra float64) float64 {
 // were measured to take, directly or through dpproxy (with either client
 // count); 0 when neither was measured.
 func (c chargedCeiling) leastOthersCPU() float64 {
-	return leastOf(slices.Concat(positive(c.directCPU), positive(c.othersCPU32), positive(c.othersCPU128)))
+	return leastOf(slices.Concat(c.directCPU, c.othersCPU32, c.othersCPU128))
 }
 
 // relayFloor is the least CPU per query dpproxy was measured to spend on
@@ -96,7 +96,7 @@ func (c chargedCeiling) leastOthersCPU() float64 {
 // relaying (whose backend round trip is whole where a charged query's is
 // batched); 0 when neither was measured.
 func (c chargedCeiling) relayFloor() float64 {
-	return leastOf(slices.Concat(positive(c.passCPU), positive(c.hitCPU)))
+	return leastOf(slices.Concat(c.passCPU, c.hitCPU))
 }
 
 // measuredCeiling is cores / the least CPU per charged query every
@@ -104,7 +104,7 @@ func (c chargedCeiling) relayFloor() float64 {
 // the rate if the cores were kept busy at the cost one run measured. 0
 // when not measured.
 func (c chargedCeiling) measuredCeiling() float64 {
-	least := leastOf(slices.Concat(positive(c.proxyMachineCPU), positive(c.machineCPU128)))
+	least := leastOf(slices.Concat(c.proxyMachineCPU, c.machineCPU128))
 	if c.cores == 0 || least == 0 {
 		return 0
 	}
