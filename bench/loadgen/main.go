@@ -25,6 +25,12 @@
 //	    run; with --metrics (dpproxy's admin /metrics, the login in the
 //	    URL), its ledger transactions' mean wall time in the run. With
 //	    --pid, the CPU time that process spent per query.
+//	loadgen pgbench --dsn DSN --query SQL [--clients C] [--threads T] [--duration D]
+//	               [--ledger FILE] [--metrics URL] [--pid PID] [--pgbench PATH]
+//	    the same measurement as run, the clients being pgbench's (C, libpq,
+//	    T threads, the simple protocol; {i} a random integer drawn at each
+//	    execution): the window from its first progress report to the one
+//	    D later; with --ledger the queries are the charges (pgbench.go).
 //	loadgen alternate --count N [--warmup W] [--driver pgx|mysql]
 //	               --target NAME --dsn DSN --query SQL [--target NAME --dsn DSN --query SQL ...]
 //	    run the targets one query each in turns, N rounds after W warm-up
@@ -80,7 +86,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen load|load-mysql|run|alternate|turns|idle|relay|answer [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen load|load-mysql|run|pgbench|alternate|turns|idle|relay|answer [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -101,6 +107,8 @@ func main() {
 		err = cmdRelay(os.Args[2:])
 	case "answer":
 		err = cmdAnswer(os.Args[2:])
+	case "pgbench":
+		err = cmdPgbench(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -200,6 +208,10 @@ type Result struct {
 	MachineCPUUS float64 `json:"machine_cpu_us_per_query,omitempty"`
 	MachineBusy  float64 `json:"machine_busy,omitempty"`
 	MachineCores int     `json:"machine_cores,omitempty"`
+	// ClientCPUUS is the CPU time the load generator itself (loadgen's
+	// clients, or pgbench) spent per measured query: on a machine the
+	// clients share with the system under test, CPU it lacked.
+	ClientCPUUS float64 `json:"client_cpu_us_per_query,omitempty"`
 }
 
 // client is one connection of the load generator.
@@ -491,14 +503,14 @@ func cmdRun(args []string) error {
 	warm.Wait()
 	before := ledgerCounts(*ledger)
 	metrics0 := scrapeLedger(*metricsURL)
-	cpu0 := procCPU(*pid)
+	cpu0, self0 := procCPU(*pid), procCPU(os.Getpid())
 	busy0, all0, cores := machineCPU()
 	t0 := time.Now()
 	deadline = t0.Add(*duration)
 	close(start)
 	wg.Wait()
 	elapsed := time.Since(t0)
-	cpu1 := procCPU(*pid)
+	cpu1, self1 := procCPU(*pid), procCPU(os.Getpid())
 	busy1, all1, _ := machineCPU()
 	after := ledgerCounts(*ledger)
 	metrics1 := scrapeLedger(*metricsURL)
@@ -513,6 +525,9 @@ func cmdRun(args []string) error {
 	res.QPS = float64(res.Queries) / elapsed.Seconds()
 	if *pid > 0 && cpu0 >= 0 && cpu1 >= 0 && res.Queries > 0 {
 		res.ProcCPUUS = us(cpu1-cpu0) / float64(res.Queries)
+	}
+	if self0 >= 0 && self1 >= 0 && res.Queries > 0 {
+		res.ClientCPUUS = us(self1-self0) / float64(res.Queries)
 	}
 	if all1 > all0 && res.Queries > 0 {
 		res.MachineCPUUS = us(busy1-busy0) / float64(res.Queries)

@@ -33,6 +33,12 @@ type chargedCeiling struct {
 	// machineCPU128 is every process's CPU per charged query with 128
 	// clients (proxyMachineCPU is the 32 clients').
 	machineCPU128 []float64
+	// othersCPUPgb and machineCPUPgb are othersCPU128 and machineCPU128
+	// with pgbench's 128 clients instead of loadgen's.
+	othersCPUPgb, machineCPUPgb []float64
+	// clientCPU128 and clientCPUPgb are the load generator's own CPU per
+	// charged query with 128 clients: loadgen's (Go, pgx) and pgbench's.
+	clientCPU128, clientCPUPgb []float64
 	// ledgerTxUS and chargesPerTx are the ledger's transactions in
 	// workload 5: their mean wall time (dpproxy's counters) and the
 	// charges each carried.
@@ -59,9 +65,9 @@ type chargedCeiling struct {
 	// moreClients is workload 10's charged query with more clients than
 	// workload 5's 32 (one short run each).
 	moreClients []clientsPoint
-	// judged is the rate the target is judged on: in each run the more of
-	// the 32- and 128-client rates (the 32-client one alone where a run
-	// has no 128-client part).
+	// judged is the rate the target is judged on: in each run the most
+	// of the rates with loadgen's 32 and 128 clients and pgbench's 128
+	// (those of them the run has).
 	judged []float64
 }
 
@@ -85,10 +91,10 @@ func (c chargedCeiling) cpuCeiling(extra float64) float64 {
 }
 
 // leastOthersCPU is the least CPU per query PostgreSQL and the clients
-// were measured to take, directly or through dpproxy (with either client
-// count); 0 when neither was measured.
+// were measured to take, directly or through dpproxy (with any client
+// count or load generator); 0 when neither was measured.
 func (c chargedCeiling) leastOthersCPU() float64 {
-	return leastOf(slices.Concat(c.directCPU, c.othersCPU32, c.othersCPU128))
+	return leastOf(slices.Concat(c.directCPU, c.othersCPU32, c.othersCPU128, c.othersCPUPgb))
 }
 
 // relayFloor is the least CPU per query dpproxy was measured to spend on
@@ -100,11 +106,12 @@ func (c chargedCeiling) relayFloor() float64 {
 }
 
 // measuredCeiling is cores / the least CPU per charged query every
-// process together took in a run through dpproxy (32 or 128 clients):
+// process together took in a run through dpproxy (32 or 128 clients,
+// loadgen's or pgbench's):
 // the rate if the cores were kept busy at the cost one run measured. 0
 // when not measured.
 func (c chargedCeiling) measuredCeiling() float64 {
-	least := leastOf(slices.Concat(c.proxyMachineCPU, c.machineCPU128))
+	least := leastOf(slices.Concat(c.proxyMachineCPU, c.machineCPU128, c.machineCPUPgb))
 	if c.cores == 0 || least == 0 {
 		return 0
 	}
@@ -153,6 +160,9 @@ func chargedCeilingRows(w string, c chargedCeiling, directNote string) []Row {
 	if o := positive(c.othersCPU128); len(o) > 0 {
 		rows = append(rows, mk(w, "CPU time per charged query of every other process and the kernel, through dpproxy, 128 clients (every process's less dpproxy's)", "µs", o, "", nil))
 	}
+	if o := positive(c.othersCPUPgb); len(o) > 0 {
+		rows = append(rows, mk(w, "CPU time per charged query of every other process and the kernel, through dpproxy, 128 pgbench clients (every process's less dpproxy's)", "µs", o, "", nil))
+	}
 	if h := positive(c.hitCPU); len(h) > 0 {
 		rows = append(rows, mk(w, "dpproxy CPU time per cache hit, 16, 64 and 256 clients (workload 10: what a charged query does too)", "µs", h, "", nil))
 	}
@@ -168,7 +178,7 @@ func chargedCeilingRows(w string, c chargedCeiling, directNote string) []Row {
 		rows = append(rows, r)
 	}
 	if ceil := c.measuredCeiling(); ceil > 0 {
-		r := mk(w, "estimate: the machine's CPU at the measured cost of a charged query (cores ÷ the least CPU per charged query of every process in a run, 32 or 128 clients)", "q/s", []float64{ceil}, "", nil)
+		r := mk(w, "estimate: the machine's CPU at the measured cost of a charged query (cores ÷ the least CPU per charged query of every process in a run, 32 or 128 clients, loadgen's or pgbench's)", "q/s", []float64{ceil}, "", nil)
 		r.Note = fmt.Sprintf("%d cores", c.cores)
 		rows = append(rows, r)
 	}
@@ -225,23 +235,24 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 		least, budget := c.leastOthersCPU(), float64(c.cores)*1e6/t
 		s += fmt.Sprintf(" The machine's CPU: run directly, PostgreSQL and the 32 clients take %s µs of CPU per query (every process, %s; the machine %.0f %% busy).",
 			fmt1(ds.med), rangeUS(ds), 100*median(positive(c.directBusy)))
-		if o32, o128 := positive(c.othersCPU32), positive(c.othersCPU128); len(o32) > 0 || len(o128) > 0 {
+		if o32, o128, oPgb := positive(c.othersCPU32), positive(c.othersCPU128), positive(c.othersCPUPgb); len(o32) > 0 || len(o128) > 0 || len(oPgb) > 0 {
 			var parts []string
 			for _, o := range []struct {
-				clients int
+				clients string
 				v       []float64
-			}{{32, o32}, {128, o128}} {
+			}{{"32 clients", o32}, {"128 clients", o128}, {"pgbench's 128 clients", oPgb}} {
 				if len(o.v) > 0 {
 					st := statOf(o.v)
-					parts = append(parts, fmt.Sprintf("%s µs per charged query with %d clients (%s)", fmt1(st.med), o.clients, rangeUS(st)))
+					parts = append(parts, fmt.Sprintf("%s µs per charged query with %s (%s)", fmt1(st.med), o.clients, rangeUS(st)))
 				}
 			}
-			s += " Through dpproxy every other process and the kernel took " + strings.Join(parts, " and ") + " (every process's CPU less dpproxy's)"
-			if through := leastOf(slices.Concat(o32, o128)); through < slices.Min(d) {
+			s += " Through dpproxy every other process and the kernel took " + joinAnd(parts) + " (every process's CPU less dpproxy's)"
+			if through := leastOf(slices.Concat(o32, o128, oPgb)); through < slices.Min(d) {
 				s += fmt.Sprintf(": %s µs at the least, below the direct figure, since dpproxy sends PostgreSQL several clients' queries in one batch", fmt1(through))
 			}
 			s += "."
 		}
+		s += clientCPUText(c)
 		s += fmt.Sprintf(" At %s a second, %d cores give %s µs per query: %s µs at most for dpproxy, at the least of these figures.",
 			fmtQPS(t), c.cores, fmt1(budget), fmt1(max(0, budget-least)))
 		if pass := c.relayFloor(); pass > 0 {
@@ -338,10 +349,31 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 		judged = ch
 	}
 	if len(why) == 0 && judged.med < t {
-		s += fmt.Sprintf(" Neither ceiling rules the target out in this run: dpproxy misses it by a factor of %s (at %s q/s, the more of 32 and 128 clients in each run).",
+		s += fmt.Sprintf(" Neither ceiling rules the target out in this run: dpproxy misses it by a factor of %s (at %s q/s, the most of loadgen's 32 and 128 clients and pgbench's 128 in each run).",
 			strconv.FormatFloat(t/judged.med, 'f', 1, 64), fmtQPS(judged.med))
 	}
 	return s, strings.Join(why, "; ")
+}
+
+// joinAnd joins parts as a list in prose: "a", "a and b", "a, b and c".
+func joinAnd(parts []string) string {
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// clientCPUText says what the load generators themselves took per
+// charged query with 128 clients, where both were measured: CPU of the
+// two cores the system under test did not have.
+func clientCPUText(c chargedCeiling) string {
+	lg, pgb := positive(c.clientCPU128), positive(c.clientCPUPgb)
+	if len(lg) == 0 || len(pgb) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" Of that, the load generator itself took %s µs per charged query with loadgen's 128 clients (Go, pgx, a goroutine each; %s) "+
+		"and %s µs with pgbench's (C, libpq, two threads; %s): the clients share the two cores with dpproxy and PostgreSQL, "+
+		"so the lighter client leaves them more.", fmt1(median(lg)), rangeUS(statOf(lg)), fmt1(median(pgb)), rangeUS(statOf(pgb)))
 }
 
 const charged5MD = ` The rate depends on the machine's day more than

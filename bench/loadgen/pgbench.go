@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// cmdPgbench runs a query with pgbench, the PostgreSQL project's load
+// generator (C, libpq, a few threads each serving many connections), and
+// measures the window between its first progress report and the one D
+// seconds later as `run` measures its own clients: the same JSON, with
+// the queries the ledger charged (--ledger) or pgbench counted, and the
+// CPU time pgbench itself spent per query (client_cpu_us_per_query).
+//
+// Why a second client: on a machine of two cores the clients share the
+// processors with the proxy and the database. Go's pgx clients spend
+// more CPU per query than pgbench does, CPU the system under test then
+// lacks; a rate measured with both says how much of it is the client's.
+func cmdPgbench(args []string) error { return pgbench(args, os.Stdout) }
+
+// pgbench is cmdPgbench writing its JSON to out.
+func pgbench(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("pgbench", flag.ContinueOnError)
+	bin := fs.String("pgbench", "pgbench", "the pgbench binary")
+	dsn := fs.String("dsn", "", "DSN (postgres://user:password@host:port/database)")
+	query := fs.String("query", "", "query; {i} becomes a random integer in [1, 2^62] at each execution (a distinct text)")
+	clients := fs.Int("clients", 1, "concurrent clients (connections)")
+	threads := fs.Int("threads", runtime.NumCPU(), "pgbench's threads (at most --clients)")
+	duration := fs.Duration("duration", 10*time.Second, "measured time, whole seconds, after a first second of warm-up")
+	ledger := fs.String("ledger", "", "dpproxy ledger file to read before and after: the queries are the charges it gained")
+	metricsURL := fs.String("metrics", "", "dpproxy's admin /metrics URL (login in the URL) whose ledger counters to read before and after")
+	pid := fs.Int("pid", 0, "process (the proxy under test) whose CPU time per query to report")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	secs := int(duration.Round(time.Second) / time.Second)
+	if *dsn == "" || *query == "" || *clients < 1 || secs < 1 {
+		return errors.New("pgbench: --dsn, --query, --clients ≥ 1 and --duration ≥ 1s are required")
+	}
+	cfg, err := pgx.ParseConfig(*dsn)
+	if err != nil {
+		return fmt.Errorf("pgbench: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "loadgen-pgbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	script := filepath.Join(dir, "query.sql")
+	if err := os.WriteFile(script, []byte(pgbenchScript(*query)), 0o600); err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), *duration+2*time.Minute)
+	defer cancel()
+	// Three seconds more than the window: pgbench reports progress at the
+	// end of each second and drops the last report when its run ends then;
+	// the window's end stops it.
+	cmd := exec.CommandContext(ctx, *bin, "-n", "-M", "simple",
+		"-c", strconv.Itoa(*clients), "-j", strconv.Itoa(max(1, min(*threads, *clients))),
+		"-T", strconv.Itoa(secs+3), "-P", "1", "-f", script,
+		"-h", cfg.Host, "-p", strconv.Itoa(int(cfg.Port)), "-U", cfg.User, cfg.Database)
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+cfg.Password, "PGSSLMODE=disable", "PGCONNECT_TIMEOUT=30")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("pgbench: %w", err)
+	}
+	var waitOnce sync.Once
+	var waitErr error
+	wait := func() error { waitOnce.Do(func() { waitErr = cmd.Wait() }); return waitErr }
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		wait()
+	}()
+
+	res := Result{Clients: *clients, Driver: "pgbench", Mode: "simple"}
+	w := pgbenchWindow{seconds: secs}
+	var (
+		before, after                []int64
+		metrics0, metrics1           *ledgerMetrics
+		cpu0, cpu1, client0, client1 time.Duration
+		busy0, all0, busy1, all1     time.Duration
+		cores                        int
+		t0, t1                       time.Time
+		tail                         []string
+	)
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		p, ok := parseProgress(line)
+		if !ok {
+			if strings.Contains(line, "aborted") || strings.Contains(line, "error") {
+				res.Errors++
+				if res.FirstErr == "" {
+					res.FirstErr = line
+				}
+			}
+			tail = append(tail[max(0, len(tail)-9):], line)
+			continue
+		}
+		switch w.add(p) {
+		case windowStarts:
+			before = ledgerCounts(*ledger)
+			t0 = time.Now()
+			metrics0 = scrapeLedger(*metricsURL)
+			cpu0, client0 = procCPU(*pid), procCPU(cmd.Process.Pid)
+			busy0, all0, cores = machineCPU()
+		case windowEnds:
+			after = ledgerCounts(*ledger)
+			t1 = time.Now()
+			metrics1 = scrapeLedger(*metricsURL)
+			cpu1, client1 = procCPU(*pid), procCPU(cmd.Process.Pid)
+			busy1, all1, _ = machineCPU()
+		}
+		if w.done() {
+			break
+		}
+	}
+	if !w.done() {
+		err := wait()
+		return fmt.Errorf("pgbench ended before its measured window (%v): %s", err, strings.Join(tail, " | "))
+	}
+	go io.Copy(io.Discard, stderr) // until the interrupt ends it
+
+	res.Seconds = t1.Sub(t0).Seconds()
+	res.Queries = w.queries()
+	if *ledger != "" && before != nil && after != nil {
+		res.LedgerChg = after[0] - before[0]
+		res.LedgerTx = after[1] - before[1]
+		res.Queries = res.LedgerChg
+	}
+	res.Rows = res.Queries
+	res.QPS = float64(res.Queries) / res.Seconds
+	res.MeanUS = w.meanLatencyUS()
+	if res.Queries > 0 {
+		if *pid > 0 && cpu0 >= 0 && cpu1 >= 0 {
+			res.ProcCPUUS = us(cpu1-cpu0) / float64(res.Queries)
+		}
+		if client0 >= 0 && client1 >= 0 {
+			res.ClientCPUUS = us(client1-client0) / float64(res.Queries)
+		}
+		if all1 > all0 {
+			res.MachineCPUUS = us(busy1-busy0) / float64(res.Queries)
+			res.MachineBusy = float64(busy1-busy0) / float64(all1-all0)
+			res.MachineCores = cores
+		}
+	}
+	res.LedgerTxUS = meanTransactionUS(metrics0, metrics1)
+	return json.NewEncoder(out).Encode(res)
+}
+
+// pgbenchScript is a pgbench script running query once, its {i} a
+// pgbench variable drawn anew at each execution: in the simple protocol
+// pgbench writes the value into the text, so each execution's text is
+// (almost surely) one never sent before.
+func pgbenchScript(query string) string {
+	var b strings.Builder
+	if strings.Contains(query, "{i}") {
+		b.WriteString("\\set i random(1, 4611686018427387904)\n")
+		query = strings.ReplaceAll(query, "{i}", ":i")
+	}
+	b.WriteString(strings.TrimRight(strings.TrimSpace(query), ";"))
+	b.WriteString(";\n")
+	return b.String()
+}
+
+// progress is one of pgbench's progress reports (-P 1): the second it
+// ends, the transactions a second and their mean latency in it.
+type progress struct {
+	at, tps, latencyMS float64
+}
+
+// parseProgress reads a line such as
+//
+//	progress: 2.0 s, 38365.8 tps, lat 0.096 ms stddev 0.146, 0 failed
+func parseProgress(line string) (progress, bool) {
+	rest, ok := strings.CutPrefix(line, "progress: ")
+	if !ok {
+		return progress{}, false
+	}
+	var p progress
+	if _, err := fmt.Sscanf(rest, "%f s, %f tps, lat %f ms", &p.at, &p.tps, &p.latencyMS); err != nil {
+		return progress{}, false
+	}
+	return p, true
+}
+
+// pgbenchWindow follows the progress reports: the window opens at the
+// first (after a second of warm-up: connections made, plans cached) and
+// closes at the one seconds later.
+type pgbenchWindow struct {
+	seconds int
+	start   float64
+	in      []progress // the reports of the seconds inside the window
+	opened  bool
+	closed  bool
+}
+
+type windowEvent int
+
+const (
+	windowNothing windowEvent = iota
+	windowStarts
+	windowEnds
+)
+
+func (w *pgbenchWindow) add(p progress) windowEvent {
+	switch {
+	case w.closed:
+		return windowNothing
+	case !w.opened:
+		w.opened, w.start = true, p.at
+		return windowStarts
+	}
+	w.in = append(w.in, p)
+	if p.at >= w.start+float64(w.seconds)-0.5 {
+		w.closed = true
+		return windowEnds
+	}
+	return windowNothing
+}
+
+func (w *pgbenchWindow) done() bool { return w.closed }
+
+// queries is what pgbench counted in the window: each report covers one
+// second.
+func (w *pgbenchWindow) queries() int64 {
+	var n float64
+	for _, p := range w.in {
+		n += p.tps
+	}
+	return int64(n + 0.5)
+}
+
+// meanLatencyUS is the window's mean latency, each second weighted by
+// its transactions.
+func (w *pgbenchWindow) meanLatencyUS() float64 {
+	var sum, n float64
+	for _, p := range w.in {
+		sum += p.latencyMS * 1e3 * p.tps
+		n += p.tps
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / n
+}
