@@ -670,7 +670,7 @@ for r in $(seq 1 "$RUNS"); do
   # threads), which take less of the two cores than loadgen's Go clients:
   # the rate and what each client costs, side by side (bench/report).
   if [ -x "$PG_BIN/pgbench" ]; then
-    if out=$("$LG" pgbench --pgbench "$PG_BIN/pgbench" --dsn "$P_NOCACHE" --query "$LQ" --clients 128 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --metrics "$NOCACHE_METRICS" --pid "$NOCACHE_PID"); then
+    if out=$("$LG" pgbench --pgbench "$PG_BIN/pgbench" --dsn "$P_NOCACHE" --query "$LQ" --clients 128 --threads 2 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --metrics "$NOCACHE_METRICS" --pid "$NOCACHE_PID"); then
       record w5.pgbench.c128 "$r" "$out"
     else
       log "workload 5 with pgbench's clients failed in run $r"

@@ -573,12 +573,7 @@ func ledgerCounts(path string) []int64 {
 	if path == "" {
 		return nil
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil
-	}
-	u := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro&_pragma=busy_timeout(10000)"}
-	db, err := sql.Open("sqlite", u.String())
+	db, err := openLedger(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen: ledger:", err)
 		return nil
@@ -590,6 +585,16 @@ func ledgerCounts(path string) []int64 {
 		return nil
 	}
 	return []int64{n, tx}
+}
+
+// openLedger opens a dpproxy ledger file read-only.
+func openLedger(path string) (*sql.DB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro&_pragma=busy_timeout(10000)"}
+	return sql.Open("sqlite", u.String())
 }
 
 func cmdIdle(args []string) error {

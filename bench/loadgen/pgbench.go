@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -84,30 +83,37 @@ func pgbench(args []string, out io.Writer) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pgbench: %w", err)
 	}
-	var waitOnce sync.Once
-	var waitErr error
-	wait := func() error { waitOnce.Do(func() { waitErr = cmd.Wait() }); return waitErr }
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		wait()
-	}()
 
+	// At the window's edges only what is cheap to read: the ledger's
+	// last charge ID (its primary key's end), the processes' CPU time,
+	// /proc/stat, then dpproxy's metrics; the charges' transactions are
+	// counted once pgbench has stopped.
+	type edge struct {
+		lastID        int64
+		at            time.Time
+		proxy, client time.Duration
+		busy, all     time.Duration
+		cores         int
+		metrics       *ledgerMetrics
+	}
+	mark := func() edge {
+		e := edge{lastID: lastChargeID(*ledger), at: time.Now()}
+		e.proxy, e.client = procCPU(*pid), procCPU(cmd.Process.Pid)
+		e.busy, e.all, e.cores = machineCPU()
+		e.metrics = scrapeLedger(*metricsURL)
+		return e
+	}
 	res := Result{Clients: *clients, Driver: "pgbench", Mode: "simple"}
 	w := pgbenchWindow{seconds: secs}
-	var (
-		before, after                []int64
-		metrics0, metrics1           *ledgerMetrics
-		cpu0, cpu1, client0, client1 time.Duration
-		busy0, all0, busy1, all1     time.Duration
-		cores                        int
-		t0, t1                       time.Time
-		tail                         []string
-	)
+	var first, last edge
+	var tail []string
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		line := sc.Text()
 		p, ok := parseProgress(line)
 		if !ok {
+			// A client that aborts, in the warm-up too, leaves the window
+			// with fewer clients than asked: the run reports it.
 			if strings.Contains(line, "aborted") || strings.Contains(line, "error") {
 				res.Errors++
 				if res.FirstErr == "" {
@@ -119,53 +125,98 @@ func pgbench(args []string, out io.Writer) error {
 		}
 		switch w.add(p) {
 		case windowStarts:
-			before = ledgerCounts(*ledger)
-			t0 = time.Now()
-			metrics0 = scrapeLedger(*metricsURL)
-			cpu0, client0 = procCPU(*pid), procCPU(cmd.Process.Pid)
-			busy0, all0, cores = machineCPU()
+			first = mark()
 		case windowEnds:
-			after = ledgerCounts(*ledger)
-			t1 = time.Now()
-			metrics1 = scrapeLedger(*metricsURL)
-			cpu1, client1 = procCPU(*pid), procCPU(cmd.Process.Pid)
-			busy1, all1, _ = machineCPU()
+			last = mark()
 		}
 		if w.done() {
 			break
 		}
 	}
+	scanErr := sc.Err()
+	// The window is over, or pgbench is: stop it, read what it still
+	// writes, then reap it.
+	cmd.Process.Signal(os.Interrupt)
+	io.Copy(io.Discard, stderr)
+	waitErr := cmd.Wait()
 	if !w.done() {
-		err := wait()
-		return fmt.Errorf("pgbench ended before its measured window (%v): %s", err, strings.Join(tail, " | "))
+		if scanErr != nil {
+			return fmt.Errorf("reading pgbench's progress reports: %w", scanErr)
+		}
+		return fmt.Errorf("pgbench ended before its measured window (%v): %s", waitErr, strings.Join(tail, " | "))
 	}
-	go io.Copy(io.Discard, stderr) // until the interrupt ends it
 
-	res.Seconds = t1.Sub(t0).Seconds()
+	res.Seconds = last.at.Sub(first.at).Seconds()
 	res.Queries = w.queries()
-	if *ledger != "" && before != nil && after != nil {
-		res.LedgerChg = after[0] - before[0]
-		res.LedgerTx = after[1] - before[1]
-		res.Queries = res.LedgerChg
+	if *ledger != "" {
+		if first.lastID < 0 || last.lastID < 0 {
+			return fmt.Errorf("pgbench: reading the ledger %s failed", *ledger)
+		}
+		charges, txs, err := ledgerSpan(*ledger, first.lastID, last.lastID)
+		if err != nil {
+			return fmt.Errorf("pgbench: %w", err)
+		}
+		res.LedgerChg, res.LedgerTx, res.Queries = charges, txs, charges
+	} else {
+		res.Seconds = w.span() // the queries are pgbench's count, by its clock
 	}
-	res.Rows = res.Queries
+	if res.Seconds <= 0 {
+		return errors.New("pgbench: an empty window")
+	}
 	res.QPS = float64(res.Queries) / res.Seconds
 	res.MeanUS = w.meanLatencyUS()
 	if res.Queries > 0 {
-		if *pid > 0 && cpu0 >= 0 && cpu1 >= 0 {
-			res.ProcCPUUS = us(cpu1-cpu0) / float64(res.Queries)
+		if first.proxy >= 0 && last.proxy >= 0 {
+			res.ProcCPUUS = us(last.proxy-first.proxy) / float64(res.Queries)
 		}
-		if client0 >= 0 && client1 >= 0 {
-			res.ClientCPUUS = us(client1-client0) / float64(res.Queries)
+		if first.client >= 0 && last.client >= 0 {
+			res.ClientCPUUS = us(last.client-first.client) / float64(res.Queries)
 		}
-		if all1 > all0 {
-			res.MachineCPUUS = us(busy1-busy0) / float64(res.Queries)
-			res.MachineBusy = float64(busy1-busy0) / float64(all1-all0)
-			res.MachineCores = cores
+		if last.all > first.all {
+			res.MachineCPUUS = us(last.busy-first.busy) / float64(res.Queries)
+			res.MachineBusy = float64(last.busy-first.busy) / float64(last.all-first.all)
+			res.MachineCores = first.cores
 		}
 	}
-	res.LedgerTxUS = meanTransactionUS(metrics0, metrics1)
+	res.LedgerTxUS = meanTransactionUS(first.metrics, last.metrics)
 	return json.NewEncoder(out).Encode(res)
+}
+
+// lastChargeID is the ID of the ledger's latest charge (0 when it has
+// none): its primary key's end, read without scanning the table while
+// the load runs; -1 when it cannot be read, 0 when path is empty.
+func lastChargeID(path string) int64 {
+	if path == "" {
+		return 0
+	}
+	db, err := openLedger(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen: ledger:", err)
+		return -1
+	}
+	defer db.Close()
+	var id int64
+	if err := db.QueryRow(`SELECT coalesce(max(id), 0) FROM charges`).Scan(&id); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen: ledger:", err)
+		return -1
+	}
+	return id
+}
+
+// ledgerSpan counts the charges with IDs in (after, upTo] and their
+// transactions (distinct commit times: the ledger gives every charge of
+// a group commit the same).
+func ledgerSpan(path string, after, upTo int64) (charges, transactions int64, err error) {
+	db, err := openLedger(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("ledger: %w", err)
+	}
+	defer db.Close()
+	err = db.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT at_ns) FROM charges WHERE id > ? AND id <= ?`, after, upTo).Scan(&charges, &transactions)
+	if err != nil {
+		return 0, 0, fmt.Errorf("ledger: %w", err)
+	}
+	return charges, transactions, nil
 }
 
 // pgbenchScript is a pgbench script running query once, its {i} a
@@ -241,23 +292,36 @@ func (w *pgbenchWindow) add(p progress) windowEvent {
 
 func (w *pgbenchWindow) done() bool { return w.closed }
 
-// queries is what pgbench counted in the window: each report covers one
-// second.
+// span is the window's length by pgbench's clock.
+func (w *pgbenchWindow) span() float64 {
+	if len(w.in) == 0 {
+		return 0
+	}
+	return w.in[len(w.in)-1].at - w.start
+}
+
+// queries is what pgbench counted in the window: each report covers the
+// second before it (a late one more; its rate is over that time).
 func (w *pgbenchWindow) queries() int64 {
 	var n float64
+	prev := w.start
 	for _, p := range w.in {
-		n += p.tps
+		n += p.tps * (p.at - prev)
+		prev = p.at
 	}
 	return int64(n + 0.5)
 }
 
-// meanLatencyUS is the window's mean latency, each second weighted by
-// its transactions.
+// meanLatencyUS is the window's mean latency, each report's weighted by
+// the transactions it covers.
 func (w *pgbenchWindow) meanLatencyUS() float64 {
 	var sum, n float64
+	prev := w.start
 	for _, p := range w.in {
-		sum += p.latencyMS * 1e3 * p.tps
-		n += p.tps
+		k := p.tps * (p.at - prev)
+		sum += p.latencyMS * 1e3 * k
+		n += k
+		prev = p.at
 	}
 	if n == 0 {
 		return 0

@@ -118,6 +118,73 @@ func (c chargedCeiling) measuredCeiling() float64 {
 	return float64(c.cores) * 1e6 / least
 }
 
+// chargedRows are workload 5's own rows: with 32 clients (w5) and, in the
+// same runs, 128 (w5.c128) and pgbench's 128 (w5.pgbench.c128); judged is
+// the rate the target is judged on (chargedCeiling.judged).
+func chargedRows(series map[string][]loadResult, c chargedCeiling) []Row {
+	judged := c.judged
+	p50 := func(r loadResult) float64 { return r.P50US }
+	var rows []Row
+	// A rate target is judged where the rate peaks: more clients give the
+	// group commit and the backend's batches more to gather, and a lighter
+	// client leaves the system under test more of the two cores.
+	charged, txPer := chargedRates(series["w5"])
+	charged128, txPer128 := chargedRates(series["w5.c128"])
+	chargedPgb, txPerPgb := chargedRates(series["w5.pgbench.c128"])
+	rows = append(rows,
+		mk(w5Name, w5Charged32, "q/s", charged, "", nil),
+		mk(w5Name, w5Charged, "q/s", judged, "≥ 20,000/s", ge(20000)),
+		mk(w5Name, "ledger transactions (WAL fsyncs) per charged query", "", txPer, "< 1 (group commit)", lt(1)),
+		mk(w5Name, "p50 latency", "ms", scale(runValues(series, "w5", p50), 1e-3), "", nil),
+	)
+	if len(charged128) == 0 && len(chargedPgb) == 0 {
+		rows[len(rows)-3].Note = "no 128-client runs in this run: the 32-client rate"
+	}
+	procCPU := func(r loadResult) float64 { return r.ProcCPUUS }
+	clientCPU := func(r loadResult) float64 { return r.ClientCPUUS }
+	if len(charged128) > 0 {
+		rows = append(rows,
+			mk(w5Name128, w5Charged32, "q/s", charged128, "", nil),
+			mk(w5Name128, "dpproxy CPU time per charged query (user + system)", "µs", runValues(series, "w5.c128", procCPU), "", nil),
+			mk(w5Name128, "ledger transactions (WAL fsyncs) per charged query", "", txPer128, "< 1 (group commit)", lt(1)),
+			mk(w5Name128, "p50 latency", "ms", scale(runValues(series, "w5.c128", p50), 1e-3), "", nil),
+		)
+		if c := positive(runValues(series, "w5.c128", clientCPU)); len(c) > 0 {
+			rows = append(rows, mk(w5Name128, w5ClientCPU+" (loadgen: Go, pgx, a goroutine per client)", "µs", c, "", nil))
+		}
+	}
+	if len(chargedPgb) > 0 {
+		rows = append(rows,
+			mk(w5NamePgb, w5Charged32, "q/s", chargedPgb, "", nil),
+			mk(w5NamePgb, "dpproxy CPU time per charged query (user + system)", "µs", runValues(series, "w5.pgbench.c128", procCPU), "", nil),
+			mk(w5NamePgb, "ledger transactions (WAL fsyncs) per charged query", "", txPerPgb, "< 1 (group commit)", lt(1)),
+			mk(w5NamePgb, "mean latency (pgbench's progress reports)", "ms", scale(runValues(series, "w5.pgbench.c128", func(r loadResult) float64 { return r.MeanUS }), 1e-3), "", nil),
+		)
+		if c := positive(runValues(series, "w5.pgbench.c128", clientCPU)); len(c) > 0 {
+			rows = append(rows, mk(w5NamePgb, w5ClientCPU+" (pgbench: C, libpq, two threads)", "µs", c, "", nil))
+		}
+		rows = append(rows, mk(w5NamePgb, "charged queries/s, pgbench's 128 clients ÷ loadgen's 128 (the runs next to each other)", "×", chargedRatioByRun(series["w5.pgbench.c128"], series["w5.c128"]), "", nil))
+	}
+	return rows
+}
+
+// chargedRatioByRun is, for each run both a and b measured, a's charged
+// rate ÷ b's, in the order of the runs.
+func chargedRatioByRun(a, b []loadResult) []float64 {
+	rate := func(r loadResult) float64 { return float64(r.LedgerChg) / r.Seconds }
+	byRun := map[int]loadResult{}
+	for _, r := range b {
+		byRun[r.Run] = r
+	}
+	var out []float64
+	for _, r := range a {
+		if o, ok := byRun[r.Run]; ok && r.Seconds > 0 && o.Seconds > 0 && r.LedgerChg > 0 && o.LedgerChg > 0 {
+			out = append(out, rate(r)/rate(o))
+		}
+	}
+	return out
+}
+
 // chargedCeilingRows are workload 5's ceilings; directNote is run.sh's
 // reason when PostgreSQL alone was not measured.
 func chargedCeilingRows(w string, c chargedCeiling, directNote string) []Row {

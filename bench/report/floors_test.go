@@ -721,6 +721,17 @@ func TestChargedTargetTakesPgbench(t *testing.T) {
 	)
 }
 
+// pgbench's rate is compared with loadgen's of the same run: a run
+// pgbench missed pairs nothing off by one.
+func TestChargedRatioByRun(t *testing.T) {
+	rate := func(run int, charges int64) loadResult { return loadResult{Run: run, Seconds: 2, LedgerChg: charges} }
+	pgb := []loadResult{rate(1, 30), rate(3, 60)}
+	lg := []loadResult{rate(1, 20), rate(2, 99), rate(3, 40)}
+	if got, want := chargedRatioByRun(pgb, lg), []float64{1.5, 1.5}; !slices.Equal(got, want) {
+		t.Fatalf("chargedRatioByRun = %v, want %v", got, want)
+	}
+}
+
 // The judged rate is each run's most, runs matched by number: a part
 // missing from a run (pgbench failed there) takes nothing from the others.
 func TestMostChargedOfEachRun(t *testing.T) {

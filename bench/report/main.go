@@ -211,47 +211,7 @@ func run(dir, mdPath string) error {
 		rows = append(rows, passFloorRows(w, floors.pass[mode])...)
 		rows = append(rows, oneProcessorRows(w, per("w4."+mode+".proxy1p", qps), per("w4."+mode+".proxy1p", cpu), px, pb, pbc)...)
 	}
-	// 5, with 32 clients and, in the same runs, 128 (w5.c128) and
-	// pgbench's 128 (w5.pgbench.c128): a rate target is judged where the
-	// rate peaks, and more clients give the group commit and the backend's
-	// batches more to gather.
-	charged, txPer := chargedRates(series["w5"])
-	charged128, txPer128 := chargedRates(series["w5.c128"])
-	chargedPgb, txPerPgb := chargedRates(series["w5.pgbench.c128"])
-	rows = append(rows,
-		mk(w5Name, w5Charged32, "q/s", charged, "", nil),
-		mk(w5Name, w5Charged, "q/s", floors.w5.judged, "≥ 20,000/s", ge(20000)),
-		mk(w5Name, "ledger transactions (WAL fsyncs) per charged query", "", txPer, "< 1 (group commit)", lt(1)),
-		mk(w5Name, "p50 latency", "ms", scale(per("w5", p50), 1e-3), "", nil),
-	)
-	if len(charged128) == 0 && len(chargedPgb) == 0 {
-		rows[len(rows)-3].Note = "no 128-client runs in this run: the 32-client rate"
-	}
-	procCPU := func(r loadResult) float64 { return r.ProcCPUUS }
-	clientCPU := func(r loadResult) float64 { return r.ClientCPUUS }
-	if len(charged128) > 0 {
-		rows = append(rows,
-			mk(w5Name128, w5Charged32, "q/s", charged128, "", nil),
-			mk(w5Name128, "dpproxy CPU time per charged query (user + system)", "µs", per("w5.c128", procCPU), "", nil),
-			mk(w5Name128, "ledger transactions (WAL fsyncs) per charged query", "", txPer128, "< 1 (group commit)", lt(1)),
-			mk(w5Name128, "p50 latency", "ms", scale(per("w5.c128", p50), 1e-3), "", nil),
-		)
-		if c := positive(per("w5.c128", clientCPU)); len(c) > 0 {
-			rows = append(rows, mk(w5Name128, w5ClientCPU+" (loadgen: Go, pgx, a goroutine per client)", "µs", c, "", nil))
-		}
-	}
-	if len(chargedPgb) > 0 {
-		rows = append(rows,
-			mk(w5NamePgb, w5Charged32, "q/s", chargedPgb, "", nil),
-			mk(w5NamePgb, "dpproxy CPU time per charged query (user + system)", "µs", per("w5.pgbench.c128", procCPU), "", nil),
-			mk(w5NamePgb, "ledger transactions (WAL fsyncs) per charged query", "", txPerPgb, "< 1 (group commit)", lt(1)),
-			mk(w5NamePgb, "mean latency (pgbench's progress reports)", "ms", scale(per("w5.pgbench.c128", func(r loadResult) float64 { return r.MeanUS }), 1e-3), "", nil),
-		)
-		if c := positive(per("w5.pgbench.c128", clientCPU)); len(c) > 0 {
-			rows = append(rows, mk(w5NamePgb, w5ClientCPU+" (pgbench: C, libpq, two threads)", "µs", c, "", nil))
-		}
-		rows = append(rows, mk(w5NamePgb, "charged queries/s, pgbench's 128 clients ÷ loadgen's 128 (the runs next to each other)", "×", pairRatio(chargedPgb, charged128), "", nil))
-	}
+	rows = append(rows, chargedRows(series, floors.w5)...)
 	rows = append(rows, chargedCeilingRows(w5Name, floors.w5, info["w5_direct_note"])...)
 	// 6.
 	rows = append(rows, idleRows(series["w6"], info)...)
