@@ -78,7 +78,7 @@ else
   # round trips: 10 + 6 s); PostgreSQL alone on workload 5's rewritten
   # SQL, D_W5DIRECT s in W5D_RUNS runs (6 s), and workload 5 with one text,
   # D_LEDGER s in W5D_RUNS runs (18 s). Workload 5 runs 6 s per part,
-  # not 8, to pay for its part with pgbench's 128 clients (about 8 s in
+  # not 8, to pay for its part with pgbench's 256 clients (about 8 s in
   # each of 5 runs, its connections and second of warm-up included).
   D_FLOOR=1; D_MYPASS=3; D_W5DIRECT=2
 fi
@@ -660,18 +660,18 @@ fi
 # backend with fresh noise, but its parse and analysis come from the
 # session's plan memo: what dpproxy charges when those cost nothing.
 LQ_SAME=${LQ//\{i\}/1}
-log "workload 5: small DP queries, distinct text, 32 and 128 clients (and 128 of pgbench's), ${D_LEDGER}s each, $RUNS runs (one text: $W5D_RUNS runs; PostgreSQL alone: ${D_W5DIRECT}s, $W5D_RUNS runs)"
+log "workload 5: small DP queries, distinct text, 32 and 128 clients (and 256 of pgbench's), ${D_LEDGER}s each, $RUNS runs (one text: $W5D_RUNS runs; PostgreSQL alone: ${D_W5DIRECT}s, $W5D_RUNS runs)"
 for r in $(seq 1 "$RUNS"); do
   record w5 "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients 32 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --metrics "$NOCACHE_METRICS" --pid "$NOCACHE_PID")"
   # The same with 128 clients (w5.c128): the target is judged on the more
   # of the two rates in each run (bench/report).
   record w5.c128 "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients 128 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --metrics "$NOCACHE_METRICS" --pid "$NOCACHE_PID")"
-  # And with pgbench's 128 clients (w5.pgbench.c128: C and libpq, two
+  # And with pgbench's 256 clients (w5.pgbench.c256: C and libpq, two
   # threads), which take less of the two cores than loadgen's Go clients:
   # the rate and what each client costs, side by side (bench/report).
   if [ -x "$PG_BIN/pgbench" ]; then
-    if out=$("$LG" pgbench --pgbench "$PG_BIN/pgbench" --dsn "$P_NOCACHE" --query "$LQ" --clients 128 --threads 2 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --metrics "$NOCACHE_METRICS" --pid "$NOCACHE_PID"); then
-      record w5.pgbench.c128 "$r" "$out"
+    if out=$("$LG" pgbench --pgbench "$PG_BIN/pgbench" --dsn "$P_NOCACHE" --query "$LQ" --clients 256 --threads 2 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --metrics "$NOCACHE_METRICS" --pid "$NOCACHE_PID"); then
+      record w5.pgbench.c256 "$r" "$out"
     else
       log "workload 5 with pgbench's clients failed in run $r"
     fi
@@ -885,7 +885,7 @@ log "writing bench/results and BENCHMARKS.md"
   echo "mariadb_runs=$MY_RUNS"
   echo "mariadb_visits=$MY_VISITS"
   echo "mariadb_load_seconds=$MY_LOAD_SECS"
-  echo "durations=w1 $W1_COUNT queries/run; w2b $W2K_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s per target in 1 s slices in turns (w9: ${D_MYPASS}s); w5 ${D_LEDGER}s (32 clients, then 128, then pgbench's 128); w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 2 queries per target and visits size in turns; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs; floors: bare Go relay as w4 in $W4R_RUNS runs (w9: every run, with HAProxy in TCP mode), and w4 also through dpproxy on one processor (GOMAXPROCS=1) (w9: ${D_MYPASS}s, as dpproxy), SELECT 1 and an answer from memory ${D_FLOOR}s each next to each 1-client cache-hit run, w5 on PostgreSQL alone ${D_W5DIRECT}s × $W5D_RUNS runs; w5 with one text ${D_LEDGER}s × $W5D_RUNS runs"
+  echo "durations=w1 $W1_COUNT queries/run; w2b $W2K_COUNT queries/run; w3 ${D_CACHE1}s (1 client), ${D_CACHE}s (16 clients); w4 ${D_PASS}s per target in 1 s slices in turns (w9: ${D_MYPASS}s); w5 ${D_LEDGER}s (32 clients, then 128, then pgbench's 256); w6 $IDLE_CONNS connections, hold ${IDLE_HOLD}s; w9 as w1, w3, w4 ($MY_RUNS runs); w10 ${D_SCALE}s per client count, 2 queries per target and visits size in turns; go bench $BENCHTIME × $GB_COUNT; accuracy $ACC_RUNS runs; floors: bare Go relay as w4 in $W4R_RUNS runs (w9: every run, with HAProxy in TCP mode), and w4 also through dpproxy on one processor (GOMAXPROCS=1) (w9: ${D_MYPASS}s, as dpproxy), SELECT 1 and an answer from memory ${D_FLOOR}s each next to each 1-client cache-hit run, w5 on PostgreSQL alone ${D_W5DIRECT}s × $W5D_RUNS runs; w5 with one text ${D_LEDGER}s × $W5D_RUNS runs"
   echo "idle_conns=$IDLE_CONNS"
   echo "scale_sizes=$SCALE_SIZES"
   echo "scale_client_seconds=$D_SCALE"

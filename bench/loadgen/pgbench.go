@@ -79,7 +79,8 @@ func pgbench(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cmd.Stdout = io.Discard
+	var stdout lastBytes // its summary, for the error when it ends early
+	cmd.Stdout = &stdout
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pgbench: %w", err)
 	}
@@ -143,7 +144,8 @@ func pgbench(args []string, out io.Writer) error {
 		if scanErr != nil {
 			return fmt.Errorf("reading pgbench's progress reports: %w", scanErr)
 		}
-		return fmt.Errorf("pgbench ended before its measured window (%v): %s", waitErr, strings.Join(tail, " | "))
+		out := strings.Join(strings.Fields(string(stdout.b)), " ")
+		return fmt.Errorf("pgbench ended before its measured window (%v): %s (its output: %s)", waitErr, strings.Join(tail, " | "), out)
 	}
 
 	res.Seconds = last.at.Sub(first.at).Seconds()
@@ -217,6 +219,17 @@ func ledgerSpan(path string, after, upTo int64) (charges, transactions int64, er
 		return 0, 0, fmt.Errorf("ledger: %w", err)
 	}
 	return charges, transactions, nil
+}
+
+// lastBytes keeps the last 1 KiB written to it.
+type lastBytes struct{ b []byte }
+
+func (l *lastBytes) Write(p []byte) (int, error) {
+	l.b = append(l.b, p...)
+	if over := len(l.b) - 1024; over > 0 {
+		l.b = l.b[over:]
+	}
+	return len(p), nil
 }
 
 // pgbenchScript is a pgbench script running query once, its {i} a

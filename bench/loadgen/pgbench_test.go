@@ -134,9 +134,10 @@ func TestPgbenchEndsEarly(t *testing.T) {
 	bin := fakePgbench(t, []string{
 		"progress: 1.0 s, 900.0 tps, lat 2.000 ms stddev 0.1, 0 failed",
 		"pgbench: error: client 0 aborted in command 1 (SQL) of script 0; ERROR:  budget exhausted",
-	}, "exit 2")
+	}, "echo 'number of transactions actually processed: 900'; exit 2")
 	err := pgbench([]string{"--pgbench", bin, "--dsn", "postgres://bench:bench@127.0.0.1:1/bench", "--query", "SELECT 1", "--duration", "2s"}, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "ended before its measured window") || !strings.Contains(err.Error(), "budget exhausted") {
+	if err == nil || !strings.Contains(err.Error(), "ended before its measured window") || !strings.Contains(err.Error(), "budget exhausted") ||
+		!strings.Contains(err.Error(), "its output: number of transactions actually processed: 900") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -34,10 +34,10 @@ type chargedCeiling struct {
 	// clients (proxyMachineCPU is the 32 clients').
 	machineCPU128 []float64
 	// othersCPUPgb and machineCPUPgb are othersCPU128 and machineCPU128
-	// with pgbench's 128 clients instead of loadgen's.
+	// with pgbench's 256 clients instead of loadgen's.
 	othersCPUPgb, machineCPUPgb []float64
 	// clientCPU128 and clientCPUPgb are the load generator's own CPU per
-	// charged query with 128 clients: loadgen's (Go, pgx) and pgbench's.
+	// charged query: loadgen's 128 clients (Go, pgx) and pgbench's 256.
 	clientCPU128, clientCPUPgb []float64
 	// ledgerTxUS and chargesPerTx are the ledger's transactions in
 	// workload 5: their mean wall time (dpproxy's counters) and the
@@ -66,7 +66,7 @@ type chargedCeiling struct {
 	// workload 5's 32 (one short run each).
 	moreClients []clientsPoint
 	// judged is the rate the target is judged on: in each run the most
-	// of the rates with loadgen's 32 and 128 clients and pgbench's 128
+	// of the rates with loadgen's 32 and 128 clients and pgbench's 256
 	// (those of them the run has).
 	judged []float64
 }
@@ -119,7 +119,7 @@ func (c chargedCeiling) measuredCeiling() float64 {
 }
 
 // chargedRows are workload 5's own rows: with 32 clients (w5) and, in the
-// same runs, 128 (w5.c128) and pgbench's 128 (w5.pgbench.c128); judged is
+// same runs, 128 (w5.c128) and pgbench's 256 (w5.pgbench.c256); judged is
 // the rate the target is judged on (chargedCeiling.judged).
 func chargedRows(series map[string][]loadResult, c chargedCeiling) []Row {
 	judged := c.judged
@@ -130,7 +130,7 @@ func chargedRows(series map[string][]loadResult, c chargedCeiling) []Row {
 	// client leaves the system under test more of the two cores.
 	charged, txPer := chargedRates(series["w5"])
 	charged128, txPer128 := chargedRates(series["w5.c128"])
-	chargedPgb, txPerPgb := chargedRates(series["w5.pgbench.c128"])
+	chargedPgb, txPerPgb := chargedRates(series["w5.pgbench.c256"])
 	rows = append(rows,
 		mk(w5Name, w5Charged32, "q/s", charged, "", nil),
 		mk(w5Name, w5Charged, "q/s", judged, "≥ 20,000/s", ge(20000)),
@@ -156,14 +156,14 @@ func chargedRows(series map[string][]loadResult, c chargedCeiling) []Row {
 	if len(chargedPgb) > 0 {
 		rows = append(rows,
 			mk(w5NamePgb, w5Charged32, "q/s", chargedPgb, "", nil),
-			mk(w5NamePgb, "dpproxy CPU time per charged query (user + system)", "µs", runValues(series, "w5.pgbench.c128", procCPU), "", nil),
+			mk(w5NamePgb, "dpproxy CPU time per charged query (user + system)", "µs", runValues(series, "w5.pgbench.c256", procCPU), "", nil),
 			mk(w5NamePgb, "ledger transactions (WAL fsyncs) per charged query", "", txPerPgb, "< 1 (group commit)", lt(1)),
-			mk(w5NamePgb, "mean latency (pgbench's progress reports)", "ms", scale(runValues(series, "w5.pgbench.c128", func(r loadResult) float64 { return r.MeanUS }), 1e-3), "", nil),
+			mk(w5NamePgb, "mean latency (pgbench's progress reports)", "ms", scale(runValues(series, "w5.pgbench.c256", func(r loadResult) float64 { return r.MeanUS }), 1e-3), "", nil),
 		)
-		if c := positive(runValues(series, "w5.pgbench.c128", clientCPU)); len(c) > 0 {
+		if c := positive(runValues(series, "w5.pgbench.c256", clientCPU)); len(c) > 0 {
 			rows = append(rows, mk(w5NamePgb, w5ClientCPU+" (pgbench: C, libpq, two threads)", "µs", c, "", nil))
 		}
-		rows = append(rows, mk(w5NamePgb, "charged queries/s, pgbench's 128 clients ÷ loadgen's 128 (the runs next to each other)", "×", chargedRatioByRun(series["w5.pgbench.c128"], series["w5.c128"]), "", nil))
+		rows = append(rows, mk(w5NamePgb, "charged queries/s, pgbench's 256 clients ÷ loadgen's 128 (the runs next to each other)", "×", chargedRatioByRun(series["w5.pgbench.c256"], series["w5.c128"]), "", nil))
 	}
 	return rows
 }
@@ -228,7 +228,7 @@ func chargedCeilingRows(w string, c chargedCeiling, directNote string) []Row {
 		rows = append(rows, mk(w, "CPU time per charged query of every other process and the kernel, through dpproxy, 128 clients (every process's less dpproxy's)", "µs", o, "", nil))
 	}
 	if o := positive(c.othersCPUPgb); len(o) > 0 {
-		rows = append(rows, mk(w, "CPU time per charged query of every other process and the kernel, through dpproxy, 128 pgbench clients (every process's less dpproxy's)", "µs", o, "", nil))
+		rows = append(rows, mk(w, "CPU time per charged query of every other process and the kernel, through dpproxy, 256 pgbench clients (every process's less dpproxy's)", "µs", o, "", nil))
 	}
 	if h := positive(c.hitCPU); len(h) > 0 {
 		rows = append(rows, mk(w, "dpproxy CPU time per cache hit, 16, 64 and 256 clients (workload 10: what a charged query does too)", "µs", h, "", nil))
@@ -245,7 +245,7 @@ func chargedCeilingRows(w string, c chargedCeiling, directNote string) []Row {
 		rows = append(rows, r)
 	}
 	if ceil := c.measuredCeiling(); ceil > 0 {
-		r := mk(w, "estimate: the machine's CPU at the measured cost of a charged query (cores ÷ the least CPU per charged query of every process in a run, 32 or 128 clients, loadgen's or pgbench's)", "q/s", []float64{ceil}, "", nil)
+		r := mk(w, "estimate: the machine's CPU at the measured cost of a charged query (cores ÷ the least CPU per charged query of every process in a run, loadgen's 32 or 128 clients or pgbench's 256)", "q/s", []float64{ceil}, "", nil)
 		r.Note = fmt.Sprintf("%d cores", c.cores)
 		rows = append(rows, r)
 	}
@@ -307,7 +307,7 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 			for _, o := range []struct {
 				clients string
 				v       []float64
-			}{{"32 clients", o32}, {"128 clients", o128}, {"pgbench's 128 clients", oPgb}} {
+			}{{"32 clients", o32}, {"128 clients", o128}, {"pgbench's 256 clients", oPgb}} {
 				if len(o.v) > 0 {
 					st := statOf(o.v)
 					parts = append(parts, fmt.Sprintf("%s µs per charged query with %s (%s)", fmt1(st.med), o.clients, rangeUS(st)))
@@ -416,7 +416,7 @@ func chargedCeilingText(c chargedCeiling) (text, outOfReach string) {
 		judged = ch
 	}
 	if len(why) == 0 && judged.med < t {
-		s += fmt.Sprintf(" Neither ceiling rules the target out in this run: dpproxy misses it by a factor of %s (at %s q/s, the most of loadgen's 32 and 128 clients and pgbench's 128 in each run).",
+		s += fmt.Sprintf(" Neither ceiling rules the target out in this run: dpproxy misses it by a factor of %s (at %s q/s, the most of loadgen's 32 and 128 clients and pgbench's 256 in each run).",
 			strconv.FormatFloat(t/judged.med, 'f', 1, 64), fmtQPS(judged.med))
 	}
 	return s, strings.Join(why, "; ")
@@ -439,7 +439,7 @@ func clientCPUText(c chargedCeiling) string {
 		return ""
 	}
 	return fmt.Sprintf(" Of that, the load generator itself took %s µs per charged query with loadgen's 128 clients (Go, pgx, a goroutine each; %s) "+
-		"and %s µs with pgbench's (C, libpq, two threads; %s): the clients share the two cores with dpproxy and PostgreSQL, "+
+		"and %s µs with pgbench's 256 (C, libpq, two threads; %s): the clients share the two cores with dpproxy and PostgreSQL, "+
 		"so the lighter client leaves them more.", fmt1(median(lg)), rangeUS(statOf(lg)), fmt1(median(pgb)), rangeUS(statOf(pgb)))
 }
 

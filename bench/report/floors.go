@@ -159,7 +159,7 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 		}
 	}
 	f.w5.direct = runValues(series, "w5.direct", qps)
-	f.w5.judged = mostChargedOfEachRun(series["w5"], series["w5.c128"], series["w5.pgbench.c128"])
+	f.w5.judged = mostChargedOfEachRun(series["w5"], series["w5.c128"], series["w5.pgbench.c256"])
 	machine := func(r loadResult) float64 { return r.MachineCPUUS }
 	busy := func(r loadResult) float64 { return r.MachineBusy }
 	f.w5.proxyCPU = runValues(series, "w5", cpu)
@@ -190,9 +190,9 @@ func gatherFloors(series map[string][]loadResult, bench map[string]map[string][]
 	}
 	f.w5.othersCPU32, f.w5.othersCPU128 = runValues(series, "w5", others), runValues(series, "w5.c128", others)
 	f.w5.machineCPU128 = runValues(series, "w5.c128", machine)
-	f.w5.othersCPUPgb, f.w5.machineCPUPgb = runValues(series, "w5.pgbench.c128", others), runValues(series, "w5.pgbench.c128", machine)
+	f.w5.othersCPUPgb, f.w5.machineCPUPgb = runValues(series, "w5.pgbench.c256", others), runValues(series, "w5.pgbench.c256", machine)
 	client := func(r loadResult) float64 { return r.ClientCPUUS }
-	f.w5.clientCPU128, f.w5.clientCPUPgb = runValues(series, "w5.c128", client), runValues(series, "w5.pgbench.c128", client)
+	f.w5.clientCPU128, f.w5.clientCPUPgb = runValues(series, "w5.c128", client), runValues(series, "w5.pgbench.c256", client)
 	for _, r := range series["w5.direct"] {
 		f.w5.cores = max(f.w5.cores, r.MachineCores)
 	}

@@ -416,7 +416,7 @@ func TestChargedCeilingTakesTheLeastOthersCPU(t *testing.T) {
 			"the cores would carry at most 21,053 queries/s.",
 			"| 5 small DP queries, distinct text, 32 clients | CPU time per charged query of every other process and the kernel, through dpproxy, 128 clients (every process's less dpproxy's) | 52.0 µs |",
 			"the cores kept busy would carry about 17,857 queries/s.",
-			"| 5 small DP queries, distinct text, 32 clients | estimate: the machine's CPU at the measured cost of a charged query (cores ÷ the least CPU per charged query of every process in a run, 32 or 128 clients, loadgen's or pgbench's) | 17857 q/s |",
+			"| 5 small DP queries, distinct text, 32 clients | estimate: the machine's CPU at the measured cost of a charged query (cores ÷ the least CPU per charged query of every process in a run, loadgen's 32 or 128 clients or pgbench's 256) | 17857 q/s |",
 			"Neither ceiling rules the target out in this run",
 		}, "out of reach on this machine with the embedded ledger"},
 		// A cache hit with 64 clients at 15 µs, below workload 4's 22:
@@ -658,7 +658,7 @@ func TestChargedLedgerTransactionTime(t *testing.T) {
 }
 
 // Workload 5's target is judged on the most of its rates in each run
-// (loadgen's 32 and 128 clients, pgbench's 128); the 128-client runs get
+// (loadgen's 32 and 128 clients, pgbench's 256); the 128-client runs get
 // rows of their own; a run without them judges the 32-client rate.
 func TestChargedTargetTakesMoreClients(t *testing.T) {
 	w5 := map[string]any{"seconds": 8.0, "ledger_charges": 104000, "ledger_transactions": 9700, "p50_us": 2200.0, "proc_cpu_us_per_query": 75.0}
@@ -686,7 +686,7 @@ func TestChargedTargetTakesMoreClients(t *testing.T) {
 	}
 }
 
-// pgbench's 128 clients, run next to loadgen's, get rows of their own
+// pgbench's 256 clients, run next to loadgen's, get rows of their own
 // (their rate, dpproxy's CPU, what each load generator itself took) and
 // count for the target where their rate is the higher; their machine
 // figures count for the CPU ceilings too.
@@ -696,28 +696,28 @@ func TestChargedTargetTakesPgbench(t *testing.T) {
 			"machine_cpu_us_per_query": 150.0, "machine_busy": 0.9, "machine_cores": 2},
 		"w5.c128": {"seconds": 8.0, "ledger_charges": 120000, "ledger_transactions": 6000, "p50_us": 6100.0, "proc_cpu_us_per_query": 70.0,
 			"machine_cpu_us_per_query": 130.0, "machine_busy": 0.9, "client_cpu_us_per_query": 34.0},
-		"w5.pgbench.c128": {"seconds": 8.0, "ledger_charges": 136000, "ledger_transactions": 5000, "mean_us": 7000.0, "proc_cpu_us_per_query": 68.0,
+		"w5.pgbench.c256": {"seconds": 8.0, "ledger_charges": 136000, "ledger_transactions": 5000, "mean_us": 7000.0, "proc_cpu_us_per_query": 68.0,
 			"machine_cpu_us_per_query": 110.0, "machine_busy": 0.9, "client_cpu_us_per_query": 21.0},
 		"w5.direct": {"qps": 30000.0, "seconds": 2.0, "machine_cpu_us_per_query": 70.0, "machine_busy": 0.95, "machine_cores": 2},
 	})
 	got := reportOf(t, t.TempDir(), map[string]string{"raw.jsonl": raw, "run.txt": "total_seconds=1100\n"})
 	wantIn(t, got,
 		"| 5 small DP queries, distinct text, 32 clients | "+w5Charged+" | 17000 q/s | 17000 – 17000 (n=3) | ≥ 20,000/s | **FAIL** |",
-		"| 5 small DP queries, distinct text, 128 pgbench clients | charged queries/s (ledger charges ÷ run time) | 17000 q/s |",
-		"| 5 small DP queries, distinct text, 128 pgbench clients | dpproxy CPU time per charged query (user + system) | 68.0 µs |",
-		"| 5 small DP queries, distinct text, 128 pgbench clients | mean latency (pgbench's progress reports) | 7.000 ms |",
-		"| 5 small DP queries, distinct text, 128 pgbench clients | "+w5ClientCPU+" (pgbench: C, libpq, two threads) | 21.0 µs |",
+		"| 5 small DP queries, distinct text, 256 pgbench clients | charged queries/s (ledger charges ÷ run time) | 17000 q/s |",
+		"| 5 small DP queries, distinct text, 256 pgbench clients | dpproxy CPU time per charged query (user + system) | 68.0 µs |",
+		"| 5 small DP queries, distinct text, 256 pgbench clients | mean latency (pgbench's progress reports) | 7.000 ms |",
+		"| 5 small DP queries, distinct text, 256 pgbench clients | "+w5ClientCPU+" (pgbench: C, libpq, two threads) | 21.0 µs |",
 		"| 5 small DP queries, distinct text, 128 clients | "+w5ClientCPU+" (loadgen: Go, pgx, a goroutine per client) | 34.0 µs |",
-		"| 5 small DP queries, distinct text, 128 pgbench clients | charged queries/s, pgbench's 128 clients ÷ loadgen's 128 (the runs next to each other) | 1.133 × |",
+		"| 5 small DP queries, distinct text, 256 pgbench clients | charged queries/s, pgbench's 256 clients ÷ loadgen's 128 (the runs next to each other) | 1.133 × |",
 		// every process's 110 less dpproxy's 68
-		"through dpproxy, 128 pgbench clients (every process's less dpproxy's) | 42.0 µs |",
+		"through dpproxy, 256 pgbench clients (every process's less dpproxy's) | 42.0 µs |",
 		// 2 cores ÷ the least every-process CPU per charged query, pgbench's 110 µs
-		"estimate: the machine's CPU at the measured cost of a charged query (cores ÷ the least CPU per charged query of every process in a run, 32 or 128 clients, loadgen's or pgbench's) | 18182 q/s |",
+		"estimate: the machine's CPU at the measured cost of a charged query (cores ÷ the least CPU per charged query of every process in a run, loadgen's 32 or 128 clients or pgbench's 256) | 18182 q/s |",
 		"Through dpproxy every other process and the kernel took 75.0 µs per charged query with 32 clients (",
 		"), 60.0 µs per charged query with 128 clients (",
-		") and 42.0 µs per charged query with pgbench's 128 clients (",
+		") and 42.0 µs per charged query with pgbench's 256 clients (",
 		"the load generator itself took 34.0 µs per charged query with loadgen's 128 clients",
-		"and 21.0 µs with pgbench's",
+		"and 21.0 µs with pgbench's 256",
 	)
 }
 

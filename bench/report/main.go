@@ -709,7 +709,7 @@ authenticated) before the clock starts.
    run Go code at once), reported without a target next to the default
    (two, one per core): PgBouncer runs one thread.
 5. **Many small DP queries** — ` + "`SELECT COUNT(*) FROM patients WHERE patient_id = <distinct number>`" + `,
-   32 clients, and in each run next to them 128 clients and 128 of
+   32 clients, and in each run next to them 128 clients and 256 of
    pgbench's (the PostgreSQL project's load generator: C, libpq, two
    threads, the simple protocol, the number drawn at random for each
    execution; measured from its first progress report, a second in, to

@@ -15,11 +15,11 @@ const (
 	w4Prefix  = "4 passthrough, public table, 16 clients, "
 	w5Name    = "5 small DP queries, distinct text, 32 clients"
 	w5Name128 = "5 small DP queries, distinct text, 128 clients"
-	w5NamePgb = "5 small DP queries, distinct text, 128 pgbench clients"
+	w5NamePgb = "5 small DP queries, distinct text, 256 pgbench clients"
 	// w5Charged is the target's figure: in each run the most of the
 	// charged rates with 32 and 128 clients of loadgen and 128 of
 	// pgbench (w5Charged32 each).
-	w5Charged   = "charged queries/s, the most of 32 and 128 clients (loadgen) and 128 (pgbench) in each run (ledger charges ÷ run time)"
+	w5Charged   = "charged queries/s, the most of 32 and 128 clients (loadgen) and 256 (pgbench) in each run (ledger charges ÷ run time)"
 	w5ClientCPU = "CPU time per query of the load generator itself"
 	w5Charged32 = "charged queries/s (ledger charges ÷ run time)"
 	w9w3Name    = "9 MySQL front end: 3 cache hit, 1 client"
