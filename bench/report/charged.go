@@ -495,6 +495,25 @@ charged q/s. On the same host on 2 December, a default run at cb4c58f
 run with 100 M visits at ea3f702 (1,828 s, these figures) 11,090, every
 other issue 18 target met in both; the CPU ceiling at a cache hit's and
 a durable charge's cost was 20,387 and 22,474 q/s.
+The load generator is one of the other processes, and it need not cost
+what loadgen's clients do (Go, pgx, a goroutine per connection):
+pgbench's are C (libpq, two threads, each polling its connections). On
+the rig on 2 December at 0c400e1, next to each other against one
+dpproxy, 128 pgbench clients charged 15,692 q/s and took 21.4 µs of CPU
+per query themselves, 128 loadgen clients 13,922 q/s and 34.8 µs; with
+pgbench, 256 clients charged 16,695–18,289 q/s, 128 clients
+15,797–16,095 and 512 clients 11,372–16,218, in turns. So the report
+judges the target on pgbench's 256 clients too. Even then the machine
+was not saturated: over one 8 s run of pgbench's 256 clients (its
+connections included) it spent 55 % in user code, 26 % in the kernel
+and 8 % in network softirqs, and was idle 6 % and waiting on I/O (the
+ledger's fsync) 5 % of the time. The first default run with pgbench (at
+0c400e1, its 128 clients, 1,130 s, the window's edges then counting
+the whole ledger while the load ran) judged 15,246 (pgbench
+12,748–17,823 q/s, loadgen's 128 clients 11,877–15,682); the second (at
+606b3b6, pgbench's 256 clients, 1,135 s) 11,897, the host slowing as it
+ran: PostgreSQL alone's CPU per query rose from 53.9 to 73.1–79.9 µs and
+pgbench's rate fell from 16,304 to 7,931–8,619 q/s.
 How it got here, each step measured in turns on the development machine
 (from 6,165 charged q/s when issue 18 was filed): the ledger's group
 commit gathers until as many charges as its previous transaction carried
@@ -523,6 +542,13 @@ successfully before is charged as soon as its bounded statement is sent
 (` + "`backend.WithSent`" + `, ` + "`engine/charge.go`" + `), so the group commit overlaps the
 database's work (0.10 → 0.084 ledger transactions per charge; the
 median pair 1.06× with 32 clients, 1.04× with 128).
+Measured on 2 December on the rig (loadgen's 128 clients, in turns):
+the ledger with ` + "`synchronous=OFF`" + `, never synced and not durable, a
+measurement only, charged 12,564–14,721 q/s against 10,063–10,716 as
+committed: the durable commit costs something, but without it the rate
+is still far from 20,000; and the writer's own fdatasync of the WAL
+after each commit with ` + "`synchronous=NORMAL`" + ` 11,119–13,875 against
+12,825–15,798, within the noise.
 Tried and dropped, each no gain in turns: the ledger written with
 ` + "`synchronous=NORMAL`" + ` and never synced (6,557–8,082 against 7,949–9,271 as
 committed: the machine stays 83–87 % busy without a sync, so the fsync's
