@@ -663,8 +663,8 @@ LQ_SAME=${LQ//\{i\}/1}
 log "workload 5: small DP queries, distinct text, 32 and 128 clients (and 256 of pgbench's), ${D_LEDGER}s each, $RUNS runs (one text: $W5D_RUNS runs; PostgreSQL alone: ${D_W5DIRECT}s, $W5D_RUNS runs)"
 for r in $(seq 1 "$RUNS"); do
   record w5 "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients 32 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --metrics "$NOCACHE_METRICS" --pid "$NOCACHE_PID")"
-  # The same with 128 clients (w5.c128): the target is judged on the more
-  # of the two rates in each run (bench/report).
+  # The same with 128 clients (w5.c128): the target is judged on the most
+  # of the rates in each run (bench/report).
   record w5.c128 "$r" "$("$LG" run --dsn "$P_NOCACHE" --query "$LQ" --clients 128 --duration "${D_LEDGER}s" --ledger "$WORK/nocache-ledger.db" --metrics "$NOCACHE_METRICS" --pid "$NOCACHE_PID")"
   # And with pgbench's 256 clients (w5.pgbench.c256: C and libpq, two
   # threads), which take less of the two cores than loadgen's Go clients:

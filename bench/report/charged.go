@@ -492,7 +492,7 @@ query, and 10,409–13,192 charged q/s; a default run at f97968c right
 after it (1,124 s), PostgreSQL alone 23,961–33,490 q/s and 10,341–14,189
 charged q/s. On the same host on 2 December, a default run at cb4c58f
 (1,185 s) judged 10,466 (PostgreSQL alone 26,520–34,292 q/s) and the
-run with 100 M visits at ea3f702 (1,828 s, these figures) 11,090, every
+run with 100 M visits at ea3f702 (1,828 s) 11,090, every
 other issue 18 target met in both; the CPU ceiling at a cache hit's and
 a durable charge's cost was 20,387 and 22,474 q/s.
 The load generator is one of the other processes, and it need not cost
@@ -513,7 +513,9 @@ the whole ledger while the load ran) judged 15,246 (pgbench
 12,748–17,823 q/s, loadgen's 128 clients 11,877–15,682); the second (at
 606b3b6, pgbench's 256 clients, 1,135 s) 11,897, the host slowing as it
 ran: PostgreSQL alone's CPU per query rose from 53.9 to 73.1–79.9 µs and
-pgbench's rate fell from 16,304 to 7,931–8,619 q/s.
+pgbench's rate fell from 16,304 to 7,931–8,619 q/s. The run with 100 M
+visits right after it (at 606b3b6, 1,720 s: these figures) judged 13,602,
+pgbench's 256 clients 9,605–19,394 q/s.
 How it got here, each step measured in turns on the development machine
 (from 6,165 charged q/s when issue 18 was filed): the ledger's group
 commit gathers until as many charges as its previous transaction carried
