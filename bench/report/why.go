@@ -17,7 +17,7 @@ const (
 	w5Name128 = "5 small DP queries, distinct text, 128 clients"
 	w5NamePgb = "5 small DP queries, distinct text, 256 pgbench clients"
 	// w5Charged is the target's figure: in each run the most of the
-	// charged rates with 32 and 128 clients of loadgen and 128 of
+	// charged rates with 32 and 128 clients of loadgen and 256 of
 	// pgbench (w5Charged32 each).
 	w5Charged   = "charged queries/s, the most of 32 and 128 clients (loadgen) and 256 (pgbench) in each run (ledger charges ÷ run time)"
 	w5ClientCPU = "CPU time per query of the load generator itself"
